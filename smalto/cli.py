@@ -1,0 +1,176 @@
+"""The ``smalto`` command line, in ``mlir-opt``'s habits.
+
+``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic]``
+reads a Mosaic GPU module, infers its layouts and prints the annotated module.
+Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
+smalto has no rule for), with the reason on stderr; 2 on bad usage or input
+that cannot be read or parsed, with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from jax._src.lib.mlir import ir
+
+from smalto.mlir import MlirInputError, module_arch, parse_module, print_module
+
+SUPPORTED_ARCHS: tuple[tuple[int, int], ...] = ((9, 0), (10, 0))
+DEFAULT_ARCH = (9, 0)
+
+EXIT_OK = 0
+EXIT_INFERENCE_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad arguments or unusable input: reported on one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:  # argparse: --help (0) or bad usage (2)
+        code = exit_request.code
+        return code if isinstance(code, int) else EXIT_USAGE
+    try:
+        return args.run(args)
+    except (UsageError, MlirInputError) as error:
+        return _fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="smalto", description="Layout inference for Mosaic GPU kernels."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    infer = commands.add_parser(
+        "infer",
+        help="infer layouts and print the annotated module",
+        description="Infer register layouts and SMEM transforms for a Mosaic GPU module "
+        "and print it with in_layouts/out_layouts/in_transforms/out_transforms set.",
+    )
+    infer.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
+    infer.add_argument(
+        "-o", dest="output", metavar="OUT", help="write the module here (default: stdout)"
+    )
+    infer.add_argument(
+        "--arch",
+        type=_parse_arch,
+        metavar="MAJOR.MINOR",
+        help="target architecture, 9.0 (Hopper) or 10.0 (Blackwell); default: the "
+        "module's mosaic_gpu.arch_major/arch_minor attributes, else 9.0",
+    )
+    infer.add_argument(
+        "--fuel",
+        type=_parse_fuel,
+        metavar="N",
+        help="bound on the solver's search steps (default: smalto.DEFAULT_FUEL)",
+    )
+    infer.add_argument(
+        "--generic", action="store_true", help="print the generic op form instead of pretty"
+    )
+    infer.add_argument("--debug-info", action="store_true", help="print each op's loc(...) as well")
+    infer.set_defaults(run=_run_infer)
+    return parser
+
+
+def _run_infer(args: argparse.Namespace) -> int:
+    from smalto import DEFAULT_FUEL, InferenceError, infer_layout
+
+    text, source_name = _read_input(args.input)
+    module = parse_module(text, source_name=source_name)
+    arch = args.arch or _arch_of(module)
+    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    try:
+        # JAX's pass builds attributes from the ambient context; so may ours.
+        with module.context, ir.Location.unknown():
+            infer_layout(module, fuel=fuel, arch=arch)
+    except InferenceError as error:
+        return _fail(str(error), EXIT_INFERENCE_FAILED)
+    except NotImplementedError as error:
+        return _fail(str(error) or "unsupported operation", EXIT_INFERENCE_FAILED)
+    _write_output(
+        args.output, print_module(module, generic=args.generic, debug_info=args.debug_info)
+    )
+    return EXIT_OK
+
+
+def _parse_arch(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
+    arch = (int(match[1]), int(match[2])) if match else None
+    if arch not in SUPPORTED_ARCHS:
+        raise argparse.ArgumentTypeError(
+            f"unsupported architecture {text!r} (expected {_supported_archs()})"
+        )
+    return arch
+
+
+def _parse_fuel(text: str) -> int:
+    try:
+        fuel = int(text)
+    except ValueError:
+        fuel = 0
+    if fuel <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return fuel
+
+
+def _arch_of(module: ir.Module) -> tuple[int, int]:
+    arch = module_arch(module)
+    if arch is None:
+        return DEFAULT_ARCH
+    if arch not in SUPPORTED_ARCHS:
+        raise UsageError(
+            f"the module targets architecture {arch[0]}.{arch[1]}, which smalto does not "
+            f"support ({_supported_archs()}); pass --arch to override"
+        )
+    return arch
+
+
+def _supported_archs() -> str:
+    return " or ".join(f"{major}.{minor}" for major, minor in SUPPORTED_ARCHS)
+
+
+def _read_input(name: str) -> tuple[str, str]:
+    """The text to parse and the name to call it in messages."""
+    if name == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(name).read_text(encoding="utf-8"), name
+    except OSError as error:
+        raise UsageError(f"cannot read '{name}': {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read '{name}': not UTF-8 text") from None
+
+
+def _write_output(name: str | None, text: str) -> None:
+    if name is not None and name != "-":
+        try:
+            Path(name).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"cannot write '{name}': {error.strerror or error}") from None
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left early (`smalto infer k.mlir | head`); that is not an
+        # error. Point stdout at /dev/null so the interpreter's final flush
+        # does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"smalto: error: {message}", file=sys.stderr)
+    return status
