@@ -1,0 +1,244 @@
+"""The constraint language: variables, expressions, constraints, and the system.
+
+A *site* is one role of a value at one op: an operand, a result, or a block
+argument of a region. A *variable* is a set of sites that share one layout (the
+rules decide which: a pointwise op's operands and results, an SMEM ref and all
+its views that keep the layout). Constraints relate variables through a few
+expression forms; every constraint remembers the op that imposed it, so that a
+conflict can be traced back to the kernel's source.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from smalto.hw.transfers import Transfer
+from smalto.hw.values import Const
+from smalto.program import Kind
+
+
+class Role(enum.IntEnum):
+    OPERAND = 0
+    RESULT = 1
+    ARGUMENT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    op: int
+    role: Role
+    index: int
+    region: int | None = None  # for block arguments: the region of the op
+
+
+# --- expressions ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """The layout of a reduction of ``expr`` over ``axes`` (of a rank-``rank`` value)."""
+
+    expr: Expr
+    axes: tuple[int, ...]
+    rank: int
+    keep_dims: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reshape:
+    expr: Expr
+    source_shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Transpose:
+    """The SMEM tiling of a transposed ref."""
+
+    expr: Expr
+    permutation: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Collapse:
+    """The SMEM tiling of a ref whose dims are collapsed by ``reassociation`` group sizes."""
+
+    expr: Expr
+    source_shape: tuple[int, ...]
+    reassociation: tuple[int, ...]
+
+
+Expr = Var | Const | Reduce | Reshape | Transpose | Collapse
+
+
+def variables_of(expr: Expr) -> tuple[int, ...]:
+    match expr:
+        case Var(id=v):
+            return (v,)
+        case Reduce(expr=e) | Reshape(expr=e) | Transpose(expr=e) | Collapse(expr=e):
+            return variables_of(e)
+    return ()
+
+
+# --- constraints ---------------------------------------------------------------
+
+
+class LayoutKind(enum.Enum):
+    SPLAT = "splat"
+    STRIDED = "strided"
+
+
+@dataclass(frozen=True, slots=True)
+class Equal:
+    lhs: Expr
+    rhs: Expr
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class Relayout:
+    """``source`` can be converted to ``target`` (registers)."""
+
+    source: Expr
+    target: Expr
+    bitwidth: int
+    strict: bool  # between producer and consumer: only from splat
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class NotOfKind:
+    expr: Expr
+    kind: LayoutKind
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class SmemTransfer:
+    """Registers in ``reg`` move to/from an SMEM ref with transforms ``smem``."""
+
+    smem: Expr
+    reg: Expr
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    bitwidth: int
+    mode: Transfer
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class TmemTransfer:
+    """Registers in ``reg`` move to/from a TMEM ref in ``tmem``."""
+
+    tmem: Expr
+    reg: Expr
+    shape: tuple[int, ...]
+    bitwidth: int
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class MmaTiling:
+    """An SMEM MMA operand's tiling is (8, swizzle bytes / element bytes)."""
+
+    expr: Expr
+    bitwidth: int
+    allow_unswizzled: bool
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class Divides:
+    """Each trailing tile size divides the matching entry of ``multiple``."""
+
+    expr: Expr
+    multiple: tuple[int, ...]
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class MinorTileDivisible:
+    """The minor tile size of an SMEM tiling is a multiple of ``divisor``."""
+
+    expr: Expr
+    divisor: int
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    """``src`` broadcasts into ``dst`` along ``dims`` (broadcast_in_dim)."""
+
+    src: Expr
+    dst: Expr
+    dims: tuple[int, ...]
+    origin: int
+
+
+Constraint = (
+    Equal
+    | Relayout
+    | NotOfKind
+    | SmemTransfer
+    | TmemTransfer
+    | MmaTiling
+    | Divides
+    | MinorTileDivisible
+    | Broadcast
+)
+
+
+def expressions_of(c: Constraint) -> tuple[Expr, ...]:
+    match c:
+        case Equal(lhs=a, rhs=b) | Relayout(source=a, target=b) | Broadcast(src=a, dst=b):
+            return (a, b)
+        case SmemTransfer(smem=a, reg=b) | TmemTransfer(tmem=a, reg=b):
+            return (a, b)
+        case NotOfKind(expr=e) | MmaTiling(expr=e) | Divides(expr=e) | MinorTileDivisible(expr=e):
+            return (e,)
+    raise TypeError(c)
+
+
+def constraint_variables(c: Constraint) -> tuple[int, ...]:
+    out: list[int] = []
+    for e in expressions_of(c):
+        out.extend(variables_of(e))
+    return tuple(out)
+
+
+# --- the system ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Variable:
+    id: int
+    kind: Kind  # VECTOR, SMEM or TMEM
+    shape: tuple[int, ...]
+    bitwidth: int | None
+    strides: tuple[int, ...] | None  # memrefs: the key site's strides
+    key: Site  # the site it was created for (its type gives shape, strides)
+    key_value: int  # the value id at the key site
+    sites: list[Site] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A layout an op imposes outright (wgmma accumulator, layout_cast, ...)."""
+
+    var: int
+    value: Const
+    origin: int
+
+
+@dataclass(slots=True)
+class System:
+    variables: list[Variable] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+    fixed: list[Fixed] = field(default_factory=list)
+    var_of_site: dict[Site, int] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Hardware facts: the only place that speaks JAX's layout types."""

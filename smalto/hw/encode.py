@@ -1,0 +1,69 @@
+"""Layout values to and from MLIR attributes, in JAX's encoding.
+
+Attributes are built once per distinct value and module (they belong to the
+module's context): kernels reuse few layouts, and building an attribute through
+the bindings costs far more than a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from jax._src.lib import mosaic_gpu_dialect as mgpu
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import launch_context as lc
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.hw.values import Reg, Smem, Tmem
+
+
+class AttributeCache:
+    """Builds each distinct layout/transform attribute once (within one context)."""
+
+    def __init__(self) -> None:
+        self._layouts: dict[object, ir.Attribute] = {}
+        self._transforms: dict[tuple[tuple[int, ...] | None, int], ir.Attribute] = {}
+
+    def layout(self, value: Reg | Tmem) -> ir.Attribute:
+        attr = self._layouts.get(value)
+        if attr is None:
+            attr = jax_layouts.to_layout_attr(value.layout)
+            self._layouts[value] = attr
+        return attr
+
+    def transforms(self, value: Smem, swizzle: int) -> ir.Attribute:
+        key = (value.tiling, swizzle)
+        attr = self._transforms.get(key)
+        if attr is None:
+            parts = []
+            if value.tiling is not None:
+                parts.append(mgpu.TileTransformAttr.get(value.tiling))
+                parts.append(mgpu.SwizzleTransformAttr.get(mgpu.SwizzlingMode(swizzle)))
+            attr = ir.ArrayAttr.get(parts)
+            self._transforms[key] = attr
+        return attr
+
+
+def decode_layout(attr: ir.Attribute) -> fa.FragmentedLayout:
+    """A register layout from its attribute (raises NotImplementedError if unknown)."""
+    return jax_layouts.from_layout_attr(attr)
+
+
+def decode_tmem_layout(attr: ir.Attribute) -> tcgen05.TMEMLayout:
+    layout = jax_layouts.from_layout_attr(attr)
+    if not isinstance(layout, fa.TiledLayout):
+        raise ValueError(f"a TMEM layout must be tiled, got {attr}")
+    return tcgen05.TMEMLayout(layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim)
+
+
+def decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int | None]:
+    """(tiling, swizzle) from a transform list: [], [tile] or [tile, swizzle]."""
+    transforms = [jax_layouts.from_transform_attr(a) for a in attrs]
+    match transforms:
+        case []:
+            return None, None
+        case [lc.TileTransform() as tile]:
+            return tuple(tile.tiling), None
+        case [lc.TileTransform() as tile, mgpu.SwizzlingMode() as swizzle]:
+            return tuple(tile.tiling), int(swizzle)
+    raise NotImplementedError(f"unsupported SMEM transforms {transforms}")

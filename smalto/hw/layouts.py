@@ -1,0 +1,313 @@
+"""Hardware facts about register, SMEM and TMEM layouts.
+
+This is the one place (with ``transfers`` and ``encode``) that speaks JAX's
+layout types. Everything here is a pure function of hashable arguments, so the
+expensive ones are cached: kernels reuse a handful of layouts and shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import launch_context as lc
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
+
+WGMMA = fa.WGMMA_LAYOUT
+WGMMA_8BIT = fa.WGMMA_LAYOUT_8BIT
+WGMMA_TRANSPOSED = fa.WGMMA_TRANSPOSED_LAYOUT
+WGMMA_ROW = fa.WGMMA_ROW_LAYOUT
+WGMMA_COL = fa.WGMMA_COL_LAYOUT
+TCGEN05 = fa.TCGEN05_LAYOUT
+TCGEN05_TRANSPOSED = fa.TCGEN05_TRANSPOSED_LAYOUT
+TCGEN05_ROW = fa.TCGEN05_ROW_LAYOUT
+TCGEN05_COL = fa.TCGEN05_COL_LAYOUT
+TMEM_NATIVE = fa.TMEM_NATIVE_LAYOUT
+TMA_INDICES = fa.TMA_INDICES_LAYOUT
+TMA_INDICES_4 = fa.TMA_INDICES_4_LAYOUT
+
+WARPGROUP_SIZE = fa.WARPGROUP_SIZE
+SWIZZLES = (128, 64, 32)  # widest first: wider swizzles avoid more bank conflicts
+NO_SWIZZLE = 16
+
+
+def splat(shape: tuple[int, ...]) -> Reg:
+    return Reg(fa.WGSplatFragLayout(shape=shape))
+
+
+def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
+    return Reg(fa.WGStridedFragLayout(shape=shape, vec_size=vec_size))
+
+
+@cache
+def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
+    """The widest strided layout for a vector, or None where none exists.
+
+    Each thread of the warpgroup holds vectors of at most 8 bytes, and the
+    element count must split evenly over the 128 threads.
+    """
+    if bitwidth is None or bitwidth % 8:
+        return None
+    size = math.prod(shape)
+    if size % WARPGROUP_SIZE:
+        return None
+    vec_size = min(64 // bitwidth, size // WARPGROUP_SIZE)
+    while vec_size and size % (vec_size * WARPGROUP_SIZE):
+        vec_size //= 2
+    return strided(shape, vec_size) if vec_size else None
+
+
+# --- validity of a value for a shape ---------------------------------------
+
+
+@cache
+def _tiling_applies(tiling: fa.Tiling, shape: tuple[int, ...]) -> bool:
+    try:
+        tiling.tile_shape(shape)
+    except ValueError:
+        return False
+    return True
+
+
+@cache
+def _smem_tiling_applies(tiling: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    try:
+        lc.TileTransform(tiling).transform_shape(shape)
+    except ValueError:
+        return False
+    return True
+
+
+def fits(value: Const, shape: tuple[int, ...]) -> bool:
+    """Whether ``value`` can be the layout of a value of this shape."""
+    match value:
+        case Reg(layout=fa.TiledLayout() as layout):
+            return _tiling_applies(layout.tiling, shape)
+        case Reg(layout=layout):
+            return layout.shape == shape
+        case Smem(tiling=None):
+            return True
+        case Smem(tiling=tiling):
+            return _smem_tiling_applies(tiling, shape)
+        case Tmem(layout=layout):
+            return _tiling_applies(layout.tiling, shape)
+    raise TypeError(value)
+
+
+# --- relayouts ----------------------------------------------------------------
+
+
+def _tmem_native(layout: fa.TiledLayout) -> bool:
+    return layout == fa.tmem_native_layout(layout.vector_length)
+
+
+def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth: int) -> bool:
+    """Tiled-to-tiled relayouts the lowering implements (for explicit layout casts)."""
+    transposes = {
+        (WGMMA, WGMMA_TRANSPOSED),
+        (WGMMA_TRANSPOSED, WGMMA),
+        (TCGEN05, TCGEN05_TRANSPOSED),
+        (TCGEN05_TRANSPOSED, TCGEN05),
+    }
+    if (src, dst) in transposes:
+        return True
+    upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
+    two_to_one = fa.can_relayout_wgmma_2x_to_wgmma(bitwidth)
+    four_to_two = fa.can_relayout_wgmma_4x_to_wgmma_2x(bitwidth)
+    if src == upcast_2x and dst == WGMMA:
+        return two_to_one
+    if src == upcast_4x and dst == upcast_2x:
+        return four_to_two
+    if src == upcast_4x and dst == WGMMA:
+        return four_to_two and two_to_one
+    return _tmem_native(src) and _tmem_native(dst)
+
+
+def splat_fits_tiled(shape: tuple[int, ...], tiled: fa.TiledLayout) -> bool:
+    """A splat broadcasts into a tiled layout when the tile divides its shape."""
+    return all(d % t == 0 for d, t in zip(shape, tiled.base_tile_shape, strict=False))
+
+
+def relayout_allowed(src: Reg, dst: Reg, bitwidth: int, strict: bool) -> bool:
+    """Whether a value in ``src`` may be converted to ``dst``.
+
+    Between a producer and its consumer (``strict``), only splats may change
+    layout; an explicit layout cast also allows the tiled relayouts above.
+    """
+    if src == dst:
+        return True
+    s, d = src.layout, dst.layout
+    if isinstance(s, fa.WGSplatFragLayout):
+        if isinstance(d, fa.WGStridedFragLayout):
+            return s.shape == d.shape
+        if isinstance(d, fa.TiledLayout):
+            return splat_fits_tiled(s.shape, d)
+        return False
+    if isinstance(s, fa.TiledLayout) and isinstance(d, fa.TiledLayout) and not strict:
+        return _tiled_relayout_supported(s, d, bitwidth)
+    return False
+
+
+# --- layouts through shape-changing operations ---------------------------------
+
+
+class Stuck:
+    """An expression that cannot be simplified further (not a contradiction)."""
+
+
+STUCK = Stuck()
+
+
+def reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def reduced_layout(value: Reg, axes: tuple[int, ...], rank: int, keep_dims: bool) -> Reg | Stuck:
+    """The layout of ``reduce(x, axes)`` for ``x`` in ``value``."""
+    layout = value.layout
+    if isinstance(layout, fa.TiledLayout):
+        if keep_dims:
+            return STUCK  # the lowering does not reduce tiled layouts keeping dims
+        untiled = rank - len(layout.base_tile_shape)
+        tiled_axes = [a - untiled for a in axes if a >= untiled]
+        return Reg(layout.reduce(tiled_axes)) if tiled_axes else value
+    if isinstance(layout, fa.WGStridedFragLayout):
+        # Only reductions that keep each thread's vectors whole, within a thread.
+        trailing = math.prod(layout.shape[axes[-1] + 1 :])
+        if trailing % (layout.vec_size * WARPGROUP_SIZE):
+            return STUCK
+        return strided(reduce_shape(layout.shape, axes, keep_dims), layout.vec_size)
+    return splat(reduce_shape(layout.shape, axes, keep_dims))
+
+
+def reshaped_layout(
+    value: Reg, source_shape: tuple[int, ...], target_shape: tuple[int, ...]
+) -> Reg | Stuck:
+    """The layout of ``reshape(x)`` for ``x`` in ``value``, where it is free."""
+    layout = value.layout
+    if isinstance(layout, fa.WGSplatFragLayout):
+        return splat(target_shape)
+    if isinstance(layout, fa.WGStridedFragLayout):
+        return strided(target_shape, layout.vec_size)
+    tile = layout.base_tile_shape
+    if len(target_shape) < len(tile):
+        return STUCK
+    if any(s % t for s, t in zip(source_shape[-len(tile) :], tile, strict=True)):
+        return STUCK
+    # A reshape is free only when the minor tiled dimensions are untouched and
+    # the major tiled one stays a multiple of its tile: then every element keeps
+    # its thread and register.
+    minor = len(tile) - 1
+    if source_shape[-minor:] != target_shape[-minor:]:
+        return STUCK
+    if target_shape[-len(tile)] % tile[0]:
+        return STUCK
+    return value
+
+
+def transposed_tiling(
+    tiling: tuple[int, ...], permutation: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The tiling of a transposed SMEM ref; None where tiled and untiled dims swap."""
+    offset = len(permutation) - len(tiling)
+    kept = permutation[-len(tiling) :]
+    if any(dim < offset for dim in kept):
+        return None
+    return tuple(tiling[dim - offset] for dim in kept)
+
+
+def collapsed_tiling(
+    tiling: tuple[int, ...], source_shape: tuple[int, ...], reassociation: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """The tiling of a collapsed SMEM ref; None where the collapse breaks the tiles.
+
+    Each collapsed group must look like (1*, partial?, full*): leading unit
+    tiles, at most one partial tile, then tiles spanning their whole dimension.
+    """
+    rev_tiling = list(tiling)[::-1]
+    rev_shape = list(source_shape[-len(tiling) :])[::-1]
+    if any(s % t for s, t in zip(rev_shape, rev_tiling, strict=False)):
+        return None
+    new_rev: list[int] = []
+    for group in reassociation[::-1]:
+        if len(rev_tiling) < group:
+            return None  # a tiled dim would merge with an untiled one
+        tiles, dims = rev_tiling[:group], rev_shape[:group]
+        full = 0
+        for t, s in zip(tiles, dims, strict=False):
+            if t != s:
+                break
+            full += 1
+        rest = tiles[full:]
+        if rest and any(t != 1 for t in rest[1:]):
+            return None
+        new_rev.append(math.prod(tiles))
+        rev_tiling, rev_shape = rev_tiling[group:], rev_shape[group:]
+        if not rev_tiling:
+            break
+    return tuple(new_rev[::-1])
+
+
+# --- SMEM ------------------------------------------------------------------------
+
+
+def swizzle_for(tiling: tuple[int, ...] | None, strides: tuple[int, ...], bitwidth: int) -> int:
+    """The swizzle (bytes) a tiling implies: the minor tile's width, if it is one."""
+    if tiling is None:
+        return NO_SWIZZLE
+    tail = strides[-len(tiling) :]
+    minor = tiling[min(range(len(tail)), key=tail.__getitem__)]
+    bits = minor * bitwidth
+    if bits % 8:
+        raise ValueError(f"minor tile of {minor} x {bitwidth}-bit elements is not byte aligned")
+    return bits // 8 if bits // 8 in SWIZZLES else NO_SWIZZLE
+
+
+def mma_tilings(bitwidth: int, allow_unswizzled: bool) -> frozenset[tuple[int, int]]:
+    swizzles = (*SWIZZLES, NO_SWIZZLE) if allow_unswizzled else SWIZZLES
+    return frozenset((8, 8 * s // bitwidth) for s in swizzles)
+
+
+def is_transposed(strides: tuple[int, ...]) -> bool:
+    return any(b > a for a, b in zip(strides, strides[1:], strict=False))
+
+
+def merge_multiples(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """Both divisibility requirements at once (suffix-aligned gcd)."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return ()
+    return tuple(math.gcd(x, y) for x, y in zip(a[-n:], b[-n:], strict=True))
+
+
+def tiling_divides(tile: tuple[int, ...], multiple: tuple[int, ...]) -> bool:
+    if len(tile) > len(multiple):
+        return False
+    return all(m % t == 0 for t, m in zip(reversed(tile), reversed(multiple), strict=False))
+
+
+# --- TMEM ----------------------------------------------------------------------
+
+
+def tmem_for_shape(shape: tuple[int, ...], collective: bool, packing: int) -> Tmem:
+    """The TMEM layout an MMA operand or allocation of this shape uses."""
+    return Tmem(tcgen05._infer_tmem_layout(shape, collective, packing))
+
+
+def tmem_default(packing: int) -> Tmem:
+    return Tmem(tcgen05.tmem_default_layout(packing))
+
+
+def mma_layouts(element_type: object) -> object:
+    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``)."""
+    from jax.experimental.mosaic.gpu.mma import MMALayouts
+
+    return MMALayouts(element_type)
+
+
+__all__ = ["UNTILED"]

@@ -1,0 +1,247 @@
+"""Per-op rules: which sites share a layout, and what must hold between them.
+
+A rule is a function ``rule(ctx, op)`` registered under the op's name. It
+creates variables for the op's sites (or joins them to their producer's, for
+memory refs), states constraints, and fixes layouts the op imposes. A rule
+never solves anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from smalto.constraints import (
+    Constraint,
+    Fixed,
+    LayoutKind,
+    NotOfKind,
+    Relayout,
+    Role,
+    Site,
+    System,
+    Var,
+    Variable,
+)
+from smalto.errors import InferenceError
+from smalto.hw import layouts as hl
+from smalto.hw.values import Const
+from smalto.program import Kind, Op, Program, Value
+
+Rule = Callable[["RuleContext", Op], None]
+RULES: dict[str, Rule] = {}
+
+# Terminators belong to the op that owns their region: its rule handles them.
+TERMINATORS = frozenset({"scf.yield", "scf.condition"})
+# Ops whose regions are already lowered: nothing inside them is inferred.
+OPAQUE_REGIONS = frozenset({"mosaic_gpu.custom_primitive"})
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for name in names:
+            RULES[name] = fn
+        return fn
+
+    return register
+
+
+class RuleContext:
+    """What a rule sees: the program, the target, and the system being built."""
+
+    def __init__(self, program: Program, arch: tuple[int, int]) -> None:
+        self.program = program
+        self.arch = arch
+        self.system = System()
+        # slice_smem / slice_tmem results with the same (offset, alias_id) are one ref.
+        self.aliases: dict[tuple[str, int, int], int] = {}
+
+    # --- sites -----------------------------------------------------------------
+
+    @staticmethod
+    def operand(op: Op, index: int) -> Site:
+        return Site(op.id, Role.OPERAND, index)
+
+    @staticmethod
+    def result(op: Op, index: int) -> Site:
+        return Site(op.id, Role.RESULT, index)
+
+    @staticmethod
+    def argument(op: Op, region: int, index: int) -> Site:
+        return Site(op.id, Role.ARGUMENT, index, region)
+
+    def value_id(self, site: Site) -> int:
+        op = self.program.ops[site.op]
+        if site.role == Role.OPERAND:
+            return op.operands[site.index]
+        if site.role == Role.RESULT:
+            return op.results[site.index]
+        assert site.region is not None
+        return op.regions[site.region][0][0][site.index]
+
+    def value(self, site: Site) -> Value:
+        return self.program.values[self.value_id(site)]
+
+    def producer_site(self, site: Site) -> Site | None:
+        producer = self.value(site).producer
+        if producer is None:
+            return None
+        if producer.region is None:
+            return Site(producer.op, Role.RESULT, producer.index)
+        return Site(producer.op, Role.ARGUMENT, producer.index, producer.region)
+
+    # --- variables ---------------------------------------------------------------
+
+    def new_var(self, *sites: Site, key: Site | None = None) -> int:
+        """A variable for ``sites``; ``key`` (default: the first) gives its type."""
+        key = key or sites[0]
+        value_id = self.value_id(key)
+        value = self.program.values[value_id]
+        var = len(self.system.variables)
+        self.system.variables.append(
+            Variable(var, value.kind, value.shape, value.bitwidth, value.strides, key, value_id)
+        )
+        self.add_sites(var, *sites)
+        return var
+
+    def add_sites(self, var: int, *sites: Site) -> None:
+        variable = self.system.variables[var]
+        for site in sites:
+            value = self.value(site)
+            if value.kind != variable.kind or value.shape != variable.shape:
+                raise InferenceError(
+                    f"{self.describe(site)} has type {value.type}, which does not match "
+                    f"the {variable.kind.name} value of shape {variable.shape} it must share "
+                    "a layout with"
+                )
+            if site in self.system.var_of_site:
+                raise AssertionError(f"site {site} is in two variables")
+            self.system.var_of_site[site] = var
+            variable.sites.append(site)
+
+    def ref(self, op: Op, operand_index: int) -> int:
+        """The variable of the ref an op's operand refers to (shared with its producer)."""
+        site = self.operand(op, operand_index)
+        producer = self.producer_site(site)
+        if producer is not None:
+            var = self.system.var_of_site.get(producer)
+            if var is not None:
+                return var
+            # A ref from an op that has no layout (a function argument, an op
+            # outside what we infer): it gets its own, free variable.
+            return self.new_var(producer)
+        return self.new_var(site)
+
+    def aliased_var(self, table: str, op: Op, site: Site) -> int:
+        """A slice result's variable: shared with earlier slices of the same alias id."""
+        alias = op.view.attributes["alias_id"] if "alias_id" in op.view.attributes else None
+        if alias is None:
+            return self.new_var(site)
+        from jax._src.lib.mlir import ir
+
+        key = (table, int(op.view.offset.value), ir.IntegerAttr(alias).value)
+        var = self.aliases.get(key)
+        if var is None:
+            var = self.new_var(site)
+            self.aliases[key] = var
+        else:
+            self.add_sites(var, site)
+        return var
+
+    # --- constraints ---------------------------------------------------------------
+
+    def require(self, *constraints: Constraint) -> None:
+        self.system.constraints.extend(constraints)
+
+    def fix(self, var: int, value: Const, op: Op, what: str) -> None:
+        """Fixes a variable's layout; ``what`` names the operand for the error message."""
+        if not hl.fits(value, self.system.variables[var].shape):
+            raise InferenceError(
+                f"{self.describe_op(op)} requires {what} to be laid out as {value}, "
+                f"which does not fit its shape {self.system.variables[var].shape}"
+            )
+        self.system.fixed.append(Fixed(var, value, op.id))
+
+    def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
+        for kind in kinds:
+            self.require(NotOfKind(Var(var), kind, op.id))
+
+    # --- messages --------------------------------------------------------------------
+
+    def describe_op(self, op: Op) -> str:
+        return f"`{op.name}` at {op.location}"
+
+    def describe(self, site: Site) -> str:
+        op = self.program.ops[site.op]
+        role = {Role.OPERAND: "operand", Role.RESULT: "result", Role.ARGUMENT: "argument"}
+        return f"{role[site.role]} #{site.index} of {self.describe_op(op)}"
+
+
+def needs_layout(op: Op, program: Program) -> bool:
+    """Whether an op has a vector, a TMEM ref, or a transformable SMEM ref."""
+    values = program.values
+    for vid in (*op.operands, *op.results):
+        value = values[vid]
+        if value.kind in (Kind.VECTOR, Kind.TMEM) or value.transformable:
+            return True
+    return False
+
+
+def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
+    """Producer-to-consumer relayouts between register variables.
+
+    Each register operand's producer must convert to it; with ``strict`` only
+    splats may change layout, so in practice producer and consumer agree.
+    """
+    system = ctx.system
+    program = ctx.program
+    var_of_site = system.var_of_site
+    out: list[Constraint] = []
+    visited: set[int] = set()
+    for variable in system.variables:
+        if variable.kind != Kind.VECTOR:
+            continue
+        var = variable.id
+        for site in variable.sites:
+            value = ctx.value(site)
+            bitwidth = value.bitwidth or 0
+            if site.role == Role.OPERAND:
+                producer = ctx.producer_site(site)
+                source = var_of_site.get(producer) if producer is not None else None
+                if source is not None and source not in visited:
+                    out.append(Relayout(Var(source), Var(var), bitwidth, True, site.op))
+            else:
+                for user, index in value.uses:
+                    target = var_of_site.get(Site(user, Role.OPERAND, index))
+                    if target is not None and target not in visited:
+                        out.append(Relayout(Var(var), Var(target), bitwidth, True, user))
+        visited.add(var)
+    del program
+    return out
+
+
+def derive_system(program: Program, arch: tuple[int, int]) -> System:
+    """Runs every op's rule and adds the producer/consumer relayouts."""
+    # Rules register themselves on import.
+    from smalto.rules import arith, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+
+    ctx = RuleContext(program, arch)
+
+    def visit(op: Op) -> None:
+        if op.name not in TERMINATORS and needs_layout(op, program):
+            rule_fn = RULES.get(op.name)
+            if rule_fn is None:
+                raise NotImplementedError(
+                    f"smalto has no layout rule for `{op.name}` (at {op.location})"
+                )
+            rule_fn(ctx, op)
+        if op.name in OPAQUE_REGIONS:
+            return
+        for region in op.regions:
+            for _, body in region:
+                for inner in body:
+                    visit(program.ops[inner])
+
+    for top in program.top_level:
+        visit(program.ops[top])
+    ctx.system.constraints.extend(_vector_relayouts(ctx))
+    return ctx.system

@@ -1,0 +1,99 @@
+"""Rules for `arith` and `math`: pointwise ops and constants."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import LayoutKind
+from smalto.hw import layouts as hl
+from smalto.program import Kind, Op
+from smalto.rules import RuleContext, rule
+
+POINTWISE = (
+    # arith: integer and float arithmetic, bitwise, shifts, comparisons, casts
+    "arith.addi",
+    "arith.addf",
+    "arith.subi",
+    "arith.subf",
+    "arith.muli",
+    "arith.mulf",
+    "arith.divsi",
+    "arith.divui",
+    "arith.divf",
+    "arith.floordivsi",
+    "arith.ceildivsi",
+    "arith.ceildivui",
+    "arith.remsi",
+    "arith.remui",
+    "arith.remf",
+    "arith.andi",
+    "arith.ori",
+    "arith.xori",
+    "arith.shli",
+    "arith.shrui",
+    "arith.shrsi",
+    "arith.maximumf",
+    "arith.minimumf",
+    "arith.maxnumf",
+    "arith.minnumf",
+    "arith.maxsi",
+    "arith.maxui",
+    "arith.minsi",
+    "arith.minui",
+    "arith.cmpi",
+    "arith.cmpf",
+    "arith.select",
+    "arith.bitcast",
+    "arith.negf",
+    "arith.extf",
+    "arith.extsi",
+    "arith.extui",
+    "arith.truncf",
+    "arith.trunci",
+    "arith.fptosi",
+    "arith.fptoui",
+    "arith.sitofp",
+    "arith.uitofp",
+    # math: transcendental and rounding functions
+    "math.exp",
+    "math.exp2",
+    "math.log",
+    "math.log2",
+    "math.log1p",
+    "math.sin",
+    "math.cos",
+    "math.tanh",
+    "math.sqrt",
+    "math.rsqrt",
+    "math.absf",
+    "math.absi",
+    "math.round",
+    "math.roundeven",
+    "math.copysign",
+    "math.ctlz",
+    "math.erf",
+    "math.powf",
+    "math.atan2",
+)
+
+
+@rule(*POINTWISE)
+def pointwise(ctx: RuleContext, op: Op) -> None:
+    """All vector operands and results of an elementwise op share one layout."""
+    values = ctx.program.values
+    sites = [ctx.operand(op, i) for i, v in enumerate(op.operands) if values[v].kind == Kind.VECTOR]
+    sites += [ctx.result(op, i) for i, v in enumerate(op.results) if values[v].kind == Kind.VECTOR]
+    # The result's type gives the variable's element type (for default layouts).
+    ctx.new_var(*sites, key=sites[-1])
+
+
+@rule("arith.constant")
+def constant(ctx: RuleContext, op: Op) -> None:
+    """A splat constant starts as a splat; a dense one must be laid out in registers."""
+    site = ctx.result(op, 0)
+    var = ctx.new_var(site)
+    value = op.view.attributes["value"]
+    if isinstance(value, ir.DenseElementsAttr) and ir.DenseElementsAttr(value).is_splat:
+        ctx.fix(var, hl.splat(ctx.value(site).shape), op, "the constant")
+    else:
+        ctx.not_of_kind(var, op, LayoutKind.SPLAT)

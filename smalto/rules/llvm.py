@@ -1,0 +1,12 @@
+"""Rules for the few `llvm` ops that carry vectors."""
+
+from __future__ import annotations
+
+from smalto.program import Op
+from smalto.rules import RuleContext, rule
+
+
+@rule("llvm.mlir.undef", "ub.poison")
+def undefined(ctx: RuleContext, op: Op) -> None:
+    """An undefined vector is free: it takes whatever layout its users need."""
+    ctx.new_var(ctx.result(op, 0))

@@ -1,0 +1,127 @@
+"""Rules for `memref` views of SMEM refs: they keep, slice or permute the tiling."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import Collapse, Divides, Equal, Transpose, Var
+from smalto.hw import layouts as hl
+from smalto.program import Op
+from smalto.rules import RuleContext, rule
+from smalto.rules.mosaic_gpu import dynamic_divisibility
+
+
+@rule("memref.subview")
+def subview(ctx: RuleContext, op: Op) -> None:
+    """A window keeps the tiling, which must divide its sizes and (known) offsets."""
+    view = op.view
+    if any(s != 1 for s in view.static_strides):
+        raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.location}")
+    source = ctx.ref(op, 0)
+    result = ctx.new_var(ctx.result(op, 0))
+    source_shape = ctx.program.values[op.operands[0]].shape
+    dynamic = iter(view.offsets)
+    multiple: list[int] = []
+    for dim, (size, offset) in enumerate(zip(view.static_sizes, view.static_offsets, strict=True)):
+        offset_value = next(dynamic) if ir.ShapedType.is_dynamic_size(offset) else offset
+        if ir.ShapedType.is_dynamic_size(size):
+            multiple = []  # dims up to a dynamic size cannot be tiled
+            continue
+        divisor = _gcd(size, source_shape[dim])
+        if isinstance(offset_value, int):
+            divisor = _gcd(divisor, offset_value)
+        else:
+            divisor = dynamic_divisibility(divisor, offset_value)
+        multiple.append(divisor)
+    ctx.require(
+        Divides(Var(source), tuple(multiple), op.id), Equal(Var(source), Var(result), op.id)
+    )
+    ctx.add_sites(source, ctx.operand(op, 0))
+    # The result's site was registered with its new variable above.
+
+
+def _gcd(a: int, b: int) -> int:
+    import math
+
+    return math.gcd(a, b)
+
+
+@rule("memref.cast")
+def cast(ctx: RuleContext, op: Op) -> None:
+    """A cast is the same ref."""
+    ctx.add_sites(ctx.ref(op, 0), ctx.operand(op, 0), ctx.result(op, 0))
+
+
+@rule("memref.transpose")
+def transpose(ctx: RuleContext, op: Op) -> None:
+    """A transposed ref's tiling is the source's, permuted (stated both ways)."""
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.new_var(ctx.result(op, 0))
+    permutation = tuple(
+        ir.AffineDimExpr(e).position
+        for e in ir.AffineMapAttr(op.view.attributes["permutation"]).value.results
+    )
+    inverse = tuple(permutation.index(i) for i in range(len(permutation)))
+    ctx.require(
+        Equal(Transpose(Var(source), permutation), Var(dest), op.id),
+        Equal(Var(source), Transpose(Var(dest), inverse), op.id),
+    )
+
+
+@rule("memref.expand_shape")
+def expand_shape(ctx: RuleContext, op: Op) -> None:
+    """Splitting dims keeps the tiling of the trailing dims that are not split."""
+    source_value = ctx.program.values[op.operands[0]]
+    if source_value.strides is not None and hl.is_transposed(source_value.strides):
+        raise NotImplementedError(f"`memref.expand_shape` of a transposed ref at {op.location}")
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.new_var(ctx.result(op, 0))
+    groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.attributes["reassociation"])]
+    output_shape = list(ir.DenseI64ArrayAttr(op.view.attributes["static_output_shape"]))
+    trailing: list[int] = []
+    for dim, group in zip(reversed(output_shape), reversed(groups), strict=False):
+        if ir.ShapedType.is_dynamic_size(dim) or group > 1:
+            break
+        trailing.append(dim)
+    ctx.require(
+        Divides(Var(source), tuple(reversed(trailing)), op.id), Equal(Var(source), Var(dest), op.id)
+    )
+
+
+@rule("memref.collapse_shape")
+def collapse_shape(ctx: RuleContext, op: Op) -> None:
+    """Merging contiguous dims: the tiling must survive the merge."""
+    groups = tuple(len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.attributes["reassociation"]))
+    if not groups:
+        raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.location}")
+    source_value = ctx.program.values[op.operands[0]]
+    contiguous = _contiguous_strides(source_value.shape)
+    if source_value.strides != contiguous:
+        raise NotImplementedError(
+            f"`memref.collapse_shape` of a non-contiguous ref at {op.location}"
+        )
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.new_var(ctx.result(op, 0))
+    ctx.require(Equal(Var(dest), Collapse(Var(source), source_value.shape, groups), op.id))
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, running = [], 1
+    for d in reversed(shape):
+        strides.append(running)
+        running *= d
+    return tuple(reversed(strides))
+
+
+@rule("memref.load", "memref.store")
+def scalar_access(ctx: RuleContext, op: Op) -> None:
+    """Scalar loads/stores (barrier phases, flags) use an untiled ref."""
+    index = 0 if op.name == "memref.load" else 1
+    shape = ctx.program.values[op.operands[index]].shape
+    if shape and shape != (1,):
+        raise NotImplementedError(f"`{op.name}` of a non-scalar SMEM ref {shape} at {op.location}")
+    var = ctx.new_var(ctx.operand(op, index))
+    ctx.fix(var, hl.UNTILED, op, "the ref")

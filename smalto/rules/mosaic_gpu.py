@@ -1,0 +1,370 @@
+"""Rules for `mosaic_gpu` ops that touch registers and SMEM (sm_90 and later)."""
+
+from __future__ import annotations
+
+import math
+
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import utils as mgpu_utils
+
+from smalto.constraints import (
+    Broadcast,
+    Divides,
+    Equal,
+    LayoutKind,
+    MinorTileDivisible,
+    MmaTiling,
+    Reduce,
+    Relayout,
+    SmemTransfer,
+    Transpose,
+    Var,
+)
+from smalto.errors import InferenceError
+from smalto.hw import encode
+from smalto.hw import layouts as hl
+from smalto.hw.transfers import Transfer
+from smalto.hw.values import Reg, Smem
+from smalto.program import Kind, Op
+from smalto.rules import RuleContext, rule
+
+
+def _optional_bool(op: Op, name: str) -> bool | None:
+    attrs = op.view.attributes
+    if name not in attrs:
+        return None
+    return bool(ir.BoolAttr(attrs[name]).value)
+
+
+def _smem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mode: Transfer) -> int:
+    ref = ctx.program.values[op.operands[ref_operand]]
+    smem_var = ctx.ref(op, ref_operand)
+    ctx.add_sites(smem_var, ctx.operand(op, ref_operand))
+    if ref.strides is None or ref.bitwidth is None:
+        raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.location}")
+    ctx.require(
+        SmemTransfer(Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id)
+    )
+    return smem_var
+
+
+@rule("mosaic_gpu.vector_load")
+def vector_load(ctx: RuleContext, op: Op) -> None:
+    """A load into registers: not a splat; from SMEM, a transfer plan must exist."""
+    dest = ctx.new_var(ctx.result(op, 0))
+    ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
+    optimized = _optional_bool(op, "optimized")
+    mode = Transfer.UNOPTIMIZED if optimized is False else Transfer.OPTIMIZED
+    if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
+        _smem_transfer(ctx, op, 0, dest, mode)
+
+
+def _store_mode(op: Op) -> Transfer:
+    # Pallas stores that ask for nothing may fall back to unoptimized on untiled refs.
+    optimized = _optional_bool(op, "optimized")
+    if optimized is None:
+        return Transfer.DOWNGRADABLE
+    return Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+
+
+@rule("mosaic_gpu.vector_store")
+def vector_store(ctx: RuleContext, op: Op) -> None:
+    """A store from registers; to SMEM, a transfer plan must exist."""
+    value = ctx.new_var(ctx.operand(op, 0))
+    if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
+        _smem_transfer(ctx, op, 1, value, _store_mode(op))
+
+
+@rule("mosaic_gpu.async_store_smem")
+def async_store_smem(ctx: RuleContext, op: Op) -> None:
+    """An asynchronous store to SMEM needs a tiled register layout."""
+    vector_store(ctx, op)
+    value = ctx.system.var_of_site[ctx.operand(op, 0)]
+    ctx.not_of_kind(value, op, LayoutKind.STRIDED, LayoutKind.SPLAT)
+
+
+@rule("mosaic_gpu.multimem_load_reduce", "mosaic_gpu.broadcasted_iota")
+def not_splat_result(ctx: RuleContext, op: Op) -> None:
+    """Values that differ per element cannot be splats."""
+    ctx.not_of_kind(ctx.new_var(ctx.result(op, 0)), op, LayoutKind.SPLAT)
+
+
+@rule("mosaic_gpu.debug_print")
+def debug_print(ctx: RuleContext, op: Op) -> None:
+    """Printing accepts any layout."""
+    ctx.new_var(ctx.operand(op, 0))
+
+
+@rule("mosaic_gpu.print_layout")
+def print_layout(ctx: RuleContext, op: Op) -> None:
+    """Printing a layout accepts any; for a ref, the ref's own."""
+    site = ctx.operand(op, 0)
+    if ctx.value(site).kind == Kind.VECTOR:
+        ctx.new_var(site)
+    else:
+        ctx.add_sites(ctx.ref(op, 0), site)
+
+
+@rule("mosaic_gpu.optimization_barrier")
+def optimization_barrier(ctx: RuleContext, op: Op) -> None:
+    """Each vector passes through with its layout."""
+    for i, v in enumerate(op.operands):
+        if ctx.program.values[v].kind == Kind.VECTOR:
+            ctx.new_var(ctx.operand(op, i), ctx.result(op, i))
+
+
+@rule("mosaic_gpu.layout_cast")
+def layout_cast(ctx: RuleContext, op: Op) -> None:
+    """The result has the cast's layout; the operand must be convertible to it."""
+    operand = ctx.new_var(ctx.operand(op, 0))
+    result = ctx.new_var(ctx.result(op, 0))
+    layout = Reg(encode.decode_layout(op.view.attributes["new_layout"]))
+    ctx.fix(result, layout, op, "the cast result")
+    bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
+    ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
+
+
+def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
+    strides = ctx.program.values[value_id].strides
+    return strides is not None and hl.is_transposed(strides)
+
+
+@rule("mosaic_gpu.wgmma")
+def wgmma(ctx: RuleContext, op: Op) -> None:
+    """Accumulator in WGMMA layout; B (and A from SMEM) tiled for the MMA, alike."""
+    acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
+    ctx.fix(acc, Reg(hl.WGMMA), op, "the accumulator")
+    b_value = op.operands[2]
+    b = ctx.ref(op, 2)
+    b_transposed = _is_transposed(ctx, b_value)
+    bitwidth = ctx.program.values[b_value].bitwidth or 0
+    b_expr = Transpose(Var(b), (1, 0)) if b_transposed else Var(b)
+    ctx.require(MmaTiling(b_expr, bitwidth, False, op.id))
+    ctx.add_sites(b, ctx.operand(op, 2))
+    a_value = ctx.program.values[op.operands[1]]
+    if a_value.kind == Kind.SMEM:
+        a = ctx.ref(op, 1)
+        # Tilings are logical: when exactly one operand is transposed, the
+        # same physical tiling reads transposed on the other.
+        same = _is_transposed(ctx, op.operands[1]) == b_transposed
+        ctx.require(Equal(Var(a), Var(b) if same else Transpose(Var(b), (1, 0)), op.id))
+        ctx.add_sites(a, ctx.operand(op, 1))
+    else:
+        a = ctx.new_var(ctx.operand(op, 1))
+        layout = hl.WGMMA_8BIT if a_value.bitwidth == 8 else hl.WGMMA
+        ctx.fix(a, Reg(layout), op, "the register operand A")
+
+
+@rule("mosaic_gpu.mma")
+def mma(ctx: RuleContext, op: Op) -> None:
+    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type."""
+    layouts = hl.mma_layouts(op.view.a.type.element_type)
+    acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
+    ctx.fix(acc, Reg(layouts.acc), op, "the accumulator")
+    ctx.fix(ctx.new_var(ctx.operand(op, 1)), Reg(layouts.lhs), op, "operand A")
+    ctx.fix(ctx.new_var(ctx.operand(op, 2)), Reg(layouts.rhs), op, "operand B")
+
+
+def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Attribute) -> Smem:
+    tiling, swizzle = encode.decode_transforms(ir.ArrayAttr(attr))
+    ref = ctx.program.values[op.operands[operand]]
+    if swizzle is not None and ref.strides is not None and ref.bitwidth is not None:
+        implied = hl.swizzle_for(tiling, ref.strides, ref.bitwidth)
+        if implied != swizzle:
+            raise NotImplementedError(
+                f"`{op.name}` at {op.location} asks for swizzle {swizzle}, but tiling "
+                f"{tiling} of {ref.type} implies swizzle {implied}"
+            )
+    return Smem(tiling)
+
+
+@rule("mosaic_gpu.with_transforms")
+def with_transforms(ctx: RuleContext, op: Op) -> None:
+    """The user's transforms are the ref's."""
+    var = ctx.ref(op, 0)
+    value = _swizzle_checked_tiling(ctx, op, 0, op.view.attributes["transforms"])
+    ctx.fix(var, value, op, "the ref")
+    ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
+
+
+@rule("mosaic_gpu.slice_smem")
+def slice_smem(ctx: RuleContext, op: Op) -> None:
+    """A new SMEM ref; slices with the same offset and alias id are one ref."""
+    ctx.aliased_var("smem", op, ctx.result(op, 0))
+
+
+@rule("mosaic_gpu.get_cluster_ref")
+def same_ref(ctx: RuleContext, op: Op) -> None:
+    """The result is the operand ref, seen differently: same transforms."""
+    ctx.add_sites(ctx.ref(op, 0), ctx.operand(op, 0), ctx.result(op, 0))
+
+
+@rule("mosaic_gpu.try_cluster_cancel", "mosaic_gpu.query_cluster_cancel")
+def cluster_cancel(ctx: RuleContext, op: Op) -> None:
+    """The cancellation response buffer is untiled."""
+    var = ctx.ref(op, 0)
+    ctx.fix(var, hl.UNTILED, op, "the response ref")
+    ctx.add_sites(var, ctx.operand(op, 0))
+
+
+@rule("mosaic_gpu.custom_primitive")
+def custom_primitive(ctx: RuleContext, op: Op) -> None:
+    """The primitive declares its operands' and results' layouts and transforms."""
+    in_layouts = iter(ir.ArrayAttr(op.view.attributes["in_layouts"]))
+    in_transforms = iter(ir.ArrayAttr(op.view.attributes["in_transforms"]))
+    values = ctx.program.values
+    for i, v in enumerate(op.operands):
+        kind = values[v].kind
+        if kind == Kind.VECTOR:
+            var = ctx.new_var(ctx.operand(op, i))
+            ctx.fix(var, Reg(encode.decode_layout(next(in_layouts))), op, f"operand #{i}")
+        elif kind == Kind.SMEM:
+            # A fresh variable, equal to the ref: the same ref passed twice with
+            # different transforms must conflict, not overwrite.
+            source = ctx.ref(op, i)
+            var = ctx.new_var(ctx.operand(op, i))
+            ctx.require(Equal(Var(source), Var(var), op.id))
+            value = _swizzle_checked_tiling(ctx, op, i, next(in_transforms))
+            ctx.fix(var, value, op, f"operand #{i}")
+    out_layouts = iter(ir.ArrayAttr(op.view.attributes["out_layouts"]))
+    for i, v in enumerate(op.results):
+        if values[v].kind == Kind.VECTOR:
+            var = ctx.new_var(ctx.result(op, i))
+            ctx.fix(var, Reg(encode.decode_layout(next(out_layouts))), op, f"result #{i}")
+
+
+@rule("mosaic_gpu.broadcast_in_dim")
+def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
+    """The source's layout is the destination's reduced over the broadcast dims."""
+    src = ctx.new_var(ctx.operand(op, 0))
+    dst = ctx.new_var(ctx.result(op, 0))
+    src_shape = ctx.program.values[op.operands[0]].shape
+    dst_shape = ctx.program.values[op.results[0]].shape
+    dims = tuple(ir.DenseI64ArrayAttr(op.view.attributes["broadcast_dimensions"]))
+    source_of = {d: s for s, d in enumerate(dims)}
+    expanded = [
+        d
+        for d in range(len(dst_shape))
+        if d in source_of and src_shape[source_of[d]] == 1 and dst_shape[d] > 1
+    ]
+    added = [d for d in range(len(dst_shape)) if d not in source_of]
+    expr = Var(dst)
+    # Size-1 dims grown by the broadcast reduce with keep_dims first (keeping
+    # the rank, so the indices of the added dims stay valid), then added dims go.
+    if expanded:
+        expr = Reduce(expr, tuple(expanded), len(dst_shape), keep_dims=True)
+    if added:
+        expr = Reduce(expr, tuple(added), len(dst_shape), keep_dims=False)
+    ctx.require(Equal(Var(src), expr, op.id), Broadcast(Var(src), Var(dst), dims, op.id))
+
+
+def _divisibility(size: int, index: ir.Value) -> int:
+    """The largest divisor of ``size`` that ``index`` is known to be a multiple of."""
+    owner = index.owner
+    if isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant":
+        return math.gcd(size, ir.IntegerAttr(owner.attributes["value"]).value)
+    if not isinstance(index.type, (ir.IntegerType, ir.IndexType)):
+        return 1
+    known = 1
+    for factor in _prime_factors(size):
+        if mgpu_utils.is_known_divisible(index, known * factor):
+            known *= factor
+    return known
+
+
+def _prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    return factors
+
+
+def dynamic_divisibility(size: int, index: ir.Value) -> int:
+    if size <= 0:
+        raise InferenceError(f"slice size {size} is not positive")
+    if isinstance(index.type, ir.VectorType):
+        return 1
+    return _divisibility(size, index)
+
+
+_INDEX_OPERANDS = {
+    "mosaic_gpu.async_load": 3,
+    "mosaic_gpu.async_store": 2,
+    "mosaic_gpu.async_prefetch": 1,
+}
+
+
+def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
+    """Vector indices (TMA gather/scatter) live in the TMA index layouts."""
+    first = _INDEX_OPERANDS[op.name]
+    for i in range(first, first + len(op.view.indices)):
+        value = ctx.program.values[op.operands[i]]
+        if value.kind != Kind.VECTOR:
+            continue
+        if value.shape[0] % 16 == 0:
+            layout = hl.TMA_INDICES
+        elif value.shape[0] % 4 == 0:
+            layout = hl.TMA_INDICES_4
+        else:
+            raise InferenceError(
+                f"`{op.name}` at {op.location}: gather/scatter indices of shape "
+                f"{value.shape} are not a multiple of 4"
+            )
+        ctx.fix(ctx.new_var(ctx.operand(op, i)), Reg(layout), op, f"index operand #{i}")
+
+
+@rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")
+def async_copy(ctx: RuleContext, op: Op) -> None:
+    """A TMA copy: the SMEM tiling must divide the slice, given what is known of its offsets."""
+    view = op.view
+    is_load = op.name == "mosaic_gpu.async_load"
+    smem_operand = 1 if is_load else 0
+    gmem = ctx.program.values[op.operands[0 if is_load else 1]]
+    multiple: list[int] = []
+    has_gather = False
+    for i, (size, index) in enumerate(zip(view.slice_lengths, view.indices, strict=True)):
+        if size == -1:
+            continue  # squeezed: not a dimension of the SMEM ref
+        if isinstance(index.type, ir.VectorType):
+            has_gather = True
+            if i != 0:
+                raise NotImplementedError(f"gather/scatter along dim {i} (only the leading one)")
+            if len(gmem.shape) != 2:
+                raise NotImplementedError("gather/scatter on a non-2D ref")
+            multiple.append(size)
+            continue
+        multiple.append(dynamic_divisibility(size, index))
+    var = ctx.ref(op, smem_operand)
+    ctx.require(Divides(Var(var), tuple(multiple), op.id))
+    if has_gather:
+        # Each of the 4 rows a gather writes at once must be 256-bit aligned.
+        divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)
+        lengths = [s for s in view.slice_lengths if s != -1]
+        if lengths and lengths[-1] % divisor:
+            raise InferenceError(
+                f"`{op.name}` at {op.location}: a gather's minor dimension "
+                f"({lengths[-1]}) must be a multiple of {divisor} elements"
+            )
+        ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
+    ctx.add_sites(var, ctx.operand(op, smem_operand))
+    _gather_index_layouts(ctx, op)
+
+
+@rule("mosaic_gpu.async_prefetch")
+def async_prefetch(ctx: RuleContext, op: Op) -> None:
+    """A prefetch has no SMEM side; only its vector indices need layouts."""
+    _gather_index_layouts(ctx, op)
+
+
+@rule("mosaic_gpu.warp_map")
+def warp_map(ctx: RuleContext, op: Op) -> None:
+    """Refs passed into a warp_map body keep their layout inside."""
+    values = ctx.program.values
+    for i, v in enumerate(op.operands):
+        if values[v].kind in (Kind.SMEM, Kind.TMEM):
+            ctx.add_sites(ctx.ref(op, i), ctx.operand(op, i), ctx.argument(op, 0, i))

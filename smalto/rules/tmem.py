@@ -1,0 +1,196 @@
+"""Rules for tensor memory (Blackwell, sm_100): allocations, slices, tcgen05 MMA, transfers."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.constraints import Divides, MmaTiling, TmemTransfer, Transpose, Var
+from smalto.errors import InferenceError
+from smalto.hw import encode
+from smalto.hw import layouts as hl
+from smalto.hw.values import Tmem
+from smalto.program import Kind, Op
+from smalto.rules import RuleContext, rule
+from smalto.rules.mosaic_gpu import _is_transposed
+
+_SWIZZLE_MODES = (16, 32, 64, 128)
+
+
+def _tmem_layout(
+    ctx: RuleContext, op: Op, shape: tuple[int, ...], collective: bool, packing: int, what: str
+) -> Tmem:
+    try:
+        return hl.tmem_for_shape(shape, collective, packing)
+    except ValueError as e:
+        raise InferenceError(
+            f"{ctx.describe_op(op)}: no TMEM layout for {what} of shape {shape}: {e}"
+        ) from None
+
+
+@rule("mosaic_gpu.tmem_layout_cast")
+def tmem_layout_cast(ctx: RuleContext, op: Op) -> None:
+    """The cast's TMEM layout is the ref's."""
+    var = ctx.ref(op, 0)
+    layout = Tmem(encode.decode_tmem_layout(op.view.attributes["new_layout"]))
+    ctx.fix(var, layout, op, "the TMEM ref")
+    ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
+
+
+@rule("mosaic_gpu.tmem_alloc")
+def tmem_alloc(ctx: RuleContext, op: Op) -> None:
+    """A new TMEM ref; the SMEM word receiving its address is untiled."""
+    ctx.new_var(ctx.result(op, 0))
+    address = ctx.new_var(ctx.operand(op, 0))
+    ctx.fix(address, hl.UNTILED, op, "the address ref")
+
+
+@rule("mosaic_gpu.tmem_dealloc")
+def tmem_dealloc(ctx: RuleContext, op: Op) -> None:
+    ctx.add_sites(ctx.ref(op, 0), ctx.operand(op, 0))
+
+
+def _collective(op: Op) -> bool:
+    attrs = op.view.attributes
+    return "collective" in attrs and bool(ir.BoolAttr(attrs["collective"]).value)
+
+
+@rule("mosaic_gpu.tcgen05_mma")
+def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
+    """Accumulator (and A) in the MMA's TMEM layout; SMEM operands tiled for the MMA."""
+    view = op.view
+    values = ctx.program.values
+    collective = _collective(op)
+    acc_value = values[op.operands[0]]
+    acc = ctx.ref(op, 0)
+    ctx.fix(
+        acc,
+        _tmem_layout(ctx, op, acc_value.shape, collective, 1, "the accumulator"),
+        op,
+        "the accumulator",
+    )
+    ctx.add_sites(acc, ctx.operand(op, 0))
+
+    b_value = values[op.operands[2]]
+    bitwidth = b_value.bitwidth or 0
+    b = ctx.ref(op, 2)
+    ctx.add_sites(b, ctx.operand(op, 2))
+    b_transposed = _is_transposed(ctx, op.operands[2])
+    ctx.require(
+        MmaTiling(Transpose(Var(b), (1, 0)) if b_transposed else Var(b), bitwidth, False, op.id)
+    )
+
+    m = acc_value.shape[0]
+    if m == 64 and not collective:
+        # N splits into two lane groups; the B tile must not straddle them.
+        n = b_value.shape[1]
+        widest = next(
+            8 * s // bitwidth for s in reversed(_SWIZZLE_MODES) if 8 * s // bitwidth <= n // 2
+        )
+        tile = (widest, 8) if b_transposed else (8, widest)
+        ctx.require(Divides(Var(b), tile, op.id))
+
+    a_value = values[op.operands[1]]
+    a = ctx.ref(op, 1)
+    ctx.add_sites(a, ctx.operand(op, 1))
+    if a_value.kind == Kind.TMEM:
+        packing = 32 // (a_value.bitwidth or 32)
+        ctx.fix(
+            a,
+            _tmem_layout(ctx, op, a_value.shape, collective, packing, "operand A"),
+            op,
+            "operand A",
+        )
+    else:
+        a_expr = Transpose(Var(a), (1, 0)) if _is_transposed(ctx, op.operands[1]) else Var(a)
+        ctx.require(MmaTiling(a_expr, bitwidth, False, op.id))
+
+    operand_index = {v: i for i, v in reversed(list(enumerate(op.operands)))}
+    if view.a_sparse_metadata is not None:
+        index = _operand_index(op, view.a_sparse_metadata)
+        meta = ctx.ref(op, index)
+        ctx.fix(meta, Tmem(tcgen05.sparse_meta_layout()), op, "the sparsity metadata")
+        ctx.add_sites(meta, ctx.operand(op, index))
+    del operand_index
+    if (view.a_scale is None) != (view.b_scale is None):
+        raise InferenceError(f"{ctx.describe_op(op)} has one scale operand without the other")
+    if view.a_scale is not None:
+        for scale, is_b in ((view.a_scale, False), (view.b_scale, True)):
+            index = _operand_index(op, scale)
+            var = ctx.ref(op, index)
+            if collective and is_b and m == 64:
+                layout = tcgen05.b_scales_m64_collective_layout()
+            else:
+                layout = tcgen05.scales_layout()
+            ctx.fix(var, Tmem(layout), op, "the B scales" if is_b else "the A scales")
+            ctx.add_sites(var, ctx.operand(op, index))
+
+
+def _operand_index(op: Op, value: ir.Value) -> int:
+    return list(op.view.operands).index(value)
+
+
+@rule("mosaic_gpu.async_load_tmem")
+def async_load_tmem(ctx: RuleContext, op: Op) -> None:
+    """TMEM to registers: the pair of layouts must be a supported transfer."""
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.new_var(ctx.result(op, 0))
+    value = ctx.program.values[op.operands[0]]
+    ctx.require(TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id))
+
+
+@rule("mosaic_gpu.async_store_tmem")
+def async_store_tmem(ctx: RuleContext, op: Op) -> None:
+    """Registers to TMEM: the pair of layouts must be a supported transfer."""
+    source = ctx.new_var(ctx.operand(op, 0))
+    dest = ctx.ref(op, 1)
+    ctx.add_sites(dest, ctx.operand(op, 1))
+    value = ctx.program.values[op.operands[0]]
+    ctx.require(TmemTransfer(Var(dest), Var(source), value.shape, value.bitwidth or 32, op.id))
+
+
+@rule("mosaic_gpu.async_store_smem_to_tmem")
+def async_store_smem_to_tmem(ctx: RuleContext, op: Op) -> None:
+    """SMEM to TMEM copies need an MMA-style SMEM tiling and the default TMEM layout."""
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.ref(op, 1)
+    ctx.add_sites(dest, ctx.operand(op, 1))
+    bitwidth = ctx.program.values[op.operands[1]].bitwidth or 32
+    ctx.fix(dest, hl.tmem_default(32 // bitwidth), op, "the TMEM destination")
+    ctx.require(MmaTiling(Var(source), bitwidth, True, op.id))
+
+
+@rule("mosaic_gpu.async_store_sparse_metadata_smem_to_tmem")
+def async_store_sparse_metadata(ctx: RuleContext, op: Op) -> None:
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.ref(op, 1)
+    ctx.add_sites(dest, ctx.operand(op, 1))
+    ctx.fix(dest, Tmem(tcgen05.sparse_meta_layout()), op, "the TMEM destination")
+    ctx.fix(source, hl.UNTILED, op, "the SMEM source")
+
+
+@rule("mosaic_gpu.async_store_scales_smem_to_tmem")
+def async_store_scales(ctx: RuleContext, op: Op) -> None:
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    dest = ctx.ref(op, 1)
+    ctx.add_sites(dest, ctx.operand(op, 1))
+    ctx.fix(source, hl.UNTILED, op, "the SMEM source")
+    source_shape = ctx.program.values[op.operands[0]].shape
+    k_tiles = ctx.program.values[op.operands[1]].shape[1] // 4
+    if source_shape == (1, k_tiles, 64, 16):
+        layout = tcgen05.b_scales_m64_collective_layout()
+    else:
+        layout = tcgen05.scales_layout()
+    ctx.fix(dest, Tmem(layout), op, "the TMEM destination")
+
+
+@rule("mosaic_gpu.slice_tmem")
+def slice_tmem(ctx: RuleContext, op: Op) -> None:
+    """A TMEM slice is its own ref, shared by slices with the same alias id."""
+    source = ctx.ref(op, 0)
+    ctx.add_sites(source, ctx.operand(op, 0))
+    ctx.aliased_var("tmem", op, ctx.result(op, 0))

@@ -1,0 +1,1 @@
+"""Solving a constraint system: evaluation, candidates, propagation and search."""

@@ -1,0 +1,303 @@
+"""Propagation with a trail, and a depth-first search over candidate values.
+
+Variables joined by plain equalities share one slot (union-find). Each
+constraint watches the slots it reads; giving a slot a value re-judges only
+those constraints. Every change goes on a trail, so backtracking undoes
+exactly what a decision caused instead of copying the system.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import (
+    Constraint,
+    Equal,
+    Fixed,
+    LayoutKind,
+    NotOfKind,
+    Relayout,
+    Role,
+    System,
+    Var,
+    Variable,
+    constraint_variables,
+)
+from smalto.hw import layouts as hl
+from smalto.hw.values import Const, Reg, Tmem
+from smalto.program import Kind, Program
+from smalto.solve import candidates as cands
+from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
+
+
+class FuelExhausted(Exception):
+    def __init__(self, spent: int, open_variables: list[int]) -> None:
+        super().__init__(f"search ran out of fuel after {spent} attempts")
+        self.spent = spent
+        self.open_variables = open_variables
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Why propagation failed: a constraint that cannot hold, or a value that does not fit."""
+
+    constraint: Constraint | None
+    fixed: Fixed | None = None
+    variable: int | None = None
+    value: Const | None = None
+
+
+class Solver:
+    def __init__(self, system: System, program: Program, arch: tuple[int, int], fuel: int) -> None:
+        self.system = system
+        self.arch = arch
+        self.fuel = fuel
+        self.spent = 0
+        variables = system.variables
+        n = len(variables)
+        parent = list(range(n))
+
+        def find(v: int) -> int:
+            while parent[v] != v:
+                parent[v] = parent[parent[v]]
+                v = parent[v]
+            return v
+
+        self.constraints: list[Constraint] = []
+        for c in system.constraints:
+            if isinstance(c, Equal) and isinstance(c.lhs, Var) and isinstance(c.rhs, Var):
+                a, b = find(c.lhs.id), find(c.rhs.id)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+            else:
+                self.constraints.append(c)
+        self.root = [find(v) for v in range(n)]
+        self.shapes: dict[int, set[tuple[int, ...]]] = {}
+        for v in variables:
+            self.shapes.setdefault(self.root[v.id], set()).add(v.shape)
+        self._add_not_splat_closure()
+        self.divides = self._merged_divides()
+
+        self.value: list[Const | None] = [None] * n
+        self.unassigned = len(self.shapes)
+        self.open = [True] * len(self.constraints)
+        self.watchers: list[list[int]] = [[] for _ in range(n)]
+        for ci, c in enumerate(self.constraints):
+            for v in dict.fromkeys(self.root[x] for x in constraint_variables(c)):
+                self.watchers[v].append(ci)
+        self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
+        self.candidate_order = [
+            ci for ci, c in enumerate(self.constraints) if isinstance(c, Relayout)
+        ] + [
+            ci
+            for ci, c in enumerate(self.constraints)
+            if not isinstance(c, Relayout) and cands.is_candidate_source(c)
+        ]
+        self.tmem_defaults = [self._tmem_default(v, program) for v in variables]
+        self.conflict: Conflict | None = None
+
+    # --- set-up ----------------------------------------------------------------------
+
+    def _add_not_splat_closure(self) -> None:
+        """A value that cannot be a splat passes that on to what it relayouts into.
+
+        Only splats may change layout, so the target of a relayout from a
+        non-splat equals it. Stating this up front prunes dead branches early.
+        """
+        root = self.root
+        not_splat = {
+            root[c.expr.id]
+            for c in self.constraints
+            if isinstance(c, NotOfKind) and c.kind is LayoutKind.SPLAT and isinstance(c.expr, Var)
+        }
+        edges: dict[int, list[tuple[int, Relayout]]] = {}
+        for c in self.constraints:
+            if isinstance(c, Relayout) and isinstance(c.source, Var) and isinstance(c.target, Var):
+                edges.setdefault(root[c.source.id], []).append((c.target.id, c))
+        stack = list(not_splat)
+        while stack:
+            for target, c in edges.get(stack.pop(), ()):
+                if root[target] not in not_splat:
+                    not_splat.add(root[target])
+                    stack.append(root[target])
+                    self.constraints.append(NotOfKind(Var(target), LayoutKind.SPLAT, c.origin))
+        self.not_splat = not_splat
+
+    def _merged_divides(self) -> dict[int, tuple[int, ...]]:
+        from smalto.constraints import Divides
+
+        merged: dict[int, tuple[int, ...]] = {}
+        for c in self.constraints:
+            if isinstance(c, Divides) and isinstance(c.expr, Var):
+                r = self.root[c.expr.id]
+                merged[r] = hl.merge_multiples(merged[r], c.multiple) if r in merged else c.multiple
+        return merged
+
+    @staticmethod
+    def _tmem_default(v: Variable, program: Program) -> Tmem | None:
+        """An allocation's own TMEM layout, the default for its result."""
+        if v.kind != Kind.TMEM or v.key.role != Role.RESULT:
+            return None
+        op = program.ops[v.key.op]
+        if op.name != "mosaic_gpu.tmem_alloc":
+            return None
+        attrs = op.view.attributes
+        collective = "collective" in attrs and bool(ir.BoolAttr(attrs["collective"]).value)
+        try:
+            return hl.tmem_for_shape(v.shape, collective, 1)
+        except ValueError:
+            return None
+
+    # --- state ---------------------------------------------------------------------
+
+    def lookup(self, v: int) -> Const | None:
+        return self.value[self.root[v]]
+
+    def _fits(self, slot: int, value: Const) -> bool:
+        return all(hl.fits(value, shape) for shape in self.shapes[slot])
+
+    def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
+        slot = self.root[v]
+        current = self.value[slot]
+        if current is not None:
+            return current == value
+        if not self._fits(slot, value):
+            return False
+        self.value[slot] = value
+        self.unassigned -= 1
+        self.trail.append((True, slot))
+        queue.extend(self.watchers[slot])
+        return True
+
+    def _close(self, ci: int) -> None:
+        self.open[ci] = False
+        self.trail.append((False, ci))
+
+    def _undo(self, mark: int) -> None:
+        trail = self.trail
+        while len(trail) > mark:
+            is_value, index = trail.pop()
+            if is_value:
+                self.value[index] = None
+                self.unassigned += 1
+            else:
+                self.open[index] = True
+
+    def _propagate(self, queue: list[int]) -> bool:
+        constraints, is_open, lookup = self.constraints, self.open, self.lookup
+        while queue:
+            ci = queue.pop()
+            if not is_open[ci]:
+                continue
+            c = constraints[ci]
+            verdict = judge(c, lookup)
+            if verdict is HOLDS:
+                self._close(ci)
+            elif verdict is FAILS:
+                self.conflict = Conflict(c)
+                return False
+            elif verdict is OPEN:
+                if isinstance(c, Relayout) and self._into_splat_from_non_splat(c):
+                    self.conflict = Conflict(c)
+                    return False
+            else:
+                assert isinstance(verdict, Forces)
+                if not self._assign(verdict.var, verdict.value, queue):
+                    self.conflict = Conflict(c, variable=verdict.var, value=verdict.value)
+                    return False
+                self._close(ci)
+        return True
+
+    def _into_splat_from_non_splat(self, c: Relayout) -> bool:
+        # A splat target can only come from an identical splat.
+        target = simplify(c.target, self.lookup)
+        return (
+            isinstance(target, Reg)
+            and target.is_splat
+            and isinstance(c.source, Var)
+            and self.value[self.root[c.source.id]] is None
+            and self.root[c.source.id] in self.not_splat
+        )
+
+    # --- solving ---------------------------------------------------------------------
+
+    def solve(self) -> bool:
+        """Finds an assignment; False if none exists (``self.conflict`` says why, at the root)."""
+        queue: list[int] = []
+        for fixed in self.system.fixed:
+            if not self._assign(fixed.var, fixed.value, queue):
+                self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
+                return False
+        queue.extend(range(len(self.constraints)))
+        if not self._propagate(queue):
+            return False
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
+        try:
+            return self._search()
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def _search(self) -> bool:
+        if self.unassigned == 0:
+            # Everything has a value; an expression that could not be
+            # simplified (an unsupported reshape) still counts as a failure.
+            return not any(self.open)
+        variables = self.system.variables
+        for var, value in self._candidates():
+            if self.spent >= self.fuel:
+                raise FuelExhausted(self.spent, self.open_variables())
+            if not hl.fits(value, variables[var].shape):
+                continue
+            self.spent += 1
+            mark = len(self.trail)
+            queue: list[int] = []
+            if self._assign(var, value, queue) and self._propagate(queue) and self._search():
+                return True
+            self._undo(mark)
+        return False
+
+    def _candidates(self) -> Iterator[tuple[int, Const]]:
+        tried: set[tuple[int, Const]] = set()
+        deferred: list[tuple[int, Const]] = []
+        root, variables = self.root, self.system.variables
+        for ci in self.candidate_order:
+            if not self.open[ci]:
+                continue
+            for var, value in cands.from_constraint(
+                self.constraints[ci], self.lookup, variables, self.divides.get, self.arch
+            ):
+                if not cands.is_preferred(value):
+                    deferred.append((var, value))
+                    continue
+                key = (root[var], value)
+                if key not in tried:
+                    tried.add(key)
+                    yield var, value
+        for var, value in deferred:
+            key = (root[var], value)
+            if key not in tried:
+                tried.add(key)
+                yield var, value
+        for v in variables:
+            if self.value[root[v.id]] is None:
+                value = cands.default_value(v, self.tmem_defaults[v.id])
+                if value is not None and (root[v.id], value) not in tried:
+                    tried.add((root[v.id], value))
+                    yield v.id, value
+
+    def open_variables(self) -> list[int]:
+        return [v.id for v in self.system.variables if self.value[self.root[v.id]] is None]
+
+    def solution(self) -> list[Const]:
+        """The value of every variable (after a successful ``solve``)."""
+        values = []
+        for v in range(len(self.system.variables)):
+            value = self.value[self.root[v]]
+            assert value is not None
+            values.append(value)
+        return values
