@@ -63,7 +63,11 @@ class Op:
     regions: list[list[tuple[tuple[int, ...], list[int]]]]
     parent: int | None
     view: ir.OpView
-    location: ir.Location
+
+    @property
+    def location(self) -> ir.Location:
+        # Read on demand: only error messages need it.
+        return self.view.location
 
     def has_kind(self, kind: Kind, program: Program) -> bool:
         values = program.values
@@ -169,7 +173,7 @@ class _Reader:
         results = tuple(
             self.new_value(r, Producer(oid, i)) for i, r in enumerate(operation.results)
         )
-        op = Op(oid, operation.name, operands, results, [], parent, view, operation.location)
+        op = Op(oid, operation.name, operands, results, [], parent, view)
         self.ops.append(op)
         for r_index, region in enumerate(operation.regions):
             blocks = []

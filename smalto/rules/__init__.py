@@ -26,6 +26,7 @@ from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const
 from smalto.program import Kind, Op, Program, Value
+from smalto.rules.divisibility import Divisibility
 
 Rule = Callable[["RuleContext", Op], None]
 RULES: dict[str, Rule] = {}
@@ -54,6 +55,7 @@ class RuleContext:
         self.system = System()
         # slice_smem / slice_tmem results with the same (offset, alias_id) are one ref.
         self.aliases: dict[tuple[str, int, int], int] = {}
+        self.divisibility = Divisibility(program)
 
     # --- sites -----------------------------------------------------------------
 

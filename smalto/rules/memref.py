@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import Collapse, Divides, Equal, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.program import Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.mosaic_gpu import dynamic_divisibility
 
 
 @rule("memref.subview")
@@ -20,30 +21,25 @@ def subview(ctx: RuleContext, op: Op) -> None:
     source = ctx.ref(op, 0)
     result = ctx.new_var(ctx.result(op, 0))
     source_shape = ctx.program.values[op.operands[0]].shape
-    dynamic = iter(view.offsets)
+    # Dynamic offsets are operands 1.. of the subview, in order.
+    dynamic = iter(op.operands[1 : 1 + len(view.offsets)])
     multiple: list[int] = []
     for dim, (size, offset) in enumerate(zip(view.static_sizes, view.static_offsets, strict=True)):
         offset_value = next(dynamic) if ir.ShapedType.is_dynamic_size(offset) else offset
         if ir.ShapedType.is_dynamic_size(size):
             multiple = []  # dims up to a dynamic size cannot be tiled
             continue
-        divisor = _gcd(size, source_shape[dim])
-        if isinstance(offset_value, int):
-            divisor = _gcd(divisor, offset_value)
+        divisor = math.gcd(size, source_shape[dim])
+        if ir.ShapedType.is_dynamic_size(offset):
+            divisor = ctx.divisibility.known_divisor(divisor, offset_value)
         else:
-            divisor = dynamic_divisibility(divisor, offset_value)
+            divisor = math.gcd(divisor, offset_value)
         multiple.append(divisor)
     ctx.require(
         Divides(Var(source), tuple(multiple), op.id), Equal(Var(source), Var(result), op.id)
     )
     ctx.add_sites(source, ctx.operand(op, 0))
     # The result's site was registered with its new variable above.
-
-
-def _gcd(a: int, b: int) -> int:
-    import math
-
-    return math.gcd(a, b)
 
 
 @rule("memref.cast")

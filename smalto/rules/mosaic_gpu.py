@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
 from jax._src.lib.mlir import ir
-from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
 from smalto.constraints import (
     Broadcast,
@@ -258,40 +255,6 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     ctx.require(Equal(Var(src), expr, op.id), Broadcast(Var(src), Var(dst), dims, op.id))
 
 
-def _divisibility(size: int, index: ir.Value) -> int:
-    """The largest divisor of ``size`` that ``index`` is known to be a multiple of."""
-    owner = index.owner
-    if isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant":
-        return math.gcd(size, ir.IntegerAttr(owner.attributes["value"]).value)
-    if not isinstance(index.type, (ir.IntegerType, ir.IndexType)):
-        return 1
-    known = 1
-    for factor in _prime_factors(size):
-        if mgpu_utils.is_known_divisible(index, known * factor):
-            known *= factor
-    return known
-
-
-def _prime_factors(n: int) -> list[int]:
-    factors, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            factors.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        factors.append(n)
-    return factors
-
-
-def dynamic_divisibility(size: int, index: ir.Value) -> int:
-    if size <= 0:
-        raise InferenceError(f"slice size {size} is not positive")
-    if isinstance(index.type, ir.VectorType):
-        return 1
-    return _divisibility(size, index)
-
-
 _INDEX_OPERANDS = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
@@ -327,10 +290,12 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    for i, (size, index) in enumerate(zip(view.slice_lengths, view.indices, strict=True)):
+    first_index = _INDEX_OPERANDS[op.name]
+    for i, size in enumerate(view.slice_lengths):
         if size == -1:
             continue  # squeezed: not a dimension of the SMEM ref
-        if isinstance(index.type, ir.VectorType):
+        index = op.operands[first_index + i]
+        if ctx.program.values[index].kind == Kind.VECTOR:
             has_gather = True
             if i != 0:
                 raise NotImplementedError(f"gather/scatter along dim {i} (only the leading one)")
@@ -338,7 +303,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
                 raise NotImplementedError("gather/scatter on a non-2D ref")
             multiple.append(size)
             continue
-        multiple.append(dynamic_divisibility(size, index))
+        multiple.append(ctx.divisibility.known_divisor(size, index))
     var = ctx.ref(op, smem_operand)
     ctx.require(Divides(Var(var), tuple(multiple), op.id))
     if has_gather:
