@@ -31,7 +31,12 @@ from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Program
 from smalto.solve import candidates as cands
+from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
+
+# Attempts the JAX-ordered search may take before the domain search takes over.
+# Every corpus kernel JAX solves needs under 100.
+GUIDED_BUDGET = 2_000
 
 
 class FuelExhausted(Exception):
@@ -226,7 +231,12 @@ class Solver:
     # --- solving ---------------------------------------------------------------------
 
     def solve(self) -> bool:
-        """Finds an assignment; False if none exists (``self.conflict`` says why, at the root)."""
+        """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
+
+        First in the order JAX's pass searches (so both give the same answer),
+        within a small budget; if that finds nothing, by the complete search
+        over finite domains, which finds an assignment or proves there is none.
+        """
         queue: list[int] = []
         for fixed in self.system.fixed:
             if not self._assign(fixed.var, fixed.value, queue):
@@ -237,10 +247,84 @@ class Solver:
             return False
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
+        root_mark = len(self.trail)
         try:
-            return self._search()
+            self.limit = min(self.fuel, GUIDED_BUDGET)
+            try:
+                if self._search():
+                    return True
+            except FuelExhausted:
+                if self.fuel <= GUIDED_BUDGET:
+                    raise
+            self._undo(root_mark)
+            self.limit = self.fuel
+            self._prepare_domains()
+            self.conflict = None
+            return self._complete_search()
         finally:
             sys.setrecursionlimit(limit)
+
+    def _prepare_domains(self) -> None:
+        mentioned = domains.constants_in(self.constraints, self.system.fixed)
+        variables = self.system.variables
+        self.domains = {
+            slot: domains.domain(variables[slot], shapes, mentioned)
+            for slot, shapes in self.shapes.items()
+        }
+        self.slots_of = [
+            tuple(dict.fromkeys(self.root[v] for v in constraint_variables(c)))
+            for c in self.constraints
+        ]
+
+    def _live_values(self, slot: int) -> list[Const]:
+        """The slot's domain values that no constraint on it alone rules out (forward checking)."""
+        checks = [
+            self.constraints[ci]
+            for ci in self.watchers[slot]
+            if self.open[ci]
+            and all(s == slot or self.value[s] is not None for s in self.slots_of[ci])
+        ]
+        live = []
+        root, value_of = self.root, self.value
+        for value in self.domains[slot]:
+            if value_of[slot] is None and not self._fits(slot, value):
+                continue
+
+            def lookup(v: int, value: Const = value) -> Const | None:
+                r = root[v]
+                return value if r == slot else value_of[r]
+
+            if all(judge(c, lookup) is not FAILS for c in checks):
+                live.append(value)
+        return live
+
+    def _complete_search(self) -> bool:
+        if self.unassigned == 0:
+            return not any(self.open)
+        best: tuple[int, list[Const]] | None = None
+        for slot in self.domains:
+            if self.value[slot] is not None:
+                continue
+            live = self._live_values(slot)
+            if not live:
+                return False
+            if best is None or len(live) < len(best[1]):
+                best = (slot, live)
+                if len(live) == 1:
+                    break
+        assert best is not None
+        slot, live = best
+        for value in live:
+            if self.spent >= self.limit:
+                raise FuelExhausted(self.spent, self.open_variables())
+            self.spent += 1
+            mark = len(self.trail)
+            queue: list[int] = []
+            if self._assign(slot, value, queue) and self._propagate(queue):
+                if self._complete_search():
+                    return True
+            self._undo(mark)
+        return False
 
     def _search(self) -> bool:
         if self.unassigned == 0:
@@ -249,7 +333,7 @@ class Solver:
             return not any(self.open)
         variables = self.system.variables
         for var, value in self._candidates():
-            if self.spent >= self.fuel:
+            if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             if not hl.fits(value, variables[var].shape):
                 continue

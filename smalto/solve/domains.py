@@ -1,0 +1,113 @@
+"""Finite domains: every value a variable could reasonably take.
+
+The first search follows the order of JAX's pass, so both agree; but its
+candidates come only from the constraints around each variable and it can
+wander for minutes on kernels it cannot solve. The domain search that backs it
+up tries, for each variable, everything in its finite domain: the layouts the
+kernel names, every named hardware layout that fits, the strided and splat
+layouts of its shape; for SMEM refs every swizzled tiling and none; for TMEM
+refs the layouts of each packing. Over these domains it is complete: it finds
+an assignment or proves there is none.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.constraints import Constraint, Fixed, Variable, expressions_of
+from smalto.hw import layouts as hl
+from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
+from smalto.program import Kind
+
+_NAMED_TILED = (
+    hl.WGMMA,
+    hl.WGMMA_TRANSPOSED,
+    hl.WGMMA_ROW,
+    hl.WGMMA_COL,
+    hl.WGMMA_8BIT,
+    fa.WGMMA_LAYOUT_UPCAST_2X,
+    fa.WGMMA_LAYOUT_UPCAST_4X,
+    hl.TCGEN05,
+    hl.TCGEN05_TRANSPOSED,
+    hl.TCGEN05_ROW,
+    hl.TCGEN05_COL,
+    hl.TMEM_NATIVE,
+    hl.TMA_INDICES,
+    hl.TMA_INDICES_4,
+)
+
+
+def constants_in(constraints: Iterable[Constraint], fixed: Iterable[Fixed]) -> list[Const]:
+    """Every layout value the kernel itself mentions, in order of appearance."""
+    seen: dict[Const, None] = {}
+    for f in fixed:
+        seen.setdefault(f.value)
+    for c in constraints:
+        for e in expressions_of(c):
+            while not isinstance(e, (Reg, Smem, Tmem)) and hasattr(e, "expr"):
+                e = e.expr
+            if isinstance(e, (Reg, Smem, Tmem)):
+                seen.setdefault(e)
+    return list(seen)
+
+
+def domain(variable: Variable, shapes: set[tuple[int, ...]], mentioned: list[Const]) -> list[Const]:
+    """The variable's candidate values, most preferred first, each fitting every shape."""
+    match variable.kind:
+        case Kind.VECTOR:
+            values = _register_values(variable, mentioned)
+        case Kind.SMEM:
+            values = _smem_values(variable, mentioned)
+        case _:
+            values = _tmem_values(variable, mentioned)
+    return [v for v in dict.fromkeys(values) if all(hl.fits(v, s) for s in shapes)]
+
+
+def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
+    shape = variable.shape
+    values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
+    values += [Reg(layout) for layout in _NAMED_TILED]
+    if shape and shape[-1] % 16 == 0:
+        values.append(Reg(tcgen05.fa_m64_collective_layout(shape[-1])))
+    size = math.prod(shape)
+    if variable.bitwidth is not None and variable.bitwidth % 8 == 0:
+        vec = 64 // variable.bitwidth
+        while vec:
+            if size % (vec * hl.WARPGROUP_SIZE) == 0:
+                values.append(hl.strided(shape, vec))
+            vec //= 2
+    values += [
+        v for v in mentioned if isinstance(v, Reg) and v.is_strided and v.layout.shape == shape
+    ]
+    values.append(hl.splat(shape))
+    return values
+
+
+def _smem_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
+    values: list[Const] = [v for v in mentioned if isinstance(v, Smem) and v.tiling is not None]
+    bitwidth = variable.bitwidth
+    if bitwidth is not None and len(variable.shape) >= 2:
+        for swizzle in (*hl.SWIZZLES, hl.NO_SWIZZLE):
+            elems = 8 * swizzle // bitwidth
+            values += [Smem((8, elems)), Smem((elems, 8))]
+    values.append(UNTILED)
+    return values
+
+
+def _tmem_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
+    values: list[Const] = [v for v in mentioned if isinstance(v, Tmem)]
+    shape, bitwidth = variable.shape, variable.bitwidth or 32
+    if len(shape) != 2:
+        return values
+    columns = shape[1]
+    for packing in dict.fromkeys([32 // bitwidth, 1]):
+        values.append(hl.tmem_default(packing))
+        if columns % 16 == 0 and packing <= columns // 2:
+            values.append(Tmem(tcgen05.tmem_half_lane_layout(columns, packing)))
+        if columns % 16 == 0 and packing <= 8:
+            values.append(Tmem(tcgen05.tmem_m64_collective_layout(columns, packing)))
+    return values
