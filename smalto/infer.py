@@ -7,8 +7,8 @@ import contextlib
 from jax._src.lib.mlir import ir
 
 from smalto import annotate
+from smalto.diagnose import describe_conflict
 from smalto.errors import InferenceError
-from smalto.explain import describe_conflict
 from smalto.program import read_program
 from smalto.rules import derive_system
 from smalto.solve.search import FuelExhausted, Solver

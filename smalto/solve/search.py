@@ -47,6 +47,21 @@ class FuelExhausted(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a variable has its value: an op fixed it, a constraint forced it, or a choice.
+
+    ``kind`` is "fixed" (``fixed`` set), "forced" (``constraint`` forced it once
+    the other variables it reads had their values), "chosen" (the search picked
+    it from ``constraint``'s candidates, or, with no constraint, as the default)
+    or "domain" (the complete search picked it from the variable's domain).
+    """
+
+    kind: str
+    constraint: int | None = None
+    fixed: Fixed | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Conflict:
     """Why propagation failed: a constraint that cannot hold, or a value that does not fit."""
 
@@ -104,6 +119,8 @@ class Solver:
         ]
         self.tmem_defaults = [self._tmem_default(v, program) for v in variables]
         self.conflict: Conflict | None = None
+        # Per slot, why it has its current value (stale once the slot is undone).
+        self.reason: dict[int, Reason] = {}
 
     # --- set-up ----------------------------------------------------------------------
 
@@ -214,6 +231,7 @@ class Solver:
                 if not self._assign(verdict.var, verdict.value, queue):
                     self.conflict = Conflict(c, variable=verdict.var, value=verdict.value)
                     return False
+                self.reason[self.root[verdict.var]] = Reason("forced", ci)
                 self._close(ci)
         return True
 
@@ -242,6 +260,7 @@ class Solver:
             if not self._assign(fixed.var, fixed.value, queue):
                 self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
                 return False
+            self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
         queue.extend(range(len(self.constraints)))
         if not self._propagate(queue):
             return False
@@ -320,8 +339,9 @@ class Solver:
             self.spent += 1
             mark = len(self.trail)
             queue: list[int] = []
-            if self._assign(slot, value, queue) and self._propagate(queue):
-                if self._complete_search():
+            if self._assign(slot, value, queue):
+                self.reason[slot] = Reason("domain")
+                if self._propagate(queue) and self._complete_search():
                     return True
             self._undo(mark)
         return False
@@ -332,7 +352,7 @@ class Solver:
             # simplified (an unsupported reshape) still counts as a failure.
             return not any(self.open)
         variables = self.system.variables
-        for var, value in self._candidates():
+        for var, value, source in self._candidates():
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             if not hl.fits(value, variables[var].shape):
@@ -340,14 +360,17 @@ class Solver:
             self.spent += 1
             mark = len(self.trail)
             queue: list[int] = []
-            if self._assign(var, value, queue) and self._propagate(queue) and self._search():
-                return True
+            if self._assign(var, value, queue):
+                self.reason[self.root[var]] = Reason("chosen", source)
+                if self._propagate(queue) and self._search():
+                    return True
             self._undo(mark)
         return False
 
-    def _candidates(self) -> Iterator[tuple[int, Const]]:
+    def _candidates(self) -> Iterator[tuple[int, Const, int | None]]:
+        """(variable, value, the constraint it came from or None for a default), in order."""
         tried: set[tuple[int, Const]] = set()
-        deferred: list[tuple[int, Const]] = []
+        deferred: list[tuple[int, Const, int]] = []
         root, variables = self.root, self.system.variables
         for ci in self.candidate_order:
             if not self.open[ci]:
@@ -356,23 +379,23 @@ class Solver:
                 self.constraints[ci], self.lookup, variables, self.divides.get, self.arch
             ):
                 if not cands.is_preferred(value):
-                    deferred.append((var, value))
+                    deferred.append((var, value, ci))
                     continue
                 key = (root[var], value)
                 if key not in tried:
                     tried.add(key)
-                    yield var, value
-        for var, value in deferred:
+                    yield var, value, ci
+        for var, value, ci in deferred:
             key = (root[var], value)
             if key not in tried:
                 tried.add(key)
-                yield var, value
+                yield var, value, ci
         for v in variables:
             if self.value[root[v.id]] is None:
                 value = cands.default_value(v, self.tmem_defaults[v.id])
                 if value is not None and (root[v.id], value) not in tried:
                     tried.add((root[v.id], value))
-                    yield v.id, value
+                    yield v.id, value, None
 
     def open_variables(self) -> list[int]:
         return [v.id for v in self.system.variables if self.value[self.root[v.id]] is None]
