@@ -3,19 +3,57 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
 from smalto import annotate
+from smalto.constraints import System
 from smalto.diagnose import describe_conflict
 from smalto.errors import InferenceError
-from smalto.program import read_program
+from smalto.program import Program, read_program
 from smalto.rules import derive_system
 from smalto.solve.search import FuelExhausted, Solver
+from smalto.validate import check_input
 
 # Ample for every kernel we know: the search needs a few dozen attempts at most
 # where JAX's pass may need thousands.
 DEFAULT_FUEL = 100_000
+
+
+@dataclass
+class Inference:
+    """Everything one inference produced: the program view, the system, the solved solver."""
+
+    program: Program
+    system: System
+    solver: Solver
+
+
+def solve_module(
+    module: ir.Module, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int] = (9, 0)
+) -> Inference:
+    """Infers layouts without writing them; raises as ``infer_layout`` does.
+
+    Must run inside the module's context (``infer_layout`` takes care of it).
+    """
+    arch = tuple(arch)  # type: ignore[assignment]
+    program = read_program(module)
+    check_input(program, fuel=fuel, arch=arch)
+    system = derive_system(program, arch)
+    solver = Solver(system, program, arch, fuel)
+    try:
+        solved = solver.solve()
+    except FuelExhausted as e:
+        raise InferenceError(
+            f"the search ran out of fuel after {e.spent} attempts with "
+            f"{len(e.open_variables)} values still open. Consider adding layout "
+            "annotations (e.g. `plgpu.layout_cast`) to guide the search, or raise `fuel`."
+        ) from None
+    if not solved:
+        raise InferenceError(describe_conflict(program, system, solver))
+    return Inference(program, system, solver)
 
 
 def infer_layout(
@@ -29,30 +67,14 @@ def infer_layout(
     or ``fuel`` attempts did not find one, ``NotImplementedError`` for ops it
     has no rule for; in both cases the module is left unchanged.
     """
-    if fuel <= 0:
-        raise ValueError(f"fuel must be positive, got {fuel}")
-    if tuple(arch) not in ((9, 0), (10, 0)):
-        raise ValueError(f"unsupported arch {arch}: smalto targets sm_90 (9, 0) and sm_100 (10, 0)")
-    with _in_context(module):
-        program = read_program(module)
-        system = derive_system(program, tuple(arch))
-        solver = Solver(system, program, tuple(arch), fuel)
-        try:
-            solved = solver.solve()
-        except FuelExhausted as e:
-            raise InferenceError(
-                f"the search ran out of fuel after {e.spent} attempts with "
-                f"{len(e.open_variables)} values still open. Consider adding layout "
-                "annotations (e.g. `plgpu.layout_cast`) to guide the search, or raise `fuel`."
-            ) from None
-        if not solved:
-            raise InferenceError(describe_conflict(program, system, solver))
-        plan = annotate.plan_attributes(program, system, solver.solution())
-        annotate.write_attributes(program, plan)
+    with in_context(module):
+        result = solve_module(module, fuel=fuel, arch=arch)
+        plan = annotate.plan_attributes(result.program, result.system, result.solver.solution())
+        annotate.write_attributes(result.program, plan)
 
 
 @contextlib.contextmanager
-def _in_context(module: ir.Module):
-    # Attribute construction needs a current context and location.
+def in_context(module: ir.Module) -> Iterator[None]:
+    """Enters the module's context with an unknown location (attribute construction needs both)."""
     with module.context, ir.Location.unknown(module.context):
         yield
