@@ -234,6 +234,7 @@ class Fixed:
     var: int
     value: Const
     origin: int
+    what: str = "the value"  # which operand/result of the op, in words
 
 
 @dataclass(slots=True)

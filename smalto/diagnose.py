@@ -1,23 +1,469 @@
-"""Turning a solver failure into words a kernel author can act on."""
+"""Turning a failed inference into words a kernel author can act on.
+
+From a system with no solution, find a small set of requirements that cannot
+hold together (an unsatisfiable core, minimal: dropping any one of them makes
+the rest satisfiable), say for each which op imposed it and where, say what
+the values involved were forced to, and suggest the change that resolves it.
+"""
 
 from __future__ import annotations
 
-from smalto.constraints import System
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import (
+    Broadcast,
+    Constraint,
+    Divides,
+    Equal,
+    Fixed,
+    MinorTileDivisible,
+    MmaTiling,
+    NotOfKind,
+    Reduce,
+    Relayout,
+    Reshape,
+    Role,
+    Site,
+    SmemTransfer,
+    System,
+    TmemTransfer,
+    Var,
+    Variable,
+    constraint_variables,
+)
+from smalto.hw import layouts as hl
+from smalto.hw.names import describe_value
+from smalto.hw.values import Const, Reg
 from smalto.program import Program
 
-_NOTHING_FITS = "no assignment of layouts satisfies every op's requirements"
+Element = Constraint | Fixed
+# Upper bound on time spent shrinking a core; past it the core is smaller but
+# not guaranteed minimal.
+_CORE_SECONDS = 3.0
 
 
-def describe_conflict(program: Program, system: System, solver: object) -> str:
+@dataclass(frozen=True)
+class Requirement:
+    """One requirement in a conflict: which op imposed it, where, and what it says."""
+
+    op: str
+    location: str
+    text: str
+    element: Element = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    """The facts behind an ``InferenceError``, for tools."""
+
+    requirements: list[Requirement]
+    values: list[str]  # "%12 : vector<64x64xf32>" for each value involved
+    derivations: list[str]  # "%12 is WGMMA_LAYOUT because ..."
+    suggestion: str | None
+    minimal: bool
+
+    @property
+    def ops(self) -> list[str]:
+        return list(dict.fromkeys(r.op for r in self.requirements))
+
+    @property
+    def locations(self) -> list[str]:
+        return list(dict.fromkeys(r.location for r in self.requirements))
+
+    def message(self) -> str:
+        lines = ["these requirements cannot all hold:"]
+        lines += [f"  - {r.text}" for r in self.requirements]
+        if self.derivations:
+            lines.append("where:")
+            lines += [f"  - {d}" for d in self.derivations]
+        if self.suggestion:
+            lines.append(f"suggestion: {self.suggestion}")
+        return "\n".join(lines)
+
+
+_FILE_LOCATION = re.compile(r'"([^"]+)":(\d+):(\d+)')
+
+
+def location_text(location: ir.Location) -> str:
+    """``file:line:col`` of an op's location (the user's file, through name and call sites)."""
+    text = str(location)
+    found = _FILE_LOCATION.findall(text)
+    # Pallas wraps user locations in name/callsite locations whose callees are
+    # inside JAX; the user's own file is the one to show.
+    for path, line, col in found:
+        if "site-packages" not in path:
+            return f"{path}:{line}:{col}"
+    if found:
+        path, line, col = found[0]
+        return f"{path}:{line}:{col}"
+    return text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+
+
+class _Namer:
+    """SSA names and types of the values behind variables and sites."""
+
+    def __init__(self, program: Program, system: System) -> None:
+        self.program = program
+        self.system = system
+        self._state: ir.AsmState | None = None
+
+    def _ir_value(self, site: Site) -> ir.Value:
+        view = self.program.ops[site.op].view
+        if site.role == Role.OPERAND:
+            return view.operands[site.index]
+        if site.role == Role.RESULT:
+            return view.results[site.index]
+        assert site.region is not None
+        return view.regions[site.region].blocks[0].arguments[site.index]
+
+    def site(self, site: Site) -> str:
+        value = self._ir_value(site)
+        try:
+            if self._state is None:
+                top = self.program.ops[self.program.top_level[0]].view.operation
+                parent = top.parent if top.parent is not None else top
+                self._state = ir.AsmState(parent)
+            name = value.get_name(self._state)
+        except Exception:  # naming is best-effort: never hide the real error
+            name = "<value>"
+        return name
+
+    def var(self, var: int) -> str:
+        variable = self.system.variables[var]
+        # Prefer a result (the value as defined) over an operand use.
+        sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
+        return self.site(sites[0]) if sites else f"v{var}"
+
+    def producer(self, var: int) -> str:
+        """ " (from `op` at file:line)" for the op that defines the variable's value."""
+        for site in self.system.variables[var].sites:
+            if site.role == Role.RESULT:
+                op = self.program.ops[site.op]
+                return f" (from `{op.name}` at {location_text(op.location)})"
+        return ""
+
+    def expr(self, expr: object, default: str) -> str:
+        """The name of the variable inside an expression, or ``default``."""
+        var = _expr_var(expr)
+        return self.var(var) if var is not None else default
+
+    def typed(self, var: int) -> str:
+        variable = self.system.variables[var]
+        return f"{self.var(var)} : {self.program.values[variable.key_value].type}"
+
+
+# --- finding a minimal core ---------------------------------------------------------
+
+
+def _satisfiable(
+    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
+) -> bool | None:
+    from smalto.solve.search import FuelExhausted, Solver
+
+    sub = System(
+        variables=system.variables,
+        constraints=[e for e in elements if not isinstance(e, Fixed)],
+        fixed=[e for e in elements if isinstance(e, Fixed)],
+        var_of_site=system.var_of_site,
+    )
+    try:
+        return Solver(sub, program, arch, fuel=5_000).solve()
+    except FuelExhausted:
+        return None
+
+
+def minimal_core(
+    elements: list[Element],
+    is_unsat: Callable[[list[Element]], bool],
+    deadline: float,
+) -> tuple[list[Element], bool]:
+    """Drops chunks, then single elements, while the rest stays unsatisfiable.
+
+    Returns the core and whether it is minimal (every single element was tried).
+    """
+    core = list(elements)
+    chunk = max(1, len(core) // 2)
+    while True:
+        i = 0
+        while i < len(core):
+            if time.monotonic() > deadline:
+                return core, False
+            trial = core[:i] + core[i + chunk :]
+            if trial and is_unsat(trial):
+                core = trial
+            else:
+                i += chunk
+        if chunk == 1:
+            return core, True
+        chunk = max(1, chunk // 2)
+
+
+def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[Element]:
+    """The elements connected to ``seeds`` through shared variables."""
+    touching: dict[int, list[int]] = {}
+    element_vars = []
+    for i, e in enumerate(elements):
+        vs = (e.var,) if isinstance(e, Fixed) else constraint_variables(e)
+        element_vars.append(vs)
+        for v in vs:
+            touching.setdefault(v, []).append(i)
+    # Equalities join variables; everything connected may matter.
+    seen_vars, stack, picked = set(seeds), list(seeds), set()
+    while stack:
+        for i in touching.get(stack.pop(), ()):
+            if i not in picked:
+                picked.add(i)
+                for v in element_vars[i]:
+                    if v not in seen_vars:
+                        seen_vars.add(v)
+                        stack.append(v)
+    return [e for i, e in enumerate(elements) if i in picked]
+
+
+def find_core(
+    program: Program, system: System, arch: tuple[int, int], seeds: set[int]
+) -> tuple[list[Element], bool]:
+    elements: list[Element] = [*system.fixed, *system.constraints]
+
+    def unsat(subset: list[Element]) -> bool:
+        return _satisfiable(system, subset, program, arch) is False
+
+    deadline = time.monotonic() + _CORE_SECONDS
+    if seeds:
+        relevant = _relevant(system, elements, seeds)
+        if relevant and unsat(relevant):
+            elements = relevant
+    return minimal_core(elements, unsat, deadline)
+
+
+# --- words ------------------------------------------------------------------------
+
+
+def _op_of(program: Program, element: Element) -> tuple[str, str]:
+    op = program.ops[element.origin]
+    return op.name, location_text(op.location)
+
+
+def _expr_var(expr: object) -> int | None:
+    while not isinstance(expr, Var) and hasattr(expr, "expr"):
+        expr = expr.expr  # type: ignore[attr-defined]
+    return expr.id if isinstance(expr, Var) else None
+
+
+def describe_element(element: Element, program: Program, namer: _Namer) -> str:
+    op, where = _op_of(program, element)
+    at = f"`{op}` at {where}"
+    match element:
+        case Fixed(var=var, value=value, what=what):
+            return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
+        case Relayout(source=source, strict=True):
+            s = _expr_var(source)
+            if s is not None:
+                return (
+                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
+                    "layout from producer to consumer unless it is a splat"
+                )
+        case Relayout(source=source):
+            s = _expr_var(source)
+            name = namer.var(s) if s is not None else "the operand"
+            return f"{name} must be convertible by the layout cast {at} (a supported relayout)"
+        case SmemTransfer(smem=smem, reg=reg):
+            s, r = _expr_var(smem), _expr_var(reg)
+            return (
+                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+                f"and the SMEM ref {namer.var(s) if s is not None else ''}: the register "
+                f"layout and the ref's tiling and swizzle need a supported ({element.mode.value}) "
+                "transfer"
+            )
+        case TmemTransfer(tmem=tmem, reg=reg):
+            t, r = _expr_var(tmem), _expr_var(reg)
+            return (
+                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+                f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
+                "supported TMEM transfer"
+            )
+        case MmaTiling(expr=expr, bitwidth=bitwidth):
+            v = _expr_var(expr)
+            tilings = sorted(hl.mma_tilings(bitwidth, element.allow_unswizzled))
+            return (
+                f"the SMEM operand {namer.var(v) if v is not None else ''} of {at} must be tiled "
+                f"for the MMA: one of {', '.join(map(str, tilings))}"
+            )
+        case Divides(expr=expr, multiple=multiple):
+            v = _expr_var(expr)
+            return (
+                f"the tiling of {namer.var(v) if v is not None else 'the value'} must divide "
+                f"{multiple} (the sizes and known offsets used by {at})"
+            )
+        case MinorTileDivisible(expr=expr, divisor=divisor):
+            ref = namer.expr(expr, "the ref")
+            return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
+        case NotOfKind(expr=expr, kind=kind):
+            v = _expr_var(expr)
+            return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"
+        case Equal(lhs=lhs, rhs=Reduce()) | Equal(lhs=Reduce(), rhs=lhs):
+            return (
+                f"{namer.var(_expr_var(lhs) or 0)} must be the reduced layout of its input ({at})"
+            )
+        case Equal(lhs=lhs, rhs=Reshape()):
+            result = namer.expr(lhs, "the result")
+            return f"{result} must be a layout that reshaping its input keeps ({at})"
+        case Equal(lhs=lhs, rhs=rhs):
+            a, b = _expr_var(lhs), _expr_var(rhs)
+            if a is not None and b is not None and a != b:
+                return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
+            return f"two layouts must agree ({at})"
+        case Broadcast():
+            return f"the broadcast {at} must be supported for its source and result layouts"
+    return f"requirement of {at}"
+
+
+def _derivations(
+    program: Program, system: System, arch: tuple[int, int], core: list[Element], namer: _Namer
+) -> tuple[list[str], dict[int, Const]]:
+    """What each value of the core is forced to, and by what (propagating the core alone)."""
+    from smalto.solve.search import Solver
+
+    sub = System(
+        variables=system.variables,
+        constraints=[e for e in core if not isinstance(e, Fixed)],
+        fixed=[e for e in core if isinstance(e, Fixed)],
+        var_of_site=system.var_of_site,
+    )
+    solver = Solver(sub, program, arch, fuel=1)
+    queue: list[int] = []
+    for fixed in sub.fixed:
+        if not solver._assign(fixed.var, fixed.value, queue):
+            break
+        from smalto.solve.search import Reason
+
+        solver.reason[solver.root[fixed.var]] = Reason("fixed", fixed=fixed)
+    queue.extend(range(len(solver.constraints)))
+    solver._propagate(queue)
+    lines, values = [], {}
+    involved = {
+        v for e in core for v in ((e.var,) if isinstance(e, Fixed) else constraint_variables(e))
+    }
+    for var in sorted(involved):
+        slot = solver.root[var]
+        value = solver.value[slot]
+        reason = solver.reason.get(slot)
+        if value is None or reason is None:
+            continue
+        values[var] = value
+        if reason.kind == "fixed" and reason.fixed is not None:
+            op, where = _op_of(program, reason.fixed)
+            why = f"{reason.fixed.what} of `{op}` at {where}"
+        elif reason.kind == "forced" and reason.constraint is not None:
+            op, where = _op_of(program, solver.constraints[reason.constraint])
+            why = f"it must agree with `{op}` at {where}"
+        else:
+            continue
+        lines.append(f"{namer.var(var)} is {describe_value(value)} because of {why}")
+    return list(dict.fromkeys(lines)), values
+
+
+def _suggestion(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: _Namer
+) -> str | None:
+    for e in core:
+        if isinstance(e, Relayout) and e.strict:
+            s, t = _expr_var(e.source), _expr_var(e.target)
+            if s is None or t is None:
+                continue
+            a, b = values.get(s), values.get(t)
+            if isinstance(a, Reg) and isinstance(b, Reg) and a != b:
+                consumer = program.ops[e.origin].name
+                if hl.relayout_allowed(a, b, e.bitwidth, strict=False):
+                    return (
+                        f"convert {namer.var(s)} explicitly before `{consumer}`: "
+                        f"`plgpu.layout_cast(x, {describe_value(b)})` (a supported relayout "
+                        f"from {describe_value(a)})"
+                    )
+                return (
+                    f"{namer.var(s)} is {describe_value(a)} but `{consumer}` needs "
+                    f"{describe_value(b)}, and no relayout between them is supported: change "
+                    "one of the layout casts or the op that fixes one of them"
+                )
+    for e in core:
+        var = _expr_var(e.expr) if isinstance(e, Divides) else None
+        if isinstance(e, Divides) and var is not None and _offset_limited(e, system.variables[var]):
+            op = program.ops[e.origin]
+            if op.name in ("memref.subview", "mosaic_gpu.async_load", "mosaic_gpu.async_store"):
+                return (
+                    f"the offsets of `{op.name}` at {location_text(op.location)} are not known to "
+                    "be multiples of the tile size: prove it with `pl.multiple_of(index, n)` "
+                    "(n a multiple of the tile along that dimension), or use a smaller tiling "
+                    "with `plgpu.TilingTransform`"
+                )
+    fixed = [e for e in core if isinstance(e, Fixed) and isinstance(e.value, Reg)]
+    if len({f.value for f in fixed}) > 1:
+        where = " and ".join(
+            f"{describe_value(f.value)} (`{program.ops[f.origin].name}` at "
+            f"{location_text(program.ops[f.origin].location)})"
+            for f in fixed[:2]
+        )
+        return (
+            f"one value is required to be both {where}; make these agree, or add a "
+            "`plgpu.layout_cast` between them where the relayout is supported "
+            "(from splat to anything, WGMMA <-> WGMMA_TRANSPOSED, TCGEN05 <-> "
+            "TCGEN05_TRANSPOSED, and the WGMMA upcast layouts)"
+        )
+    for e in core:
+        if isinstance(e, SmemTransfer):
+            return (
+                "give the SMEM ref transforms that fit the register layout (e.g. "
+                "`plgpu.TilingTransform((8, 64))` + `plgpu.SwizzleTransform(128)` for bf16 WGMMA "
+                "layouts), or `layout_cast` the value to a layout the ref supports"
+            )
+    return None
+
+
+def _offset_limited(divides: Divides, ref: Variable) -> bool:
+    """Whether a divisibility requirement is tighter than the ref's own shape (offsets limit it)."""
+    tail = ref.shape[-len(divides.multiple) :] if divides.multiple else ()
+    return any(m < d for m, d in zip(divides.multiple, tail, strict=False))
+
+
+def diagnose(
+    program: Program, system: System, arch: tuple[int, int], seeds: set[int]
+) -> ConflictReport:
+    core, minimal = find_core(program, system, arch, seeds)
+    namer = _Namer(program, system)
+    requirements = [
+        Requirement(*_op_of(program, e), describe_element(e, program, namer), e) for e in core
+    ]
+    derivations, values = _derivations(program, system, arch, core, namer)
+    involved: dict[int, None] = {}
+    for e in core:
+        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+            involved.setdefault(v)
+    names = list(dict.fromkeys(namer.typed(v) for v in involved))
+    suggestion = _suggestion(program, system, core, values, namer)
+    return ConflictReport(requirements, names, derivations, suggestion, minimal)
+
+
+def describe_conflict(
+    program: Program, system: System, solver: object
+) -> tuple[str, ConflictReport]:
+    """The message and report for a solver that found no solution."""
     conflict = getattr(solver, "conflict", None)
-    if conflict is None:
-        return _NOTHING_FITS
-    parts = []
-    if conflict.fixed is not None:
-        op = program.ops[conflict.fixed.origin]
-        parts.append(f"`{op.name}` at {op.location} requires {conflict.fixed.value}")
-    if conflict.constraint is not None:
-        op = program.ops[conflict.constraint.origin]
-        kind = type(conflict.constraint).__name__
-        parts.append(f"requirement {kind} of `{op.name}` at {op.location} cannot hold")
-    return "; ".join(parts) or _NOTHING_FITS
+    seeds: set[int] = set()
+    if conflict is not None:
+        if conflict.fixed is not None:
+            seeds.add(conflict.fixed.var)
+        if conflict.constraint is not None:
+            seeds.update(constraint_variables(conflict.constraint))
+        if conflict.variable is not None:
+            seeds.add(conflict.variable)
+    arch = getattr(solver, "arch", (9, 0))
+    report = diagnose(program, system, arch, seeds)
+    return report.message(), report
+
+
+__all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]

@@ -52,7 +52,8 @@ def solve_module(
             "annotations (e.g. `plgpu.layout_cast`) to guide the search, or raise `fuel`."
         ) from None
     if not solved:
-        raise InferenceError(describe_conflict(program, system, solver))
+        message, report = describe_conflict(program, system, solver)
+        raise InferenceError(message, conflict=report)
     return Inference(program, system, solver)
 
 

@@ -161,7 +161,7 @@ class RuleContext:
                 f"{self.describe_op(op)} requires {what} to be laid out as {value}, "
                 f"which does not fit its shape {self.system.variables[var].shape}"
             )
-        self.system.fixed.append(Fixed(var, value, op.id))
+        self.system.fixed.append(Fixed(var, value, op.id, what))
 
     def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
         for kind in kinds:
