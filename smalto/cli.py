@@ -5,16 +5,23 @@ reads a Mosaic GPU module, infers its layouts and prints the annotated module.
 Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
 smalto has no rule for), with the reason on stderr; 2 on bad usage or input
 that cannot be read or parsed, with one line on stderr.
+
+``smalto bench [FILE...] [--repeat N]`` times smalto against JAX's pass and
+the IR floor (``bench/run.py``; default: the corpus kernels). The benchmarks
+are not part of the installed package: this works from a source checkout
+only, and says so (exit status 2) elsewhere.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from jax._src.lib.mlir import ir
 
@@ -81,6 +88,27 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     infer.add_argument("--debug-info", action="store_true", help="print each op's loc(...) as well")
     infer.set_defaults(run=_run_infer)
+    bench = commands.add_parser(
+        "bench",
+        help="time smalto against JAX's pass and the IR floor (source checkout only)",
+        description="Time JAX's layout inference, smalto's and the IR floor (a walk that "
+        "only reads types and sets the attributes) on each module, and print a table with "
+        "the ratios. Runs bench/run.py from the smalto source checkout.",
+    )
+    bench.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="MLIR modules to time (default: the corpus kernels)",
+    )
+    bench.add_argument(
+        "--repeat",
+        type=_parse_repeat,
+        default=5,
+        metavar="N",
+        help="runs per figure; each figure is their median (default: 5)",
+    )
+    bench.set_defaults(run=_run_bench)
     return parser
 
 
@@ -103,6 +131,38 @@ def _run_infer(args: argparse.Namespace) -> int:
         args.output, print_module(module, generic=args.generic, debug_info=args.debug_info)
     )
     return EXIT_OK
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    for name in args.files:
+        if not Path(name).is_file():
+            raise UsageError(f"cannot read '{name}': no such file")
+    bench_run = _load_bench()
+    return bench_run.main([*args.files, "--repeat", str(args.repeat)])
+
+
+def _load_bench() -> ModuleType:
+    """``bench.run`` from the source checkout this package lives in."""
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "bench" / "run.py").is_file() and str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    try:
+        return importlib.import_module("bench.run")
+    except ImportError as error:
+        raise UsageError(
+            f"the benchmarks are not available ({error}); `smalto bench` runs from a smalto "
+            "source checkout, which has bench/ and tests/reference.py"
+        ) from None
+
+
+def _parse_repeat(text: str) -> int:
+    try:
+        repeat = int(text)
+    except ValueError:
+        repeat = 0
+    if repeat <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return repeat
 
 
 def _parse_arch(text: str) -> tuple[int, int]:

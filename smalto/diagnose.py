@@ -315,6 +315,8 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
             return f"{result} must be a layout that reshaping its input keeps ({at})"
         case Equal(lhs=lhs, rhs=rhs):
             a, b = _expr_var(lhs), _expr_var(rhs)
+            if a is not None and b is not None and namer.var(a) == namer.var(b):
+                return f"{namer.var(a)} is one ref wherever {at} uses it: one set of transforms"
             if a is not None and b is not None and a != b:
                 return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
             return f"two layouts must agree ({at})"
@@ -345,7 +347,7 @@ def _derivations(
         solver.reason[solver.root[fixed.var]] = Reason("fixed", fixed=fixed)
     queue.extend(range(len(solver.constraints)))
     solver._propagate(queue)
-    lines, values = [], {}
+    lines, values, named = [], {}, set()
     involved = {
         v for e in core for v in ((e.var,) if isinstance(e, Fixed) else constraint_variables(e))
     }
@@ -358,14 +360,17 @@ def _derivations(
         values[var] = value
         if reason.kind == "fixed" and reason.fixed is not None:
             op, where = _op_of(program, reason.fixed)
-            why = f"{reason.fixed.what} of `{op}` at {where}"
+            why = f"it is {reason.fixed.what} of `{op}` at {where}"
         elif reason.kind == "forced" and reason.constraint is not None:
             op, where = _op_of(program, solver.constraints[reason.constraint])
             why = f"it must agree with `{op}` at {where}"
         else:
             continue
-        lines.append(f"{namer.var(var)} is {describe_value(value)} because of {why}")
-    return list(dict.fromkeys(lines)), values
+        name = namer.var(var)
+        if name not in named:
+            named.add(name)
+            lines.append(f"{name} is {describe_value(value)} because {why}")
+    return lines, values
 
 
 def _suggestion(
@@ -401,6 +406,29 @@ def _suggestion(
                     "(n a multiple of the tile along that dimension), or use a smaller tiling "
                     "with `plgpu.TilingTransform`"
                 )
+    for e in core:
+        if isinstance(e, Relayout) and not e.strict:
+            s, t = _expr_var(e.source), _expr_var(e.target)
+            a = values.get(s) if s is not None else None
+            b = values.get(t) if t is not None else None
+            if (
+                isinstance(a, Reg)
+                and isinstance(b, Reg)
+                and not hl.relayout_allowed(a, b, e.bitwidth, strict=False)
+            ):
+                op = program.ops[e.origin]
+                return (
+                    f"`{op.name}` at {location_text(op.location)} cannot convert "
+                    f"{describe_value(a)} to {describe_value(b)}: only relayouts from a splat, "
+                    "between WGMMA and WGMMA_TRANSPOSED (or TCGEN05 and its transpose), and "
+                    "from the WGMMA upcast layouts are supported; cast to a layout reachable "
+                    f"from {describe_value(a)}, or produce the value in the layout you need"
+                )
+    for e in core:
+        if isinstance(e, SmemTransfer):
+            text = _transfer_alternatives(e, values, namer)
+            if text:
+                return text
     fixed = [e for e in core if isinstance(e, Fixed) and isinstance(e.value, Reg)]
     if len({f.value for f in fixed}) > 1:
         where = " and ".join(
@@ -424,6 +452,42 @@ def _suggestion(
     return None
 
 
+def _transfer_alternatives(
+    transfer: SmemTransfer, values: dict[int, Const], namer: _Namer
+) -> str | None:
+    """For a transfer with no plan: the tilings that would work, and the register layouts."""
+    from smalto.hw.names import REGISTER_LAYOUTS
+    from smalto.hw.transfers import smem_transfer_supported
+    from smalto.hw.values import Smem
+
+    s, r = _expr_var(transfer.smem), _expr_var(transfer.reg)
+    tiling = values.get(s) if s is not None else None
+    reg = values.get(r) if r is not None else None
+    if not isinstance(tiling, Smem) or not isinstance(reg, Reg):
+        return None
+    args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode)
+    tilings = [(8, 8 * sw // transfer.bitwidth) for sw in hl.SWIZZLES]
+    good_tilings = [
+        t
+        for t in tilings
+        if hl.fits(Smem(t), transfer.shape) and smem_transfer_supported(t, reg.layout, *args)
+    ]
+    good_layouts = [
+        name
+        for name, layout in REGISTER_LAYOUTS.items()
+        if smem_transfer_supported(tiling.tiling, layout, *args)
+    ]
+    parts = [
+        f"{namer.var(r)} is {describe_value(reg)} and the SMEM ref {namer.var(s)} is "
+        f"{describe_value(tiling)}; no {transfer.mode.value} transfer exists between them"
+    ]
+    if good_tilings:
+        parts.append(f"tilings that work with {describe_value(reg)}: {good_tilings}")
+    if good_layouts:
+        parts.append(f"register layouts that work with this ref: {', '.join(good_layouts[:4])}")
+    return "; ".join(parts)
+
+
 def _offset_limited(divides: Divides, ref: Variable) -> bool:
     """Whether a divisibility requirement is tighter than the ref's own shape (offsets limit it)."""
     tail = ref.shape[-len(divides.multiple) :] if divides.multiple else ()
@@ -435,9 +499,13 @@ def diagnose(
 ) -> ConflictReport:
     core, minimal = find_core(program, system, arch, seeds)
     namer = _Namer(program, system)
-    requirements = [
-        Requirement(*_op_of(program, e), describe_element(e, program, namer), e) for e in core
-    ]
+    requirements: list[Requirement] = []
+    said: set[str] = set()
+    for e in core:
+        text = describe_element(e, program, namer)
+        if text not in said:  # one ref passed twice reads the same both times
+            said.add(text)
+            requirements.append(Requirement(*_op_of(program, e), text, e))
     derivations, values = _derivations(program, system, arch, core, namer)
     involved: dict[int, None] = {}
     for e in core:
@@ -467,3 +535,17 @@ def describe_conflict(
 
 
 __all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]
+
+
+def describe_fuel_exhaustion(
+    program: Program, system: System, spent: int, open_variables: list[int]
+) -> str:
+    """What the search had done and what was left when fuel ran out."""
+    namer = _Namer(program, system)
+    names = list(dict.fromkeys(namer.var(v) for v in open_variables))
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return (
+        f"the search ran out of fuel after {spent} attempts; still open: {shown}. "
+        "Add layout annotations (e.g. `plgpu.layout_cast` on one of these values) to guide "
+        "the search, or raise `fuel`."
+    )

@@ -10,7 +10,7 @@ from jax._src.lib.mlir import ir
 
 from smalto import annotate
 from smalto.constraints import System
-from smalto.diagnose import describe_conflict
+from smalto.diagnose import describe_conflict, describe_fuel_exhaustion
 from smalto.errors import InferenceError
 from smalto.program import Program, read_program
 from smalto.rules import derive_system
@@ -46,11 +46,8 @@ def solve_module(
     try:
         solved = solver.solve()
     except FuelExhausted as e:
-        raise InferenceError(
-            f"the search ran out of fuel after {e.spent} attempts with "
-            f"{len(e.open_variables)} values still open. Consider adding layout "
-            "annotations (e.g. `plgpu.layout_cast`) to guide the search, or raise `fuel`."
-        ) from None
+        reason = describe_fuel_exhaustion(program, system, e.spent, e.open_variables)
+        raise InferenceError(reason) from None
     if not solved:
         message, report = describe_conflict(program, system, solver)
         raise InferenceError(message, conflict=report)

@@ -156,12 +156,36 @@ class RuleContext:
 
     def fix(self, var: int, value: Const, op: Op, what: str) -> None:
         """Fixes a variable's layout; ``what`` names the operand for the error message."""
-        if not hl.fits(value, self.system.variables[var].shape):
-            raise InferenceError(
-                f"{self.describe_op(op)} requires {what} to be laid out as {value}, "
-                f"which does not fit its shape {self.system.variables[var].shape}"
+        shape = self.system.variables[var].shape
+        fixed = Fixed(var, value, op.id, what)
+        if not hl.fits(value, shape):
+            from smalto.diagnose import ConflictReport, Requirement, location_text
+            from smalto.hw.names import describe_value
+
+            where = location_text(op.location)
+            text = (
+                f"`{op.name}` at {where} requires {what} to be {describe_value(value)}, "
+                f"which does not fit its shape {shape}"
             )
-        self.system.fixed.append(Fixed(var, value, op.id, what))
+            report = ConflictReport(
+                [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
+            )
+            raise InferenceError(text, conflict=report)
+        self.system.fixed.append(fixed)
+
+    def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
+        """A layout attribute of the op as a value; a malformed one is the user's error."""
+        from smalto.hw import encode
+        from smalto.hw.values import Reg, Tmem
+
+        try:
+            if tmem:
+                return Tmem(encode.decode_tmem_layout(attr))
+            return Reg(encode.decode_layout(attr))
+        except (ValueError, NotImplementedError) as e:
+            raise InferenceError(
+                f"{self.describe_op(op)} has an invalid layout {attr}: {e}"
+            ) from None
 
     def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
         for kind in kinds:

@@ -115,7 +115,7 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     """The result has the cast's layout; the operand must be convertible to it."""
     operand = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
-    layout = Reg(encode.decode_layout(op.view.attributes["new_layout"]))
+    layout = ctx.decode(op, op.view.attributes["new_layout"])
     ctx.fix(result, layout, op, "the cast result")
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
     ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
@@ -214,7 +214,7 @@ def custom_primitive(ctx: RuleContext, op: Op) -> None:
         kind = values[v].kind
         if kind == Kind.VECTOR:
             var = ctx.new_var(ctx.operand(op, i))
-            ctx.fix(var, Reg(encode.decode_layout(next(in_layouts))), op, f"operand #{i}")
+            ctx.fix(var, ctx.decode(op, next(in_layouts)), op, f"operand #{i}")
         elif kind == Kind.SMEM:
             # A fresh variable, equal to the ref: the same ref passed twice with
             # different transforms must conflict, not overwrite.
@@ -227,7 +227,7 @@ def custom_primitive(ctx: RuleContext, op: Op) -> None:
     for i, v in enumerate(op.results):
         if values[v].kind == Kind.VECTOR:
             var = ctx.new_var(ctx.result(op, i))
-            ctx.fix(var, Reg(encode.decode_layout(next(out_layouts))), op, f"result #{i}")
+            ctx.fix(var, ctx.decode(op, next(out_layouts)), op, f"result #{i}")
 
 
 @rule("mosaic_gpu.broadcast_in_dim")

@@ -7,7 +7,6 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Divides, MmaTiling, TmemTransfer, Transpose, Var
 from smalto.errors import InferenceError
-from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.values import Tmem
 from smalto.program import Kind, Op
@@ -32,7 +31,7 @@ def _tmem_layout(
 def tmem_layout_cast(ctx: RuleContext, op: Op) -> None:
     """The cast's TMEM layout is the ref's."""
     var = ctx.ref(op, 0)
-    layout = Tmem(encode.decode_tmem_layout(op.view.attributes["new_layout"]))
+    layout = ctx.decode(op, op.view.attributes["new_layout"], tmem=True)
     ctx.fix(var, layout, op, "the TMEM ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 

@@ -1,0 +1,187 @@
+"""Reading what to draw: layout names and attributes, shapes, element types, SMEM specs."""
+
+from __future__ import annotations
+
+import re
+
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.mlir import make_context
+
+
+class SpecError(ValueError):
+    """A layout, shape, type or SMEM spec that cannot be read (a usage error)."""
+
+
+def named_register_layouts() -> dict[str, fa.TiledLayout]:
+    """JAX's named tiled register layouts, by name without the ``_LAYOUT`` suffix."""
+    names: dict[str, fa.TiledLayout] = {}
+    for attribute in sorted(dir(fa)):
+        value = getattr(fa, attribute)
+        if attribute.endswith("_LAYOUT") and isinstance(value, fa.TiledLayout):
+            names[attribute.removesuffix("_LAYOUT")] = value
+        elif "_LAYOUT_" in attribute and isinstance(value, fa.TiledLayout):
+            names[attribute.replace("_LAYOUT", "")] = value  # WGMMA_LAYOUT_8BIT -> WGMMA_8BIT
+    return names
+
+
+_NAMES = named_register_layouts()
+_LAYOUT_NAME = {layout: name for name, layout in reversed(list(_NAMES.items()))}
+
+TMEM_LAYOUT_NAMES = ("default", "half_lane", "m64_collective")
+
+
+def layout_name(layout: object) -> str:
+    """A short name: ``WGMMA``, ``strided:8``, ``splat``, or the layout's repr."""
+    match layout:
+        case fa.WGSplatFragLayout():
+            return "splat"
+        case fa.WGStridedFragLayout(vec_size=vec):
+            return f"strided:{vec}"
+        case tcgen05.TMEMLayout():
+            return _tmem_name(layout) or "TMEM layout"
+        case fa.TiledLayout():
+            return _LAYOUT_NAME.get(layout, "tiled layout")
+    return type(layout).__name__
+
+
+def _tmem_name(layout: tcgen05.TMEMLayout) -> str | None:
+    for packing in (1, 2, 4, 8):
+        if layout == tcgen05.tmem_default_layout(packing):
+            return "TMEM default" + (f" (packing {packing})" if packing > 1 else "")
+    return None
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``64x64`` (also ``64,64`` or ``64``) as a tuple of positive ints."""
+    parts = re.split(r"[x,×]", text.strip().lower())
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise SpecError(f"bad shape {text!r} (expected sizes joined by 'x', like 64x64)")
+    return shape
+
+
+_DTYPE_BITS = {"bf16": 16, "tf32": 32, "index": 64}
+
+
+def parse_dtype(text: str) -> int:
+    """The bitwidth of an element type: f32, bf16, f16, f8E4M3FN, i8, i4, ..."""
+    name = text.strip()
+    bits = _DTYPE_BITS.get(name.lower())
+    if bits is None:
+        match = re.fullmatch(r"[fiu](\d+)(e\d+m\d+\w*)?", name.lower())
+        bits = int(match[1]) if match else None
+    if bits is None or bits <= 0 or bits > 64 or bits & (bits - 1):
+        raise SpecError(f"unknown element type {text!r} (try f32, bf16, f16, f8E4M3FN, i8, i4)")
+    return bits
+
+
+def parse_register_layout(
+    text: str, shape: tuple[int, ...], bitwidth: int
+) -> fa.FragmentedLayout:
+    """A register layout from a name (``WGMMA``, ``strided:8``, ``splat``) or an attribute."""
+    spec = text.strip()
+    if spec.startswith("#"):
+        layout = _parse_attribute(spec)
+        if isinstance(layout, tcgen05.TMEMLayout):
+            layout = layout.as_tiled_layout()
+        return layout
+    key = spec.upper().removesuffix("_LAYOUT")
+    if key in _NAMES:
+        return _NAMES[key]
+    if key == "SPLAT":
+        return fa.WGSplatFragLayout(shape)
+    if key.startswith("STRIDED"):
+        return _strided(spec, shape, bitwidth)
+    raise SpecError(
+        f"unknown layout {text!r}; expected one of {', '.join(_NAMES)}, strided[:VEC], "
+        "splat, or an attribute such as '#mosaic_gpu.TiledLayout<...>'"
+    )
+
+
+def _strided(spec: str, shape: tuple[int, ...], bitwidth: int) -> fa.WGStridedFragLayout:
+    from smalto.hw.layouts import default_strided
+
+    _, _, vec_text = spec.partition(":")
+    if not vec_text:
+        default = default_strided(shape, bitwidth)
+        if default is None:
+            raise SpecError(f"no strided layout fits shape {shape}")
+        assert isinstance(default.layout, fa.WGStridedFragLayout)
+        return default.layout
+    try:
+        return fa.WGStridedFragLayout(shape, int(vec_text))
+    except ValueError:
+        raise SpecError(
+            f"a strided layout with vector size {vec_text} does not fit shape {shape} "
+            "(128 threads x vector size must divide its element count)"
+        ) from None
+
+
+def parse_tmem_layout(
+    text: str | None, shape: tuple[int, ...], packing: int, collective: bool
+) -> tcgen05.TMEMLayout:
+    """A TMEM layout: by name, from an attribute, or (None) the one JAX picks for the shape."""
+    try:
+        if text is None:
+            return tcgen05._infer_tmem_layout(shape, collective, packing)
+        key = text.strip().lower()
+        if key == "default":
+            return tcgen05.tmem_default_layout(packing)
+        if key in ("half_lane", "m64_collective"):
+            if len(shape) != 2:
+                raise SpecError(f"TMEM holds 2D arrays, not shape {shape}")
+            make = getattr(tcgen05, f"tmem_{key}_layout")
+            return make(shape[1], packing)
+    except ValueError as error:
+        raise SpecError(f"no TMEM layout for shape {shape}: {error}") from None
+    if text.strip().startswith("#"):
+        layout = _parse_attribute(text.strip())
+        if not isinstance(layout, fa.TiledLayout):
+            raise SpecError("a TMEM layout must be a tiled layout")
+        return tcgen05.TMEMLayout(
+            layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim
+        )
+    raise SpecError(
+        f"unknown TMEM layout {text!r}; expected {', '.join(TMEM_LAYOUT_NAMES)} or an attribute"
+    )
+
+
+def _parse_attribute(text: str) -> object:
+    with make_context(), ir.Location.unknown():
+        try:
+            attribute = ir.Attribute.parse(text)
+        except ir.MLIRError as error:
+            message = " ".join(str(error).split())
+            raise SpecError(f"cannot parse layout attribute: {message}") from None
+        try:
+            return jax_layouts.from_layout_attr(attribute)
+        except (NotImplementedError, ValueError) as error:
+            raise SpecError(f"not a Mosaic GPU layout: {text} ({error})") from None
+
+
+def parse_smem_spec(text: str) -> tuple[tuple[int, ...] | None, int | None]:
+    """``tile=8x64,swizzle=128`` (either part optional) as (tiling, swizzle)."""
+    tiling: tuple[int, ...] | None = None
+    swizzle: int | None = None
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower()
+        if not sep:
+            raise SpecError(f"bad SMEM spec part {part!r} (expected tile=AxB or swizzle=N)")
+        if key == "tile":
+            tiling = None if value.strip().lower() in ("", "none") else parse_shape(value)
+        elif key == "swizzle":
+            try:
+                swizzle = int(value)
+            except ValueError:
+                raise SpecError(f"bad swizzle {value!r} (expected 16, 32, 64 or 128)") from None
+        else:
+            raise SpecError(f"unknown SMEM spec key {key!r} (expected tile or swizzle)")
+    return tiling, swizzle

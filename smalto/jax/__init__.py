@@ -1,0 +1,125 @@
+"""Use smalto from JAX: route Pallas' Mosaic GPU compile path through smalto.
+
+While smalto is enabled, every layout-inference call JAX 0.10.2 makes when it
+compiles a Mosaic GPU kernel (the Pallas lowering and ``as_gpu_kernel``) runs
+``smalto.infer_layout`` on the same module, with the same fuel and arch::
+
+    import smalto.jax
+
+    with smalto.jax.enabled():
+        out = my_pallas_kernel(x)      # compiled with smalto's layouts
+
+    smalto.jax.install()               # or for the rest of the process
+    smalto.jax.uninstall()             # JAX's own pass again, exactly
+
+For code you cannot edit, run it with ``python -m smalto.jax run script.py``,
+or set ``SMALTO_JAX=1`` where something imports ``smalto.jax`` (importing it
+with the variable set installs the hook). ``SMALTO_JAX_DUMP=DIR`` writes every
+module to DIR before and after inference.
+
+``capture(fn, *args)`` lowers ``fn`` for the GPU on any machine, GPU or not, and
+returns the modules JAX handed to layout inference (``CapturedModule``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from smalto.jax.capture import CapturedModule, Dumper, capture
+from smalto.jax.hooks import (
+    add_observer,
+    jax_infer_arch,
+    jax_infer_layout,
+    observing,
+    remove_observer,
+    set_smalto,
+    smalto_enabled,
+)
+
+__all__ = [
+    "CapturedModule",
+    "capture",
+    "enabled",
+    "install",
+    "is_installed",
+    "jax_infer_arch",
+    "jax_infer_layout",
+    "uninstall",
+]
+
+ENV_ENABLE = "SMALTO_JAX"
+ENV_DUMP = "SMALTO_JAX_DUMP"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+# The dumper ``install(dump_to=...)`` started; ``uninstall`` stops it.
+_installed_dumper: list[Dumper] = []
+
+
+def install(*, dump_to: str | os.PathLike[str] | None = None) -> None:
+    """Routes JAX's Mosaic GPU layout inference through smalto from now on.
+
+    Idempotent. Clears JAX's compilation caches, so kernels compiled before
+    are compiled again with smalto. With ``dump_to``, every module is also
+    written to that directory before and after inference.
+    """
+    set_smalto(True)
+    if dump_to is not None:
+        _stop_dumping()
+        dumper = Dumper(dump_to)
+        add_observer(dumper)
+        _installed_dumper.append(dumper)
+
+
+def uninstall() -> None:
+    """Puts JAX's own pass back: its functions are again the very objects they were.
+
+    Stops the dumping ``install`` started. Clears JAX's compilation caches if
+    smalto was installed. Idempotent.
+    """
+    _stop_dumping()
+    set_smalto(False)
+
+
+def is_installed() -> bool:
+    """Whether JAX's layout inference currently runs smalto."""
+    return smalto_enabled()
+
+
+@contextlib.contextmanager
+def enabled(*, dump_to: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Routes layout inference through smalto inside the block.
+
+    On exit the previous state returns (installed or not). ``dump_to`` writes
+    the modules seen inside the block, as in ``install``.
+    """
+    previous = set_smalto(True)
+    try:
+        if dump_to is None:
+            yield
+        else:
+            with observing(Dumper(dump_to)):
+                yield
+    finally:
+        set_smalto(previous)
+
+
+def _stop_dumping() -> None:
+    while _installed_dumper:
+        remove_observer(_installed_dumper.pop())
+
+
+def _install_from_environment() -> None:
+    wanted = os.environ.get(ENV_ENABLE, "").strip().lower() in _TRUE
+    dump_to = os.environ.get(ENV_DUMP) or None
+    if wanted:
+        install(dump_to=dump_to)
+    elif dump_to is not None:
+        # Dumping alone: JAX's pass stays, its modules are written.
+        dumper = Dumper(dump_to)
+        add_observer(dumper)
+        _installed_dumper.append(dumper)
+
+
+_install_from_environment()

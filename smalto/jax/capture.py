@@ -1,0 +1,162 @@
+"""Getting the Mosaic GPU modules JAX hands to layout inference, without a GPU.
+
+JAX serializes a Mosaic GPU kernel into a custom call once it is lowered, after
+layout inference and the dialect lowering have run, so the module inference
+sees exists only during that one call. ``capture`` lowers a function for the
+CUDA platform (which works on a machine without a GPU) while an observer on the
+hooked inference call copies the module out, before and after the pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax._src.lib.mlir import ir
+
+from smalto.jax.hooks import InferenceCall, Observer, Pass, forced_arch, observing
+
+
+@dataclass(frozen=True)
+class CapturedModule:
+    """One Mosaic GPU module as it reached layout inference during a lowering.
+
+    ``text`` is the module before inference, ``inferred_text`` after it
+    (``None`` when the pass failed; ``error`` then holds what it raised). Both
+    are MLIR text in the pretty form with every op's ``loc(...)``, so the
+    locations of the user's Python source survive into ``smalto infer`` and
+    its messages.
+    """
+
+    name: str  # the module's sym_name: Pallas names it after the kernel function
+    arch: tuple[int, int]
+    text: str
+    inferred_text: str | None
+    inferred_by: Pass
+    error: BaseException | None = field(default=None, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def module(self, *, inferred: bool = False, context: ir.Context | None = None) -> ir.Module:
+        """Parses the text (``inferred_text`` if ``inferred``) into a fresh module.
+
+        ``context`` defaults to a new one with every dialect Mosaic GPU uses.
+        """
+        from smalto.mlir import parse_module
+
+        text = self.inferred_text if inferred else self.text
+        if text is None:
+            raise ValueError(f"layout inference failed for {self.name!r}: {self.error}")
+        return parse_module(text, context=context, source_name=f"<{self.name}>")
+
+
+def module_text(module: ir.Module) -> str:
+    """Pretty form with locations: what ``smalto infer`` reads back unchanged."""
+    return module.operation.get_asm(enable_debug_info=True)
+
+
+def module_name(module: ir.Module) -> str:
+    attributes = module.operation.attributes
+    if "sym_name" in attributes:
+        return ir.StringAttr(attributes["sym_name"]).value
+    return "kernel"
+
+
+class Recorder(Observer):
+    """Collects a ``CapturedModule`` for every inference call it sees."""
+
+    def __init__(self) -> None:
+        self.captured: list[CapturedModule] = []
+        self._before: dict[int, str] = {}
+
+    def before(self, call: InferenceCall) -> None:
+        self._before[id(call)] = module_text(call.module)
+
+    def after(self, call: InferenceCall, error: BaseException | None) -> None:
+        self.captured.append(
+            CapturedModule(
+                name=module_name(call.module),
+                arch=call.arch,
+                text=self._before.pop(id(call)),
+                inferred_text=None if error else module_text(call.module),
+                inferred_by=call.inferred_by,
+                error=error,
+            )
+        )
+
+
+class Dumper(Observer):
+    """Writes every module to ``directory``: ``NNN-NAME.mlir`` before inference,
+    ``NNN-NAME.inferred.mlir`` after it (when the pass succeeded)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._count = 0
+        self._stems: dict[int, str] = {}
+
+    def before(self, call: InferenceCall) -> None:
+        self._count += 1
+        stem = f"{self._count:03d}-{module_name(call.module)}"
+        self._stems[id(call)] = stem
+        (self.directory / f"{stem}.mlir").write_text(module_text(call.module), encoding="utf-8")
+
+    def after(self, call: InferenceCall, error: BaseException | None) -> None:
+        stem = self._stems.pop(id(call))
+        if error is None:
+            path = self.directory / f"{stem}.inferred.mlir"
+            path.write_text(module_text(call.module), encoding="utf-8")
+
+
+def capture(
+    fn: Callable[..., Any], *args: Any, arch: tuple[int, int] | None = None
+) -> list[CapturedModule]:
+    """Lowers ``fn(*args)`` for the GPU and returns the Mosaic GPU modules it made.
+
+    Works without a GPU: ``fn`` is lowered with ``lowering_platforms=("cuda",)``
+    (``fn`` may already be ``jax.jit``-wrapped; ``args`` may be arrays or
+    ``jax.ShapeDtypeStruct``s). Every Mosaic GPU kernel the lowering builds in
+    warpgroup semantics (Pallas ``plgpu`` kernels with
+    ``LoweringSemantics.Warpgroup``, ``as_gpu_kernel`` with
+    ``thread_semantics=Warpgroup``) yields one ``CapturedModule``, in order.
+
+    The pass that runs is the one in force: smalto inside
+    ``smalto.jax.enabled()`` or after ``install()``, JAX's otherwise. ``arch``
+    forces the target architecture, e.g. ``(10, 0)`` for Blackwell; by default
+    JAX picks it from the device, which is ``(9, 0)`` without a GPU.
+
+    If layout inference fails, the lowering stops there: the modules captured
+    so far are returned, the last one with ``error`` set, rather than raised.
+    Any other failure of the lowering propagates.
+    """
+    recorder = Recorder()
+    jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
+    if arch is None:
+        # A function lowered before would come from JAX's cache, unseen.
+        jax.clear_caches()
+    with forced_arch(arch) if arch is not None else contextlib.nullcontext(), observing(recorder):
+        try:
+            jitted.trace(*args).lower(lowering_platforms=("cuda",))
+        except Exception as raised:
+            failed = recorder.captured[-1].error if recorder.captured else None
+            if failed is None or not _caused_by(raised, failed):
+                raise
+    return recorder.captured
+
+
+def _caused_by(raised: BaseException, error: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = raised
+    while current is not None and id(current) not in seen:
+        if current is error:
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,234 @@
+"""Routing JAX's layout-inference calls through one dispatcher.
+
+JAX 0.10.2 runs its pass from two places, and both look the function up by
+attribute at call time:
+
+- the Pallas Mosaic GPU lowering calls ``jax.experimental.mosaic.gpu.infer_layout``;
+- ``jax.experimental.mosaic.gpu.core`` (``as_gpu_kernel``) calls
+  ``jax.experimental.mosaic.gpu.layout_inference.infer_layout``.
+
+Replacing those two attributes with ``dispatch`` is therefore enough, and
+putting the saved originals back restores JAX exactly. ``core._infer_arch`` is
+replaced too, but only while an architecture is forced (``forced_arch``).
+
+Everything here is process-wide, as the patch itself is: one ``_Hooks``
+instance records who needs the patch (smalto enabled, observers, a forced
+arch); the attributes are patched while anyone does and restored as soon as
+no one does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Literal
+
+import jax
+from jax._src.lib.mlir import ir
+
+Pass = Literal["smalto", "jax"]
+
+
+@dataclass(frozen=True)
+class InferenceCall:
+    """One call JAX made to its layout-inference pass while hooked."""
+
+    module: ir.Module
+    arch: tuple[int, int]
+    fuel: int | None  # None: the caller did not pass one
+    inferred_by: Pass
+
+
+class Observer:
+    """Sees every hooked inference call: before the pass runs and after it.
+
+    ``after`` gets the exception the pass raised, or ``None`` on success; it is
+    called before the exception propagates into JAX.
+    """
+
+    def before(self, call: InferenceCall) -> None:
+        del call
+
+    def after(self, call: InferenceCall, error: BaseException | None) -> None:
+        del call, error
+
+
+def _jax_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
+    from jax.experimental.mosaic import gpu as mgpu
+    from jax.experimental.mosaic.gpu import core, layout_inference
+
+    return mgpu, layout_inference, core
+
+
+@dataclass
+class _Hooks:
+    use_smalto: bool = False
+    observers: list[Observer] = field(default_factory=list)
+    arch: tuple[int, int] | None = None
+    # (module, attribute) -> JAX's original object, while patched.
+    saved: dict[tuple[ModuleType, str], object] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def needed(self) -> bool:
+        return self.use_smalto or bool(self.observers) or self.arch is not None
+
+    def sync(self) -> None:
+        """Patches or restores JAX's attributes to match who needs them."""
+        mgpu, layout_inference, core = _jax_modules()
+        wanted: dict[tuple[ModuleType, str], object] = {}
+        if self.needed():
+            wanted[(mgpu, "infer_layout")] = dispatch
+            wanted[(layout_inference, "infer_layout")] = dispatch
+        if self.arch is not None:
+            wanted[(core, "_infer_arch")] = _forced_arch
+        for key in list(self.saved):
+            if key not in wanted:
+                _restore(key, self.saved.pop(key))
+        for key, replacement in wanted.items():
+            module, name = key
+            if key not in self.saved:
+                self.saved[key] = getattr(module, name)
+                setattr(module, name, replacement)
+
+    def original(self, module: ModuleType, name: str) -> object:
+        return self.saved.get((module, name), getattr(module, name))
+
+
+def _restore(key: tuple[ModuleType, str], original: object) -> None:
+    module, name = key
+    current = getattr(module, name)
+    if current is dispatch or current is _forced_arch:
+        setattr(module, name, original)
+        return
+    # Someone replaced the attribute after us; clobbering their patch would be
+    # worse than leaving ours out of the chain.
+    warnings.warn(
+        f"smalto.jax: {module.__name__}.{name} was replaced by someone else while "
+        "smalto's hook was installed; leaving it as it is",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
+_HOOKS = _Hooks()
+
+
+def _forced_arch() -> tuple[int, int]:
+    arch = _HOOKS.arch
+    assert arch is not None, "the architecture hook is only installed while forced"
+    return arch
+
+
+def jax_infer_layout() -> Callable[..., None]:
+    """JAX's own ``infer_layout``, whether or not the hook is installed."""
+    mgpu, _, _ = _jax_modules()
+    return _HOOKS.original(mgpu, "infer_layout")  # type: ignore[return-value]
+
+
+def jax_infer_arch() -> Callable[[], tuple[int, int]]:
+    """JAX's own ``core._infer_arch``, whether or not an architecture is forced."""
+    _, _, core = _jax_modules()
+    return _HOOKS.original(core, "_infer_arch")  # type: ignore[return-value]
+
+
+def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int] = (9, 0)) -> None:
+    """Stands in for JAX's ``infer_layout`` while the hook is installed.
+
+    Runs ``smalto.infer_layout`` with the same module, fuel and arch while
+    smalto is enabled (smalto's default fuel when the caller passed none; JAX
+    never does), JAX's own pass otherwise, and tells the observers.
+    """
+    with _HOOKS.lock:
+        use_smalto = _HOOKS.use_smalto
+        observers = list(_HOOKS.observers)
+    call = InferenceCall(module, tuple(arch), fuel, "smalto" if use_smalto else "jax")  # type: ignore[arg-type]
+    for observer in observers:
+        observer.before(call)
+    try:
+        if use_smalto:
+            import smalto
+
+            if fuel is None:
+                smalto.infer_layout(module, arch=call.arch)
+            else:
+                smalto.infer_layout(module, fuel=fuel, arch=call.arch)
+        else:
+            original = jax_infer_layout()
+            if fuel is None:
+                original(module, arch=call.arch)
+            else:
+                original(module, fuel=fuel, arch=call.arch)
+    except BaseException as error:
+        for observer in observers:
+            observer.after(call, error)
+        raise
+    for observer in observers:
+        observer.after(call, None)
+
+
+def set_smalto(use: bool) -> bool:
+    """Turns routing to smalto on or off; returns the previous setting.
+
+    Also clears JAX's compilation caches when the setting changes, so kernels
+    lowered before are lowered again with the pass now chosen.
+    """
+    with _HOOKS.lock:
+        previous = _HOOKS.use_smalto
+        _HOOKS.use_smalto = use
+        _HOOKS.sync()
+    if previous != use:
+        jax.clear_caches()
+    return previous
+
+
+def smalto_enabled() -> bool:
+    return _HOOKS.use_smalto
+
+
+def add_observer(observer: Observer) -> None:
+    """Tells ``observer`` about every inference call from now on."""
+    with _HOOKS.lock:
+        _HOOKS.observers.append(observer)
+        _HOOKS.sync()
+
+
+def remove_observer(observer: Observer) -> None:
+    """Stops telling ``observer``; restores JAX's functions if no one else needs the hook."""
+    with _HOOKS.lock:
+        _HOOKS.observers.remove(observer)
+        _HOOKS.sync()
+
+
+@contextlib.contextmanager
+def observing(observer: Observer) -> Iterator[None]:
+    """Tells ``observer`` about every inference call made inside the block."""
+    add_observer(observer)
+    try:
+        yield
+    finally:
+        remove_observer(observer)
+
+
+@contextlib.contextmanager
+def forced_arch(arch: tuple[int, int]) -> Iterator[None]:
+    """Makes JAX's Mosaic GPU lowering target ``arch`` whatever device (if any) is present.
+
+    Clears JAX's compilation caches on entry and exit: lowerings are cached
+    without the architecture in their key.
+    """
+    with _HOOKS.lock:
+        previous = _HOOKS.arch
+        _HOOKS.arch = (int(arch[0]), int(arch[1]))
+        _HOOKS.sync()
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        with _HOOKS.lock:
+            _HOOKS.arch = previous
+            _HOOKS.sync()
+        jax.clear_caches()
