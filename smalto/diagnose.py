@@ -66,6 +66,8 @@ class ConflictReport:
     derivations: list[str]  # "%12 is WGMMA_LAYOUT because ..."
     suggestion: str | None
     minimal: bool
+    # Every element of the core (requirements with the same wording are listed once above).
+    core: list[Element] = field(default_factory=list, repr=False)
 
     @property
     def ops(self) -> list[str]:
@@ -513,7 +515,7 @@ def diagnose(
             involved.setdefault(v)
     names = list(dict.fromkeys(namer.typed(v) for v in involved))
     suggestion = _suggestion(program, system, core, values, namer)
-    return ConflictReport(requirements, names, derivations, suggestion, minimal)
+    return ConflictReport(requirements, names, derivations, suggestion, minimal, core)
 
 
 def describe_conflict(

@@ -1,0 +1,171 @@
+"""Unsatisfiable kernels: the error names the conflicting ops, where they are, and a fix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import reference
+
+import smalto
+from smalto.diagnose import ConflictReport, _satisfiable
+from smalto.infer import in_context, solve_module
+from smalto.program import read_program
+from smalto.rules import derive_system
+
+UNSAT = Path(__file__).parent / "unsat"
+
+# file -> (ops the message must name with their locations, words of the suggestion)
+CASES = {
+    "cast_strided_then_wgmma": (
+        [
+            "`mosaic_gpu.layout_cast` at kernel.py:11:8",
+            "`mosaic_gpu.layout_cast` at kernel.py:13:8",
+            "`mosaic_gpu.vector_load` at kernel.py:10:4",
+        ],
+        "required to be both",
+    ),
+    "relayout_unsupported": (
+        [
+            "`mosaic_gpu.layout_cast` at kernel.py:22:8",
+            "`mosaic_gpu.layout_cast` at kernel.py:23:8",
+        ],
+        "cannot convert WGMMA_LAYOUT to a strided layout",
+    ),
+    "smem_transfer_no_plan": (
+        [
+            "`mosaic_gpu.vector_store` at kernel.py:34:4",
+            "`mosaic_gpu.with_transforms` at kernel.py:31:10",
+        ],
+        "tilings that work with WGMMA_TRANSPOSED_LAYOUT: [(8, 64)]",
+    ),
+    "dynamic_offset_not_divisible": (
+        ["`memref.subview` at kernel.py:42:10", "`mosaic_gpu.with_transforms` at kernel.py:41:10"],
+        "pl.multiple_of",
+    ),
+    "custom_primitive_conflicting_transforms": (
+        [
+            "operand #0 of `mosaic_gpu.custom_primitive` at kernel.py:71:4",
+            "operand #1 of `mosaic_gpu.custom_primitive` at kernel.py:71:4",
+        ],
+        None,
+    ),
+    "cast_does_not_fit": (["`mosaic_gpu.layout_cast` at kernel.py:51:8"], None),
+    "with_transforms_does_not_fit": (["`mosaic_gpu.with_transforms` at kernel.py:61:10"], None),
+}
+
+
+def _fail(name: str) -> tuple[smalto.InferenceError, str, str]:
+    ctx = reference.make_context()
+    module = reference.parse(UNSAT / f"{name}.mlir", ctx)
+    before = str(module)
+    with pytest.raises(smalto.InferenceError) as info:
+        smalto.infer_layout(module, arch=(9, 0))
+    return info.value, before, str(module)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_message_names_ops_locations_and_fix(name: str) -> None:
+    error, before, after = _fail(name)
+    message = str(error)
+    assert message.startswith("Failed to infer a possible set of layouts")
+    ops, suggestion = CASES[name]
+    for op in ops:
+        assert op in message
+    if suggestion is not None:
+        assert suggestion in message
+    assert after == before, "a failed inference must leave the module unchanged"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conflict_is_data(name: str) -> None:
+    error, _, _ = _fail(name)
+    report = error.conflict
+    assert isinstance(report, ConflictReport)
+    assert report.requirements
+    for requirement in report.requirements:
+        assert requirement.location.startswith("kernel.py:")
+        assert requirement.op.startswith(("mosaic_gpu.", "memref.", "arith."))
+
+
+def _system(name: str):  # noqa: ANN202
+    ctx = reference.make_context()
+    module = reference.parse(UNSAT / f"{name}.mlir", ctx)
+    with in_context(module):
+        program = read_program(module)
+        return module, program, derive_system(program, (9, 0))
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(CASES) if not n.endswith("does_not_fit")])
+def test_core_is_minimal(name: str) -> None:
+    """Dropping any one requirement of the core makes the rest satisfiable."""
+    error, _, _ = _fail(name)
+    report = error.conflict
+    assert report.minimal
+    module, program, system = _system(name)
+    full = report.core
+    assert {id(r.element) for r in report.requirements} <= {id(e) for e in full}
+    with in_context(module):
+        assert _satisfiable(system, full, program, (9, 0)) is False
+        for i in range(len(full)):
+            rest = full[:i] + full[i + 1 :]
+            assert _satisfiable(system, rest, program, (9, 0)) is True, full[i]
+
+
+def _without_line(name: str, marker: str, rename: tuple[str, str]) -> str:
+    lines = (UNSAT / f"{name}.mlir").read_text().splitlines()
+    kept = [line for line in lines if marker not in line]
+    assert len(kept) == len(lines) - 1
+    return "\n".join(kept).replace(*rename)
+
+
+@pytest.mark.parametrize(
+    ("marker", "rename"),
+    [
+        ('%a = "mosaic_gpu.layout_cast"', ("%a", "%a")),
+        ('%c = "mosaic_gpu.layout_cast"', ("%c", "%b")),
+    ],
+)
+def test_removing_either_named_cast_makes_the_kernel_satisfiable(
+    marker: str, rename: tuple[str, str]
+) -> None:
+    text = _without_line("cast_strided_then_wgmma", marker, rename)
+    ctx = reference.make_context()
+    module = reference.parse(text, ctx)
+    smalto.infer_layout(module, arch=(9, 0))
+    assert "out_layouts" in str(module)
+
+
+def test_fuel_exhaustion_says_what_was_spent_and_left() -> None:
+    root = reference.corpus_root() or reference.BUNDLED_ROOT
+    ctx = reference.make_context()
+    module = reference.parse(root / "fuel_exhausted" / "custom_softmax_rows_nohint.mlir", ctx)
+    with pytest.raises(smalto.InferenceError) as info:
+        smalto.infer_layout(module, arch=(9, 0), fuel=3)
+    message = str(info.value)
+    assert "ran out of fuel after 3 attempts" in message
+    assert "still open: %" in message
+    assert "layout_cast" in message
+
+
+def test_solve_module_exposes_the_same_failure() -> None:
+    module, _, _ = _system("relayout_unsupported")
+    with in_context(module), pytest.raises(smalto.InferenceError):
+        solve_module(module, arch=(9, 0))
+
+
+@pytest.mark.parametrize("name", ["relayout_unsupported", "cast_does_not_fit"])
+def test_cli_reports_without_traceback(name: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "smalto", "infer", str(UNSAT / f"{name}.mlir")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Failed to infer a possible set of layouts" in result.stderr
+    assert "kernel.py:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
