@@ -228,14 +228,21 @@ def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[
 
 
 def find_core(
-    program: Program, system: System, arch: tuple[int, int], seeds: set[int]
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    seeds: set[int],
+    explanation: list[Element] | None = None,
 ) -> tuple[list[Element], bool]:
+    """A minimal core, starting from the propagation's explanation when there is one."""
     elements: list[Element] = [*system.fixed, *system.constraints]
 
     def unsat(subset: list[Element]) -> bool:
         return _satisfiable(system, subset, program, arch) is False
 
     deadline = time.monotonic() + _CORE_SECONDS
+    if explanation and unsat(explanation):
+        return minimal_core(explanation, unsat, deadline)
     if seeds:
         relevant = _relevant(system, elements, seeds)
         if relevant and unsat(relevant):
@@ -497,9 +504,15 @@ def _offset_limited(divides: Divides, ref: Variable) -> bool:
 
 
 def diagnose(
-    program: Program, system: System, arch: tuple[int, int], seeds: set[int]
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    seeds: set[int],
+    explanation: list[Element] | None = None,
 ) -> ConflictReport:
-    core, minimal = find_core(program, system, arch, seeds)
+    core, minimal = find_core(program, system, arch, seeds, explanation)
+    # What ops impose outright first, then the rest in program order.
+    core.sort(key=lambda e: (not isinstance(e, Fixed), e.origin))
     namer = _Namer(program, system)
     requirements: list[Requirement] = []
     said: set[str] = set()
@@ -532,7 +545,8 @@ def describe_conflict(
         if conflict.variable is not None:
             seeds.add(conflict.variable)
     arch = getattr(solver, "arch", (9, 0))
-    report = diagnose(program, system, arch, seeds)
+    explain = getattr(solver, "root_explanation", None)
+    report = diagnose(program, system, arch, seeds, explain() if explain else None)
     return report.message(), report
 
 

@@ -169,3 +169,31 @@ def test_cli_reports_without_traceback(name: str) -> None:
     assert "kernel.py:" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_contradicting_cast_added_to_a_corpus_kernel_is_named() -> None:
+    """A real kernel plus one impossible cast: the error points at that cast."""
+    import re
+
+    root = reference.corpus_root() or reference.BUNDLED_ROOT
+    text = (root / "kernels" / "flash_attn_fwd_wg_hd128_b64x128.mlir").read_text()
+    lines = text.splitlines()
+    pattern = re.compile(r'\s*(%\w+) = "mosaic_gpu.wgmma".*-> (vector<[^>]+>)')
+    found = [(i, m) for i, line in enumerate(lines) if (m := pattern.match(line))]
+    assert found, "no wgmma in the kernel"
+    i, match = found[0]
+    acc, ty = match.groups()
+    shape = ty[len("vector<") : -1].split("x")[:-1]
+    strided = f"#mosaic_gpu.WGStridedFragLayout<[{', '.join(shape)}], 1>"
+    cast = (
+        f'  %bad_cast = "mosaic_gpu.layout_cast"({acc}) <{{new_layout = {strided}}}> : '
+        f'({ty}) -> {ty} loc("attention.py":88:12)'
+    )
+    lines.insert(i + 1, cast)
+    ctx = reference.make_context()
+    module = reference.parse("\n".join(lines), ctx)
+    with pytest.raises(smalto.InferenceError) as info:
+        smalto.infer_layout(module, arch=(9, 0))
+    message = str(info.value)
+    assert "`mosaic_gpu.layout_cast` at attention.py:88:12" in message
+    assert "cannot convert WGMMA_LAYOUT" in message

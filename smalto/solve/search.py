@@ -119,6 +119,9 @@ class Solver:
         ]
         self.tmem_defaults = [self._tmem_default(v, program) for v in variables]
         self.conflict: Conflict | None = None
+        # False until propagation at the root succeeded: a conflict found before
+        # any decision is explained by the reasons alone.
+        self.searching = False
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
 
@@ -267,6 +270,7 @@ class Solver:
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
         root_mark = len(self.trail)
+        self.searching = True
         try:
             self.limit = min(self.fuel, GUIDED_BUDGET)
             try:
@@ -396,6 +400,51 @@ class Solver:
                 if value is not None and (root[v.id], value) not in tried:
                     tried.add((root[v.id], value))
                     yield v.id, value, None
+
+    def root_explanation(self) -> list[Constraint | Fixed] | None:
+        """The requirements behind a conflict found before any decision, else None.
+
+        The failing requirement, plus, for each value it read, what fixed or
+        forced that value, back to the ops that imposed them; and the plain
+        equalities and not-splat facts among the values involved.
+        """
+        conflict = self.conflict
+        if conflict is None or self.searching:
+            return None
+        elements: list[Constraint | Fixed] = []
+        slots: set[int] = set()
+
+        def explain(slot: int) -> None:
+            if slot in slots:
+                return
+            slots.add(slot)
+            reason = self.reason.get(slot)
+            if reason is None or self.value[slot] is None:
+                return
+            if reason.kind == "fixed" and reason.fixed is not None:
+                elements.append(reason.fixed)
+            elif reason.kind == "forced" and reason.constraint is not None:
+                c = self.constraints[reason.constraint]
+                elements.append(c)
+                for v in constraint_variables(c):
+                    explain(self.root[v])
+
+        if conflict.fixed is not None:
+            elements.append(conflict.fixed)
+        if conflict.constraint is not None:
+            elements.append(conflict.constraint)
+            for v in constraint_variables(conflict.constraint):
+                explain(self.root[v])
+        if conflict.variable is not None:
+            explain(self.root[conflict.variable])
+        for c in (*self.system.constraints, *self.constraints):
+            if isinstance(c, Equal) and isinstance(c.lhs, Var) and isinstance(c.rhs, Var):
+                if self.root[c.lhs.id] in slots:
+                    elements.append(c)
+            elif isinstance(c, NotOfKind) and isinstance(c.expr, Var):
+                if self.root[c.expr.id] in slots:
+                    elements.append(c)
+        return list(dict.fromkeys(elements))
 
     def open_variables(self) -> list[int]:
         return [v.id for v in self.system.variables if self.value[self.root[v.id]] is None]
