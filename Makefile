@@ -22,5 +22,9 @@ test: venv
 lint: venv
 	$(BIN)/ruff check smalto tests bench
 
+# Timings, not tests: writes bench/RESULTS.md (corpus kernels, then the
+# fuel-exhausted kernels and the scaling run appended). Takes a few minutes.
 bench: venv
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run --markdown bench/RESULTS.md
+	$(BIN)/python -m bench.run --fuel-exhausted --markdown bench/RESULTS.md --append
+	$(BIN)/python -m bench.scaling --markdown bench/RESULTS.md --append

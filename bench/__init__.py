@@ -1,0 +1,18 @@
+"""Benchmarks of smalto against JAX's layout-inference pass (not part of the package).
+
+Run from the repository root: ``python -m bench.run``, ``python -m bench.scaling``
+or ``make bench``. Importing ``bench`` puts the repository root and ``tests/``
+on ``sys.path`` so that ``smalto`` is this working tree's and the corpus
+helpers in ``tests/reference.py`` import as ``reference``, as they do in the tests.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+for _path in (REPO_ROOT, REPO_ROOT / "tests"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))

@@ -1,0 +1,54 @@
+"""The benchmark's kernel generator and the ``smalto bench`` command (nothing is timed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import reference
+
+from bench.kernels import attention_kernel
+from smalto.cli import main
+
+HOPPER = (9, 0)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_attention_kernel_parses_and_smalto_matches_jax(n: int) -> None:
+    text = attention_kernel(n)
+    jax_attributes, _ = reference.jax_attributes(text, HOPPER)
+    smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
+    assert jax_attributes, "JAX's pass annotated nothing"
+    assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
+
+
+def test_attention_kernel_grows_linearly() -> None:
+    # Every block adds the same ops, so the benchmark's sizes are comparable.
+    sizes = [len(attention_kernel(n).splitlines()) for n in (1, 2, 3)]
+    assert sizes[2] - sizes[1] == sizes[1] - sizes[0] > 0
+
+
+def test_bench_command_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = tmp_path / "attention_1.mlir"
+    kernel.write_text(attention_kernel(1))
+    assert main(["bench", "--repeat", "1", str(kernel)]) == 0
+    out = capsys.readouterr().out
+    assert "JAX/smalto" in out and "smalto/floor" in out
+    assert "attention_1" in out
+
+
+def test_bench_command_without_the_benchmarks_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ``None`` in sys.modules makes the import fail, as outside a source checkout.
+    monkeypatch.setitem(sys.modules, "bench.run", None)
+    assert main(["bench"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("smalto: error: the benchmarks are not available")
+    assert err.count("\n") == 1
+
+
+def test_bench_command_names_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "no-such-kernel.mlir"]) == 2
+    assert "no-such-kernel.mlir" in capsys.readouterr().err
