@@ -535,6 +535,10 @@ def describe_conflict(
     program: Program, system: System, solver: object
 ) -> tuple[str, ConflictReport]:
     """The message and report for a solver that found no solution."""
+    empty = getattr(solver, "empty_slot", None)
+    if empty is not None:
+        report = _no_value_fits(program, system, empty)
+        return report.message(), report
     conflict = getattr(solver, "conflict", None)
     seeds: set[int] = set()
     if conflict is not None:
@@ -551,6 +555,22 @@ def describe_conflict(
 
 
 __all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]
+
+
+def _no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
+    variable = system.variables[var]
+    namer = _Namer(program, system)
+    op = program.ops[variable.key.op]
+    where = location_text(op.location)
+    kind = {2: "SMEM transform", 3: "TMEM layout"}.get(int(variable.kind), "register layout")
+    text = f"no {kind} fits {namer.typed(var)} (shape {variable.shape}) from `{op.name}` at {where}"
+    hint = None
+    if int(variable.kind) == 3:
+        hint = "TMEM refs have 128 rows (or 64, split in lane groups): allocate one of those"
+    fixed = Fixed(var, None, op.id, "the ref")  # type: ignore[arg-type]
+    return ConflictReport(
+        [Requirement(op.name, where, text, fixed)], [namer.typed(var)], [], hint, True, []
+    )
 
 
 def describe_fuel_exhaustion(

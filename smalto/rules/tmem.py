@@ -83,9 +83,15 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
     if m == 64 and not collective:
         # N splits into two lane groups; the B tile must not straddle them.
         n = b_value.shape[1]
-        widest = next(
-            8 * s // bitwidth for s in reversed(_SWIZZLE_MODES) if 8 * s // bitwidth <= n // 2
-        )
+        fitting = [8 * s // bitwidth for s in _SWIZZLE_MODES if 8 * s // bitwidth <= n // 2]
+        if not fitting:
+            smallest = 8 * _SWIZZLE_MODES[0] // bitwidth
+            raise InferenceError(
+                f"{ctx.describe_op(op)}: with M = 64, N = {n} splits into two lane groups of "
+                f"{n // 2} columns, narrower than the smallest tile of {bitwidth}-bit elements "
+                f"({smallest}); use N >= {2 * smallest}"
+            )
+        widest = max(fitting)
         tile = (widest, 8) if b_transposed else (8, widest)
         ctx.require(Divides(Var(b), tile, op.id))
 

@@ -122,6 +122,8 @@ class Solver:
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
         self.searching = False
+        # A variable no value of its kind can fit, found before searching.
+        self.empty_slot: int | None = None
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
 
@@ -283,6 +285,12 @@ class Solver:
             self.limit = self.fuel
             self._prepare_domains()
             self.conflict = None
+            for slot, values in self.domains.items():
+                if not values and self.value[slot] is None:
+                    # No value of its kind fits its shape at all (e.g. TMEM rows).
+                    self.conflict = Conflict(None, variable=slot)
+                    self.empty_slot = slot
+                    return False
             return self._complete_search()
         finally:
             sys.setrecursionlimit(limit)
