@@ -465,13 +465,6 @@ def test_tcgen05_mma_m64_with_no_b_tiling_narrow_enough_is_rejected():
     rejected(mma_m64_with_narrow_n())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tmem_alloc whose shape no TMEM layout fits (96 rows) is rejected without "
-    "saying so: at 22b87cb the message is the generic 'no assignment of layouts satisfies "
-    "every op's requirements'; with the diagnose.py rework in progress it names the op but "
-    "blames the address ref's 'must be untiled' requirement, never the shape (96, 128)",
-)
 def test_tmem_alloc_rejection_names_the_op_and_the_shape():
     message = rejected(ALLOC_96_ROWS)
     assert "mosaic_gpu.tmem_alloc" in message
