@@ -59,13 +59,13 @@ class CapturedModule:
 
 def module_text(module: ir.Module) -> str:
     """Pretty form with locations: what ``smalto infer`` reads back unchanged."""
-    return module.operation.get_asm(enable_debug_info=True)
+    return str(module.operation.get_asm(enable_debug_info=True))
 
 
 def module_name(module: ir.Module) -> str:
     attributes = module.operation.attributes
     if "sym_name" in attributes:
-        return ir.StringAttr(attributes["sym_name"]).value
+        return str(ir.StringAttr(attributes["sym_name"]).value)
     return "kernel"
 
 
