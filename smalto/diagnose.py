@@ -174,7 +174,7 @@ def _satisfiable(
         var_of_site=system.var_of_site,
     )
     try:
-        return Solver(sub, program, arch, fuel=5_000).solve()
+        return Solver(sub, program, arch, fuel=5_000).solve(guided=False)
     except FuelExhausted:
         return None
 

@@ -124,6 +124,7 @@ class Solver:
         self.searching = False
         # A variable no value of its kind can fit, found before searching.
         self.empty_slot: int | None = None
+        self.live: dict[int, list[Const]] = {}
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
 
@@ -253,12 +254,13 @@ class Solver:
 
     # --- solving ---------------------------------------------------------------------
 
-    def solve(self) -> bool:
+    def solve(self, *, guided: bool = True) -> bool:
         """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
 
         First in the order JAX's pass searches (so both give the same answer),
         within a small budget; if that finds nothing, by the complete search
         over finite domains, which finds an assignment or proves there is none.
+        ``guided=False`` skips the first: for deciding satisfiability only.
         """
         queue: list[int] = []
         for fixed in self.system.fixed:
@@ -276,7 +278,7 @@ class Solver:
         try:
             self.limit = min(self.fuel, GUIDED_BUDGET)
             try:
-                if self._search():
+                if guided and self._search():
                     return True
             except FuelExhausted:
                 if self.fuel <= GUIDED_BUDGET:
@@ -330,33 +332,78 @@ class Solver:
         return live
 
     def _complete_search(self) -> bool:
+        """Most-constrained variable first, over live domains kept by forward checking."""
+        self.live = {}
+        self.live_trail: list[tuple[int, list[Const]]] = []
+        for slot in self.domains:
+            if self.value[slot] is None:
+                self.live[slot] = self._live_values(slot)
+                if not self.live[slot]:
+                    return False
+        return self._complete_step()
+
+    def _complete_step(self) -> bool:
         if self.unassigned == 0:
             return not any(self.open)
-        best: tuple[int, list[Const]] | None = None
-        for slot in self.domains:
-            if self.value[slot] is not None:
-                continue
-            live = self._live_values(slot)
-            if not live:
-                return False
-            if best is None or len(live) < len(best[1]):
-                best = (slot, live)
-                if len(live) == 1:
+        best, best_size = -1, 1 << 30
+        for slot, values in self.live.items():
+            if self.value[slot] is None and len(values) < best_size:
+                best, best_size = slot, len(values)
+                if best_size <= 1:
                     break
-        assert best is not None
-        slot, live = best
-        for value in live:
+        for value in list(self.live[best]):
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             self.spent += 1
-            mark = len(self.trail)
+            mark, live_mark = len(self.trail), len(self.live_trail)
             queue: list[int] = []
-            if self._assign(slot, value, queue):
-                self.reason[slot] = Reason("domain")
-                if self._propagate(queue) and self._complete_search():
+            if self._assign(best, value, queue):
+                self.reason[best] = Reason("domain")
+                if (
+                    self._propagate(queue)
+                    and self._forward_check(mark)
+                    and self._complete_step()
+                ):
                     return True
             self._undo(mark)
+            while len(self.live_trail) > live_mark:
+                slot, values = self.live_trail.pop()
+                self.live[slot] = values
         return False
+
+    def _forward_check(self, mark: int) -> bool:
+        """Narrows the live values of variables left alone in a constraint by the last step."""
+        for is_value, slot in self.trail[mark:]:
+            if not is_value:
+                continue
+            for ci in self.watchers[slot]:
+                if not self.open[ci]:
+                    continue
+                unknown = [x for x in self.slots_of[ci] if self.value[x] is None]
+                if len(unknown) != 1:
+                    continue
+                target = unknown[0]
+                before = self.live[target]
+                after = self._filter(target, before, self.constraints[ci])
+                if len(after) != len(before):
+                    self.live_trail.append((target, before))
+                    self.live[target] = after
+                    if not after:
+                        return False
+        return True
+
+    def _filter(self, slot: int, values: list[Const], c: Constraint) -> list[Const]:
+        root, value_of = self.root, self.value
+        kept = []
+        for value in values:
+
+            def lookup(v: int, value: Const = value) -> Const | None:
+                r = root[v]
+                return value if r == slot else value_of[r]
+
+            if judge(c, lookup) is not FAILS:
+                kept.append(value)
+        return kept
 
     def _search(self) -> bool:
         if self.unassigned == 0:
