@@ -100,7 +100,7 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
 # --- relayouts ----------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tmem_native(layout: fa.TiledLayout) -> bool:
     return layout == fa.tmem_native_layout(layout.vector_length)
 
@@ -132,7 +132,7 @@ def splat_fits_tiled(shape: tuple[int, ...], tiled: fa.TiledLayout) -> bool:
     return all(d % t == 0 for d, t in zip(shape, tiled.base_tile_shape, strict=False))
 
 
-@lru_cache(maxsize=4096)
+@cache
 def relayout_allowed(src: Reg, dst: Reg, bitwidth: int, strict: bool) -> bool:
     """Whether a value in ``src`` may be converted to ``dst``.
 
