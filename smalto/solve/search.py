@@ -36,7 +36,7 @@ from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
 
 # Attempts the JAX-ordered search may take before the domain search takes over.
 # Every corpus kernel JAX solves needs under 100.
-GUIDED_BUDGET = 2_000
+GUIDED_BUDGET = 1_000
 
 
 class FuelExhausted(Exception):
