@@ -39,8 +39,21 @@ class UsageError(Exception):
     """Bad arguments or unusable input: reported on one line, exit status 2."""
 
 
+# Subcommands that parse their own arguments: name -> (module, function).
+DELEGATED = {
+    "capture": ("smalto.jax.cli", "capture_main"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        module, function = DELEGATED[argv[0]]
+        try:
+            return getattr(importlib.import_module(module), function)(argv[1:])
+        except KeyboardInterrupt:
+            return 130
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
@@ -60,6 +73,10 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="smalto", description="Layout inference for Mosaic GPU kernels."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Listed for --help; their own parsers take over (see DELEGATED).
+    commands.add_parser(
+        "capture", help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules"
+    )
     infer = commands.add_parser(
         "infer",
         help="infer layouts and print the annotated module",
@@ -124,7 +141,7 @@ def _run_infer(args: argparse.Namespace) -> int:
         with module.context, ir.Location.unknown():
             infer_layout(module, fuel=fuel, arch=arch)
     except InferenceError as error:
-        return _fail(str(error), EXIT_INFERENCE_FAILED)
+        return _fail(str(error) + _source_excerpts(error), EXIT_INFERENCE_FAILED)
     except NotImplementedError as error:
         return _fail(str(error) or "unsupported operation", EXIT_INFERENCE_FAILED)
     _write_output(
@@ -229,6 +246,26 @@ def _write_output(name: str | None, text: str) -> None:
         # does not fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+
+
+_LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
+
+
+def _source_excerpts(error: Exception) -> str:
+    """The source lines an error names, under each location, as compilers show them."""
+    report = getattr(error, "conflict", None)
+    lines: list[str] = []
+    for location in getattr(report, "locations", [])[:8]:
+        match = _LOCATION.match(location)
+        if match is None:
+            continue
+        path, line, column = match[1], int(match[2]), int(match[3])
+        try:
+            source = Path(path).read_text(encoding="utf-8").splitlines()[line - 1]
+        except (OSError, UnicodeDecodeError, IndexError):
+            continue  # not a readable file (e.g. "-" for stdin): nothing to show
+        lines += [f"{location}:", f"  {source}", "  " + " " * max(column - 1, 0) + "^"]
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 def _fail(message: str, status: int) -> int:

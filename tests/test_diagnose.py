@@ -197,3 +197,22 @@ def test_contradicting_cast_added_to_a_corpus_kernel_is_named() -> None:
     message = str(info.value)
     assert "`mosaic_gpu.layout_cast` at attention.py:88:12" in message
     assert "cannot convert WGMMA_LAYOUT" in message
+
+
+def test_cli_shows_the_source_lines_it_names(tmp_path: Path) -> None:
+    source = tmp_path / "kernel.py"
+    source.write_text("def kernel(ref):\n    a = cast(x, WGMMA)\n    b = cast(a, STRIDED)\n")
+    text = (UNSAT / "relayout_unsupported.mlir").read_text()
+    text = text.replace('"kernel.py":22:8', f'"{source}":2:9')
+    text = text.replace('"kernel.py":23:8', f'"{source}":3:9')
+    module = tmp_path / "k.mlir"
+    module.write_text(text)
+    result = subprocess.run(
+        [sys.executable, "-m", "smalto", "infer", str(module)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"{source}:3:9:\n      b = cast(a, STRIDED)\n          ^" in result.stderr
+    assert "Traceback" not in result.stderr
