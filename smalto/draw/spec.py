@@ -55,6 +55,22 @@ def _tmem_name(layout: tcgen05.TMEMLayout) -> str | None:
     return None
 
 
+def tmem_layout_name(layout: tcgen05.TMEMLayout, shape: tuple[int, ...]) -> str:
+    """``TMEM default``, ``TMEM half_lane``, ... for a TMEM ref of ``shape``."""
+    name = _tmem_name(layout)
+    if name is not None or len(shape) != 2:
+        return name or "TMEM layout"
+    for key in ("half_lane", "m64_collective"):
+        for packing in (1, 2, 4, 8):
+            try:
+                candidate = getattr(tcgen05, f"tmem_{key}_layout")(shape[1], packing)
+            except ValueError:
+                continue
+            if layout == candidate:
+                return f"TMEM {key}" + (f" (packing {packing})" if packing > 1 else "")
+    return "TMEM layout"
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     """``64x64`` (also ``64,64`` or ``64``) as a tuple of positive ints."""
     parts = re.split(r"[x,×]", text.strip().lower())
@@ -82,9 +98,7 @@ def parse_dtype(text: str) -> int:
     return bits
 
 
-def parse_register_layout(
-    text: str, shape: tuple[int, ...], bitwidth: int
-) -> fa.FragmentedLayout:
+def parse_register_layout(text: str, shape: tuple[int, ...], bitwidth: int) -> fa.FragmentedLayout:
     """A register layout from a name (``WGMMA``, ``strided:8``, ``splat``) or an attribute."""
     spec = text.strip()
     if spec.startswith("#"):

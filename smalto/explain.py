@@ -1,0 +1,514 @@
+"""``smalto explain``: why a value got its layout.
+
+After inference, the solver remembers for each layout variable how it got its
+value: an op fixed it, a constraint forced it once the other variables it reads
+had values, or the search chose it. Following "forced" back through those other
+variables ends at an op that fixed a layout (or at a choice), which gives a
+chain a person can follow:
+
+    %12: WGMMA_LAYOUT because it flows into the accumulator of
+    `mosaic_gpu.wgmma` at line 88 via iter_arg #0 of `scf.for` at line 61
+
+    smalto explain FILE.mlir [%VALUE|@LINE ...] [--all] [--arch 9.0|10.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import (
+    Broadcast,
+    Collapse,
+    Constraint,
+    Divides,
+    Equal,
+    Fixed,
+    MinorTileDivisible,
+    MmaTiling,
+    NotOfKind,
+    Reduce,
+    Relayout,
+    Reshape,
+    Role,
+    Site,
+    SmemTransfer,
+    TmemTransfer,
+    Transpose,
+    Var,
+    constraint_variables,
+    variables_of,
+)
+from smalto.hw.names import describe_value
+from smalto.infer import DEFAULT_FUEL, Inference, in_context, solve_module
+from smalto.program import Kind, Program
+
+EXIT_OK = 0
+EXIT_INFERENCE_FAILED = 1
+EXIT_USAGE = 2
+MAX_STEPS = 64  # a chain longer than this is cut (it cannot cycle, but may be long)
+_PARSER_BUFFER = "-"  # the file name MLIR gives ops parsed without an explicit loc(...)
+
+
+@dataclass
+class Explanation:
+    """Why one value has its layout: a one-line ``summary`` and the ``steps`` behind it."""
+
+    value: int
+    name: str
+    place: str  # where the value is defined: "line 12"
+    type: str
+    layout: str
+    summary: str
+    steps: list[str] = field(default_factory=list)
+    free: bool = False
+
+    def text(self, detailed: bool = True) -> str:
+        lines = [f"{self.name} ({self.place}): {self.summary}"]
+        if detailed:
+            lines.append(f"  type: {self.type}")
+            lines.extend(f"  {i}. {step}" for i, step in enumerate(self.steps, 1))
+        return "\n".join(lines)
+
+
+class Explainer:
+    """Explains the layouts of one solved module."""
+
+    def __init__(self, inference: Inference, source_name: str = "<input>") -> None:
+        self.program: Program = inference.program
+        self.system = inference.system
+        self.solver = inference.solver
+        self.source_name = source_name
+        self.fixed_of: dict[int, Fixed] = {}
+        for fixed in self.system.fixed:
+            self.fixed_of.setdefault(fixed.var, fixed)
+        self.var_of_value: dict[int, int] = {}
+        for variable in self.system.variables:
+            for site in variable.sites:
+                vid = self._value_at(site)
+                # A value's own variable is its producer's (result or block argument).
+                if site.role != Role.OPERAND or vid not in self.var_of_value:
+                    self.var_of_value[vid] = variable.id
+        # Variables by slot: plain equalities merge variables into one slot.
+        self.members: dict[int, list[int]] = {}
+        for variable in self.system.variables:
+            self.members.setdefault(self.solver.root[variable.id], []).append(variable.id)
+        self._names: dict[int, str] = {}
+        self._state: ir.AsmState | None = None
+
+    # --- names and places ----------------------------------------------------------
+
+    def _value_at(self, site: Site) -> int:
+        op = self.program.ops[site.op]
+        if site.role == Role.OPERAND:
+            return op.operands[site.index]
+        if site.role == Role.RESULT:
+            return op.results[site.index]
+        assert site.region is not None
+        return op.regions[site.region][0][0][site.index]
+
+    def _ir_value(self, vid: int) -> ir.Value | None:
+        producer = self.program.values[vid].producer
+        if producer is None:
+            return None
+        operation = self.program.ops[producer.op].view.operation
+        if producer.region is None:
+            return operation.results[producer.index]
+        return operation.regions[producer.region].blocks[0].arguments[producer.index]
+
+    def name(self, vid: int) -> str:
+        """The value's SSA name as the module prints it (``%12``, ``%arg3``)."""
+        cached = self._names.get(vid)
+        if cached is not None:
+            return cached
+        value = self._ir_value(vid)
+        if value is None:
+            name = f"<value {vid}>"
+        else:
+            if self._state is None:
+                self._state = ir.AsmState(self._top_operation())
+            name = value.get_name(self._state)
+        self._names[vid] = name
+        return name
+
+    def _top_operation(self) -> ir.Operation:
+        operation = self.program.ops[self.program.top_level[0]].view.operation
+        while operation.parent is not None:
+            operation = operation.parent
+        return operation
+
+    def where(self, op_id: int) -> str:
+        """``line 88`` for an op of the input itself, else its location (``f.py:88``)."""
+        return describe_location(self.program.ops[op_id].location, self.source_name)
+
+    def op_text(self, op_id: int) -> str:
+        return f"`{self.program.ops[op_id].name}` at {self.where(op_id)}"
+
+    def site_text(self, site: Site, var: int | None = None) -> str:
+        """``the accumulator of `mosaic_gpu.wgmma` at line 88``, ``operand #1 of ...``."""
+        op = self.program.ops[site.op]
+        fixed = self.fixed_of.get(var) if var is not None else None
+        if fixed is not None and fixed.origin == site.op and fixed.what != "the value":
+            return f"{fixed.what} of {self.op_text(site.op)}"
+        if site.role == Role.ARGUMENT:
+            return f"{self._argument_text(site)} of {self.op_text(site.op)}"
+        role = "operand" if site.role == Role.OPERAND else "result"
+        count = len(op.operands if site.role == Role.OPERAND else op.results)
+        what = f"the {role}" if count == 1 else f"{role} #{site.index}"
+        return f"{what} of {self.op_text(site.op)}"
+
+    def _argument_text(self, site: Site) -> str:
+        name = self.program.ops[site.op].name
+        if name == "scf.for" and site.region == 0:
+            return f"iter_arg #{site.index - 1}"  # argument 0 is the induction variable
+        return f"block argument #{site.index} of region #{site.region}"
+
+    def vias(self, var: int) -> list[str]:
+        """Loops and branches a variable is carried through."""
+        out = []
+        for site in self.system.variables[var].sites:
+            if site.role == Role.ARGUMENT:
+                out.append(f"{self._argument_text(site)} of {self.op_text(site.op)}")
+        return out
+
+    # --- the chain ------------------------------------------------------------------
+
+    def layout_of(self, var: int) -> str:
+        value = self.solver.value[self.solver.root[var]]
+        return "unassigned" if value is None else describe_value(value)
+
+    def explain_value(self, vid: int) -> Explanation:
+        value = self.program.values[vid]
+        var = self.var_of_value.get(vid)
+        name = self.name(vid)
+        place = self.where(value.producer.op) if value.producer is not None else "an argument"
+        if var is None:
+            return Explanation(
+                vid, name, place, str(value.type), "none", "has no layout", free=True
+            )
+        layout = self.layout_of(var)
+        steps: list[str] = []
+        vias: list[str] = []
+        ending = self._follow(var, steps, vias)
+        summary = f"{layout} {_summary(ending, steps, vias)}"
+        return Explanation(
+            vid, name, place, str(value.type), layout, summary, steps, free=ending.kind == "free"
+        )
+
+    def _follow(self, var: int, steps: list[str], vias: list[str]) -> _Ending:
+        """Appends the chain behind ``var``'s slot to ``steps`` (and the loops it passes
+        through to ``vias``); returns how it ends."""
+        slot = self.solver.root[var]
+        seen: set[int] = set()
+        first = True
+        relation = "is tied to"
+        while True:
+            seen.add(slot)
+            vias.extend(v for v in self._slot_vias(slot) if v not in vias)
+            reason = self.solver.reason.get(slot)
+            if reason is None:
+                steps.append("nothing required or chose it: free")
+                return _Ending("free", "(free: nothing constrains it)")
+            if reason.kind == "fixed":
+                assert reason.fixed is not None
+                fixed = reason.fixed
+                steps.append(
+                    f"{self.op_text(fixed.origin)} requires {fixed.what} to be "
+                    f"{describe_value(fixed.value)}"
+                )
+                if first:
+                    return _Ending(
+                        "fixed-here", f"because {self.op_text(fixed.origin)} requires it"
+                        f" ({fixed.what})",
+                    )  # fmt: skip
+                place = self._fixed_place(fixed)
+                return _Ending("fixed", f"because it {relation} {place}")
+            if reason.kind == "chosen" or reason.kind == "domain":
+                return self._choice(reason.kind, reason.constraint, slot, steps)
+            assert reason.constraint is not None
+            constraint = self.solver.constraints[reason.constraint]
+            step, relation, following = self._step(constraint, slot)
+            steps.append(step)
+            following = [s for s in following if s not in seen]
+            if not following or len(steps) >= MAX_STEPS:
+                return _Ending("forced", f"because {step}")
+            slot = following[0]
+            first = False
+
+    def _slot_vias(self, slot: int) -> list[str]:
+        out = []
+        for var in self.members.get(slot, ()):
+            out.extend(self.vias(var))
+        return out
+
+    def _fixed_place(self, fixed: Fixed) -> str:
+        site = next(
+            (s for s in self.system.variables[fixed.var].sites if s.op == fixed.origin), None
+        )
+        if site is None:
+            return f"{fixed.what} of {self.op_text(fixed.origin)}"
+        return self.site_text(site, fixed.var)
+
+    def _choice(self, kind: str, ci: int | None, slot: int, steps: list[str]) -> _Ending:
+        if kind == "domain":
+            steps.append("no requirement forced it; the complete search picked it")
+            return _Ending("free", "(free: picked by the search; nothing forced it)")
+        if ci is None:
+            steps.append("no requirement forced it; it is the preferred default for its shape")
+            return _Ending("free", "(free: chosen by preference)")
+        c = self.solver.constraints[ci]
+        where = self.op_text(c.origin)
+        if isinstance(c, Relayout) and c.strict:
+            source = isinstance(c.source, Var) and self.solver.root[c.source.id] == slot
+            what = f"its use by {where}" if source else f"its producer, {where}"
+            steps.append(f"no requirement forced it; the search chose it first, to match {what}")
+            return _Ending("free", f"(free: chosen by preference, to match {what})")
+        steps.append(
+            f"no requirement forced it; the search chose it among the layouts that "
+            f"{self._constraint_kind(c)} of {where} allows"
+        )
+        return _Ending("free", f"(free: chosen by preference among what {where} allows)")
+
+    def _step(self, c: Constraint, slot: int) -> tuple[str, str, list[int]]:
+        """(sentence, relation for the summary, next slots to follow) for a forcing constraint."""
+        root = self.solver.root
+        others = list(dict.fromkeys(root[v] for v in constraint_variables(c) if root[v] != slot))
+        match c:
+            case Relayout(source=Var(id=s), target=Var(id=t), strict=True):
+                if root[s] == slot:
+                    consumer = self._site_of(t, c.origin)
+                    where = self.site_text(consumer, t) if consumer else self.op_text(c.origin)
+                    return f"it flows into {where}", "flows into", others
+                producer = self.system.variables[s].key
+                return f"it comes from {self.site_text(producer, s)}", "comes from", others
+            case Relayout():
+                return f"it is cast by {self.op_text(c.origin)}", "is cast by", others
+            case Equal(lhs=lhs, rhs=rhs):
+                expr = rhs if any(root[v] == slot for v in variables_of(lhs)) else lhs
+                own = lhs if expr is rhs else rhs
+                kind = _expression_kind(expr) or _expression_kind(own) or "the same layout as"
+                return f"it is {kind} a value of {self.op_text(c.origin)}", f"is {kind}", others
+            case SmemTransfer() | TmemTransfer():
+                memory = "SMEM" if isinstance(c, SmemTransfer) else "TMEM"
+                on_reg_side = any(root[v] == slot for v in variables_of(c.reg))
+                if on_reg_side:
+                    text = f"it moves to or from a {memory} ref in {self.op_text(c.origin)}"
+                else:
+                    text = f"its registers in {self.op_text(c.origin)} need it"
+                return text, "moves with", others
+            case MmaTiling():
+                return f"it is an MMA operand of {self.op_text(c.origin)}", "is read by", others
+            case NotOfKind(kind=kind):
+                return (
+                    f"{self.op_text(c.origin)} rules out a {kind.value} layout",
+                    "is used by",
+                    others,
+                )
+            case Broadcast():
+                return f"it is broadcast by {self.op_text(c.origin)}", "is broadcast by", others
+            case Divides() | MinorTileDivisible():
+                return (
+                    f"{self.op_text(c.origin)} needs its tiling to divide what it copies",
+                    "is copied by",
+                    others,
+                )
+        return f"a requirement of {self.op_text(c.origin)}", "is tied to", others
+
+    def _site_of(self, var: int, op_id: int) -> Site | None:
+        return next((s for s in self.system.variables[var].sites if s.op == op_id), None)
+
+    @staticmethod
+    def _constraint_kind(c: Constraint) -> str:
+        match c:
+            case Relayout(strict=True):
+                return "the use"
+            case SmemTransfer():
+                return "the SMEM transfer"
+            case TmemTransfer():
+                return "the TMEM transfer"
+            case Relayout():
+                return "the cast"
+            case MmaTiling():
+                return "the MMA operand"
+        return "the requirement"
+
+    # --- all values -------------------------------------------------------------------
+
+    def values(self) -> list[int]:
+        """Ids of the values that have a layout, in program order."""
+        return sorted(
+            vid
+            for vid in self.var_of_value
+            if self.program.values[vid].kind in (Kind.VECTOR, Kind.SMEM, Kind.TMEM)
+            and self.program.values[vid].producer is not None
+        )
+
+    def find(self, name: str) -> list[int]:
+        """Ids of the values named ``%name`` (names restart in each function, so there may
+        be several), or defined by the op at line N of the input for ``@N``."""
+        if name.startswith("@") and name[1:].isdigit():
+            wanted = f"line {int(name[1:])}"
+            return [
+                vid
+                for vid in self.values()
+                if self.where(self.program.values[vid].producer.op) == wanted  # type: ignore[union-attr]
+            ]
+        wanted = name if name.startswith("%") else f"%{name}"
+        return [vid for vid in self.values() if self.name(vid) == wanted]
+
+
+MAX_VIAS = 3
+
+
+def _summary(ending: _Ending, steps: list[str], vias: list[str]) -> str:
+    via = ""
+    if vias:
+        via = " via " + ", ".join(vias[:MAX_VIAS]) + (", ..." if len(vias) > MAX_VIAS else "")
+    match ending.kind:
+        case "fixed-here":
+            return ending.summary
+        case "free" if len(steps) > 1:
+            return f"because {steps[0]}{via}, and that was free {ending.summary}"
+        case "free":
+            return ending.summary
+    return ending.summary + via
+
+
+@dataclass(frozen=True)
+class _Ending:
+    kind: str  # "fixed-here", "fixed", "forced", "free"
+    summary: str
+
+
+def _expression_kind(expr: object) -> str | None:
+    match expr:
+        case Reduce():
+            return "a reduction of"
+        case Reshape():
+            return "a reshape of"
+        case Transpose():
+            return "a transpose of"
+        case Collapse():
+            return "a collapse of"
+    return None
+
+
+def describe_location(location: ir.Location, source_name: str) -> str:
+    """``line 88`` in the input itself, ``file.py:88`` elsewhere, else the location text."""
+    try:
+        file_location = ir.FileLineColLoc(location)
+    except ValueError:
+        pass
+    else:
+        name = file_location.filename
+        if name in (_PARSER_BUFFER, source_name):
+            return f"line {file_location.start_line}"
+        return f"{name}:{file_location.start_line}"
+    for kind, child in ((ir.NameLoc, "child_loc"), (ir.CallSiteLoc, "callee")):
+        try:
+            inner = getattr(kind(location), child)
+        except ValueError:
+            continue
+        return describe_location(inner, source_name)
+    try:
+        fused = ir.FusedLoc(location).locations
+    except ValueError:
+        fused = []
+    if fused:
+        return describe_location(fused[0], source_name)
+    text = str(location)
+    return text.removeprefix("loc(").removesuffix(")")
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def build_parser(prog: str = "smalto explain") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Infer layouts for a module and say why a value has its layout: the "
+        "chain of ops and requirements that forced it, or that nothing did.",
+    )
+    parser.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
+    parser.add_argument(
+        "values",
+        nargs="*",
+        metavar="%VALUE",
+        help="values to explain: an SSA name as `smalto infer` prints the module (e.g. %%12, "
+        "%%arg3), or @LINE for the values the op at that line of FILE defines",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="explain every value that has a layout (the default)"
+    )
+    parser.add_argument(
+        "--arch",
+        metavar="MAJOR.MINOR",
+        help="9.0 (Hopper) or 10.0 (Blackwell); default: the module's attributes, else 9.0",
+    )
+    parser.add_argument("--fuel", type=int, default=DEFAULT_FUEL, help=argparse.SUPPRESS)
+    return parser
+
+
+def explain_main(argv: list[str]) -> int:
+    """Runs ``smalto explain`` on ``argv`` (the arguments after ``explain``); returns its status."""
+    from smalto.errors import InferenceError
+    from smalto.mlir import MlirInputError, module_arch, parse_module
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:
+        code = exit_request.code
+        return code if isinstance(code, int) else EXIT_USAGE
+    try:
+        text, source_name = _read(args.input)
+        module = parse_module(text, source_name=source_name)
+        arch = _parse_arch(args.arch) if args.arch else (module_arch(module) or (9, 0))
+    except (MlirInputError, ValueError, OSError) as error:
+        return _fail(str(error), EXIT_USAGE)
+    try:
+        with in_context(module):
+            inference = solve_module(module, fuel=args.fuel, arch=arch)
+            explainer = Explainer(inference, source_name)
+            if args.values and not args.all:
+                wanted = []
+                for name in args.values:
+                    found = explainer.find(name)
+                    if not found:
+                        return _fail(f"no value named {name} has a layout in {source_name}", 2)
+                    wanted.extend(found)
+                output = "\n\n".join(explainer.explain_value(v).text() for v in wanted)
+            else:
+                output = "\n".join(
+                    explainer.explain_value(v).text(detailed=False) for v in explainer.values()
+                )
+    except (InferenceError, NotImplementedError) as error:
+        return _fail(str(error), EXIT_INFERENCE_FAILED)
+    print(output)
+    return EXIT_OK
+
+
+def _read(name: str) -> tuple[str, str]:
+    if name == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(name).read_text(encoding="utf-8"), name
+    except OSError as error:
+        raise OSError(f"cannot read '{name}': {error.strerror or error}") from None
+
+
+def _parse_arch(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    arch = (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
+    if arch not in ((9, 0), (10, 0)):
+        raise ValueError(f"unsupported architecture {text!r} (expected 9.0 or 10.0)")
+    return arch
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"smalto explain: error: {message}", file=sys.stderr)
+    return status

@@ -1,0 +1,294 @@
+"""``smalto infer --report out.html``: one page that shows what inference chose.
+
+Sections: a summary; every distinct layout, transform and TMEM layout the
+kernel uses, each with a picture (PNG, embedded as a data URI) and the values
+that use it; every op with its in/out layouts and transforms, relayouts marked;
+and why each value has its layout (``smalto explain --all``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+
+from smalto.constraints import Role, Site
+from smalto.draw.ownership import ownership, tmem_placement
+from smalto.draw.pictures import register_grid, smem_grid, tmem_grid
+from smalto.draw.render import Grid, render
+from smalto.draw.smem import smem_placement
+from smalto.explain import Explainer
+from smalto.hw import layouts as hl
+from smalto.hw.names import describe_value
+from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.infer import Inference
+from smalto.program import Kind
+
+# Pictures in the report show a part of the array: enough rows for all four warps.
+PICTURE_ROWS = 64
+PICTURE_COLS = 16
+SMEM_PICTURE_ROWS = 16
+SMEM_PICTURE_COLS = 64
+TMEM_PICTURE_COLS = 8
+PICTURE_DPI = 110
+
+
+@dataclass
+class _Layout:
+    """One distinct layout (or transform) and where it is used."""
+
+    anchor: str
+    key: object
+    value: Const
+    title: str
+    shape: tuple[int, ...]
+    dtype: str
+    bitwidth: int
+    swizzle: int = 16
+    order: tuple[int, ...] | None = None  # SMEM views not in row-major order: the dims by stride
+    users: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Row:
+    op: str
+    where: str
+    results: str
+    inputs: list[str]
+    outputs: list[str]
+    relayouts: list[str]
+
+
+class _Page:
+    def __init__(self, inference: Inference, source_name: str) -> None:
+        self.inference = inference
+        self.program = inference.program
+        self.system = inference.system
+        self.solver = inference.solver
+        self.explainer = Explainer(inference, source_name)
+        self.layouts: dict[object, _Layout] = {}
+        self.rows: list[_Row] = []
+
+    def value_of_site(self, site: Site) -> Const | None:
+        var = self.system.var_of_site.get(site)
+        if var is None:
+            return None
+        return self.solver.value[self.solver.root[var]]
+
+    def layout_entry(self, value: Const, vid: int) -> _Layout:
+        info = self.program.values[vid]
+        swizzle = 16
+        if isinstance(value, Smem):
+            swizzle = hl.swizzle_for(value.tiling, info.strides or (), info.bitwidth or 8)
+            key: object = (value, swizzle, info.bitwidth)
+        else:
+            key = value
+        entry = self.layouts.get(key)
+        if entry is None:
+            title = describe_value(value)
+            order = None
+            if isinstance(value, Smem) and value.tiling is not None:
+                title += f", swizzle {swizzle} ({info.bitwidth}-bit elements)"
+                order = _memory_order(info.strides, len(value.tiling))
+                if order is not None:
+                    title += ", seen transposed"
+            entry = _Layout(
+                f"layout-{len(self.layouts) + 1}",
+                key,
+                value,
+                title,
+                info.shape,
+                _element_type(info.type),
+                info.bitwidth or 32,
+                swizzle,
+                order,
+            )
+            self.layouts[key] = entry
+        return entry
+
+    def cell(self, value: Const | None, vid: int) -> str:
+        if value is None:
+            return "-"
+        entry = self.layout_entry(value, vid)
+        name = self.explainer.name(vid)
+        if name not in entry.users:
+            entry.users.append(name)
+        return f'<a href="#{entry.anchor}">{html.escape(entry.title)}</a>'
+
+    def collect(self) -> None:
+        ops_with_layouts = sorted({site.op for site in self.system.var_of_site})
+        for op_id in ops_with_layouts:
+            op = self.program.ops[op_id]
+            inputs = []
+            relayouts = []
+            for i, vid in enumerate(op.operands):
+                value = self.value_of_site(Site(op_id, Role.OPERAND, i))
+                if value is None:
+                    continue
+                inputs.append(self.cell(value, vid))
+                produced = self._producer_value(vid)
+                if produced is not None and produced != value:
+                    relayouts.append(
+                        f"{html.escape(self.explainer.name(vid))}: "
+                        f"{html.escape(describe_value(produced))} &rarr; "
+                        f"{html.escape(describe_value(value))}"
+                    )
+            outputs = []
+            for i, vid in enumerate(op.results):
+                value = self.value_of_site(Site(op_id, Role.RESULT, i))
+                if value is not None:
+                    outputs.append(self.cell(value, vid))
+            for region, blocks in enumerate(op.regions):
+                if not blocks:
+                    continue
+                for i, vid in enumerate(blocks[0][0]):
+                    value = self.value_of_site(Site(op_id, Role.ARGUMENT, i, region))
+                    if value is not None:
+                        self.cell(value, vid)
+            results = ", ".join(
+                html.escape(self.explainer.name(v))
+                for v in op.results
+                if self.program.values[v].kind != Kind.OTHER
+            )
+            self.rows.append(
+                _Row(op.name, self.explainer.where(op_id), results, inputs, outputs, relayouts)
+            )
+
+    def _producer_value(self, vid: int) -> Const | None:
+        producer = self.program.values[vid].producer
+        if producer is None:
+            return None
+        if producer.region is None:
+            site = Site(producer.op, Role.RESULT, producer.index)
+        else:
+            site = Site(producer.op, Role.ARGUMENT, producer.index, producer.region)
+        return self.value_of_site(site)
+
+
+def _memory_order(strides: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
+    """The trailing ``rank`` dims from largest to smallest stride, if that is not 0, 1, ..."""
+    if not strides or len(strides) < rank:
+        return None
+    tail = strides[-rank:]
+    order = tuple(sorted(range(rank), key=lambda d: -tail[d]))
+    return None if order == tuple(range(rank)) else order
+
+
+def _element_type(ty: ir.Type) -> str:
+    if isinstance(ty, ir.ShapedType):
+        return str(ir.ShapedType(ty).element_type)
+    return str(ty)
+
+
+def _picture(entry: _Layout) -> Grid | None:
+    """The picture of a layout at the shape of its first user (None for splats)."""
+    match entry.value:
+        case Reg(layout=fa.WGSplatFragLayout()):
+            return None
+        case Reg(layout=layout):
+            held = ownership(layout, entry.shape)
+            return register_grid(held, entry.title, entry.dtype, PICTURE_ROWS, PICTURE_COLS)
+        case Smem(tiling=tiling):
+            shape = entry.shape[-len(tiling) :] if tiling else entry.shape[-2:]
+            if not shape or 0 in shape:
+                return None
+            if entry.order is not None:  # a transposed view: draw it in memory order
+                shape = tuple(shape[d] for d in entry.order)
+                tiling = tuple(tiling[d] for d in entry.order) if tiling else None
+            placed = smem_placement(shape, tiling, entry.swizzle, entry.bitwidth)
+            return smem_grid(placed, entry.dtype, SMEM_PICTURE_ROWS, SMEM_PICTURE_COLS)
+        case Tmem(layout=layout):
+            placed = tmem_placement(layout, entry.shape)
+            return tmem_grid(placed, entry.title, entry.dtype, TMEM_PICTURE_COLS)
+    return None
+
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 12px; }
+td, th { border: 1px solid #ddd; padding: 2px 6px; vertical-align: top; text-align: left; }
+tr.relayout { background: #fff3cd; }
+code, .mono { font-family: ui-monospace, monospace; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { margin-bottom: 0.5em; }
+.why { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 12px; }
+"""
+
+# Marks on <body> how many pictures decoded, for tests (and curious readers).
+_SCRIPT = """
+window.addEventListener("load", () => {
+  const images = [...document.querySelectorAll("figure img")];
+  document.body.dataset.imagesLoaded = images.filter(i => i.complete && i.naturalWidth > 0).length;
+});
+"""
+
+
+def _html(page: _Page, title: str) -> str:
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>",
+        f"<script>{_SCRIPT}</script></head><body>",
+        f"<h1>Layouts of {html.escape(title)}</h1>",
+    ]
+    relayout_rows = sum(1 for r in page.rows if r.relayouts)
+    out.append('<section id="summary"><h2>Summary</h2><ul>')
+    out.append(f"<li>{len(page.rows)} ops with layouts</li>")
+    out.append(f"<li>{len(page.layouts)} distinct layouts and transforms</li>")
+    out.append(f"<li>{relayout_rows} ops with a relayout on an operand</li></ul></section>")
+    out.append('<section id="layouts"><h2>Layouts used</h2>')
+    for entry in page.layouts.values():
+        users = ", ".join(entry.users[:12]) + (" ..." if len(entry.users) > 12 else "")
+        out.append(
+            f'<figure id="{entry.anchor}"><figcaption><b>{html.escape(entry.title)}</b> '
+            f"(drawn for {'x'.join(map(str, entry.shape))} {html.escape(entry.dtype)}; "
+            f"used by <span class=mono>{html.escape(users)}</span>)</figcaption>"
+        )
+        try:
+            grid = _picture(entry)
+        except ValueError as error:  # a layout we cannot draw must not cost the whole page
+            grid = None
+            out.append(f"<p>(no picture: {html.escape(str(error))})</p>")
+        if grid is not None:
+            data = base64.b64encode(render([grid], "png", PICTURE_DPI)).decode("ascii")
+            alt = html.escape(f"picture of {entry.title}")
+            out.append(f'<img src="data:image/png;base64,{data}" alt="{alt}">')
+        out.append("</figure>")
+    out.append("</section>")
+    out.append('<section id="ops"><h2>Operations</h2><table>')
+    out.append(
+        "<tr><th>where</th><th>op</th><th>results</th><th>in</th><th>out</th><th>relayout</th></tr>"
+    )
+    for row in page.rows:
+        css = ' class="relayout"' if row.relayouts else ""
+        out.append(
+            f"<tr{css}><td>{html.escape(row.where)}</td><td><code>{html.escape(row.op)}</code>"
+            f"</td><td class=mono>{row.results}</td><td>{'<br>'.join(row.inputs)}</td>"
+            f"<td>{'<br>'.join(row.outputs)}</td><td>{'<br>'.join(row.relayouts)}</td></tr>"
+        )
+    out.append("</table></section>")
+    out.append('<section id="why"><h2>Why each value has its layout</h2><div class="why">')
+    for vid in page.explainer.values():
+        out.append(html.escape(page.explainer.explain_value(vid).text(detailed=False)))
+    out.append("</div></section></body></html>")
+    return "\n".join(out)
+
+
+def write_report(
+    module: ir.Module, inference: Inference, path: str | Path, *, source_name: str = "<input>"
+) -> None:
+    """Writes the HTML report of a solved ``module`` (from ``solve_module``) to ``path``.
+
+    Works before or after the attributes are written, inside or outside the
+    module's context. ``source_name`` names the input file, so that ops parsed from it are placed by
+    line ("line 88").
+    """
+    del module  # the inference holds the ops; the parameter keeps the call site explicit
+    page = _Page(inference, source_name)
+    page.collect()
+    Path(path).write_text(_html(page, source_name), encoding="utf-8")

@@ -1,0 +1,289 @@
+"""``smalto draw``: ownership computed from the layout, checked against JAX's own index
+functions; SMEM placement against the swizzle's bit formula; pictures produced."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import func
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.draw import draw_main, ownership, smem_placement, tmem_placement
+from smalto.draw.spec import SpecError, parse_register_layout, parse_smem_spec
+from smalto.mlir import make_context
+
+THREADS = 128
+
+# --- the oracle: JAX's index functions, emitted as MLIR and evaluated -----------------
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "arith.addi": np.add,
+    "arith.subi": np.subtract,
+    "arith.muli": np.multiply,
+    "arith.divui": np.floor_divide,
+    "arith.remui": np.remainder,
+    "arith.shrui": np.right_shift,
+    "arith.andi": np.bitwise_and,
+}
+
+
+def _evaluate(block: ir.Block) -> dict[ir.Value, np.ndarray]:
+    """Every result in ``block``, for all 128 threads of a warpgroup at once."""
+    thread = np.arange(THREADS, dtype=np.int64)
+    values: dict[ir.Value, np.ndarray] = {}
+    for op in block.operations:
+        name = op.operation.name
+        args = [values[v] for v in op.operation.operands]
+        if name == "arith.constant":
+            result = np.full(THREADS, ir.IntegerAttr(op.attributes["value"]).value)
+        elif name in ("gpu.thread_id", "gpu.block_dim"):
+            is_x = str(op.attributes["dimension"]) == "#gpu<dim x>"
+            if name == "gpu.thread_id":
+                result = thread if is_x else np.zeros(THREADS, dtype=np.int64)
+            else:
+                result = np.full(THREADS, THREADS if is_x else 1)
+        elif name in ("arith.index_cast", "arith.index_castui"):
+            result = args[0]
+        else:
+            result = _BINARY[name](args[0], args[1])
+        values[op.operation.results[0]] = result
+    return values
+
+
+def _emitted(emit: Callable[[], list[tuple[ir.Value, ...]]]) -> np.ndarray:
+    """Runs ``emit`` in a fresh function; (yielded index, thread, coordinate) values."""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp("oracle", ir.FunctionType.get([], []))
+        block = function.add_entry_block()
+        with ir.InsertionPoint(block):
+            emitted = emit()
+        values = _evaluate(block)
+        return np.stack([np.stack([values[v] for v in index], axis=-1) for index in emitted])
+
+
+def jax_tiled_starts(layout: fa.TiledLayout, shape: tuple[int, ...]) -> np.ndarray:
+    """(register, thread, dim): the first element of each register (``thread_idxs``)."""
+    return _emitted(lambda: list(layout.thread_idxs(shape)))
+
+
+def jax_strided_starts(layout: fa.WGStridedFragLayout) -> np.ndarray:
+    """(register, thread): linear index of each register's first element."""
+    return _emitted(lambda: [(v,) for v in layout.linear_thread_idxs()])[..., 0]
+
+
+# --- register layouts -------------------------------------------------------------
+
+TILED_CASES = [
+    (fa.WGMMA_LAYOUT, (64, 64)),
+    (fa.WGMMA_LAYOUT, (128, 32)),
+    (fa.WGMMA_TRANSPOSED_LAYOUT, (64, 64)),
+    (fa.WGMMA_LAYOUT_8BIT, (64, 64)),
+    (fa.WGMMA_ROW_LAYOUT, (128,)),
+    (fa.WGMMA_COL_LAYOUT, (64,)),
+    (fa.TCGEN05_LAYOUT, (128, 32)),
+    (fa.TCGEN05_ROW_LAYOUT, (128,)),
+    (fa.TMEM_NATIVE_LAYOUT, (128, 16)),
+    (fa.TMA_INDICES_LAYOUT, (32,)),
+    (fa.WGMMA_LAYOUT, (2, 64, 16)),
+]
+
+
+@pytest.mark.parametrize(("layout", "shape"), TILED_CASES, ids=lambda x: str(x)[:40])
+def test_tiled_ownership_matches_thread_idxs(layout: fa.TiledLayout, shape: tuple) -> None:
+    held = ownership(layout, shape)
+    # Every element is held by as many threads as the layout replicates it.
+    assert held.copies == layout.replication_factor
+    assert held.threads.shape == (*shape, layout.replication_factor)
+    assert held.registers_per_thread == math.prod(layout.registers_shape(shape))
+    # The first element of each register of each thread is where JAX's lowering
+    # addresses it; the other elements of the vector follow along vector_dim.
+    starts = jax_tiled_starts(layout, shape)
+    for register in range(starts.shape[0]):
+        for thread in range(0, THREADS, 7):
+            index = tuple(int(i) for i in starts[register, thread])
+            threads, reg, slot = held.owner(index)
+            assert thread in threads
+            assert (reg, slot) == (register, 0)
+
+
+@pytest.mark.parametrize(("shape", "vec"), [((64, 64), 8), ((128, 4), 2), ((256,), 1)])
+def test_strided_ownership_matches_linear_thread_idxs(shape: tuple, vec: int) -> None:
+    layout = fa.WGStridedFragLayout(shape, vec)
+    held = ownership(layout, shape)
+    assert held.copies == 1
+    starts = jax_strided_starts(layout)
+    for register in range(starts.shape[0]):
+        for thread in range(THREADS):
+            for k in range(vec):
+                index = np.unravel_index(int(starts[register, thread]) + k, shape)
+                assert held.owner(tuple(int(i) for i in index)) == ((thread,), register, k)
+
+
+def test_wgmma_matches_the_ptx_fragment_picture() -> None:
+    # PTX's wgmma 64xN D fragment: row r of warp w's 16 rows, pairs of columns per lane.
+    held = ownership(fa.WGMMA_LAYOUT, (64, 16))
+    assert held.owner((0, 0)) == ((0,), 0, 0)
+    assert held.owner((0, 1)) == ((0,), 0, 1)
+    assert held.owner((1, 2)) == ((5,), 0, 0)
+    assert held.owner((8, 0)) == ((0,), 1, 0)
+    assert held.owner((0, 8)) == ((0,), 2, 0)
+    assert held.owner((16, 0)) == ((32,), 0, 0)
+    assert held.owner((63, 15)) == ((127,), 3, 1)
+
+
+def test_replicated_dims_show_every_holder() -> None:
+    row = ownership(fa.WGMMA_ROW_LAYOUT, (64,))
+    assert row.owner((0,))[0] == (0, 1, 2, 3)  # four lanes share a row
+    assert row.owner((8,)) == ((0, 1, 2, 3), 1, 0)
+    col = ownership(fa.WGMMA_COL_LAYOUT, (16,))
+    assert col.copies == 32 and len({int(t) // 32 for t in col.threads[0]}) == 4
+    splat = ownership(fa.WGSplatFragLayout((4, 8)), (4, 8))
+    assert splat.copies == 128 and splat.owner((3, 7)) == (tuple(range(128)), 0, 0)
+
+
+def test_tmem_placement() -> None:
+    default = tmem_placement(tcgen05.tmem_default_layout(1), (128, 64))
+    assert default.columns == 64 == tcgen05.tmem_default_layout(1).cols_in_shape((128, 64), 32)
+    assert int(default.lane[5, 9, 0]) == 5 and int(default.column[5, 9]) == 9
+    packed = tmem_placement(tcgen05.tmem_default_layout(2), (128, 64))
+    assert packed.columns == 32 and packed.packing == 2
+    assert (int(packed.column[3, 7]), int(packed.slot[3, 7])) == (3, 1)
+    half = tmem_placement(tcgen05.tmem_half_lane_layout(64), (64, 64))
+    assert half.columns == 32
+    # Rows 0..15 use lanes 0..15 for the left half of the columns and lanes 16..31
+    # for the right half; rows 16..31 go to the next sub-partition.
+    assert (int(half.lane[3, 5, 0]), int(half.column[3, 5])) == (3, 5)
+    assert (int(half.lane[3, 40, 0]), int(half.column[3, 40])) == (19, 8)
+    assert int(half.lane[20, 0, 0]) == 36
+
+
+# --- SMEM ---------------------------------------------------------------------------
+
+
+def _swizzle_bits(byte: np.ndarray, swizzle: int) -> np.ndarray:
+    """The TMA swizzle as bit surgery: bits [4, 4+k) ^= bits [7, 7+k), k = log2(swizzle/16)."""
+    bits = int(math.log2(swizzle // 16))
+    mask = (1 << bits) - 1
+    return byte ^ (((byte >> 7) & mask) << 4)
+
+
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+def test_smem_swizzle_matches_bit_formula_and_is_bank_conflict_free(swizzle: int) -> None:
+    columns = swizzle // 2  # bf16
+    placed = smem_placement((64, 2 * columns), (8, columns), swizzle, 16)
+    assert np.array_equal(placed.byte, _swizzle_bits(placed.unswizzled_byte, swizzle))
+    # A tile is 8 rows of `swizzle` bytes, stored contiguously, tiles in row-major order.
+    assert int(placed.tile[8, columns]) == 3
+    assert int(placed.unswizzled_byte[8, columns]) == 3 * 8 * swizzle
+    # The point of swizzling: the same 16-byte column of 8 consecutive rows lands in
+    # 8 different groups of 4 banks, so reading it (as ldmatrix does) has no conflicts.
+    assert len({int(placed.bank[r, 0]) // 4 for r in range(8)}) == 8
+    # Every byte of the buffer is used exactly once.
+    assert len(np.unique(placed.byte)) == placed.byte.size
+
+
+def test_smem_128b_swizzle_chunk_xor_row() -> None:
+    placed = smem_placement((8, 64), (8, 64), 128, 16)
+    for row in range(8):
+        for chunk in range(8):
+            assert int(placed.chunk[row, 8 * chunk]) % 8 == chunk ^ row
+    unswizzled = smem_placement((8, 64), (8, 64), 16, 16)
+    assert len({int(unswizzled.bank[r, 0]) for r in range(8)}) == 1  # an 8-way conflict
+
+
+def test_smem_untiled_is_row_major() -> None:
+    placed = smem_placement((4, 32), None, 16, 32)
+    assert int(placed.byte[2, 3]) == (2 * 32 + 3) * 4
+    assert int(placed.bank[0, 31]) == 31 and int(placed.bank[1, 0]) == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("tile=8x32,swizzle=128", "minor tile"), ("swizzle=64", "needs a tiling")],
+)
+def test_smem_bad_specs(spec: str, message: str) -> None:
+    tiling, swizzle = parse_smem_spec(spec)
+    with pytest.raises(ValueError, match=message):
+        smem_placement((64, 64), tiling, swizzle or 16, 16)
+
+
+# --- names and attributes ------------------------------------------------------------
+
+
+def test_layout_names_and_attributes_parse() -> None:
+    assert parse_register_layout("WGMMA", (64, 64), 16) == fa.WGMMA_LAYOUT
+    assert parse_register_layout("wgmma_row_layout", (64,), 32) == fa.WGMMA_ROW_LAYOUT
+    assert parse_register_layout("TCGEN05", (128, 8), 32) == fa.TCGEN05_LAYOUT
+    assert parse_register_layout("strided:8", (64, 64), 16) == fa.WGStridedFragLayout((64, 64), 8)
+    assert parse_register_layout("strided", (64, 64), 16) == fa.WGStridedFragLayout((64, 64), 4)
+    assert parse_register_layout("splat", (64,), 32) == fa.WGSplatFragLayout((64,))
+    attribute = (
+        "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
+        "lane_dims = [-3, -2], vector_dim = -1>"
+    )
+    assert parse_register_layout(attribute, (64, 64), 16) == fa.WGMMA_LAYOUT
+    with pytest.raises(SpecError, match="unknown layout"):
+        parse_register_layout("WGMMMA", (64, 64), 16)
+    with pytest.raises(SpecError, match="cannot parse"):
+        parse_register_layout("#mosaic_gpu.TiledLayout<[[64", (64, 64), 16)
+
+
+# --- pictures ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["WGMMA", "--shape", "64x16", "--dtype", "bf16", "-o", "{dir}/wgmma.png"],
+        ["WGMMA_ROW", "--shape", "64", "-o", "{dir}/row.svg"],
+        ["strided:4", "--shape", "16x64", "-o", "{dir}/strided.png"],
+        ["--smem", "tile=8x64,swizzle=128", "--shape", "16x128", "--dtype", "bf16",
+         "-o", "{dir}/smem.svg"],
+        ["--tmem", "--shape", "64x16", "-o", "{dir}/tmem.png"],
+    ],
+    ids=["wgmma-png", "row-svg", "strided-png", "smem-svg", "tmem-png"],
+)  # fmt: skip
+def test_pictures_are_written(args: list[str], tmp_path: Path) -> None:
+    args = [a.format(dir=tmp_path) for a in args]
+    assert draw_main(args) == 0
+    out = Path(args[-1])
+    data = out.read_bytes()
+    if out.suffix == ".png":
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    else:
+        assert b"<svg" in data[:2000]
+
+
+def test_large_shapes_draw_a_window(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "big.svg"
+    assert draw_main(["WGMMA", "--shape", "128x256", "-o", str(out)]) == 0
+    # The title says which part is shown (SVG text is stamped as glyph outlines,
+    # so read the title from the picture's own metadata instead).
+    from smalto.draw.pictures import register_grid
+
+    grid = register_grid(ownership(fa.WGMMA_LAYOUT, (128, 256)), "WGMMA", "f32")
+    assert grid.shape == (64, 64)
+    assert "rows 0..63 of 128, columns 0..63 of 256" in grid.title
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["WGMMA", "--shape", "60x64", "-o", "x.png"], "does not divide"),
+        (["NOPE", "--shape", "64x64", "-o", "x.png"], "unknown layout"),
+        (["WGMMA", "--shape", "64x64", "-o", "x.gif"], ".png or .svg"),
+        (["--smem", "tile=8x32,swizzle=128", "--shape", "64x64", "--dtype", "bf16"], "minor"),
+        (["WGMMA", "--shape", "64xq"], "bad shape"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    assert draw_main(args) == 2
+    assert message in capsys.readouterr().err
