@@ -85,6 +85,7 @@ def draw_main(argv: list[str]) -> int:
     except SystemExit as exit_request:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_USAGE
+    output = args.output or ""
     try:
         grids, default_name = _grids(args)
         output = args.output or default_name
