@@ -38,8 +38,6 @@ from rule_kit import (
     with_transforms,
 )
 
-import smalto
-
 BF16 = "bf16"
 V = vec((64, 64), BF16)
 SWIZZLED = ((8, 64), 128)
@@ -128,20 +126,8 @@ def test_subview_with_a_static_row_offset_on_a_tile_boundary():
     assert in_transforms(op(module, "memref.subview")) == [SWIZZLED]
 
 
-# smalto bug: the tiling must divide the window's offset, and JAX (which copies
-# `Divides` constraints across `Equals`) picks a tiling of 4, 2 or 1 rows; smalto
-# only looks at Divides constraints on the ref the transfer reads (the subview's
-# result), not on the source they are equal to, and its domains only hold 8-row
-# tilings, so it finds nothing and raises InferenceError.
-SUBVIEW_DIVISIBILITY_BUG = (
-    "smalto bug: a row offset that is not a multiple of 8 (static 4, assume_multiple 2, "
-    "or unknown) in a memref.subview read as WGMMA: JAX tiles by (4|2|1, 64), smalto "
-    "raises InferenceError (Divides on the subview's source is not used for the "
-    "transfer's candidates, and no such tiling is in the SMEM domain)"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=smalto.InferenceError, reason=SUBVIEW_DIVISIBILITY_BUG)
+# A row offset inside a tile: the ref's tiling is cut down to what divides it,
+# as JAX does (the Divides on the subview's source applies to the whole ref).
 @pytest.mark.parametrize(
     ("pre", "index", "window", "rows"),
     [
@@ -318,12 +304,8 @@ def test_expand_shape_tiling_a_split_dim_is_rejected():
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason=SUBVIEW_DIVISIBILITY_BUG.replace("memref.subview", "expand_shape")
-)
 def test_expand_shape_read_as_wgmma_through_a_subview():
-    """JAX finds a 1D tiling (64,) with swizzle 128 here (only the unsplit trailing dim
-    may be tiled); smalto does not consider it and fails."""
+    """A 1D tiling (64,) with swizzle 128: only the unsplit trailing dim may be tiled."""
     source, expanded = smem((64, 64), BF16), smem((1, 64, 64), BF16)
     window = smem((64, 64), BF16, "strided<[64, 1]>")
     module = infer_like_jax(

@@ -1001,14 +1001,8 @@ def test_warp_map_refs_keep_their_transforms_and_divisibility_flows_in(multiple:
     assert in_transforms(op(module, "mosaic_gpu.vector_load")) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="smalto bug: a barrier ref (not transformable) passed to warp_map is counted "
-    "as an SMEM ref with transforms: annotate raises 'smalto bug: in_transforms of "
-    "`mosaic_gpu.warp_map` would have 2 entries for 1 values'",
-)
 def test_warp_map_taking_a_barrier_ref():
+    """Barriers take no transforms: only the data ref is annotated."""
     module = run_smalto(_warp_map_loading(8, barrier_as_ref=True))
     assert in_transforms(op(module, "mosaic_gpu.warp_map")) == [((8, 64), 128)]
 

@@ -328,8 +328,8 @@ def async_prefetch(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.warp_map")
 def warp_map(ctx: RuleContext, op: Op) -> None:
-    """Refs passed into a warp_map body keep their layout inside."""
+    """Refs passed into a warp_map body keep their layout inside (barriers have none)."""
     values = ctx.program.values
     for i, v in enumerate(op.operands):
-        if values[v].kind in (Kind.SMEM, Kind.TMEM):
+        if values[v].kind == Kind.TMEM or values[v].transformable:
             ctx.add_sites(ctx.ref(op, i), ctx.operand(op, i), ctx.argument(op, 0, i))

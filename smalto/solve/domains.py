@@ -55,13 +55,22 @@ def constants_in(constraints: Iterable[Constraint], fixed: Iterable[Fixed]) -> l
     return list(seen)
 
 
-def domain(variable: Variable, shapes: set[tuple[int, ...]], mentioned: list[Const]) -> list[Const]:
-    """The variable's candidate values, most preferred first, each fitting every shape."""
+def domain(
+    variable: Variable,
+    shapes: set[tuple[int, ...]],
+    mentioned: list[Const],
+    multiple: tuple[int, ...] | None = None,
+) -> list[Const]:
+    """The variable's candidate values, most preferred first, each fitting every shape.
+
+    ``multiple`` is what the tiling of an SMEM ref must divide (offsets of its
+    views): the swizzled tilings are also offered cut down to it.
+    """
     match variable.kind:
         case Kind.VECTOR:
             values = _register_values(variable, mentioned)
         case Kind.SMEM:
-            values = _smem_values(variable, mentioned)
+            values = _smem_values(variable, mentioned, multiple)
         case _:
             values = _tmem_values(variable, mentioned)
     return [v for v in dict.fromkeys(values) if all(hl.fits(v, s) for s in shapes)]
@@ -87,13 +96,18 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     return values
 
 
-def _smem_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
+def _smem_values(
+    variable: Variable, mentioned: list[Const], multiple: tuple[int, ...] | None
+) -> list[Const]:
     values: list[Const] = [v for v in mentioned if isinstance(v, Smem) and v.tiling is not None]
     bitwidth = variable.bitwidth
     if bitwidth is not None and len(variable.shape) >= 2:
         for swizzle in (*hl.SWIZZLES, hl.NO_SWIZZLE):
             elems = 8 * swizzle // bitwidth
-            values += [Smem((8, elems)), Smem((elems, 8))]
+            for tiling in ((8, elems), (elems, 8)):
+                values.append(Smem(tiling))
+                if multiple is not None:
+                    values.append(Smem(hl.merge_multiples(multiple, tiling)))
     values.append(UNTILED)
     return values
 

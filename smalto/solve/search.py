@@ -182,6 +182,10 @@ class Solver:
 
     # --- state ---------------------------------------------------------------------
 
+    def divides_of(self, v: int) -> tuple[int, ...] | None:
+        """The merged divisibility requirement on a variable's slot (shared by equal refs)."""
+        return self.divides.get(self.root[v])
+
     def lookup(self, v: int) -> Const | None:
         return self.value[self.root[v]]
 
@@ -301,7 +305,7 @@ class Solver:
         mentioned = domains.constants_in(self.constraints, self.system.fixed)
         variables = self.system.variables
         self.domains = {
-            slot: domains.domain(variables[slot], shapes, mentioned)
+            slot: domains.domain(variables[slot], shapes, mentioned, self.divides.get(slot))
             for slot, shapes in self.shapes.items()
         }
         self.slots_of = [
@@ -435,7 +439,7 @@ class Solver:
             if not self.open[ci]:
                 continue
             for var, value in cands.from_constraint(
-                self.constraints[ci], self.lookup, variables, self.divides.get, self.arch
+                self.constraints[ci], self.lookup, variables, self.divides_of, self.arch
             ):
                 if not cands.is_preferred(value):
                     deferred.append((var, value, ci))
