@@ -385,6 +385,16 @@ def _derivations(
 def _suggestion(
     program: Program, system: System, core: list[Element], values: dict[int, Const], namer: _Namer
 ) -> str | None:
+    if len(core) == 1 and isinstance(core[0], NotOfKind):
+        var = _expr_var(core[0].expr)
+        if var is not None:
+            shape = system.variables[var].shape
+            return (
+                f"{namer.typed(var)} cannot be a {core[0].kind.value}, and no other register "
+                f"layout fits its shape {shape}: strided layouts need a multiple of 128 "
+                "elements, tiled ones a shape their tile divides; give the value such a shape "
+                "(e.g. load it wider, or reshape it)"
+            )
     for e in core:
         if isinstance(e, Relayout) and e.strict:
             s, t = _expr_var(e.source), _expr_var(e.target)

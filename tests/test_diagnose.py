@@ -216,3 +216,23 @@ def test_cli_shows_the_source_lines_it_names(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"{source}:3:9:\n      b = cast(a, STRIDED)\n          ^" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_value_no_layout_fits_says_so() -> None:
+    """A loaded 64x1 vector: not a splat, too small to be strided, no tile divides it."""
+    text = """
+    module {
+      func.func @kernel(%arg0: memref<64x1xf32>) {
+        %x = "mosaic_gpu.vector_load"(%arg0) : (memref<64x1xf32>) -> vector<64x1xf32> loc("k.py":3:8)
+        %b = "mosaic_gpu.broadcast_in_dim"(%x) <{broadcast_dimensions = array<i64: 0, 1>}> : (vector<64x1xf32>) -> vector<64x128xf32> loc("k.py":4:8)
+        return
+      }
+    }
+    """
+    ctx = reference.make_context()
+    module = reference.parse(text, ctx)
+    with pytest.raises(smalto.InferenceError) as info:
+        smalto.infer_layout(module, arch=(9, 0))
+    message = str(info.value)
+    assert "`mosaic_gpu.vector_load` at k.py:3:8" in message
+    assert "no other register layout fits its shape (64, 1)" in message
