@@ -220,14 +220,16 @@ def test_cli_shows_the_source_lines_it_names(tmp_path: Path) -> None:
 
 def test_a_value_no_layout_fits_says_so() -> None:
     """A loaded 64x1 vector: not a splat, too small to be strided, no tile divides it."""
-    text = """
-    module {
-      func.func @kernel(%arg0: memref<64x1xf32>) {
-        %x = "mosaic_gpu.vector_load"(%arg0) : (memref<64x1xf32>) -> vector<64x1xf32> loc("k.py":3:8)
-        %b = "mosaic_gpu.broadcast_in_dim"(%x) <{broadcast_dimensions = array<i64: 0, 1>}> : (vector<64x1xf32>) -> vector<64x128xf32> loc("k.py":4:8)
+    small, big = "vector<64x1xf32>", "vector<64x128xf32>"
+    dims = "<{broadcast_dimensions = array<i64: 0, 1>}>"
+    text = f"""
+    module {{
+      func.func @kernel(%arg0: memref<64x1xf32>) {{
+        %x = "mosaic_gpu.vector_load"(%arg0) : (memref<64x1xf32>) -> {small} loc("k.py":3:8)
+        %b = "mosaic_gpu.broadcast_in_dim"(%x) {dims} : ({small}) -> {big} loc("k.py":4:8)
         return
-      }
-    }
+      }}
+    }}
     """
     ctx = reference.make_context()
     module = reference.parse(text, ctx)
