@@ -6,6 +6,10 @@ Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
 smalto has no rule for), with the reason on stderr; 2 on bad usage or input
 that cannot be read or parsed, with one line on stderr.
 
+``smalto explain FILE [%value...|--all]``, ``smalto draw LAYOUT --shape RxC`` and
+``smalto capture SCRIPT.py:FUNCTION`` parse their own arguments (see DELEGATED).
+``smalto infer --report page.html`` also writes an HTML report.
+
 ``smalto bench [FILE...] [--repeat N]`` times smalto against JAX's pass and
 the IR floor (``bench/run.py``; default: the corpus kernels). The benchmarks
 are not part of the installed package: this works from a source checkout
@@ -42,6 +46,8 @@ class UsageError(Exception):
 # Subcommands that parse their own arguments: name -> (module, function).
 DELEGATED = {
     "capture": ("smalto.jax.cli", "capture_main"),
+    "draw": ("smalto.draw", "draw_main"),
+    "explain": ("smalto.explain", "explain_main"),
 }
 
 
@@ -77,6 +83,10 @@ def _build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "capture", help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules"
     )
+    commands.add_parser(
+        "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"
+    )
+    commands.add_parser("explain", help="say why each value got its layout")
     infer = commands.add_parser(
         "infer",
         help="infer layouts and print the annotated module",
@@ -104,6 +114,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--generic", action="store_true", help="print the generic op form instead of pretty"
     )
     infer.add_argument("--debug-info", action="store_true", help="print each op's loc(...) as well")
+    infer.add_argument(
+        "--report",
+        metavar="HTML",
+        help="also write a page with each op's layouts, relayouts and pictures of the layouts",
+    )
     infer.set_defaults(run=_run_infer)
     bench = commands.add_parser(
         "bench",
@@ -139,15 +154,35 @@ def _run_infer(args: argparse.Namespace) -> int:
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
         with module.context, ir.Location.unknown():
-            infer_layout(module, fuel=fuel, arch=arch)
+            if args.report:
+                inference = _infer_for_report(module, fuel, arch)
+            else:
+                infer_layout(module, fuel=fuel, arch=arch)
     except InferenceError as error:
         return _fail(str(error) + _source_excerpts(error), EXIT_INFERENCE_FAILED)
     except NotImplementedError as error:
         return _fail(str(error) or "unsupported operation", EXIT_INFERENCE_FAILED)
+    if args.report:
+        from smalto.report import write_report
+
+        write_report(module, inference, args.report, source_name=source_name)
     _write_output(
         args.output, print_module(module, generic=args.generic, debug_info=args.debug_info)
     )
     return EXIT_OK
+
+
+def _infer_for_report(module: ir.Module, fuel: int, arch: tuple[int, int]) -> object:
+    """``infer_layout``, keeping what the report shows (the solved system)."""
+    from smalto import annotate
+    from smalto.infer import solve_module
+
+    inference = solve_module(module, fuel=fuel, arch=arch)
+    plan = annotate.plan_attributes(
+        inference.program, inference.system, inference.solver.solution()
+    )
+    annotate.write_attributes(inference.program, plan)
+    return inference
 
 
 def _run_bench(args: argparse.Namespace) -> int:

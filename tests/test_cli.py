@@ -263,3 +263,31 @@ def test_generic_output(solver: None, capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert out.startswith('"builtin.module"')
     assert "in_transforms" in out or "out_layouts" in out
+
+
+def test_report_is_written_next_to_the_module(solver: None, tmp_path: Path, capsys) -> None:
+    page = tmp_path / "report.html"
+    assert main(["infer", str(MATMUL), "--report", str(page)]) == 0
+    assert "in_transforms" in capsys.readouterr().out
+    html = page.read_text()
+    assert "<html" in html.lower() and "mosaic_gpu.wgmma" in html
+
+
+def test_explain_is_a_subcommand(solver: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(MATMUL), "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "WGMMA_LAYOUT because" in out
+
+
+def test_draw_is_a_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    picture = tmp_path / "wgmma.svg"
+    assert main(["draw", "WGMMA_ROW", "--shape", "64", "-o", str(picture)]) == 0
+    assert picture.read_text().lstrip().startswith("<?xml")
+
+
+@pytest.mark.parametrize("command", ["draw", "explain", "capture"])
+def test_delegated_commands_report_bad_usage(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--no-such-option"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
