@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const
-from smalto.program import Kind
+from smalto.program import Kind, Program
 
 
 class Role(enum.IntEnum):
@@ -30,6 +30,17 @@ class Site:
     role: Role
     index: int
     region: int | None = None  # for block arguments: the region of the op
+
+
+def value_at(program: Program, site: Site) -> int:
+    """The id of the value a site refers to."""
+    op = program.ops[site.op]
+    if site.role == Role.OPERAND:
+        return op.operands[site.index]
+    if site.role == Role.RESULT:
+        return op.results[site.index]
+    assert site.region is not None
+    return op.regions[site.region][0][0][site.index]
 
 
 # --- expressions ---------------------------------------------------------------

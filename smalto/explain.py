@@ -41,6 +41,7 @@ from smalto.constraints import (
     Transpose,
     Var,
     constraint_variables,
+    value_at,
     variables_of,
 )
 from smalto.hw.names import describe_value
@@ -103,13 +104,7 @@ class Explainer:
     # --- names and places ----------------------------------------------------------
 
     def _value_at(self, site: Site) -> int:
-        op = self.program.ops[site.op]
-        if site.role == Role.OPERAND:
-            return op.operands[site.index]
-        if site.role == Role.RESULT:
-            return op.results[site.index]
-        assert site.region is not None
-        return op.regions[site.region][0][0][site.index]
+        return value_at(self.program, site)
 
     def _ir_value(self, vid: int) -> ir.Value | None:
         producer = self.program.values[vid].producer

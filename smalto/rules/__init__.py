@@ -21,6 +21,7 @@ from smalto.constraints import (
     System,
     Var,
     Variable,
+    value_at,
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
@@ -72,13 +73,7 @@ class RuleContext:
         return Site(op.id, Role.ARGUMENT, index, region)
 
     def value_id(self, site: Site) -> int:
-        op = self.program.ops[site.op]
-        if site.role == Role.OPERAND:
-            return op.operands[site.index]
-        if site.role == Role.RESULT:
-            return op.results[site.index]
-        assert site.region is not None
-        return op.regions[site.region][0][0][site.index]
+        return value_at(self.program, site)
 
     def value(self, site: Site) -> Value:
         return self.program.values[self.value_id(site)]
