@@ -6,12 +6,18 @@ element bitwidth, strides, producer and uses. The MLIR bindings are slow to
 call; after this walk the solver only touches these plain objects. Everything
 is keyed by ids, never by ``ir.OpView``/``ir.Value`` objects, whose hashes are
 not stable once attributes change.
+
+The walk is the one part of inference whose cost grows with every op of the
+kernel, most of which (index arithmetic, barriers, GMEM refs) carry no
+layout; so it makes as few binding calls per op as it can: one ``.type`` per
+result and block argument, one hash lookup per operand, and per distinct type
+one classification.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
@@ -39,30 +45,90 @@ class Producer:
         return self.region is not None
 
 
-@dataclass(slots=True)
+# What a value's type tells: (kind, shape, element bitwidth, strides, transformable).
+TypeInfo = tuple[Kind, tuple[int, ...], "int | None", "tuple[int, ...] | None", bool]
+_NO_LAYOUT: TypeInfo = (Kind.OTHER, (), None, None, False)
+# Only these types can carry a layout; every other type is classified without a
+# hash lookup (hashing an ir.Type is a binding call as dear as reading it).
+_SHAPED = (ir.VectorType, ir.MemRefType)
+
+
 class Value:
-    id: int
-    kind: Kind
-    shape: tuple[int, ...]
-    bitwidth: int | None  # element bitwidth; None where it is not a power of two
-    strides: tuple[int, ...] | None  # memrefs only
-    transformable: bool  # an SMEM ref that takes transforms (barriers do not)
-    producer: Producer | None  # None: a value no op of the module defines (free)
-    type: ir.Type
-    # (op id, operand index) of each use, in the order the bindings list them.
-    uses: list[tuple[int, int]] = field(default_factory=list)
+    """One SSA value: what its type says, where it comes from, and (registers) who uses it."""
+
+    __slots__ = (
+        "id",
+        "kind",
+        "shape",
+        "bitwidth",
+        "strides",
+        "transformable",
+        "producer",
+        "type",
+        "uses",
+    )
+
+    def __init__(self, vid: int, info: TypeInfo, producer: Producer | None, ty: ir.Type) -> None:
+        self.id = vid
+        self.kind: Kind = info[0]
+        self.shape: tuple[int, ...] = info[1]
+        self.bitwidth: int | None = info[2]  # element bitwidth; None where not a power of two
+        self.strides: tuple[int, ...] | None = info[3]  # memrefs only
+        self.transformable: bool = info[4]  # an SMEM ref that takes transforms (barriers do not)
+        self.producer = producer  # None: a value no op of the module defines (free)
+        self.type = ty
+        # (op id, operand index) of each use, in the order the bindings list them;
+        # recorded for register values only (relayouts happen between a
+        # producer's register value and each consumer operand).
+        self.uses: list[tuple[int, int]] = []
+
+    def __repr__(self) -> str:
+        return f"Value(id={self.id}, kind={self.kind.name}, shape={self.shape}, type={self.type})"
 
 
-@dataclass(slots=True)
+class _Unshaped(Value):
+    """A value of a type that is neither a vector nor a memref (scalars, tokens, pointers).
+
+    Most values of a kernel are such; their fields are the class's, so that
+    making one sets three slots instead of nine.
+    """
+
+    __slots__ = ()
+    kind = Kind.OTHER  # type: ignore[assignment]
+    shape = ()  # type: ignore[assignment]
+    bitwidth = None
+    strides = None
+    transformable = False  # type: ignore[assignment]
+    uses = ()  # type: ignore[assignment]
+
+    def __init__(self, vid: int, producer: Producer | None, ty: ir.Type) -> None:
+        self.id = vid
+        self.producer = producer
+        self.type = ty
+
+
 class Op:
-    id: int
-    name: str
-    operands: tuple[int, ...]
-    results: tuple[int, ...]
-    # regions[r] is the list of blocks; each block is (argument ids, op ids).
-    regions: list[list[tuple[tuple[int, ...], list[int]]]]
-    parent: int | None
-    view: ir.OpView
+    """One operation: its name, operand/result value ids, regions and parent, by id."""
+
+    __slots__ = ("id", "name", "operands", "results", "regions", "parent", "view")
+
+    def __init__(
+        self,
+        oid: int,
+        name: str,
+        operands: tuple[int, ...],
+        results: tuple[int, ...],
+        parent: int | None,
+        view: ir.OpView,
+    ) -> None:
+        self.id = oid
+        self.name = name
+        self.operands = operands
+        self.results = results
+        # regions[r] is the list of blocks; each block is (argument ids, op ids).
+        self.regions: list[list[tuple[tuple[int, ...], list[int]]]] = []
+        self.parent = parent
+        self.view = view
 
     @property
     def location(self) -> ir.Location:
@@ -75,23 +141,29 @@ class Op:
             values[v].kind == kind for v in self.results
         )
 
+    def __repr__(self) -> str:
+        return f"Op(id={self.id}, name={self.name!r})"
 
-@dataclass(slots=True)
+
 class Program:
     """All ops (pre-order) and values of a module, by integer id."""
 
-    ops: list[Op]
-    values: list[Value]
-    top_level: list[int]  # ids of the module body's ops
+    __slots__ = ("ops", "values", "top_level", "layout_ops")
+
+    def __init__(
+        self, ops: list[Op], values: list[Value], top_level: list[int], layout_ops: list[int]
+    ) -> None:
+        self.ops = ops
+        self.values = values
+        self.top_level = top_level  # ids of the module body's ops
+        # Ids (pre-order) of the ops with a vector, a TMEM ref or a
+        # transformable SMEM ref among their operands or results: the only
+        # ops inference gives attributes. Most ops of a kernel have none.
+        self.layout_ops = layout_ops
 
     def walk(self) -> list[Op]:
         """Ops in pre-order (the order ids were given in)."""
         return self.ops
-
-
-_SMEM = None
-_TMEM = None
-_SMEM_CLUSTER = None
 
 
 def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
@@ -119,95 +191,149 @@ class _Reader:
     def __init__(self) -> None:
         self.ops: list[Op] = []
         self.values: list[Value] = []
+        # Ids of the values that need a layout (vectors, TMEM refs,
+        # transformable SMEM refs); decides which ops go in ``layout_ops``.
+        self.relevant: set[int] = set()
+        self.layout_ops: list[int] = []
         self.value_ids: dict[ir.Value, int] = {}
-        self.op_ids: dict[ir.Operation, int] = {}
-        self.smem, self.tmem, self.smem_cluster = _memory_spaces()
-        self.type_cache: dict[ir.Type, tuple] = {}
+        # The bindings' objects of register values, to read their use order.
+        self.vectors: dict[int, ir.Value] = {}
+        self.spaces: tuple[ir.Attribute, ir.Attribute, ir.Attribute] | None = None
+        self.type_cache: dict[ir.Type, TypeInfo] = {}
+        # Per Python class of ir.Type: whether it is a vector or memref type.
+        # The bindings hand out types already cast to their class, so most
+        # values are classified by this one dictionary lookup.
+        self.shaped_classes: dict[type, bool] = {}
 
-    def classify(self, ty: ir.Type) -> tuple:
+    def is_shaped(self, ty: ir.Type) -> bool:
+        cls = ty.__class__
+        shaped = self.shaped_classes.get(cls)
+        if shaped is None:
+            shaped = self.shaped_classes[cls] = issubclass(cls, _SHAPED)
+        return shaped
+
+    def classify(self, ty: ir.Type) -> TypeInfo:
+        """What a vector or memref type tells; computed once per distinct type."""
         cached = self.type_cache.get(ty)
-        if cached is not None:
-            return cached
-        kind, shape, bitwidth, strides, transformable = Kind.OTHER, (), None, None, False
+        if cached is None:
+            cached = self.type_cache[ty] = self._classify_shaped(ty)
+        return cached
+
+    def _classify_shaped(self, ty: ir.Type) -> TypeInfo:
         if isinstance(ty, ir.VectorType):
             vty = ir.VectorType(ty)
-            kind, shape = Kind.VECTOR, tuple(vty.shape)
-            bitwidth = _element_bitwidth(vty.element_type)
-        elif isinstance(ty, ir.MemRefType):
-            mty = ir.MemRefType(ty)
-            space = mty.memory_space
-            if space is not None and (space == self.smem or space == self.smem_cluster):
-                kind = Kind.SMEM
-                transformable = not isinstance(mty.element_type, mgpu.BarrierType)
-            elif space is not None and space == self.tmem:
-                kind = Kind.TMEM
-            shape = tuple(mty.shape)
-            bitwidth = _element_bitwidth(mty.element_type)
-            try:
-                strides = tuple(mty.get_strides_and_offset()[0])
-            except ValueError:
-                strides = None
-        result = (kind, shape, bitwidth, strides, transformable)
-        self.type_cache[ty] = result
-        return result
+            return (Kind.VECTOR, tuple(vty.shape), _element_bitwidth(vty.element_type), None, False)
+        if self.spaces is None:
+            self.spaces = _memory_spaces()
+        smem, tmem, smem_cluster = self.spaces
+        mty = ir.MemRefType(ty)
+        kind, transformable = Kind.OTHER, False
+        space = mty.memory_space
+        if space is not None and (space == smem or space == smem_cluster):
+            kind = Kind.SMEM
+            transformable = not isinstance(mty.element_type, mgpu.BarrierType)
+        elif space is not None and space == tmem:
+            kind = Kind.TMEM
+        try:
+            strides: tuple[int, ...] | None = tuple(mty.get_strides_and_offset()[0])
+        except ValueError:
+            strides = None
+        return (kind, tuple(mty.shape), _element_bitwidth(mty.element_type), strides, transformable)
 
     def new_value(self, v: ir.Value, producer: Producer | None) -> int:
+        """Registers ``v`` (its type read once, here) and returns its id."""
         ty = v.type
-        kind, shape, bitwidth, strides, transformable = self.classify(ty)
         vid = len(self.values)
-        self.values.append(Value(vid, kind, shape, bitwidth, strides, transformable, producer, ty))
         self.value_ids[v] = vid
+        if not self.is_shaped(ty):
+            self.values.append(_Unshaped(vid, producer, ty))
+            return vid
+        info = self.classify(ty)
+        self.values.append(Value(vid, info, producer, ty))
+        kind = info[0]
+        if kind == Kind.VECTOR:
+            self.relevant.add(vid)
+            self.vectors[vid] = v
+        elif kind == Kind.TMEM or info[4]:
+            self.relevant.add(vid)
         return vid
 
-    def value_id(self, v: ir.Value) -> int:
-        vid = self.value_ids.get(v)
-        if vid is None:  # defined outside what we walk: a free value
-            vid = self.new_value(v, None)
-        return vid
+    def read_block(self, block: ir.Block, parent: int | None) -> list[int]:
+        """Reads a block's ops (and, recursively, their regions); returns their ids."""
+        ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
+        value_ids, new_value = self.value_ids, self.new_value
+        get = value_ids.get
+        shaped_classes = self.shaped_classes
+        body: list[int] = []
+        for view in block.operations:
+            operation = view.operation
+            oid = len(ops)
+            body.append(oid)
+            operand_ids = [get(v) for v in operation.operands]
+            if None in operand_ids:  # some defined outside what we walk: free values
+                operand_ids = [
+                    new_value(v, None) if vid is None else vid
+                    for vid, v in zip(operand_ids, operation.operands, strict=True)
+                ]
+            operands = tuple(operand_ids)
+            layout = not relevant.isdisjoint(operands)
+            result_ids: list[int] = []
+            for index, r in enumerate(operation.results):
+                # new_value, inlined for the common case: most results are scalars.
+                ty = r.type
+                if shaped_classes.get(ty.__class__) is False:
+                    vid = len(values)
+                    value_ids[r] = vid
+                    values.append(_Unshaped(vid, Producer(oid, index), ty))
+                else:
+                    vid = new_value(r, Producer(oid, index))
+                    layout = layout or vid in relevant
+                result_ids.append(vid)
+            op = Op(oid, operation.name, operands, tuple(result_ids), parent, view)
+            ops.append(op)
+            if layout:
+                self.layout_ops.append(oid)
+                for index, vid in enumerate(operands):
+                    if vid in vectors:
+                        values[vid].uses.append((oid, index))
+            for r_index, region in enumerate(operation.regions):
+                blocks = []
+                for inner in region.blocks:
+                    args = tuple(
+                        [
+                            new_value(a, Producer(oid, i, r_index))
+                            for i, a in enumerate(inner.arguments)
+                        ]
+                    )
+                    blocks.append((args, self.read_block(inner, oid)))
+                op.regions.append(blocks)
+        return body
 
-    def read_op(self, view: ir.OpView, parent: int | None) -> int:
-        operation = view.operation
-        oid = len(self.ops)
-        self.op_ids[operation] = oid
-        operands = tuple(self.value_id(v) for v in operation.operands)
-        results = tuple(
-            self.new_value(r, Producer(oid, i)) for i, r in enumerate(operation.results)
-        )
-        op = Op(oid, operation.name, operands, results, [], parent, view)
-        self.ops.append(op)
-        for r_index, region in enumerate(operation.regions):
-            blocks = []
-            for block in region.blocks:
-                args = tuple(
-                    self.new_value(a, Producer(oid, i, r_index))
-                    for i, a in enumerate(block.arguments)
-                )
-                body: list[int] = []
-                blocks.append((args, body))
-                for inner in block.operations:
-                    body.append(self.read_op(inner, oid))
-            op.regions.append(blocks)
-        return oid
+    def order_uses(self) -> None:
+        """Puts the uses of register values with several users in the bindings' order.
 
-    def read_uses(self) -> None:
-        # Only register values need their users: relayouts happen between a
-        # producer's register value and each consumer operand.
-        op_ids = self.op_ids
-        value_ids = self.value_ids
-        for v, vid in value_ids.items():
-            info = self.values[vid]
-            if info.kind != Kind.VECTOR:
+        The order decides the order of relayout constraints, hence which of
+        several equally good answers the search finds first; the bindings'
+        order is not always the reverse of the walk's (nor the walk's).
+        """
+        values, ops = self.values, self.ops
+        for vid, v in self.vectors.items():
+            info = values[vid]
+            if len(info.uses) < 2:
                 continue
+            by_operation = {ops[oid].view.operation: oid for oid, _ in info.uses}
+            uses: list[tuple[int, int]] = []
             for use in v.uses:
                 owner = use.owner
-                oid = op_ids.get(owner.operation if hasattr(owner, "operation") else owner)
+                oid = by_operation.get(owner.operation if hasattr(owner, "operation") else owner)
                 if oid is not None:
-                    info.uses.append((oid, use.operand_number))
+                    uses.append((oid, use.operand_number))
+            info.uses = uses
 
 
 def read_program(module: ir.Module) -> Program:
     """Reads ``module`` into a ``Program``; must run inside the module's context."""
     reader = _Reader()
-    top = [reader.read_op(op, None) for op in module.body.operations]
-    reader.read_uses()
-    return Program(reader.ops, reader.values, top)
+    top = reader.read_block(module.body, None)
+    reader.order_uses()
+    return Program(reader.ops, reader.values, top, reader.layout_ops)
