@@ -57,6 +57,10 @@ class RuleContext:
         # slice_smem / slice_tmem results with the same (offset, alias_id) are one ref.
         self.aliases: dict[tuple[str, int, int], int] = {}
         self.divisibility = Divisibility(program)
+        # Decoded layout and transform attributes: kernels repeat a few, and
+        # decoding one through JAX costs far more than a dictionary lookup.
+        self._layouts: dict[tuple[object, bool], Const] = {}
+        self._transforms: dict[object, tuple[tuple[int, ...] | None, int | None]] = {}
 
     # --- sites -----------------------------------------------------------------
 
@@ -173,14 +177,33 @@ class RuleContext:
         from smalto.hw import encode
         from smalto.hw.values import Reg, Tmem
 
+        key = (attr, tmem)
+        value = self._layouts.get(key)
+        if value is not None:
+            return value
         try:
             if tmem:
-                return Tmem(encode.decode_tmem_layout(attr))
-            return Reg(encode.decode_layout(attr))
+                value = Tmem(encode.decode_tmem_layout(attr))
+            else:
+                value = Reg(encode.decode_layout(attr))
         except (ValueError, NotImplementedError) as e:
             raise InferenceError(
                 f"{self.describe_op(op)} has an invalid layout {attr}: {e}"
             ) from None
+        self._layouts[key] = value
+        return value
+
+    def decode_transforms(self, attr: object) -> tuple[tuple[int, ...] | None, int | None]:
+        """(tiling, swizzle) of a transforms attribute (see ``encode.decode_transforms``)."""
+        from jax._src.lib.mlir import ir
+
+        from smalto.hw import encode
+
+        decoded = self._transforms.get(attr)
+        if decoded is None:
+            decoded = encode.decode_transforms(ir.ArrayAttr(attr))
+            self._transforms[attr] = decoded
+        return decoded
 
     def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
         for kind in kinds:
@@ -198,13 +221,29 @@ class RuleContext:
 
 
 def needs_layout(op: Op, program: Program) -> bool:
-    """Whether an op has a vector, a TMEM ref, or a transformable SMEM ref."""
+    """Whether an op has a vector, a TMEM ref, or a transformable SMEM ref.
+
+    ``Program.layout_ops`` lists exactly these ops; this is the same test on one op.
+    """
     values = program.values
     for vid in (*op.operands, *op.results):
         value = values[vid]
         if value.kind in (Kind.VECTOR, Kind.TMEM) or value.transformable:
             return True
     return False
+
+
+def _inside_opaque(program: Program, op: Op, memo: dict[int, bool]) -> bool:
+    """Whether an ancestor of ``op`` has an already lowered body (memoized per parent)."""
+    parent = op.parent
+    if parent is None:
+        return False
+    inside = memo.get(parent)
+    if inside is None:
+        owner = program.ops[parent]
+        inside = owner.name in OPAQUE_REGIONS or _inside_opaque(program, owner, memo)
+        memo[parent] = inside
+    return inside
 
 
 def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
@@ -246,23 +285,19 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
     from smalto.rules import arith, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
 
     ctx = RuleContext(program, arch)
-
-    def visit(op: Op) -> None:
-        if op.name not in TERMINATORS and needs_layout(op, program):
-            rule_fn = RULES.get(op.name)
-            if rule_fn is None:
-                raise NotImplementedError(
-                    f"smalto has no layout rule for `{op.name}` (at {op.location})"
-                )
-            rule_fn(ctx, op)
-        if op.name in OPAQUE_REGIONS:
-            return
-        for region in op.regions:
-            for _, body in region:
-                for inner in body:
-                    visit(program.ops[inner])
-
-    for top in program.top_level:
-        visit(program.ops[top])
+    rules = RULES
+    opaque: dict[int, bool] = {}
+    # Pre-order, as a recursive visit would go; only the ops with layouts, and
+    # none inside an already lowered body.
+    for op_id in program.layout_ops:
+        op = program.ops[op_id]
+        if op.name in TERMINATORS or _inside_opaque(program, op, opaque):
+            continue
+        rule_fn = rules.get(op.name)
+        if rule_fn is None:
+            raise NotImplementedError(
+                f"smalto has no layout rule for `{op.name}` (at {op.location})"
+            )
+        rule_fn(ctx, op)
     ctx.system.constraints.extend(_vector_relayouts(ctx))
     return ctx.system

@@ -24,6 +24,13 @@ class Divisibility:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._constants: dict[int, int | None] = {}
+        # Kernels slice many refs at the same few offsets (a loop index times a
+        # block size): answers are remembered. Per (value, divisor), the depths
+        # known to prove it and known not to: a proof within fewer steps is one
+        # within more, so a question at another depth is often answered too.
+        self._proved_at: dict[tuple[int, int], int] = {}  # least depth known to prove
+        self._failed_at: dict[tuple[int, int], int] = {}  # greatest depth known to fail
+        self._known: dict[tuple[int, int], int] = {}
 
     def constant(self, vid: int) -> int | None:
         """The integer value of an `arith.constant` result, else None."""
@@ -46,6 +53,18 @@ class Divisibility:
             return True
         if depth < 0:
             return False
+        key = (vid, divisor)
+        if self._proved_at.get(key, _MAX_DEPTH + 1) <= depth:
+            return True
+        if self._failed_at.get(key, -1) >= depth:
+            return False
+        if self._divides_uncached(vid, divisor, depth):
+            self._proved_at[key] = depth
+            return True
+        self._failed_at[key] = depth
+        return False
+
+    def _divides_uncached(self, vid: int, divisor: int, depth: int) -> bool:
         producer = self.program.values[vid].producer
         if producer is None:
             return False
@@ -93,6 +112,13 @@ class Divisibility:
             raise ValueError(f"slice size {size} is not positive")
         if self.program.values[vid].kind == Kind.VECTOR:
             return 1  # gather indices: nothing is known of the elements
+        key = (vid, size)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self._known_divisor(size, vid)
+        return known
+
+    def _known_divisor(self, size: int, vid: int) -> int:
         constant = self.constant(vid)
         if constant is not None:
             return math.gcd(size, constant)

@@ -10,27 +10,30 @@ from smalto.constraints import Collapse, Divides, Equal, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.program import Op
 from smalto.rules import RuleContext, rule
+from smalto.rules.attributes import DYNAMIC, ints
 
 
 @rule("memref.subview")
 def subview(ctx: RuleContext, op: Op) -> None:
     """A window keeps the tiling, which must divide its sizes and (known) offsets."""
-    view = op.view
-    if any(s != 1 for s in view.static_strides):
+    attributes = op.view.attributes
+    if any(s != 1 for s in ints(attributes["static_strides"])):
         raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.location}")
     source = ctx.ref(op, 0)
     result = ctx.new_var(ctx.result(op, 0))
     source_shape = ctx.program.values[op.operands[0]].shape
-    # Dynamic offsets are operands 1.. of the subview, in order.
-    dynamic = iter(op.operands[1 : 1 + len(view.offsets)])
+    # Dynamic offsets are operands 1.. of the subview, in order (dynamic sizes
+    # and strides follow them, and are never reached here).
+    dynamic = iter(op.operands[1:])
+    sizes, offsets = ints(attributes["static_sizes"]), ints(attributes["static_offsets"])
     multiple: list[int] = []
-    for dim, (size, offset) in enumerate(zip(view.static_sizes, view.static_offsets, strict=True)):
-        offset_value = next(dynamic) if ir.ShapedType.is_dynamic_size(offset) else offset
-        if ir.ShapedType.is_dynamic_size(size):
+    for dim, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
+        offset_value = next(dynamic) if offset == DYNAMIC else offset
+        if size == DYNAMIC:
             multiple = []  # dims up to a dynamic size cannot be tiled
             continue
         divisor = math.gcd(size, source_shape[dim])
-        if ir.ShapedType.is_dynamic_size(offset):
+        if offset == DYNAMIC:
             divisor = ctx.divisibility.known_divisor(divisor, offset_value)
         else:
             divisor = math.gcd(divisor, offset_value)
@@ -75,10 +78,10 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.attributes["reassociation"])]
-    output_shape = list(ir.DenseI64ArrayAttr(op.view.attributes["static_output_shape"]))
+    output_shape = ints(op.view.attributes["static_output_shape"])
     trailing: list[int] = []
     for dim, group in zip(reversed(output_shape), reversed(groups), strict=False):
-        if ir.ShapedType.is_dynamic_size(dim) or group > 1:
+        if dim == DYNAMIC or group > 1:
             break
         trailing.append(dim)
     ctx.require(

@@ -18,12 +18,12 @@ from smalto.constraints import (
     Var,
 )
 from smalto.errors import InferenceError
-from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
+from smalto.rules.attributes import ints
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -163,7 +163,7 @@ def mma(ctx: RuleContext, op: Op) -> None:
 
 
 def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Attribute) -> Smem:
-    tiling, swizzle = encode.decode_transforms(ir.ArrayAttr(attr))
+    tiling, swizzle = ctx.decode_transforms(attr)
     ref = ctx.program.values[op.operands[operand]]
     if swizzle is not None and ref.strides is not None and ref.bitwidth is not None:
         implied = hl.swizzle_for(tiling, ref.strides, ref.bitwidth)
@@ -237,7 +237,7 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     dst = ctx.new_var(ctx.result(op, 0))
     src_shape = ctx.program.values[op.operands[0]].shape
     dst_shape = ctx.program.values[op.results[0]].shape
-    dims = tuple(ir.DenseI64ArrayAttr(op.view.attributes["broadcast_dimensions"]))
+    dims = ints(op.view.attributes["broadcast_dimensions"])
     source_of = {d: s for s, d in enumerate(dims)}
     expanded = [
         d
@@ -262,10 +262,19 @@ _INDEX_OPERANDS = {
 }
 
 
+def _index_count(op: Op) -> int:
+    """How many index operands a TMA op has.
+
+    The size of its indices segment (the segments before it hold one operand
+    each): one attribute read, where the generated accessor sums slices.
+    """
+    return op.view.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+
+
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
     """Vector indices (TMA gather/scatter) live in the TMA index layouts."""
     first = _INDEX_OPERANDS[op.name]
-    for i in range(first, first + len(op.view.indices)):
+    for i in range(first, first + _index_count(op)):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -284,14 +293,14 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
 @rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")
 def async_copy(ctx: RuleContext, op: Op) -> None:
     """A TMA copy: the SMEM tiling must divide the slice, given what is known of its offsets."""
-    view = op.view
     is_load = op.name == "mosaic_gpu.async_load"
     smem_operand = 1 if is_load else 0
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
     first_index = _INDEX_OPERANDS[op.name]
-    for i, size in enumerate(view.slice_lengths):
+    slice_lengths = ints(op.view.attributes["slice_lengths"])
+    for i, size in enumerate(slice_lengths):
         if size == -1:
             continue  # squeezed: not a dimension of the SMEM ref
         index = op.operands[first_index + i]
@@ -309,7 +318,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)
-        lengths = [s for s in view.slice_lengths if s != -1]
+        lengths = [s for s in slice_lengths if s != -1]
         if lengths and lengths[-1] % divisor:
             raise InferenceError(
                 f"`{op.name}` at {op.location}: a gather's minor dimension "

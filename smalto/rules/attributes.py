@@ -1,0 +1,22 @@
+"""Reading op attributes with few binding calls.
+
+Rules read a handful of attributes per op; through the bindings, iterating an
+array attribute costs several times more than indexing it, so these helpers
+index.
+"""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+# The marker of a dynamic size, offset or stride in static arrays (the same
+# value for all three); comparing with it spares a binding call per entry.
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+def ints(attr: ir.Attribute) -> tuple[int, ...]:
+    """The integers of a ``DenseI64ArrayAttr`` (or an ``ArrayAttr`` of integers)."""
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return tuple([attr[i] for i in range(len(attr))])
+    array = ir.ArrayAttr(attr)
+    return tuple([ir.IntegerAttr(array[i]).value for i in range(len(array))])
