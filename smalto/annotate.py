@@ -12,7 +12,7 @@ from smalto.constraints import Role, System
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program import Kind, Program
+from smalto.program import Kind, Op, Program
 
 ATTRIBUTE_NAMES = (
     "in_layouts",
@@ -28,58 +28,114 @@ def plan_attributes(
     program: Program, system: System, values: list[Const]
 ) -> list[tuple[int, dict[str, ir.Attribute]]]:
     """The attributes to set, per op id, in op order."""
-    per_op: dict[int, list[tuple[Role, int, Const, int]]] = {}
+    cache = AttributeCache()
+    ops = program.ops
+    infos = program.values
+    # Per op: (role, index, element attribute, which list it goes in).
+    per_op: dict[int, list[tuple[int, int, ir.Attribute, int]]] = {}
     for variable in system.variables:
         value = values[variable.id]
+        # A register or TMEM layout is one attribute for all the variable's
+        # sites (built at the first that needs it); transforms depend on each
+        # site's strides (the swizzle).
+        family = _family(value)
+        attr: ir.Attribute | None = None
         for site in variable.sites:
-            if site.role == Role.ARGUMENT:
+            role = site.role
+            if role == _ARGUMENT:
                 continue  # block arguments carry no attributes
-            op = program.ops[site.op]
-            vid = op.operands[site.index] if site.role == Role.OPERAND else op.results[site.index]
-            per_op.setdefault(site.op, []).append((site.role, site.index, value, vid))
-    cache = AttributeCache()
+            op = ops[site.op]
+            if family == _TRANSFORMS:
+                vid = op.operands[site.index] if role == _OPERAND else op.results[site.index]
+                info = infos[vid]
+                assert isinstance(value, Smem)
+                swizzle = hl.swizzle_for(value.tiling, info.strides or (), info.bitwidth or 8)
+                attr = cache.transforms(value, swizzle)
+            elif attr is None:
+                attr = cache.layout(value)  # type: ignore[arg-type]
+            entry = (int(role), site.index, attr, family)
+            entries = per_op.get(site.op)
+            if entries is None:
+                per_op[site.op] = [entry]
+            else:
+                entries.append(entry)
+    arrays: dict[tuple[int, ...], ir.ArrayAttr] = {}
     plan = []
     for op_id in sorted(per_op):
-        plan.append(
-            (op_id, _op_attributes(program, op_id, sorted(per_op[op_id], key=_order), cache))
-        )
+        entries = per_op[op_id]
+        entries.sort(key=_order)
+        plan.append((op_id, _op_attributes(program, ops[op_id], entries, arrays)))
     return plan
 
 
-def _order(entry: tuple[Role, int, Const, int]) -> tuple[int, int]:
-    return int(entry[0]), entry[1]
+# Which attribute list an entry goes in.
+_LAYOUTS, _TMEM_LAYOUTS, _TRANSFORMS = 0, 1, 2
+_OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
+_VECTOR, _TMEM = Kind.VECTOR, Kind.TMEM
+
+
+def _family(value: Const) -> int:
+    if isinstance(value, Reg):
+        return _LAYOUTS
+    if isinstance(value, Tmem):
+        return _TMEM_LAYOUTS
+    return _TRANSFORMS
+
+
+def _order(entry: tuple[int, int, ir.Attribute, int]) -> tuple[int, int]:
+    return entry[0], entry[1]
+
+
+def _array(
+    elements: list[ir.Attribute], arrays: dict[tuple[int, ...], ir.ArrayAttr]
+) -> ir.ArrayAttr:
+    """The array attribute of ``elements``, built once per distinct list.
+
+    Elements come from one ``AttributeCache``, one object per distinct
+    attribute, so their identities name the list (and hashing them would be a
+    binding call each).
+    """
+    key = tuple([id(e) for e in elements])
+    array = arrays.get(key)
+    if array is None:
+        array = arrays[key] = ir.ArrayAttr.get(elements)
+    return array
 
 
 def _op_attributes(
-    program: Program, op_id: int, entries: list[tuple[Role, int, Const, int]], cache: AttributeCache
+    program: Program,
+    op: Op,
+    entries: list[tuple[int, int, ir.Attribute, int]],
+    arrays: dict[tuple[int, ...], ir.ArrayAttr],
 ) -> dict[str, ir.Attribute]:
-    op = program.ops[op_id]
     values = program.values
     attrs: dict[str, ir.Attribute] = {}
-    for role, prefix, value_ids in (
-        (Role.OPERAND, "in", op.operands),
-        (Role.RESULT, "out", op.results),
-    ):
-        mine = [(value, vid) for r, _, value, vid in entries if r == role]
-        kinds = [values[v].kind for v in value_ids]
-        if Kind.VECTOR in kinds:
-            layouts = [cache.layout(v) for v, _ in mine if isinstance(v, Reg)]
-            _check_count(op, f"{prefix}_layouts", len(layouts), kinds.count(Kind.VECTOR))
-            attrs[f"{prefix}_layouts"] = ir.ArrayAttr.get(layouts)
-        if Kind.TMEM in kinds:
-            layouts = [cache.layout(v) for v, _ in mine if isinstance(v, Tmem)]
-            _check_count(op, f"{prefix}_tmem_layouts", len(layouts), kinds.count(Kind.TMEM))
-            attrs[f"{prefix}_tmem_layouts"] = ir.ArrayAttr.get(layouts)
-        transformable = sum(values[v].transformable for v in value_ids)
-        if transformable:
-            transforms = []
-            for value, vid in mine:
-                if isinstance(value, Smem):
-                    info = values[vid]
-                    swizzle = hl.swizzle_for(value.tiling, info.strides or (), info.bitwidth or 8)
-                    transforms.append(cache.transforms(value, swizzle))
-            _check_count(op, f"{prefix}_transforms", len(transforms), transformable)
-            attrs[f"{prefix}_transforms"] = ir.ArrayAttr.get(transforms)
+    for role, prefix, value_ids in ((_OPERAND, "in", op.operands), (_RESULT, "out", op.results)):
+        vectors = tmem_refs = transformable = 0
+        for vid in value_ids:
+            info = values[vid]
+            kind = info.kind
+            if kind == _VECTOR:
+                vectors += 1
+            elif kind == _TMEM:
+                tmem_refs += 1
+            elif info.transformable:
+                transformable += 1
+        if not (vectors or tmem_refs or transformable):
+            continue
+        lists: tuple[list[ir.Attribute], ...] = ([], [], [])
+        for r, _, attr, family in entries:
+            if r == role:
+                lists[family].append(attr)
+        for family, count, suffix in (
+            (_LAYOUTS, vectors, "layouts"),
+            (_TMEM_LAYOUTS, tmem_refs, "tmem_layouts"),
+            (_TRANSFORMS, transformable, "transforms"),
+        ):
+            if count:
+                name = f"{prefix}_{suffix}"
+                _check_count(op, name, len(lists[family]), count)
+                attrs[name] = _array(lists[family], arrays)
     return attrs
 
 

@@ -258,6 +258,7 @@ def collapsed_tiling(
 # --- SMEM ------------------------------------------------------------------------
 
 
+@cache
 def swizzle_for(tiling: tuple[int, ...] | None, strides: tuple[int, ...], bitwidth: int) -> int:
     """The swizzle (bytes) a tiling implies: the minor tile's width, if it is one."""
     if tiling is None:
