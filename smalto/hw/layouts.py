@@ -169,8 +169,9 @@ def reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool)
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+@cache
 def reduced_layout(value: Reg, axes: tuple[int, ...], rank: int, keep_dims: bool) -> Reg | Stuck:
-    """The layout of ``reduce(x, axes)`` for ``x`` in ``value``."""
+    """The layout of ``reduce(x, axes)`` for ``x`` in ``value`` (cached: JAX's reduce is slow)."""
     layout = value.layout
     if isinstance(layout, fa.TiledLayout):
         if keep_dims:

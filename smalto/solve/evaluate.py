@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -41,6 +42,7 @@ class Contradiction:
     """An expression with no possible value (e.g. a tiling a transpose breaks)."""
 
 
+# The one instance: judging compares with it by identity.
 CONTRADICTION = Contradiction()
 
 # What a variable currently is: its value, or None while unknown.
@@ -48,21 +50,19 @@ Lookup = Callable[[int], Const | None]
 
 
 def simplify(expr: Expr, lookup: Lookup) -> Expr | Contradiction:
-    match expr:
-        case Var(id=v):
-            value = lookup(v)
-            return expr if value is None else value
-        case Reg() | Smem() | Tmem():
-            return expr
-        case Reduce(expr=inner):
-            return _simplify_reduce(expr, simplify(inner, lookup))
-        case Reshape(expr=inner):
-            return _simplify_reshape(expr, simplify(inner, lookup))
-        case Transpose(expr=inner):
-            return _simplify_transpose(expr, simplify(inner, lookup))
-        case Collapse(expr=inner):
-            return _simplify_collapse(expr, simplify(inner, lookup))
-    raise TypeError(expr)
+    # Dispatch on the exact class (expressions are final classes): this runs
+    # for every constraint the search looks at, and a `match` on class
+    # patterns costs several isinstance calls per expression.
+    kind = type(expr)
+    if kind is Var:
+        value = lookup(expr.id)  # type: ignore[union-attr]
+        return expr if value is None else value
+    if kind in _VALUE_TYPES:
+        return expr
+    step = _STEPS.get(kind)
+    if step is None:
+        raise TypeError(expr)
+    return step(expr, simplify(expr.expr, lookup))  # type: ignore[union-attr]
 
 
 def _simplify_reduce(expr: Reduce, inner: Expr | Contradiction) -> Expr | Contradiction:
@@ -109,8 +109,17 @@ def _simplify_collapse(expr: Collapse, inner: Expr | Contradiction) -> Expr | Co
     return Collapse(inner, expr.source_shape, expr.reassociation)
 
 
+_STEPS: dict[type, Callable[[Any, Expr | Contradiction], Expr | Contradiction]] = {
+    Reduce: _simplify_reduce,
+    Reshape: _simplify_reshape,
+    Transpose: _simplify_transpose,
+    Collapse: _simplify_collapse,
+}
+_VALUE_TYPES = frozenset({Reg, Smem, Tmem})
+
+
 def is_value(expr: object) -> bool:
-    return isinstance(expr, (Reg, Smem, Tmem))
+    return type(expr) in _VALUE_TYPES
 
 
 # --- judging constraints ---------------------------------------------------------
@@ -131,82 +140,122 @@ Verdict = bool | None | Forces
 
 
 def judge(c: Constraint, lookup: Lookup) -> Verdict:
-    match c:
-        case Equal(lhs=lhs, rhs=rhs):
-            a, b = simplify(lhs, lookup), simplify(rhs, lookup)
-            if isinstance(a, Contradiction) or isinstance(b, Contradiction):
-                return FAILS
-            if a == b:
-                return HOLDS
-            return _equal(a, b)
-        case Relayout(source=source, target=target, bitwidth=bitwidth, strict=strict):
-            a, b = simplify(source, lookup), simplify(target, lookup)
-            if isinstance(a, Contradiction) or isinstance(b, Contradiction):
-                return FAILS
-            if a == b:
-                return HOLDS
-            if strict and isinstance(a, Reg) and not a.is_splat:
-                # Only splats change layout between producer and consumer.
-                return _equal(a, b)
-            if isinstance(a, Reg) and isinstance(b, Reg):
-                return hl.relayout_allowed(a, b, bitwidth, strict)
-            return OPEN
-        case NotOfKind(expr=expr, kind=kind):
-            value = simplify(expr, lookup)
-            if isinstance(value, Contradiction):
-                return FAILS
-            if isinstance(value, Reg):
-                return not (value.is_splat if kind is LayoutKind.SPLAT else value.is_strided)
-            return HOLDS if is_value(value) else OPEN
-        case SmemTransfer(smem=smem, reg=reg):
-            s, r = simplify(smem, lookup), simplify(reg, lookup)
-            if isinstance(s, Contradiction) or isinstance(r, Contradiction):
-                return FAILS
-            if isinstance(s, Smem) and isinstance(r, Reg):
-                return smem_transfer_supported(
-                    s.tiling, r.layout, c.shape, c.strides, c.bitwidth, c.mode
-                )
-            return OPEN
-        case TmemTransfer(tmem=tmem, reg=reg):
-            t, r = simplify(tmem, lookup), simplify(reg, lookup)
-            if isinstance(t, Contradiction) or isinstance(r, Contradiction):
-                return FAILS
-            if isinstance(t, Tmem) and isinstance(r, Reg):
-                return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth)
-            return OPEN
-        case MmaTiling(expr=expr, bitwidth=bitwidth, allow_unswizzled=unswizzled):
-            value = simplify(expr, lookup)
-            if isinstance(value, Contradiction):
-                return FAILS
-            if isinstance(value, Smem):
-                return value.tiling in hl.mma_tilings(bitwidth, unswizzled)
-            return OPEN
-        case Divides(expr=expr, multiple=multiple):
-            value = simplify(expr, lookup)
-            if isinstance(value, Contradiction):
-                return FAILS
-            tile = _tile_of(value)
-            if tile is None:
-                return OPEN if not is_value(value) else HOLDS
-            return hl.tiling_divides(tile, multiple)
-        case MinorTileDivisible(expr=expr, divisor=divisor):
-            value = simplify(expr, lookup)
-            if isinstance(value, Contradiction):
-                return FAILS
-            if isinstance(value, Smem):
-                return not value.tiling or value.tiling[-1] % divisor == 0
-            return OPEN
-        case Broadcast(src=src, dst=dst, dims=dims):
-            a, b = simplify(src, lookup), simplify(dst, lookup)
-            if isinstance(a, Contradiction) or isinstance(b, Contradiction):
-                return FAILS
-            if isinstance(a, Reg) and isinstance(b, Reg):
-                if a.is_strided and b.is_strided:
-                    return fa.is_supported_strided_layout_broadcast(a.layout, b.layout, dims)
-                # The Equal(src, reduce(dst)) beside it carries the real requirement.
-                return type(a.layout) is type(b.layout)
-            return OPEN
-    raise TypeError(c)
+    judge_kind = _JUDGES.get(type(c))
+    if judge_kind is None:
+        raise TypeError(c)
+    return judge_kind(c, lookup)
+
+
+def _judge_equal(c: Equal, lookup: Lookup) -> Verdict:
+    a, b = simplify(c.lhs, lookup), simplify(c.rhs, lookup)
+    if a is CONTRADICTION or b is CONTRADICTION:
+        return FAILS
+    if a == b:
+        return HOLDS
+    return _equal(a, b)
+
+
+def _judge_relayout(c: Relayout, lookup: Lookup) -> Verdict:
+    a, b = simplify(c.source, lookup), simplify(c.target, lookup)
+    if a is CONTRADICTION or b is CONTRADICTION:
+        return FAILS
+    if a == b:
+        return HOLDS
+    a_is_reg = type(a) is Reg
+    if c.strict and a_is_reg and not a.is_splat:  # type: ignore[union-attr]
+        # Only splats change layout between producer and consumer.
+        return _equal(a, b)
+    if a_is_reg and type(b) is Reg:
+        return hl.relayout_allowed(a, b, c.bitwidth, c.strict)  # type: ignore[arg-type]
+    return OPEN
+
+
+def _judge_not_of_kind(c: NotOfKind, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Reg:
+        return not (value.is_splat if c.kind is LayoutKind.SPLAT else value.is_strided)  # type: ignore[union-attr]
+    return HOLDS if is_value(value) else OPEN
+
+
+def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
+    s, r = simplify(c.smem, lookup), simplify(c.reg, lookup)
+    if s is CONTRADICTION or r is CONTRADICTION:
+        return FAILS
+    if type(s) is Smem and type(r) is Reg:
+        return smem_transfer_supported(
+            s.tiling,  # type: ignore[union-attr]
+            r.layout,  # type: ignore[union-attr]
+            c.shape,
+            c.strides,
+            c.bitwidth,
+            c.mode,
+        )
+    return OPEN
+
+
+def _judge_tmem_transfer(c: TmemTransfer, lookup: Lookup) -> Verdict:
+    t, r = simplify(c.tmem, lookup), simplify(c.reg, lookup)
+    if t is CONTRADICTION or r is CONTRADICTION:
+        return FAILS
+    if type(t) is Tmem and type(r) is Reg:
+        return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth)  # type: ignore[union-attr]
+    return OPEN
+
+
+def _judge_mma_tiling(c: MmaTiling, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Smem:
+        return value.tiling in hl.mma_tilings(c.bitwidth, c.allow_unswizzled)  # type: ignore[union-attr]
+    return OPEN
+
+
+def _judge_divides(c: Divides, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    tile = _tile_of(value)
+    if tile is None:
+        return OPEN if not is_value(value) else HOLDS
+    return hl.tiling_divides(tile, c.multiple)
+
+
+def _judge_minor_tile_divisible(c: MinorTileDivisible, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Smem:
+        tiling = value.tiling  # type: ignore[union-attr]
+        return not tiling or tiling[-1] % c.divisor == 0
+    return OPEN
+
+
+def _judge_broadcast(c: Broadcast, lookup: Lookup) -> Verdict:
+    a, b = simplify(c.src, lookup), simplify(c.dst, lookup)
+    if a is CONTRADICTION or b is CONTRADICTION:
+        return FAILS
+    if type(a) is Reg and type(b) is Reg:
+        if a.is_strided and b.is_strided:  # type: ignore[union-attr]
+            return fa.is_supported_strided_layout_broadcast(a.layout, b.layout, c.dims)  # type: ignore[union-attr]
+        # The Equal(src, reduce(dst)) beside it carries the real requirement.
+        return type(a.layout) is type(b.layout)  # type: ignore[union-attr]
+    return OPEN
+
+
+_JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
+    Equal: _judge_equal,
+    Relayout: _judge_relayout,
+    NotOfKind: _judge_not_of_kind,
+    SmemTransfer: _judge_smem_transfer,
+    TmemTransfer: _judge_tmem_transfer,
+    MmaTiling: _judge_mma_tiling,
+    Divides: _judge_divides,
+    MinorTileDivisible: _judge_minor_tile_divisible,
+    Broadcast: _judge_broadcast,
+}
 
 
 def _equal(a: Expr, b: Expr) -> Verdict:

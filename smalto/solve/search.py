@@ -89,16 +89,24 @@ class Solver:
 
         self.constraints: list[Constraint] = []
         for c in system.constraints:
-            if isinstance(c, Equal) and isinstance(c.lhs, Var) and isinstance(c.rhs, Var):
+            # Expressions and constraints are final classes: `type(...) is`
+            # tests them in a fraction of isinstance's time.
+            if type(c) is Equal and type(c.lhs) is Var and type(c.rhs) is Var:
                 a, b = find(c.lhs.id), find(c.rhs.id)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
             else:
                 self.constraints.append(c)
-        self.root = [find(v) for v in range(n)]
-        self.shapes: dict[int, set[tuple[int, ...]]] = {}
+        root = self.root = [find(v) for v in range(n)]
+        shapes: dict[int, set[tuple[int, ...]]] = {}
         for v in variables:
-            self.shapes.setdefault(self.root[v.id], set()).add(v.shape)
+            slot = root[v.id]
+            same = shapes.get(slot)
+            if same is None:
+                shapes[slot] = {v.shape}
+            else:
+                same.add(v.shape)
+        self.shapes = shapes
         self._add_not_splat_closure()
         self.divides = self._merged_divides()
 
@@ -106,18 +114,25 @@ class Solver:
         self.unassigned = len(self.shapes)
         self.open = [True] * len(self.constraints)
         self.watchers: list[list[int]] = [[] for _ in range(n)]
+        # Per constraint, the slots it reads (each once, in order).
+        self.slots_of: list[tuple[int, ...]] = []
+        relayouts: list[int] = []
+        sources: list[int] = []
         for ci, c in enumerate(self.constraints):
-            for v in dict.fromkeys(self.root[x] for x in constraint_variables(c)):
-                self.watchers[v].append(ci)
+            slots = tuple(dict.fromkeys([root[x] for x in constraint_variables(c)]))
+            self.slots_of.append(slots)
+            for slot in slots:
+                self.watchers[slot].append(ci)
+            if type(c) is Relayout:
+                relayouts.append(ci)
+            elif cands.is_candidate_source(c):
+                sources.append(ci)
         self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
-        self.candidate_order = [
-            ci for ci, c in enumerate(self.constraints) if isinstance(c, Relayout)
-        ] + [
-            ci
-            for ci, c in enumerate(self.constraints)
-            if not isinstance(c, Relayout) and cands.is_candidate_source(c)
+        self.candidate_order = relayouts + sources
+        tmem = Kind.TMEM
+        self.tmem_defaults = [
+            self._tmem_default(v, program) if v.kind == tmem else None for v in variables
         ]
-        self.tmem_defaults = [self._tmem_default(v, program) for v in variables]
         self.conflict: Conflict | None = None
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
@@ -308,10 +323,6 @@ class Solver:
             slot: domains.domain(variables[slot], shapes, mentioned, self.divides.get(slot))
             for slot, shapes in self.shapes.items()
         }
-        self.slots_of = [
-            tuple(dict.fromkeys(self.root[v] for v in constraint_variables(c)))
-            for c in self.constraints
-        ]
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
