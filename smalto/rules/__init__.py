@@ -30,6 +30,7 @@ from smalto.program import Kind, Op, Program, Value
 from smalto.rules.divisibility import Divisibility
 
 Rule = Callable[["RuleContext", Op], None]
+_OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
 RULES: dict[str, Rule] = {}
 
 # Terminators belong to the op that owns their region: its rule handles them.
@@ -66,15 +67,15 @@ class RuleContext:
 
     @staticmethod
     def operand(op: Op, index: int) -> Site:
-        return Site(op.id, Role.OPERAND, index)
+        return Site(op.id, _OPERAND, index)
 
     @staticmethod
     def result(op: Op, index: int) -> Site:
-        return Site(op.id, Role.RESULT, index)
+        return Site(op.id, _RESULT, index)
 
     @staticmethod
     def argument(op: Op, region: int, index: int) -> Site:
-        return Site(op.id, Role.ARGUMENT, index, region)
+        return Site(op.id, _ARGUMENT, index, region)
 
     def value_id(self, site: Site) -> int:
         return value_at(self.program, site)
@@ -87,8 +88,8 @@ class RuleContext:
         if producer is None:
             return None
         if producer.region is None:
-            return Site(producer.op, Role.RESULT, producer.index)
-        return Site(producer.op, Role.ARGUMENT, producer.index, producer.region)
+            return Site(producer.op, _RESULT, producer.index)
+        return Site(producer.op, _ARGUMENT, producer.index, producer.region)
 
     # --- variables ---------------------------------------------------------------
 
@@ -106,17 +107,19 @@ class RuleContext:
 
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
+        var_of_site, values = self.system.var_of_site, self.program.values
         for site in sites:
-            value = self.value(site)
+            value = values[value_at(self.program, site)]
             if value.kind != variable.kind or value.shape != variable.shape:
                 raise InferenceError(
                     f"{self.describe(site)} has type {value.type}, which does not match "
                     f"the {variable.kind.name} value of shape {variable.shape} it must share "
                     "a layout with"
                 )
-            if site in self.system.var_of_site:
+            # One hash of the site where `in` and then a store would take two.
+            known = len(var_of_site)
+            if var_of_site.setdefault(site, var) != var or len(var_of_site) == known:
                 raise AssertionError(f"site {site} is in two variables")
-            self.system.var_of_site[site] = var
             variable.sites.append(site)
 
     def ref(self, op: Op, operand_index: int) -> int:
