@@ -4,6 +4,7 @@
 ``jax.experimental.mosaic.gpu.infer_layout(module, *, fuel=..., arch=...)``.
 """
 
+from smalto.check import check as check  # the independent checker (smalto.check.check)
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.infer import DEFAULT_FUEL, infer_layout
 

@@ -102,6 +102,10 @@ def _family_of(value: Value) -> _Family | None:
     return None
 
 
+def _smem_positions(program: Program, ids: Sequence[int]) -> list[int]:
+    return [i for i, v in enumerate(ids) if program.values[v].kind == Kind.SMEM]
+
+
 Layout = Reg | Tmem | Smem
 
 
@@ -170,20 +174,26 @@ class _Checker:
                 name = f"{_PREFIX[role]}_{family.suffix}"
                 if name not in attributes:
                     if positions:
-                        self.report(
-                            op, f"has no {name} for its {len(positions)} {family.what}(s)"
-                        )
+                        self.report(op, f"has no {name} for its {len(positions)} {family.what}(s)")
                     continue
                 try:
                     entries = list(ir.ArrayAttr(attributes[name]))
                 except (ValueError, TypeError):
                     self.report(op, f"{name} is not an array: {attributes[name]}")
                     continue
+                if (
+                    op.name in _OPAQUE
+                    and family is _TRANSFORMS
+                    and len(entries) != len(positions)
+                    and len(entries) == len(smem := _smem_positions(self.program, ids))
+                ):
+                    # A custom primitive declares transforms for every SMEM ref
+                    # it takes, barriers included (which have none).
+                    entries = [e for e, i in zip(entries, smem, strict=True) if i in positions]
                 if len(entries) != len(positions):
                     self.report(
                         op,
-                        f"{name} has {len(entries)} entries for {len(positions)} "
-                        f"{family.what}(s)",
+                        f"{name} has {len(entries)} entries for {len(positions)} {family.what}(s)",
                     )
                     continue
                 for index, entry in zip(positions, entries, strict=True):
@@ -208,6 +218,9 @@ class _Checker:
                     return None
         except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
             self.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
+            return None
+        if isinstance(layout, Smem) and len(layout.tiling or ()) > len(value.shape):
+            self.report(op, f"{where} of shape {value.shape} cannot be {_name(layout)}")
             return None
         if not hl.fits(layout, value.shape):
             self.report(op, f"{where} of shape {value.shape} cannot be laid out as {_name(layout)}")
@@ -234,8 +247,9 @@ class _Checker:
             return False
         if implied != swizzle:
             self.report(
-                op, f"{where}: swizzle {swizzle} does not match tiling {tiling}, which implies "
-                f"{implied} for {value.type}"
+                op,
+                f"{where}: swizzle {swizzle} does not match tiling {tiling}, which implies "
+                f"{implied} for {value.type}",
             )
             return False
         return True
@@ -300,9 +314,7 @@ class _Checker:
         if strided and layout.is_strided:
             self.report(op, f"{_ROLE[role]} #{index} cannot be strided ({_name(layout)})")
 
-    def divides(
-        self, op: Op, role: int, index: int, multiple: Sequence[int], what: str
-    ) -> None:
+    def divides(self, op: Op, role: int, index: int, multiple: Sequence[int], what: str) -> None:
         """The tile of a site divides ``multiple`` (aligned on the trailing dims)."""
         layout = self.get(op, role, index)
         tile = _tile_of(layout)
@@ -312,8 +324,9 @@ class _Checker:
             m % t for t, m in zip(reversed(tile), reversed(tuple(multiple)), strict=False)
         ):
             self.report(
-                op, f"the tile {tile} of {_ROLE[role]} #{index} does not divide {what} "
-                f"{tuple(multiple)}"
+                op,
+                f"the tile {tile} of {_ROLE[role]} #{index} does not divide {what} "
+                f"{tuple(multiple)}",
             )
 
     def mma_tiling(
@@ -329,22 +342,20 @@ class _Checker:
         valid = {(8, 8 * s // bitwidth) for s in swizzles}
         if tiling not in valid:
             self.report(
-                op, f"{operand} (operand #{index}) is tiled {layout.tiling}; an MMA operand of "
+                op,
+                f"{operand} (operand #{index}) is tiled {layout.tiling}; an MMA operand of "
                 f"{bitwidth}-bit elements needs one of {sorted(valid)}"
-                + (" (logically, it is transposed)" if tiling != layout.tiling else "")
+                + (" (logically, it is transposed)" if tiling != layout.tiling else ""),
             )
 
     def known_divisor(self, size: int, operand: int, op: Op) -> int:
         """The largest divisor of ``size`` known to divide a dynamic index operand."""
         value = op.view.operation.operands[operand]
         if isinstance(value.type, ir.VectorType):
-            return 1
+            return 1  # gather indices: nothing is known of the elements
         owner = value.owner
-        owner_view = getattr(owner, "opview", owner)
-        if getattr(owner_view, "name", None) == "arith.constant" or (
-            hasattr(owner, "name") and owner.name == "arith.constant"
-        ):
-            attr = owner.attributes["value"]
+        if isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant":
+            attr = owner.operation.attributes["value"]
             if isinstance(attr, ir.IntegerAttr):
                 return math.gcd(size, ir.IntegerAttr(attr).value)
         known = 1
@@ -428,12 +439,12 @@ class _Checker:
                 )
 
     def _check_free_refs(self) -> None:
-        """A ref no op defines (a function argument) has one layout at all its uses."""
+        """A ref whose definition says nothing (a function argument) has one layout at all uses."""
         first_use: dict[int, tuple[Op, int, Layout]] = {}
         for op in self.annotated:
             for index, vid in enumerate(op.operands):
                 value = self.program.values[vid]
-                if value.producer is not None or _family_of(value) in (None, _LAYOUTS):
+                if _family_of(value) in (None, _LAYOUTS) or self.produced_layout(vid) is not None:
                     continue
                 layout = self.get(op, IN, index)
                 if layout is None:
@@ -549,7 +560,7 @@ def _collapse_tiling(
         return None
     n = len(tiling)
     tiled_shape = shape[len(shape) - n :]
-    if any(s % t for s, t in zip(tiled_shape, tiling, strict=True)):
+    if any(s % t for s, t in zip(tiled_shape, tiling, strict=False)):
         return False
     new: list[int] = []
     # Walk the groups from the minor end; each consumes the tiled dims it merges.
@@ -594,22 +605,24 @@ def _name(layout: Layout | None) -> str:
     return str(layout)
 
 
-_NAMED = {
-    fa.WGMMA_LAYOUT: "WGMMA",
-    fa.WGMMA_LAYOUT_8BIT: "WGMMA_8BIT",
-    fa.WGMMA_TRANSPOSED_LAYOUT: "WGMMA_TRANSPOSED",
-    fa.WGMMA_ROW_LAYOUT: "WGMMA_ROW",
-    fa.WGMMA_COL_LAYOUT: "WGMMA_COL",
-    fa.WGMMA_LAYOUT_UPCAST_2X: "WGMMA_UPCAST_2X",
-    fa.WGMMA_LAYOUT_UPCAST_4X: "WGMMA_UPCAST_4X",
-    fa.TCGEN05_LAYOUT: "TCGEN05",
-    fa.TCGEN05_TRANSPOSED_LAYOUT: "TCGEN05_TRANSPOSED",
-    fa.TCGEN05_ROW_LAYOUT: "TCGEN05_ROW",
-    fa.TCGEN05_COL_LAYOUT: "TCGEN05_COL",
-    fa.TMEM_NATIVE_LAYOUT: "TMEM_NATIVE",
-    fa.TMA_INDICES_LAYOUT: "TMA_INDICES",
-    fa.TMA_INDICES_4_LAYOUT: "TMA_INDICES_4",
-}
+_NAMED: dict[object, str] = {}
+for _name_, _layout_ in (
+    ("WGMMA", fa.WGMMA_LAYOUT),
+    ("WGMMA_8BIT", fa.WGMMA_LAYOUT_8BIT),
+    ("WGMMA_TRANSPOSED", fa.WGMMA_TRANSPOSED_LAYOUT),
+    ("WGMMA_ROW", fa.WGMMA_ROW_LAYOUT),
+    ("WGMMA_COL", fa.WGMMA_COL_LAYOUT),
+    ("WGMMA_UPCAST_2X", fa.WGMMA_LAYOUT_UPCAST_2X),
+    ("WGMMA_UPCAST_4X", fa.WGMMA_LAYOUT_UPCAST_4X),
+    ("TCGEN05", fa.TCGEN05_LAYOUT),
+    ("TCGEN05_TRANSPOSED", fa.TCGEN05_TRANSPOSED_LAYOUT),
+    ("TCGEN05_ROW", fa.TCGEN05_ROW_LAYOUT),
+    ("TCGEN05_COL", fa.TCGEN05_COL_LAYOUT),
+    ("TMEM_NATIVE", fa.TMEM_NATIVE_LAYOUT),
+    ("TMA_INDICES", fa.TMA_INDICES_LAYOUT),
+    ("TMA_INDICES_4", fa.TMA_INDICES_4_LAYOUT),
+):
+    _NAMED.setdefault(_layout_, _name_)  # equal layouts keep their first name
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -757,8 +770,9 @@ def _wgmma(c: _Checker, op: Op) -> None:
     expected = b_tiles.tiling if _transposed(a) == _transposed(b) else _swap(b_tiles.tiling)
     if a_tiles.tiling != expected:
         c.report(
-            op, f"A is {_name(a_tiles)} but B is {_name(b_tiles)}; A must be tiled "
-            f"{expected} to match B"
+            op,
+            f"A is {_name(a_tiles)} but B is {_name(b_tiles)}; A must be tiled "
+            f"{expected} to match B",
         )
 
 
@@ -791,8 +805,9 @@ def _multi_reduction(c: _Checker, op: Op) -> None:
         c.report(op, f"cannot reduce {_name(source)} over dims {dims}")
     elif reduced != result:
         c.report(
-            op, f"reducing {_name(source)} over dims {dims} gives {_name(reduced)}, "
-            f"not the result's {_name(result)}"
+            op,
+            f"reducing {_name(source)} over dims {dims} gives {_name(reduced)}, "
+            f"not the result's {_name(result)}",
         )
 
 
@@ -804,7 +819,9 @@ def _broadcast_in_dim(c: _Checker, op: Op) -> None:
     src_shape, dst_shape = c.value(op, IN, 0).shape, c.value(op, OUT, 0).shape
     dims = _ints(op.view.operation.attributes["broadcast_dimensions"])
     origin = {d: s for s, d in enumerate(dims)}
-    grown = [d for d in range(len(dst_shape)) if d in origin and src_shape[origin[d]] == 1 < dst_shape[d]]
+    grown = [
+        d for d in range(len(dst_shape)) if d in origin and src_shape[origin[d]] == 1 < dst_shape[d]
+    ]
     added = [d for d in range(len(dst_shape)) if d not in origin]
     # The source must be the result with the broadcast dims reduced away.
     expected: Reg | None = result
@@ -816,8 +833,9 @@ def _broadcast_in_dim(c: _Checker, op: Op) -> None:
         c.report(op, f"cannot broadcast into {_name(result)} along dims {tuple(grown + added)}")
     elif expected != source:
         c.report(
-            op, f"broadcasting into {_name(result)} needs the source in {_name(expected)}, "
-            f"not {_name(source)}"
+            op,
+            f"broadcasting into {_name(result)} needs the source in {_name(expected)}, "
+            f"not {_name(source)}",
         )
     if source.is_strided and result.is_strided:
         if not fa.is_supported_strided_layout_broadcast(source.layout, result.layout, dims):
@@ -842,8 +860,9 @@ def _shape_cast(c: _Checker, op: Op) -> None:
             return
         if reshaped != b:
             c.report(
-                op, f"reshaping {_name(a)} from {a_shape} to {b_shape} gives {_name(reshaped)}, "
-                f"not {_name(b)}"
+                op,
+                f"reshaping {_name(a)} from {a_shape} to {b_shape} gives {_name(reshaped)}, "
+                f"not {_name(b)}",
             )
             return
 
@@ -962,8 +981,9 @@ def _transpose(c: _Checker, op: Op) -> None:
         c.report(op, f"permutation {permutation} mixes tiled and untiled dims of {_name(source)}")
     elif Smem(expected) != result:  # type: ignore[arg-type]
         c.report(
-            op, f"transposing {_name(source)} by {permutation} gives tiling {expected}, "
-            f"not {_name(result)}"
+            op,
+            f"transposing {_name(source)} by {permutation} gives tiling {expected}, "
+            f"not {_name(result)}",
         )
 
 
@@ -994,8 +1014,9 @@ def _collapse_shape(c: _Checker, op: Op) -> None:
         c.report(op, f"collapsing dims {groups} breaks the tiles of {_name(source)}")
     elif Smem(expected) != result:  # type: ignore[arg-type]
         c.report(
-            op, f"collapsing {_name(source)} by groups {groups} gives tiling {expected}, "
-            f"not {_name(result)}"
+            op,
+            f"collapsing {_name(source)} by groups {groups} gives tiling {expected}, "
+            f"not {_name(result)}",
         )
 
 
@@ -1048,8 +1069,9 @@ def _async_copy(c: _Checker, op: Op) -> None:
         tiles = c.smem(op, IN, smem)
         if tiles is not None and tiles.tiling and tiles.tiling[-1] % divisor:
             c.report(
-                op, f"a gather needs the minor tile of {_name(tiles)} to be a multiple of "
-                f"{divisor} elements"
+                op,
+                f"a gather needs the minor tile of {_name(tiles)} to be a multiple of "
+                f"{divisor} elements",
             )
     _index_layouts(c, op)
 
@@ -1097,7 +1119,9 @@ def _tcgen05_mma(c: _Checker, op: Op) -> None:
     if acc.shape[0] == 64 and not collective:
         # N is split in two lane groups; B's tiles must not straddle them.
         n = b.shape[1]
-        widest = next((8 * s // bitwidth for s in (128, 64, 32, 16) if 8 * s // bitwidth <= n // 2), None)
+        widest = next(
+            (8 * s // bitwidth for s in (128, 64, 32, 16) if 8 * s // bitwidth <= n // 2), None
+        )
         if widest is None:
             c.report(op, f"B of {n} columns cannot be split in two lane groups")
         else:
@@ -1134,7 +1158,9 @@ def _tmem_transfer(c: _Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, i
     if memory is None or registers is None:
         return
     value = c.value(op, *reg)
-    if not tmem_transfer_supported(memory.layout, registers.layout, value.shape, value.bitwidth or 32):
+    if not tmem_transfer_supported(
+        memory.layout, registers.layout, value.shape, value.bitwidth or 32
+    ):
         c.report(
             op, f"no transfer between TMEM in {_name(memory)} and registers in {_name(registers)}"
         )
@@ -1186,9 +1212,7 @@ def _terminator(c: _Checker, op: Op, region: int) -> Op | None:
     return last if last.name in _TERMINATORS else None
 
 
-def _same_across(
-    c: _Checker, sites: Sequence[tuple[Op, int, int]], why: str
-) -> None:
+def _same_across(c: _Checker, sites: Sequence[tuple[Op, int, int]], why: str) -> None:
     """Sites on different ops that are one value carried through control flow."""
     known = [(o, role, i, c.get(o, role, i)) for o, role, i in sites]
     known = [entry for entry in known if entry[3] is not None]
@@ -1262,8 +1286,10 @@ def check_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("input", metavar="FILE", help="annotated MLIR module ('-' for stdin)")
     parser.add_argument(
-        "--arch", metavar="MAJOR.MINOR", help="9.0 (Hopper) or 10.0 (Blackwell); default: the "
-        "module's mosaic_gpu.arch_major/arch_minor, else 9.0"
+        "--arch",
+        metavar="MAJOR.MINOR",
+        help="9.0 (Hopper) or 10.0 (Blackwell); default: the "
+        "module's mosaic_gpu.arch_major/arch_minor, else 9.0",
     )
     try:
         args = parser.parse_args(list(argv))
