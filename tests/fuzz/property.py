@@ -1,0 +1,223 @@
+"""The fuzz property, shared by the test suite (``tests/test_fuzz.py``) and ``make fuzz``.
+
+For a module, smalto either annotates it and the independent checker accepts
+the annotation, or raises ``InferenceError`` leaving the module untouched;
+anything else is a failure. JAX's pass runs on the same module with a small
+fuel: where it finishes, both must agree on whether the module is
+satisfiable. When JAX's search exhausts its candidates but smalto (whose
+search is complete) finds an assignment, JAX's own constraint system judges
+smalto's answer (``jax_check.check_with_jax``); if it holds, smalto was merely
+more complete, which is recorded, not failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import reference
+
+import smalto
+from smalto.check import check
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+# JAX's pass gets little fuel so that it cannot search for long; running out
+# of it means "unknown", not "unsatisfiable".
+JAX_FUEL = 200
+# smalto's search may run long where it runs out of fuel; less keeps the fuzz
+# run fast, and running out is "unknown" as for JAX.
+SMALTO_FUEL = 5_000
+
+# Outcomes that are failures of smalto (or of the checker).
+FAILURES = frozenset(
+    {
+        "smalto-crash",  # an exception other than InferenceError
+        "checker-rejects",  # smalto's annotation breaks a requirement
+        "checker-crash",
+        "module-changed",  # smalto failed but left attributes behind
+        "smalto-unsat-jax-sat",  # JAX found layouts where smalto said none exist
+        "smalto-answer-rejected-by-jax",  # JAX said unsat, and rejects smalto's answer
+    }
+)
+
+
+# Failures already reported, with the reason: the CI fuzz run does not fail
+# on them (each has an xfail(strict=True) regression test, which starts
+# failing once the bug is fixed: then drop its entry here).
+KNOWN_BUGS: dict[str, str] = {
+    r"^smalto-crash: ValueError: Strides \(\d+,?\) have lower rank than tiling": (
+        "smalto tries SMEM tilings of higher rank than the ref (hw.fits accepts them, "
+        "as JAX's TileTransform.transform_shape does not reject them); a rank-reducing "
+        "memref.subview then reaches the transfer check with a (1, 32) tiling on a 1-D ref"
+    ),
+    r"^smalto-crash: ValueError: min\(\) arg is an empty sequence": (
+        "smalto gives a 0-D SMEM ref a 1-D tiling (hw.fits accepts tilings of higher rank "
+        "than the ref); annotate's swizzle_for then fails on the ref's empty strides"
+    ),
+    r"^smalto-crash: ValueError: Tiling .* does not apply to shape": (
+        "smalto's conflict diagnosis asks smem_transfer_supported about register layouts "
+        "that do not fit the vector (TCGEN05 on 64x128), and plan_tiled_transfer raises"
+    ),
+    r"^checker-rejects: .*tiling \(\d+, \d+\) has more dims than memref": (
+        "smalto assigns a 2-D SMEM tiling to a 1-D ref (rank-reducing memref.subview)"
+    ),
+    r"^checker-rejects: .*cannot be tiled \(": (
+        "smalto assigns a 2-D SMEM tiling to a 1-D ref (rank-reducing memref.subview)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What happened on one module: ``kind`` (see FAILURES) and a one-line detail."""
+
+    kind: str
+    detail: str = ""
+    jax: str = ""  # JAX's outcome: ok, unsat, fuel, unsupported, crash, skipped
+    smalto: str = ""  # smalto's outcome: ok, unsat, crash
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in FAILURES
+
+    @property
+    def known_bug(self) -> str | None:
+        """The reason, if this failure is a known bug (see KNOWN_BUGS)."""
+        if not self.failed:
+            return None
+        line = f"{self.kind}: {self.detail}"
+        return next((why for pattern, why in KNOWN_BUGS.items() if re.search(pattern, line)), None)
+
+    @property
+    def signature(self) -> str:
+        """A short key that groups failures with the same cause."""
+        detail = re.sub(r"%\w+|\d+|loc\([^)]*\)|-:\d+:\d+|<input>:\d+:\d+", "#", self.detail)
+        return f"{self.kind}: {detail[:120]}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def run_smalto(
+    text: str, arch: tuple[int, int], fuel: int = SMALTO_FUEL
+) -> tuple[str, str, object]:
+    """(outcome, detail, module): outcome is ok, unsat, fuel, changed or crash."""
+    ctx = reference.shared_context()
+    module = reference.parse(text, ctx)
+    before = str(module)
+    try:
+        smalto.infer_layout(module, arch=arch, fuel=fuel)
+    except smalto.InferenceError as error:
+        if str(module) != before:
+            return "changed", _one_line(error), module
+        if "ran out of fuel" in str(error):
+            return "fuel", _one_line(error), module
+        return "unsat", _one_line(error), module
+    except Exception as error:  # noqa: BLE001 -- any other exception is the finding
+        return "crash", f"{type(error).__name__}: {_one_line(error)}", module
+    return "ok", "", module
+
+
+def _jax_own_bug(message: str) -> bool:
+    """JAX's consistency checks failing: a bug in its pass, not a verdict on the layouts.
+
+    (Its wgmma rule drops operand A's site when A and B are the same ref, and
+    then counts one transform too few.)
+    """
+    return "Expected the same number of" in message or "is mapped to both" in message
+
+
+def run_jax(text: str, arch: tuple[int, int], fuel: int = JAX_FUEL) -> tuple[str, str]:
+    """JAX's outcome: ok, unsat (its search or a rule says no), fuel, unsupported or crash."""
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import layout_inference
+
+    ctx = reference.shared_context()
+    module = reference.parse(text, ctx)
+    try:
+        with ctx, ir.Location.unknown():
+            layout_inference.infer_layout(module, fuel=fuel, arch=arch)
+    except NotImplementedError as error:
+        return "unsupported", _one_line(error)
+    except ValueError as error:
+        message = _one_line(error)
+        if "failed to find a solution" in message:
+            return "fuel", message
+        if _jax_own_bug(message):
+            return "crash", message
+        return "unsat", message
+    except Exception as error:  # noqa: BLE001 -- JAX's own crashes are recorded
+        return "crash", f"{type(error).__name__}: {_one_line(error)}"
+    return "ok", ""
+
+
+def judge(
+    text: str, arch: tuple[int, int], *, with_jax: bool = True, fuel: int = SMALTO_FUEL
+) -> Verdict:
+    """The verdict of the fuzz property on one module (``fuel``: smalto's)."""
+    outcome, detail, module = run_smalto(text, arch, fuel)
+    if outcome == "crash":
+        return Verdict("smalto-crash", detail, smalto=outcome)
+    if outcome == "changed":
+        return Verdict("module-changed", detail, smalto="unsat")
+    if outcome == "ok":
+        try:
+            violations = check(module, arch)
+        except Exception as error:  # noqa: BLE001
+            return Verdict(
+                "checker-crash", f"{type(error).__name__}: {_one_line(error)}", smalto="ok"
+            )
+        if violations:
+            return Verdict("checker-rejects", str(violations[0]), smalto="ok")
+    if not with_jax:
+        return Verdict(f"smalto-{outcome}", detail, jax="skipped", smalto=outcome)
+    jax_outcome, jax_detail = run_jax(text, arch)
+    if jax_outcome == "ok" and outcome == "unsat":
+        return Verdict("smalto-unsat-jax-sat", detail, jax=jax_outcome, smalto=outcome)
+    if jax_outcome == "unsat" and outcome == "ok":
+        import jax_check
+
+        problems = jax_check.check_with_jax(text, arch)
+        if problems and _jax_own_bug(problems[0]):
+            return Verdict("jax-crash", _one_line(problems[0]), jax=jax_outcome, smalto=outcome)
+        if problems:
+            return Verdict(
+                "smalto-answer-rejected-by-jax",
+                _one_line(problems[0]),
+                jax=jax_outcome,
+                smalto=outcome,
+            )
+        return Verdict("smalto-more-complete", jax_detail, jax=jax_outcome, smalto=outcome)
+    if outcome == "fuel":
+        # Not a failure of the property, but smalto's search is meant to be
+        # complete: worth a look when JAX finds an answer.
+        return Verdict(f"smalto-fuel-jax-{jax_outcome}", detail, jax=jax_outcome, smalto=outcome)
+    if jax_outcome == "ok" and outcome == "ok":
+        return Verdict("agree-sat", jax=jax_outcome, smalto=outcome)
+    if jax_outcome == "unsat" and outcome == "unsat":
+        return Verdict("agree-unsat", jax=jax_outcome, smalto=outcome)
+    return Verdict(f"jax-{jax_outcome}", jax_detail, jax=jax_outcome, smalto=outcome)
+
+
+def save_regression(text: str, arch: tuple[int, int], verdict: Verdict) -> Path:
+    """Writes a failing module under ``regressions/``, named by its content; returns the path."""
+    REGRESSIONS.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = REGRESSIONS / f"{verdict.kind}-{digest}.mlir"
+    header = (
+        f"// fuzz regression: {verdict.kind}\n// arch: {arch[0]}.{arch[1]}\n"
+        f"// detail: {verdict.detail[:300]}\n"
+    )
+    path.write_text(header + text)
+    return path
+
+
+def read_regression(path: Path) -> tuple[str, tuple[int, int]]:
+    """The module text and arch of a saved regression."""
+    text = path.read_text()
+    match = re.search(r"^// arch: (\d+)\.(\d+)$", text, re.MULTILINE)
+    arch = (int(match[1]), int(match[2])) if match else (9, 0)
+    return text, arch
