@@ -44,13 +44,29 @@ class AttributeCache:
         return attr
 
 
+# Decoded attributes, by their text: decoding through JAX costs tens of
+# microseconds, printing an attribute a few. Kernels (and successive kernels)
+# name the same few layouts; the text determines the value, so the cache
+# holds only immutable keys and values. Bounded, lest a long session grow it.
+_DECODED_LIMIT = 4096
+_layouts_by_text: dict[str, fa.FragmentedLayout] = {}
+_transforms_by_text: dict[str, tuple[tuple[int, ...] | None, int | None]] = {}
+
+
 def decode_layout(attr: ir.Attribute) -> fa.FragmentedLayout:
     """A register layout from its attribute (raises NotImplementedError if unknown)."""
-    return jax_layouts.from_layout_attr(attr)
+    text = str(attr)
+    layout = _layouts_by_text.get(text)
+    if layout is None:
+        layout = jax_layouts.from_layout_attr(attr)
+        if len(_layouts_by_text) >= _DECODED_LIMIT:
+            _layouts_by_text.clear()
+        _layouts_by_text[text] = layout
+    return layout
 
 
 def decode_tmem_layout(attr: ir.Attribute) -> tcgen05.TMEMLayout:
-    layout = jax_layouts.from_layout_attr(attr)
+    layout = decode_layout(attr)
     if not isinstance(layout, fa.TiledLayout):
         raise ValueError(f"a TMEM layout must be tiled, got {attr}")
     return tcgen05.TMEMLayout(layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim)
@@ -58,6 +74,17 @@ def decode_tmem_layout(attr: ir.Attribute) -> tcgen05.TMEMLayout:
 
 def decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int | None]:
     """(tiling, swizzle) from a transform list: [], [tile] or [tile, swizzle]."""
+    text = str(attrs)
+    decoded = _transforms_by_text.get(text)
+    if decoded is None:
+        decoded = _decode_transforms(attrs)
+        if len(_transforms_by_text) >= _DECODED_LIMIT:
+            _transforms_by_text.clear()
+        _transforms_by_text[text] = decoded
+    return decoded
+
+
+def _decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int | None]:
     transforms = [jax_layouts.from_transform_attr(a) for a in attrs]
     match transforms:
         case []:

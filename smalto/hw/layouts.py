@@ -34,10 +34,12 @@ SWIZZLES = (128, 64, 32)  # widest first: wider swizzles avoid more bank conflic
 NO_SWIZZLE = 16
 
 
+@cache
 def splat(shape: tuple[int, ...]) -> Reg:
     return Reg(fa.WGSplatFragLayout(shape=shape))
 
 
+@cache
 def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
     return Reg(fa.WGStridedFragLayout(shape=shape, vec_size=vec_size))
 
