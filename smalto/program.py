@@ -166,6 +166,23 @@ class Program:
         return self.ops
 
 
+def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool]) -> bool:
+    """Whether an ancestor of ``op`` is named in ``names``.
+
+    ``memo`` holds the answers per parent id, so that asking for every op of a
+    program costs one step per op.
+    """
+    parent = op.parent
+    if parent is None:
+        return False
+    inside = memo.get(parent)
+    if inside is None:
+        owner = program.ops[parent]
+        inside = owner.name in names or within(program, owner, names, memo)
+        memo[parent] = inside
+    return inside
+
+
 def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
     # Attributes belong to a context; parse them in the current one.
     return (

@@ -18,7 +18,7 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.mlir import MlirInputError
-from smalto.program import Kind, Op, Program, Value
+from smalto.program import Kind, Op, Program, Value, within
 
 SUPPORTED_ARCHS = ((9, 0), (10, 0))
 # Far beyond any kernel (a warpgroup's registers hold about 32K 32-bit values,
@@ -39,30 +39,33 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
         raise ValueError(f"fuel must be a positive integer, got {fuel!r}")
     if tuple(arch) not in SUPPORTED_ARCHS:
         raise ValueError(f"unsupported arch {arch}: smalto targets sm_90 (9, 0) and sm_100 (10, 0)")
-    for op in _inferred_ops(program):
+    # Only values that need a layout can be refused, and only ops with such a
+    # value (Program.layout_ops, in pre-order) have any: the others need no look.
+    # A value's problem follows from its type alone; values are used many
+    # times and share a handful of types.
+    checked: dict[int, str | None] = {}
+    by_type: dict[ir.Type, str | None] = {}
+    opaque: dict[int, bool] = {}
+    for op_id in program.layout_ops:
+        op = program.ops[op_id]
+        if within(program, op, _OPAQUE, opaque):
+            continue
         for role, ids in (("operand", op.operands), ("result", op.results)):
             for index, vid in enumerate(ids):
-                problem = _problem(program.values[vid])
+                if vid in checked:
+                    problem = checked[vid]
+                else:
+                    value = program.values[vid]
+                    if value.type in by_type:
+                        problem = by_type[value.type]
+                    else:
+                        problem = by_type[value.type] = _problem(value)
+                    checked[vid] = problem
                 if problem is not None:
                     raise UnsupportedInput(
                         f"{_where(op)}: `{op.name}` {role} #{index} has type "
                         f"{program.values[vid].type}: {problem}"
                     )
-
-
-def _inferred_ops(program: Program) -> list[Op]:
-    """The ops inference looks at, in order (not inside already-lowered bodies)."""
-    out: list[Op] = []
-    stack = list(reversed(program.top_level))
-    while stack:
-        op = program.ops[stack.pop()]
-        out.append(op)
-        if op.name in _OPAQUE:
-            continue
-        for region in reversed(op.regions):
-            for _, body in reversed(region):
-                stack.extend(reversed(body))
-    return out
 
 
 def _problem(value: Value) -> str | None:

@@ -26,7 +26,7 @@ from smalto.constraints import (
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const
-from smalto.program import Kind, Op, Program, Value
+from smalto.program import Kind, Op, Program, Value, within
 from smalto.rules.divisibility import Divisibility
 
 Rule = Callable[["RuleContext", Op], None]
@@ -236,19 +236,6 @@ def needs_layout(op: Op, program: Program) -> bool:
     return False
 
 
-def _inside_opaque(program: Program, op: Op, memo: dict[int, bool]) -> bool:
-    """Whether an ancestor of ``op`` has an already lowered body (memoized per parent)."""
-    parent = op.parent
-    if parent is None:
-        return False
-    inside = memo.get(parent)
-    if inside is None:
-        owner = program.ops[parent]
-        inside = owner.name in OPAQUE_REGIONS or _inside_opaque(program, owner, memo)
-        memo[parent] = inside
-    return inside
-
-
 def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     """Producer-to-consumer relayouts between register variables.
 
@@ -294,7 +281,7 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
     # none inside an already lowered body.
     for op_id in program.layout_ops:
         op = program.ops[op_id]
-        if op.name in TERMINATORS or _inside_opaque(program, op, opaque):
+        if op.name in TERMINATORS or within(program, op, OPAQUE_REGIONS, opaque):
             continue
         rule_fn = rules.get(op.name)
         if rule_fn is None:
