@@ -85,17 +85,19 @@ def _smem_tiling_applies(tiling: tuple[int, ...], shape: tuple[int, ...]) -> boo
 
 def fits(value: Const, shape: tuple[int, ...]) -> bool:
     """Whether ``value`` can be the layout of a value of this shape."""
-    match value:
-        case Reg(layout=fa.TiledLayout() as layout):
+    # Dispatch on the exact class (values are final classes): the solver asks
+    # this at every assignment.
+    kind = type(value)
+    if kind is Reg:
+        layout = value.layout  # type: ignore[union-attr]
+        if isinstance(layout, fa.TiledLayout):
             return _tiling_applies(layout.tiling, shape)
-        case Reg(layout=layout):
-            return layout.shape == shape
-        case Smem(tiling=None):
-            return True
-        case Smem(tiling=tiling):
-            return _smem_tiling_applies(tiling, shape)
-        case Tmem(layout=layout):
-            return _tiling_applies(layout.tiling, shape)
+        return layout.shape == shape
+    if kind is Smem:
+        tiling = value.tiling  # type: ignore[union-attr]
+        return tiling is None or _smem_tiling_applies(tiling, shape)
+    if kind is Tmem:
+        return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
     raise TypeError(value)
 
 
@@ -300,11 +302,13 @@ def tiling_divides(tile: tuple[int, ...], multiple: tuple[int, ...]) -> bool:
 # --- TMEM ----------------------------------------------------------------------
 
 
+@cache
 def tmem_for_shape(shape: tuple[int, ...], collective: bool, packing: int) -> Tmem:
     """The TMEM layout an MMA operand or allocation of this shape uses."""
     return Tmem(tcgen05._infer_tmem_layout(shape, collective, packing))
 
 
+@cache
 def tmem_default(packing: int) -> Tmem:
     return Tmem(tcgen05.tmem_default_layout(packing))
 

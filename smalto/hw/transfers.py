@@ -71,6 +71,7 @@ def smem_transfer_supported(
     return True
 
 
+@lru_cache(maxsize=4096)
 def tmem_transfer_supported(
     tmem: tcgen05.TMEMLayout, reg: fa.FragmentedLayout, shape: tuple[int, ...], bitwidth: int
 ) -> bool:

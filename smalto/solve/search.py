@@ -205,7 +205,11 @@ class Solver:
         return self.value[self.root[v]]
 
     def _fits(self, slot: int, value: Const) -> bool:
-        return all(hl.fits(value, shape) for shape in self.shapes[slot])
+        fits = hl.fits
+        for shape in self.shapes[slot]:
+            if not fits(value, shape):
+                return False
+        return True
 
     def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
         slot = self.root[v]
@@ -248,7 +252,7 @@ class Solver:
                 self.conflict = Conflict(c)
                 return False
             elif verdict is OPEN:
-                if isinstance(c, Relayout) and self._into_splat_from_non_splat(c):
+                if type(c) is Relayout and self._into_splat_from_non_splat(c):
                     self.conflict = Conflict(c)
                     return False
             else:
@@ -374,11 +378,7 @@ class Solver:
             queue: list[int] = []
             if self._assign(best, value, queue):
                 self.reason[best] = Reason("domain")
-                if (
-                    self._propagate(queue)
-                    and self._forward_check(mark)
-                    and self._complete_step()
-                ):
+                if self._propagate(queue) and self._forward_check(mark) and self._complete_step():
                     return True
             self._undo(mark)
             while len(self.live_trail) > live_mark:
