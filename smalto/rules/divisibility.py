@@ -122,6 +122,12 @@ class Divisibility:
         constant = self.constant(vid)
         if constant is not None:
             return math.gcd(size, constant)
+        # What is known to divide a value is closed under taking divisors, so
+        # when the whole size divides, so does each product the loop below
+        # would try: one question instead of one per prime factor (offsets are
+        # usually multiples of the slice size).
+        if self.divides(vid, size):
+            return size
         known = 1
         for factor in _prime_factors(size):
             if self.divides(vid, known * factor):
