@@ -31,8 +31,9 @@ def plan_attributes(
     cache = AttributeCache()
     ops = program.ops
     infos = program.values
-    # Per op: (role, index, element attribute, which list it goes in).
-    per_op: dict[int, list[tuple[int, int, ir.Attribute, int]]] = {}
+    # Per op, per role (operands, results): per index, the element attribute
+    # and which list it goes in (None: no site there).
+    per_op: dict[int, tuple[list[_Entry | None], list[_Entry | None]]] = {}
     for variable in system.variables:
         value = values[variable.id]
         # A register or TMEM layout is one attribute for all the variable's
@@ -53,25 +54,27 @@ def plan_attributes(
                 attr = cache.transforms(value, swizzle)
             elif attr is None:
                 attr = cache.layout(value)  # type: ignore[arg-type]
-            entry = (int(role), site.index, attr, family)
-            entries = per_op.get(site.op)
-            if entries is None:
-                per_op[site.op] = [entry]
-            else:
-                entries.append(entry)
+            slots = per_op.get(site.op)
+            if slots is None:
+                slots = per_op[site.op] = ([None] * len(op.operands), [None] * len(op.results))
+            slots[role][site.index] = (attr, family)
     arrays: dict[tuple[int, ...], ir.ArrayAttr] = {}
-    plan = []
-    for op_id in sorted(per_op):
-        entries = per_op[op_id]
-        entries.sort(key=_order)
-        plan.append((op_id, _op_attributes(program, ops[op_id], entries, arrays)))
-    return plan
+    return [
+        (op_id, _op_attributes(program, ops[op_id], per_op[op_id], arrays))
+        for op_id in sorted(per_op)
+    ]
 
 
+_Entry = tuple[ir.Attribute, int]  # an element attribute and the list it goes in
 # Which attribute list an entry goes in.
 _LAYOUTS, _TMEM_LAYOUTS, _TRANSFORMS = 0, 1, 2
 _OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
 _VECTOR, _TMEM = Kind.VECTOR, Kind.TMEM
+# The attribute names, per role and list.
+_NAMES = (
+    ("in_layouts", "in_tmem_layouts", "in_transforms"),
+    ("out_layouts", "out_tmem_layouts", "out_transforms"),
+)
 
 
 def _family(value: Const) -> int:
@@ -80,10 +83,6 @@ def _family(value: Const) -> int:
     if isinstance(value, Tmem):
         return _TMEM_LAYOUTS
     return _TRANSFORMS
-
-
-def _order(entry: tuple[int, int, ir.Attribute, int]) -> tuple[int, int]:
-    return entry[0], entry[1]
 
 
 def _array(
@@ -105,37 +104,33 @@ def _array(
 def _op_attributes(
     program: Program,
     op: Op,
-    entries: list[tuple[int, int, ir.Attribute, int]],
+    slots: tuple[list[_Entry | None], list[_Entry | None]],
     arrays: dict[tuple[int, ...], ir.ArrayAttr],
 ) -> dict[str, ir.Attribute]:
     values = program.values
     attrs: dict[str, ir.Attribute] = {}
-    for role, prefix, value_ids in ((_OPERAND, "in", op.operands), (_RESULT, "out", op.results)):
-        vectors = tmem_refs = transformable = 0
+    for role, value_ids in ((_OPERAND, op.operands), (_RESULT, op.results)):
+        counts = [0, 0, 0]  # values per list: vectors, TMEM refs, transformable refs
         for vid in value_ids:
             info = values[vid]
             kind = info.kind
             if kind == _VECTOR:
-                vectors += 1
+                counts[_LAYOUTS] += 1
             elif kind == _TMEM:
-                tmem_refs += 1
+                counts[_TMEM_LAYOUTS] += 1
             elif info.transformable:
-                transformable += 1
-        if not (vectors or tmem_refs or transformable):
+                counts[_TRANSFORMS] += 1
+        if not any(counts):
             continue
         lists: tuple[list[ir.Attribute], ...] = ([], [], [])
-        for r, _, attr, family in entries:
-            if r == role:
-                lists[family].append(attr)
-        for family, count, suffix in (
-            (_LAYOUTS, vectors, "layouts"),
-            (_TMEM_LAYOUTS, tmem_refs, "tmem_layouts"),
-            (_TRANSFORMS, transformable, "transforms"),
-        ):
+        for entry in slots[role]:
+            if entry is not None:
+                lists[entry[1]].append(entry[0])
+        names = _NAMES[role]
+        for family, count in enumerate(counts):
             if count:
-                name = f"{prefix}_{suffix}"
-                _check_count(op, name, len(lists[family]), count)
-                attrs[name] = _array(lists[family], arrays)
+                _check_count(op, names[family], len(lists[family]), count)
+                attrs[names[family]] = _array(lists[family], arrays)
     return attrs
 
 
