@@ -183,6 +183,23 @@ def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool
     return inside
 
 
+def _op_class_facts(cls: type) -> tuple[str | None, bool]:
+    """(op name, whether it can have regions) from an op's Python class.
+
+    The class generated for a registered op names it (``OPERATION_NAME``)
+    and declares its regions (``_ODS_REGIONS``: how many, and whether that
+    count is exact); the verifier holds every op to its declaration. Asking
+    the class spares two binding calls per op; the generic ``OpView`` of an
+    unregistered op says nothing (None, True).
+    """
+    name = getattr(cls, "OPERATION_NAME", None)
+    if not isinstance(name, str):
+        return None, True
+    regions = getattr(cls, "_ODS_REGIONS", None)
+    exactly_none = isinstance(regions, tuple) and regions[0] == 0 and regions[1] is True
+    return name, not exactly_none
+
+
 def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
     # Attributes belong to a context; parse them in the current one.
     return (
@@ -221,6 +238,9 @@ class _Reader:
         # The bindings hand out types already cast to their class, so most
         # values are classified by this one dictionary lookup.
         self.shaped_classes: dict[type, bool] = {}
+        # Per OpView class: (op name, whether it can have regions), where the
+        # class says (see _op_class_facts).
+        self.op_classes: dict[type, tuple[str | None, bool]] = {}
 
     def is_shaped(self, ty: ir.Type) -> bool:
         cls = ty.__class__
@@ -280,10 +300,14 @@ class _Reader:
         ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
         value_ids, new_value = self.value_ids, self.new_value
         get = value_ids.get
-        shaped_classes = self.shaped_classes
+        shaped_classes, op_classes = self.shaped_classes, self.op_classes
         body: list[int] = []
         for view in block.operations:
             operation = view.operation
+            facts = op_classes.get(view.__class__)
+            if facts is None:
+                facts = op_classes[view.__class__] = _op_class_facts(view.__class__)
+            name, may_have_regions = facts
             oid = len(ops)
             body.append(oid)
             operand_ids = [get(v) for v in operation.operands]
@@ -306,13 +330,15 @@ class _Reader:
                     vid = new_value(r, Producer(oid, index))
                     layout = layout or vid in relevant
                 result_ids.append(vid)
-            op = Op(oid, operation.name, operands, tuple(result_ids), parent, view)
+            op = Op(oid, name or operation.name, operands, tuple(result_ids), parent, view)
             ops.append(op)
             if layout:
                 self.layout_ops.append(oid)
                 for index, vid in enumerate(operands):
                     if vid in vectors:
                         values[vid].uses.append((oid, index))
+            if not may_have_regions:
+                continue
             for r_index, region in enumerate(operation.regions):
                 blocks = []
                 for inner in region.blocks:
