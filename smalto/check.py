@@ -708,6 +708,19 @@ def _vector_store(c: _Checker, op: Op) -> None:
 def _async_store_smem(c: _Checker, op: Op) -> None:
     _vector_store(c, op)
     c.not_kinds(op, IN, 0, splat=True, strided=True)
+    value = c.reg(op, IN, 0)
+    if value is None or not value.is_tiled:
+        return
+    # The lowering stores each register with one st.async of 32 or 64 bits,
+    # from threads that each own distinct elements.
+    layout = value.layout
+    if any(isinstance(d, fa.Replicated) for d in (*layout.warp_dims, *layout.lane_dims)):
+        c.report(op, f"the lowering cannot store {_name(value)}: it replicates elements")
+    bits = layout.vector_length * (c.value(op, IN, 0).bitwidth or 0)
+    if bits not in (32, 64):
+        c.report(
+            op, f"the lowering stores 32- or 64-bit registers; {_name(value)} has {bits}-bit ones"
+        )
 
 
 def _smem_transfer(c: _Checker, op: Op, smem: int, reg: tuple[int, int], mode: Transfer) -> None:
@@ -800,6 +813,14 @@ def _multi_reduction(c: _Checker, op: Op) -> None:
         return
     dims = _ints(op.view.operation.attributes["reduction_dims"])
     rank = len(c.value(op, IN, 0).shape)
+    if source.is_tiled and len(source.layout.base_tile_shape) != rank:
+        # JAX's lowering of this op looks the reduced dim up in the tiling by
+        # its index in the vector: a tiling of fewer dims is misread or fails.
+        c.report(
+            op,
+            f"the source is {_name(source)}, a tiling of {len(source.layout.base_tile_shape)} "
+            f"of its {rank} dims; the lowering reduces only fully tiled sources",
+        )
     reduced = _reduce(source, dims, rank, keep=False)
     if reduced is None:
         c.report(op, f"cannot reduce {_name(source)} over dims {dims}")
@@ -836,6 +857,12 @@ def _broadcast_in_dim(c: _Checker, op: Op) -> None:
             op,
             f"broadcasting into {_name(result)} needs the source in {_name(expected)}, "
             f"not {_name(source)}",
+        )
+    if result.is_tiled and len(result.layout.base_tile_shape) != len(dst_shape):
+        c.report(
+            op,
+            f"the result is {_name(result)}, a tiling of {len(result.layout.base_tile_shape)} of "
+            f"its {len(dst_shape)} dims; the lowering broadcasts only into fully tiled layouts",
         )
     if source.is_strided and result.is_strided:
         if not fa.is_supported_strided_layout_broadcast(source.layout, result.layout, dims):

@@ -375,6 +375,24 @@ def test_async_store_smem_needs_a_tiled_layout() -> None:
     caught(module, "mosaic_gpu.async_store_smem", "cannot be strided")
 
 
+def test_async_store_smem_cannot_store_replicated_registers() -> None:
+    barrier = smem("!mosaic_gpu.barrier")
+    module = annotated(
+        kernel(
+            f"""
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {REF_128x64}
+  %b = "mosaic_gpu.slice_smem"() <{{offset = 65536 : i32}}> : () -> {barrier}
+  %x = "mosaic_gpu.vector_load"(%r) : ({REF_128x64}) -> vector<128x64xf16>
+  %s = "arith.constant"() <{{value = 0 : i32}}> : () -> i32
+  "mosaic_gpu.async_store_smem"(%x, %r, %b, %s) <{{cluster_dim = 0 : i32, optimized = true}}> : (vector<128x64xf16>, {REF_128x64}, {barrier}, i32) -> ()
+"""
+        )
+    )
+    set_attr(module, "mosaic_gpu.async_store_smem", "in_layouts", f"[{WGMMA_ROW}]")
+    caught(module, "mosaic_gpu.async_store_smem", "it replicates elements")
+    caught(module, "mosaic_gpu.async_store_smem", "has 16-bit ones")
+
+
 # wgmma: accumulator, register A, MMA tilings of B and A.
 
 A_REF, B_REF = smem("64x64xf16"), smem("64x128xf16")
@@ -469,10 +487,37 @@ def test_multi_reduction_of_a_strided_source() -> None:
     caught(module, "vector.multi_reduction", "cannot be strided")
 
 
+def test_multi_reduction_of_a_partially_tiled_source() -> None:
+    module = annotated(REDUCE)
+    set_entry(module, "vector.multi_reduction", "in_layouts", 0, WGMMA_ROW)
+    caught(module, "vector.multi_reduction", "the lowering reduces only fully tiled sources")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="smalto's complete search (past JAX's candidates) gives the 256x128 source of "
+    "each multi_reduction the 1-D layout WGMMA_ROW; JAX's constraints accept it but JAX's "
+    "lowering does not (_vector_multi_dim_reduction_op_lowering_rule: 'Invalid dimension 1 "
+    "for tiling Tiling((64,)(16,)(8,)(1,))')",
+)
+def test_smalto_answer_for_a_fuel_exhausted_kernel_passes() -> None:
+    path = reference.BUNDLED_ROOT / "fuel_exhausted" / "custom_reductions_rowcol_nohint.mlir"
+    module = reference.parse(path, reference.make_context())
+    smalto.infer_layout(module, arch=HOPPER)
+    violations = check(module, HOPPER)
+    assert violations == [], "\n".join(map(str, violations))
+
+
 def test_broadcast_source_is_the_reduced_result() -> None:
     module = annotated(REDUCE)
     set_attr(module, "mosaic_gpu.broadcast_in_dim", "in_layouts", f"[{WGMMA_COL}]")
     caught(module, "mosaic_gpu.broadcast_in_dim", "needs the source in WGMMA_ROW")
+
+
+def test_broadcast_into_a_partially_tiled_layout() -> None:
+    module = annotated(REDUCE)
+    set_attr(module, "mosaic_gpu.broadcast_in_dim", "out_layouts", f"[{WGMMA_ROW}]")
+    caught(module, "mosaic_gpu.broadcast_in_dim", "broadcasts only into fully tiled layouts")
 
 
 def test_shape_cast_keeps_a_tiled_layout() -> None:

@@ -60,6 +60,18 @@ KNOWN_BUGS: dict[str, str] = {
         "smalto's conflict diagnosis asks smem_transfer_supported about register layouts "
         "that do not fit the vector (TCGEN05 on 64x128), and plan_tiled_transfer raises"
     ),
+    r"^checker-rejects: .*(the lowering broadcasts only into fully tiled layouts|"
+    r"the lowering cannot store .*: it replicates elements|"
+    r"the lowering stores 32- or 64-bit registers)": (
+        "past JAX's candidates, smalto's search picks lower-rank or replicated tiled layouts "
+        "(WGMMA_ROW/COL, TCGEN05_ROW on 2-D vectors) that JAX's constraints accept and JAX's "
+        "lowering of broadcast_in_dim / async_store_smem rejects"
+    ),
+    r"^checker-rejects: .*the lowering reduces only fully tiled sources": (
+        "past JAX's candidates, smalto's search gives a reduction source a tiled layout of "
+        "lower rank (WGMMA_ROW on a 2-D vector), which JAX's constraints accept and JAX's "
+        "lowering of vector.multi_reduction rejects"
+    ),
     r"^checker-rejects: .*tiling \(\d+, \d+\) has more dims than memref": (
         "smalto assigns a 2-D SMEM tiling to a 1-D ref (rank-reducing memref.subview)"
     ),
@@ -132,11 +144,25 @@ def _jax_own_bug(message: str) -> bool:
 
 def run_jax(text: str, arch: tuple[int, int], fuel: int = JAX_FUEL) -> tuple[str, str]:
     """JAX's outcome: ok, unsat (its search or a rule says no), fuel, unsupported or crash."""
-    from jax._src.lib.mlir import ir
-    from jax.experimental.mosaic.gpu import layout_inference
+    outcome, detail, _ = run_jax_module(text, arch, fuel)
+    return outcome, detail
+
+
+def run_jax_module(
+    text: str, arch: tuple[int, int], fuel: int = JAX_FUEL
+) -> tuple[str, str, object]:
+    """As ``run_jax``, with the module JAX annotated (or tried to)."""
 
     ctx = reference.shared_context()
     module = reference.parse(text, ctx)
+    outcome, detail = _jax_outcome(module, ctx, arch, fuel)
+    return outcome, detail, module
+
+
+def _jax_outcome(module: object, ctx: object, arch: tuple[int, int], fuel: int) -> tuple[str, str]:
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import layout_inference
+
     try:
         with ctx, ir.Location.unknown():
             layout_inference.infer_layout(module, fuel=fuel, arch=arch)
@@ -171,6 +197,15 @@ def judge(
                 "checker-crash", f"{type(error).__name__}: {_one_line(error)}", smalto="ok"
             )
         if violations:
+            if with_jax:
+                jax_outcome, _, jax_module = run_jax_module(text, arch)
+                if jax_outcome == "ok" and check(jax_module, arch):
+                    # JAX's own answer breaks a requirement too (one of its
+                    # lowering's that its constraints do not state).
+                    return Verdict(
+                        "jax-answer-rejected-by-checker", str(check(jax_module, arch)[0]),
+                        jax=jax_outcome, smalto="ok",
+                    )  # fmt: skip
             return Verdict("checker-rejects", str(violations[0]), smalto="ok")
     if not with_jax:
         return Verdict(f"smalto-{outcome}", detail, jax="skipped", smalto=outcome)
@@ -190,6 +225,13 @@ def judge(
                 jax=jax_outcome,
                 smalto=outcome,
             )
+        lowering = try_jax_lowering(module)
+        if lowering is not None:
+            # JAX's constraints accept smalto's extra answer, but JAX's lowering
+            # does not: a requirement neither JAX's rules nor the checker state.
+            return Verdict(
+                "smalto-more-complete-not-lowerable", lowering, jax=jax_outcome, smalto=outcome
+            )
         return Verdict("smalto-more-complete", jax_detail, jax=jax_outcome, smalto=outcome)
     if outcome == "fuel":
         # Not a failure of the property, but smalto's search is meant to be
@@ -200,6 +242,30 @@ def judge(
     if jax_outcome == "unsat" and outcome == "unsat":
         return Verdict("agree-unsat", jax=jax_outcome, smalto=outcome)
     return Verdict(f"jax-{jax_outcome}", jax_detail, jax=jax_outcome, smalto=outcome)
+
+
+def try_jax_lowering(module: object) -> str | None:
+    """Runs JAX's dialect lowering on an annotated module; None if it lowers, else why not.
+
+    Fuzz modules have no ``gpu.launch``, so ops that need a launch context
+    (TMA, TMEM, async stores) cannot be lowered here: those count as lowered.
+    """
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import dialect_lowering
+
+    try:
+        with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
+            dialect_lowering.lower_mgpu_dialect(module, None)
+            module.operation.verify()  # type: ignore[attr-defined]
+    except AssertionError:
+        return None  # a launch context (or a single-lane predicate) was needed
+    except NotImplementedError as error:
+        if "Unsupported constant op" in str(error):
+            return None  # no dense constant lowers, whatever its layout
+        return f"NotImplementedError: {_one_line(error)}"
+    except Exception as error:  # noqa: BLE001 -- the lowering's refusal is the finding
+        return f"{type(error).__name__}: {_one_line(error)}"
+    return None
 
 
 def save_regression(text: str, arch: tuple[int, int], verdict: Verdict) -> Path:

@@ -65,7 +65,15 @@ def _worker(examples: int, seed: int, with_jax: bool) -> dict:
 
 
 # Verdicts that are not failures but worth keeping an example of.
-RECORDED = frozenset({"smalto-more-complete", "jax-crash", "smalto-fuel-jax-ok"})
+RECORDED = frozenset(
+    {
+        "smalto-more-complete",
+        "smalto-more-complete-not-lowerable",
+        "jax-answer-rejected-by-checker",
+        "jax-crash",
+        "smalto-fuel-jax-ok",
+    }
+)
 
 
 def _merge(results: list[dict]) -> dict:
