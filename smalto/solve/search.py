@@ -420,13 +420,23 @@ class Solver:
                 kept.append(value)
         return kept
 
-    def _search(self) -> bool:
+    def _search(self, first_open: int = 0, first_unset: int = 0) -> bool:
         if self.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
             return not any(self.open)
+        # Deeper in the search constraints only close and variables only get
+        # values (undoing restores them on the way back up): what is closed or
+        # set here stays so below, and the scans for candidates start past it,
+        # instead of from the start at every decision.
+        order, is_open = self.candidate_order, self.open
+        while first_open < len(order) and not is_open[order[first_open]]:
+            first_open += 1
+        root, value_of, n = self.root, self.value, len(self.root)
+        while first_unset < n and value_of[root[first_unset]] is not None:
+            first_unset += 1
         variables = self.system.variables
-        for var, value, source in self._candidates():
+        for var, value, source in self._candidates(first_open, first_unset):
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             if not hl.fits(value, variables[var].shape):
@@ -436,18 +446,26 @@ class Solver:
             queue: list[int] = []
             if self._assign(var, value, queue):
                 self.reason[self.root[var]] = Reason("chosen", source)
-                if self._propagate(queue) and self._search():
+                if self._propagate(queue) and self._search(first_open, first_unset):
                     return True
             self._undo(mark)
         return False
 
-    def _candidates(self) -> Iterator[tuple[int, Const, int | None]]:
-        """(variable, value, the constraint it came from or None for a default), in order."""
+    def _candidates(
+        self, first_open: int = 0, first_unset: int = 0
+    ) -> Iterator[tuple[int, Const, int | None]]:
+        """(variable, value, the constraint it came from or None for a default), in order.
+
+        Constraints before ``first_open`` in the candidate order are closed and
+        variables before ``first_unset`` have values: neither offers anything.
+        """
         tried: set[tuple[int, Const]] = set()
         deferred: list[tuple[int, Const, int]] = []
         root, variables = self.root, self.system.variables
-        for ci in self.candidate_order:
-            if not self.open[ci]:
+        order, is_open = self.candidate_order, self.open
+        for k in range(first_open, len(order)):
+            ci = order[k]
+            if not is_open[ci]:
                 continue
             for var, value in cands.from_constraint(
                 self.constraints[ci], self.lookup, variables, self.divides_of, self.arch
@@ -464,7 +482,8 @@ class Solver:
             if key not in tried:
                 tried.add(key)
                 yield var, value, ci
-        for v in variables:
+        for k in range(first_unset, len(variables)):
+            v = variables[k]
             if self.value[root[v.id]] is None:
                 value = cands.default_value(v, self.tmem_defaults[v.id])
                 if value is not None and (root[v.id], value) not in tried:
