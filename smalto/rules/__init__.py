@@ -242,30 +242,45 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     Each register operand's producer must convert to it; with ``strict`` only
     splats may change layout, so in practice producer and consumer agree.
     """
-    system = ctx.system
-    program = ctx.program
-    var_of_site = system.var_of_site
+    system, program = ctx.system, ctx.program
+    values = program.values
+    vectors = [v for v in system.variables if v.kind == Kind.VECTOR]
+    # One pass over the register sites first: the variable of each value's
+    # defining site and of each operand, keyed by plain ints (building and
+    # hashing Site objects for each lookup would cost several times more).
+    # A register value's producer and users are register sites, so these
+    # two maps hold every variable the loop below asks for.
+    defined_in: dict[int, int] = {}
+    used_in: dict[tuple[int, int], int] = {}
+    site_values: list[list[tuple[Site, int]]] = []
+    for variable in vectors:
+        var = variable.id
+        pairs = []
+        for site in variable.sites:
+            vid = value_at(program, site)
+            pairs.append((site, vid))
+            if site.role is _OPERAND:
+                used_in[(site.op, site.index)] = var
+            else:
+                defined_in[vid] = var
+        site_values.append(pairs)
     out: list[Constraint] = []
     visited: set[int] = set()
-    for variable in system.variables:
-        if variable.kind != Kind.VECTOR:
-            continue
+    for variable, pairs in zip(vectors, site_values, strict=True):
         var = variable.id
-        for site in variable.sites:
-            value = ctx.value(site)
+        for site, vid in pairs:
+            value = values[vid]
             bitwidth = value.bitwidth or 0
-            if site.role == Role.OPERAND:
-                producer = ctx.producer_site(site)
-                source = var_of_site.get(producer) if producer is not None else None
+            if site.role is _OPERAND:
+                source = defined_in.get(vid) if value.producer is not None else None
                 if source is not None and source not in visited:
                     out.append(Relayout(Var(source), Var(var), bitwidth, True, site.op))
             else:
                 for user, index in value.uses:
-                    target = var_of_site.get(Site(user, Role.OPERAND, index))
+                    target = used_in.get((user, index))
                     if target is not None and target not in visited:
                         out.append(Relayout(Var(var), Var(target), bitwidth, True, user))
         visited.add(var)
-    del program
     return out
 
 
