@@ -364,14 +364,46 @@ class _Reader:
             info = values[vid]
             if len(info.uses) < 2:
                 continue
-            by_operation = {ops[oid].view.operation: oid for oid, _ in info.uses}
+            # The walk found the same uses; the bindings' list is read for its
+            # order. A use's operand position alone names it where only one
+            # user has the value at that position; otherwise its owner is
+            # compared with those users (reading an owner costs a dozen times
+            # more than a position, and hashing one as much again).
+            users_at: dict[int, list[int]] = {}
+            # Where many users share a position (a constant feeding every
+            # block), their operations by hash, built on first need.
+            by_position: dict[int, dict[ir.Operation, int]] = {}
+            for oid, index in info.uses:
+                users_at.setdefault(index, []).append(oid)
             uses: list[tuple[int, int]] = []
             for use in v.uses:
+                index = use.operand_number
+                users = users_at.get(index)
+                if not users:
+                    continue  # a user outside what we walked
+                if len(users) == 1:
+                    uses.append((users[0], index))
+                    continue
                 owner = use.owner
-                oid = by_operation.get(owner.operation if hasattr(owner, "operation") else owner)
+                operation = owner.operation if hasattr(owner, "operation") else owner
+                if len(users) <= _FEW_USERS:
+                    for oid in users:
+                        if ops[oid].view.operation == operation:
+                            uses.append((oid, index))
+                            break
+                    continue
+                by_operation = by_position.get(index)
+                if by_operation is None:
+                    by_operation = by_position[index] = {ops[u].view.operation: u for u in users}
+                oid = by_operation.get(operation)
                 if oid is not None:
-                    uses.append((oid, use.operand_number))
+                    uses.append((oid, index))
             info.uses = uses
+
+
+# Up to this many users at one operand position, a use's owner is compared
+# with each; past it, looked up by hash (each comparison or hash is a binding call).
+_FEW_USERS = 4
 
 
 def read_program(module: ir.Module) -> Program:
