@@ -107,6 +107,26 @@ class _Unshaped(Value):
         self.type = ty
 
 
+class _UnshapedResult(_Unshaped):
+    """An op result of such a type: its producer is made when asked for.
+
+    Few are ever asked (the divisibility of slice offsets, messages), and
+    most values of a kernel are such results.
+    """
+
+    __slots__ = ("_op", "_index")
+
+    def __init__(self, vid: int, op: int, index: int, ty: ir.Type) -> None:
+        self.id = vid
+        self._op = op
+        self._index = index
+        self.type = ty
+
+    @property  # type: ignore[override]
+    def producer(self) -> Producer:
+        return Producer(self._op, self._index)
+
+
 class Op:
     """One operation: its name, operand/result value ids, regions and parent, by id."""
 
@@ -325,7 +345,7 @@ class _Reader:
                 if shaped_classes.get(ty.__class__) is False:
                     vid = len(values)
                     value_ids[r] = vid
-                    values.append(_Unshaped(vid, Producer(oid, index), ty))
+                    values.append(_UnshapedResult(vid, oid, index, ty))
                 else:
                     vid = new_value(r, Producer(oid, index))
                     layout = layout or vid in relevant
