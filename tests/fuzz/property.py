@@ -39,6 +39,7 @@ FAILURES = frozenset(
         "module-changed",  # smalto failed but left attributes behind
         "smalto-unsat-jax-sat",  # JAX found layouts where smalto said none exist
         "smalto-answer-rejected-by-jax",  # JAX said unsat, and rejects smalto's answer
+        "attributes-differ",  # both found layouts, not the same ones
     }
 )
 
@@ -209,7 +210,14 @@ def judge(
             return Verdict("checker-rejects", str(violations[0]), smalto="ok")
     if not with_jax:
         return Verdict(f"smalto-{outcome}", detail, jax="skipped", smalto=outcome)
-    jax_outcome, jax_detail = run_jax(text, arch)
+    jax_outcome, jax_detail, jax_module = run_jax_module(text, arch)
+    if jax_outcome == "ok" and outcome == "ok":
+        # smalto is a drop-in for JAX's pass: where both answer, the same answer.
+        differences = reference.diff_attributes(
+            reference.layout_attributes(jax_module), reference.layout_attributes(module)
+        )
+        if differences:
+            return Verdict("attributes-differ", differences[0], jax=jax_outcome, smalto=outcome)
     if jax_outcome == "ok" and outcome == "unsat":
         return Verdict("smalto-unsat-jax-sat", detail, jax=jax_outcome, smalto=outcome)
     if jax_outcome == "unsat" and outcome == "ok":
@@ -259,6 +267,10 @@ def try_jax_lowering(module: object) -> str | None:
             module.operation.verify()  # type: ignore[attr-defined]
     except AssertionError:
         return None  # a launch context (or a single-lane predicate) was needed
+    except ValueError as error:
+        if "contained a None item" in str(error):
+            return None  # the same: a predicate the missing launch context provides
+        return f"ValueError: {_one_line(error)}"
     except NotImplementedError as error:
         if "Unsupported constant op" in str(error):
             return None  # no dense constant lowers, whatever its layout

@@ -56,6 +56,8 @@ TCGEN05_ROW = (
 
 
 ALLOC = "<{collective = false, packing = 1 : i32}>"
+# Where a reduction across warps keeps its partial results, as Pallas sets it.
+SCRATCH = "{offset = 0 : i32, scratch_size = 2048 : i32}"
 
 
 @dataclass(frozen=True)
@@ -428,7 +430,7 @@ class Builder:
         kind = self.choose(["add", "maximumf"])
         self.emit(
             f'{name} = "vector.multi_reduction"({source}, {acc}) <{{kind = #vector.kind<{kind}>, '
-            f"reduction_dims = array<i64: {dim}>}}> : ({ty}, {out}) -> {out}"
+            f"reduction_dims = array<i64: {dim}>}}> {SCRATCH} : ({ty}, {out}) -> {out}"
         )
         self.define(name, out)
 
@@ -437,7 +439,7 @@ class Builder:
         source = self.vector(ty)
         scalar = self.fresh("s")
         self.emit(
-            f'{scalar} = "vector.reduction"({source}) <{{kind = #vector.kind<add>}}> : '
+            f'{scalar} = "vector.reduction"({source}) <{{kind = #vector.kind<add>}}> {SCRATCH} : '
             f"({ty}) -> f32"
         )
         if self.flip():
