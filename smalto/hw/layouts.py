@@ -109,16 +109,20 @@ def _tmem_native(layout: fa.TiledLayout) -> bool:
     return layout == fa.tmem_native_layout(layout.vector_length)
 
 
+_TRANSPOSES = (
+    (WGMMA, WGMMA_TRANSPOSED),
+    (WGMMA_TRANSPOSED, WGMMA),
+    (TCGEN05, TCGEN05_TRANSPOSED),
+    (TCGEN05_TRANSPOSED, TCGEN05),
+)
+
+
 def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth: int) -> bool:
     """Tiled-to-tiled relayouts the lowering implements (for explicit layout casts)."""
-    transposes = {
-        (WGMMA, WGMMA_TRANSPOSED),
-        (WGMMA_TRANSPOSED, WGMMA),
-        (TCGEN05, TCGEN05_TRANSPOSED),
-        (TCGEN05_TRANSPOSED, TCGEN05),
-    }
-    if (src, dst) in transposes:
-        return True
+    # Compared, not hashed: hashing a layout walks all its fields in Python.
+    for a, b in _TRANSPOSES:
+        if src == a and dst == b:
+            return True
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
     two_to_one = fa.can_relayout_wgmma_2x_to_wgmma(bitwidth)
     four_to_two = fa.can_relayout_wgmma_4x_to_wgmma_2x(bitwidth)
@@ -182,7 +186,7 @@ def reduced_layout(value: Reg, axes: tuple[int, ...], rank: int, keep_dims: bool
             return STUCK  # the lowering does not reduce tiled layouts keeping dims
         untiled = rank - len(layout.base_tile_shape)
         tiled_axes = [a - untiled for a in axes if a >= untiled]
-        return Reg(layout.reduce(tiled_axes)) if tiled_axes else value
+        return Reg(reduce_tiled(layout, tuple(tiled_axes))) if tiled_axes else value
     if isinstance(layout, fa.WGStridedFragLayout):
         # Only reductions that keep each thread's vectors whole, within a thread.
         trailing = math.prod(layout.shape[axes[-1] + 1 :])
@@ -190,6 +194,18 @@ def reduced_layout(value: Reg, axes: tuple[int, ...], rank: int, keep_dims: bool
             return STUCK
         return strided(reduce_shape(layout.shape, axes, keep_dims), layout.vec_size)
     return splat(reduce_shape(layout.shape, axes, keep_dims))
+
+
+@cache
+def reduce_tiled(layout: fa.TiledLayout, axes: tuple[int, ...]) -> fa.TiledLayout:
+    """JAX's ``TiledLayout.reduce`` over tiled ``axes``, cached (it is slow)."""
+    return layout.reduce(list(axes))
+
+
+@cache
+def m64_collective(columns: int) -> fa.TiledLayout:
+    """The register layout of a collective M=64 TMEM load (cached: JAX builds it anew)."""
+    return tcgen05.fa_m64_collective_layout(columns)
 
 
 def reshaped_layout(

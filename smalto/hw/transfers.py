@@ -96,6 +96,6 @@ def tmem_transfer_supported(
     if packing <= columns // 2 and reg == fa.WGMMA_LAYOUT:
         if tmem == tcgen05.tmem_half_lane_layout(columns, packing):
             return True
-    if packing <= 8 and reg == tcgen05.fa_m64_collective_layout(columns):
+    if packing <= 8 and reg == hl.m64_collective(columns):
         return tmem == tcgen05.tmem_m64_collective_layout(columns, packing)
     return False

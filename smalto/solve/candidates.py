@@ -141,7 +141,7 @@ def _registers_for_tmem(var: int, tmem: Tmem, c: TmemTransfer) -> Iterator[Candi
     columns = c.shape[1]
     layouts = [hl.TCGEN05, tmem.layout.as_tiled_layout(), hl.TMEM_NATIVE, hl.WGMMA]
     if columns % 16 == 0:
-        layouts.append(tcgen05.fa_m64_collective_layout(columns))
+        layouts.append(hl.m64_collective(columns))
     for layout in layouts:
         if tmem_transfer_supported(tmem.layout, layout, c.shape, c.bitwidth):
             yield var, Reg(layout)
@@ -177,7 +177,7 @@ def _inputs_of_reduction(
         return
     options = [hl.WGMMA, hl.WGMMA_TRANSPOSED, hl.TCGEN05, hl.TCGEN05_TRANSPOSED, hl.TMEM_NATIVE]
     if shape[-1] % 16 == 0:
-        options.append(tcgen05.fa_m64_collective_layout(shape[-1]))
+        options.append(hl.m64_collective(shape[-1]))
     # The reduced layout itself fits when only untiled dims are reduced; it
     # comes last since the named layouts are the likelier answers.
     options.append(layout)
@@ -186,7 +186,7 @@ def _inputs_of_reduction(
         if tile_rank > len(shape):
             continue
         untiled = len(shape) - tile_rank
-        if option.reduce([a - untiled for a in axes if a >= untiled]) == layout:
+        if hl.reduce_tiled(option, tuple([a - untiled for a in axes if a >= untiled])) == layout:
             yield Reg(option)
 
 

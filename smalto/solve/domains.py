@@ -81,7 +81,7 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
     values += [Reg(layout) for layout in _NAMED_TILED]
     if shape and shape[-1] % 16 == 0:
-        values.append(Reg(tcgen05.fa_m64_collective_layout(shape[-1])))
+        values.append(Reg(hl.m64_collective(shape[-1])))
     size = math.prod(shape)
     if variable.bitwidth is not None and variable.bitwidth % 8 == 0:
         vec = 64 // variable.bitwidth
