@@ -220,6 +220,12 @@ def _op_class_facts(cls: type) -> tuple[str | None, bool]:
     return name, not exactly_none
 
 
+# What each vector or memref type tells, by its text (an immutable key; the
+# values are tuples). Bounded, lest a long session grow it.
+_INFO_LIMIT = 4096
+_info_by_text: dict[str, TypeInfo] = {}
+
+
 def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
     # Attributes belong to a context; parse them in the current one.
     return (
@@ -273,7 +279,16 @@ class _Reader:
         """What a vector or memref type tells; computed once per distinct type."""
         cached = self.type_cache.get(ty)
         if cached is None:
-            cached = self.type_cache[ty] = self._classify_shaped(ty)
+            # Across modules (and contexts), by the type's text: printing a
+            # type costs a fraction of asking the bindings for its parts.
+            text = str(ty)
+            cached = _info_by_text.get(text)
+            if cached is None:
+                cached = self._classify_shaped(ty)
+                if len(_info_by_text) >= _INFO_LIMIT:
+                    _info_by_text.clear()
+                _info_by_text[text] = cached
+            self.type_cache[ty] = cached
         return cached
 
     def _classify_shaped(self, ty: ir.Type) -> TypeInfo:
