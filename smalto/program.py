@@ -345,13 +345,16 @@ class _Reader:
             name, may_have_regions = facts
             oid = len(ops)
             body.append(oid)
-            operand_ids = [get(v) for v in operation.operands]
-            if None in operand_ids:  # some defined outside what we walk: free values
-                operand_ids = [
-                    new_value(v, None) if vid is None else vid
-                    for vid, v in zip(operand_ids, operation.operands, strict=True)
-                ]
-            operands = tuple(operand_ids)
+            # map, not a comprehension: in Python 3.11 each comprehension
+            # makes a function and a frame, and this runs for every op.
+            operands = tuple(map(get, operation.operands))
+            if None in operands:  # some defined outside what we walk: free values
+                operands = tuple(
+                    [
+                        new_value(v, None) if vid is None else vid
+                        for vid, v in zip(operands, operation.operands, strict=True)
+                    ]
+                )
             layout = not relevant.isdisjoint(operands)
             result_ids: list[int] = []
             for index, r in enumerate(operation.results):
