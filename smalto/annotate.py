@@ -94,7 +94,7 @@ def _array(
     attribute, so their identities name the list (and hashing them would be a
     binding call each).
     """
-    key = tuple([id(e) for e in elements])
+    key = tuple(map(id, elements))
     array = arrays.get(key)
     if array is None:
         array = arrays[key] = ir.ArrayAttr.get(elements)

@@ -97,7 +97,7 @@ class Solver:
                     parent[max(a, b)] = min(a, b)
             else:
                 self.constraints.append(c)
-        root = self.root = [find(v) for v in range(n)]
+        root = self.root = list(map(find, range(n)))
         shapes: dict[int, set[tuple[int, ...]]] = {}
         for v in variables:
             slot = root[v.id]
@@ -119,7 +119,7 @@ class Solver:
         relayouts: list[int] = []
         sources: list[int] = []
         for ci, c in enumerate(self.constraints):
-            slots = tuple(dict.fromkeys([root[x] for x in constraint_variables(c)]))
+            slots = tuple(dict.fromkeys(map(root.__getitem__, constraint_variables(c))))
             self.slots_of.append(slots)
             for slot in slots:
                 self.watchers[slot].append(ci)
