@@ -81,8 +81,14 @@ POINTWISE = (
 def pointwise(ctx: RuleContext, op: Op) -> None:
     """All vector operands and results of an elementwise op share one layout."""
     values = ctx.program.values
-    sites = [ctx.operand(op, i) for i, v in enumerate(op.operands) if values[v].kind == Kind.VECTOR]
-    sites += [ctx.result(op, i) for i, v in enumerate(op.results) if values[v].kind == Kind.VECTOR]
+    vector = Kind.VECTOR
+    sites = []
+    for i, v in enumerate(op.operands):
+        if values[v].kind == vector:
+            sites.append(ctx.operand(op, i))
+    for i, v in enumerate(op.results):
+        if values[v].kind == vector:
+            sites.append(ctx.result(op, i))
     # The result's type gives the variable's element type (for default layouts).
     ctx.new_var(*sites, key=sites[-1])
 

@@ -119,7 +119,13 @@ class Solver:
         relayouts: list[int] = []
         sources: list[int] = []
         for ci, c in enumerate(self.constraints):
-            slots = tuple(dict.fromkeys(map(root.__getitem__, constraint_variables(c))))
+            if type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
+                # Most constraints are producer/consumer relayouts between two
+                # variables: their slots without the general expression walk.
+                a, b = root[c.source.id], root[c.target.id]
+                slots = (a,) if a == b else (a, b)
+            else:
+                slots = tuple(dict.fromkeys(map(root.__getitem__, constraint_variables(c))))
             self.slots_of.append(slots)
             for slot in slots:
                 self.watchers[slot].append(ci)
