@@ -183,6 +183,20 @@ class MinorTileDivisible:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreRegisters:
+    """Registers stored one per asynchronous SMEM store: 32 or 64 bits, no replicas.
+
+    JAX's constraints do not say this, but its lowering of async_store_smem
+    needs it; stating it keeps the wider search from choosing, say, WGMMA for
+    an 8-bit value (16-bit registers).
+    """
+
+    expr: Expr
+    bitwidth: int
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
 class Broadcast:
     """``src`` broadcasts into ``dst`` along ``dims`` (broadcast_in_dim)."""
 
@@ -202,6 +216,7 @@ Constraint = (
     | Divides
     | MinorTileDivisible
     | Broadcast
+    | StoreRegisters
 )
 
 
@@ -212,6 +227,8 @@ def expressions_of(c: Constraint) -> tuple[Expr, ...]:
         case SmemTransfer(smem=a, reg=b) | TmemTransfer(tmem=a, reg=b):
             return (a, b)
         case NotOfKind(expr=e) | MmaTiling(expr=e) | Divides(expr=e) | MinorTileDivisible(expr=e):
+            return (e,)
+        case StoreRegisters(expr=e):
             return (e,)
     raise TypeError(c)
 

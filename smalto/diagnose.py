@@ -30,6 +30,7 @@ from smalto.constraints import (
     Role,
     Site,
     SmemTransfer,
+    StoreRegisters,
     System,
     TmemTransfer,
     Var,
@@ -331,6 +332,11 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
             return f"two layouts must agree ({at})"
         case Broadcast():
             return f"the broadcast {at} must be supported for its source and result layouts"
+        case StoreRegisters(expr=expr):
+            return (
+                f"{namer.expr(expr, 'the value')} is stored by {at} one register at a time: "
+                "registers of 32 or 64 bits, each element held by one thread"
+            )
     return f"requirement of {at}"
 
 
@@ -494,7 +500,8 @@ def _transfer_alternatives(
     good_layouts = [
         name
         for name, layout in REGISTER_LAYOUTS.items()
-        if smem_transfer_supported(tiling.tiling, layout, *args)
+        if hl.fits(Reg(layout), transfer.shape)
+        and smem_transfer_supported(tiling.tiling, layout, *args)
     ]
     parts = [
         f"{namer.var(r)} is {describe_value(reg)} and the SMEM ref {namer.var(s)} is "

@@ -493,13 +493,6 @@ def test_multi_reduction_of_a_partially_tiled_source() -> None:
     caught(module, "vector.multi_reduction", "the lowering reduces only fully tiled sources")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="smalto's complete search (past JAX's candidates) gives the 256x128 source of "
-    "each multi_reduction the 1-D layout WGMMA_ROW; JAX's constraints accept it but JAX's "
-    "lowering does not (_vector_multi_dim_reduction_op_lowering_rule: 'Invalid dimension 1 "
-    "for tiling Tiling((64,)(16,)(8,)(1,))')",
-)
 def test_smalto_answer_for_a_fuel_exhausted_kernel_passes() -> None:
     path = reference.BUNDLED_ROOT / "fuel_exhausted" / "custom_reductions_rowcol_nohint.mlir"
     module = reference.parse(path, reference.make_context())

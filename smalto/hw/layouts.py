@@ -95,7 +95,8 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
         return layout.shape == shape
     if kind is Smem:
         tiling = value.tiling  # type: ignore[union-attr]
-        return tiling is None or _smem_tiling_applies(tiling, shape)
+        # A tiling of higher rank than the ref has no swizzle and no lowering.
+        return tiling is None or (len(tiling) <= len(shape) and _smem_tiling_applies(tiling, shape))
     if kind is Tmem:
         return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
     raise TypeError(value)
@@ -337,3 +338,14 @@ def mma_layouts(element_type: object) -> object:
 
 
 __all__ = ["UNTILED"]
+
+
+@cache
+def stores_whole_registers(value: Reg, bitwidth: int) -> bool:
+    """Whether each register of a tiled layout is one 32- or 64-bit store of distinct elements."""
+    layout = value.layout
+    if not isinstance(layout, fa.TiledLayout):
+        return True
+    if any(isinstance(d, fa.Replicated) for d in (*layout.warp_dims, *layout.lane_dims)):
+        return False
+    return layout.vector_length * bitwidth in (32, 64)

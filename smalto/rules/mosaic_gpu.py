@@ -14,6 +14,7 @@ from smalto.constraints import (
     Reduce,
     Relayout,
     SmemTransfer,
+    StoreRegisters,
     Transpose,
     Var,
 )
@@ -78,6 +79,8 @@ def async_store_smem(ctx: RuleContext, op: Op) -> None:
     vector_store(ctx, op)
     value = ctx.system.var_of_site[ctx.operand(op, 0)]
     ctx.not_of_kind(value, op, LayoutKind.STRIDED, LayoutKind.SPLAT)
+    bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
+    ctx.require(StoreRegisters(Var(value), bitwidth, op.id))
 
 
 @rule("mosaic_gpu.multimem_load_reduce", "mosaic_gpu.broadcasted_iota")

@@ -29,6 +29,7 @@ from smalto.constraints import (
     Relayout,
     Reshape,
     SmemTransfer,
+    StoreRegisters,
     TmemTransfer,
     Transpose,
     Var,
@@ -179,6 +180,15 @@ def _judge_not_of_kind(c: NotOfKind, lookup: Lookup) -> Verdict:
     return HOLDS if is_value(value) else OPEN
 
 
+def _judge_store_registers(c: StoreRegisters, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Reg:
+        return hl.stores_whole_registers(value, c.bitwidth)  # type: ignore[arg-type]
+    return HOLDS if is_value(value) else OPEN
+
+
 def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
     s, r = simplify(c.smem, lookup), simplify(c.reg, lookup)
     if s is CONTRADICTION or r is CONTRADICTION:
@@ -255,6 +265,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     Divides: _judge_divides,
     MinorTileDivisible: _judge_minor_tile_divisible,
     Broadcast: _judge_broadcast,
+    StoreRegisters: _judge_store_registers,
 }
 
 

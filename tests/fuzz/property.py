@@ -47,39 +47,7 @@ FAILURES = frozenset(
 # Failures already reported, with the reason: the CI fuzz run does not fail
 # on them (each has an xfail(strict=True) regression test, which starts
 # failing once the bug is fixed: then drop its entry here).
-KNOWN_BUGS: dict[str, str] = {
-    r"^smalto-crash: ValueError: Strides \(\d+,?\) have lower rank than tiling": (
-        "smalto tries SMEM tilings of higher rank than the ref (hw.fits accepts them, "
-        "as JAX's TileTransform.transform_shape does not reject them); a rank-reducing "
-        "memref.subview then reaches the transfer check with a (1, 32) tiling on a 1-D ref"
-    ),
-    r"^smalto-crash: ValueError: min\(\) arg is an empty sequence": (
-        "smalto gives a 0-D SMEM ref a 1-D tiling (hw.fits accepts tilings of higher rank "
-        "than the ref); annotate's swizzle_for then fails on the ref's empty strides"
-    ),
-    r"^smalto-crash: ValueError: Tiling .* does not apply to shape": (
-        "smalto's conflict diagnosis asks smem_transfer_supported about register layouts "
-        "that do not fit the vector (TCGEN05 on 64x128), and plan_tiled_transfer raises"
-    ),
-    r"^checker-rejects: .*(the lowering broadcasts only into fully tiled layouts|"
-    r"the lowering cannot store .*: it replicates elements|"
-    r"the lowering stores 32- or 64-bit registers)": (
-        "past JAX's candidates, smalto's search picks lower-rank or replicated tiled layouts "
-        "(WGMMA_ROW/COL, TCGEN05_ROW on 2-D vectors) that JAX's constraints accept and JAX's "
-        "lowering of broadcast_in_dim / async_store_smem rejects"
-    ),
-    r"^checker-rejects: .*the lowering reduces only fully tiled sources": (
-        "past JAX's candidates, smalto's search gives a reduction source a tiled layout of "
-        "lower rank (WGMMA_ROW on a 2-D vector), which JAX's constraints accept and JAX's "
-        "lowering of vector.multi_reduction rejects"
-    ),
-    r"^checker-rejects: .*tiling \(\d+, \d+\) has more dims than memref": (
-        "smalto assigns a 2-D SMEM tiling to a 1-D ref (rank-reducing memref.subview)"
-    ),
-    r"^checker-rejects: .*cannot be tiled \(": (
-        "smalto assigns a 2-D SMEM tiling to a 1-D ref (rank-reducing memref.subview)"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

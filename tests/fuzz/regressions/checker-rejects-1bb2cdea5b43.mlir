@@ -1,6 +1,5 @@
 // fuzz regression: checker-rejects
 // arch: 9.0
-// known bug: smalto gives the unused 64x128 result of a broadcast_in_dim of a splat the 1-D layout WGMMA_ROW (tiling only its minor dim); JAX's constraints accept it, JAX's lowering does not ('Tiling rank different than broadcast result rank'); alone the broadcast gets splat layouts
 // detail: -:16:14: mosaic_gpu.broadcast_in_dim: the result is WGMMA_ROW, a tiling of 1 of its 2 dims; the lowering broadcasts only into fully tiled layouts
 func.func @kernel() {
   %v1 = "arith.constant"() <{value = dense<1.000000e+00> : vector<64x128xf32>}> : () -> vector<64x128xf32>

@@ -1,6 +1,5 @@
 // fuzz regression: checker-rejects
 // arch: 9.0
-// known bug: no tiled layout with an optimized plan fits an 8x128 f32 vector but the replicated 1-D WGMMA_COL, which smalto's search picks past JAX's candidates (JAX: unsat); JAX's lowering of async_store_smem rejects replicated layouts ('Replicated dimensions are not supported')
 // detail: -:6:3: mosaic_gpu.async_store_smem: the lowering cannot store WGMMA_COL: it replicates elements
 func.func @kernel() {
   %v1 = "arith.constant"() <{value = dense<1.000000e+00> : vector<8x128xf32>}> : () -> vector<8x128xf32>

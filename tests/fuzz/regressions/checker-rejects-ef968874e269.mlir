@@ -1,6 +1,5 @@
 // fuzz regression: checker-rejects
 // arch: 9.0
-// known bug: past JAX's candidates, smalto's complete search gives the 64x128 source of the reduction the 1-D layout WGMMA_ROW (tiling only its minor dim); JAX's constraint system accepts that, JAX's lowering of vector.multi_reduction does not (it indexes the tiling by the vector dim); JAX says unsat
 // detail: -:5:9: vector.multi_reduction: the source is WGMMA_ROW, a tiling of 1 of its 2 dims; the lowering reduces only fully tiled sources
 func.func @kernel() {
   %r2 = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> memref<64x128xf32, #gpu.address_space<workgroup>>

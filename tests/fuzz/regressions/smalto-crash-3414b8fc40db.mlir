@@ -1,6 +1,5 @@
 // fuzz regression: smalto-crash
 // arch: 9.0
-// known bug: smalto gives the unused 0-D ref %r1 the tiling (64,) (a candidate taken from the with_transforms), then annotate's swizzle_for fails on its empty strides; hw.fits accepts SMEM tilings of higher rank than the ref
 // detail: ValueError: min() arg is an empty sequence
 func.func @kernel() {
   %r1 = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> memref<i32, #gpu.address_space<workgroup>>

@@ -1,6 +1,5 @@
 // fuzz regression: smalto-crash
 // arch: 9.0
-// known bug: smalto tries a 2-D SMEM tiling on the 1-D result of a rank-reducing memref.subview and crashes in the transfer check (JAX says unsat)
 // detail: ValueError: Strides (1,) have lower rank than tiling (1, 32)
 func.func @kernel() {
   %r2 = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> memref<2x64xf32, #gpu.address_space<workgroup>>

@@ -1,6 +1,5 @@
 // fuzz regression: smalto-crash
 // arch: 9.0
-// known bug: smalto's diagnosis of the conflict (diagnose._transfer_alternatives) asks hw.transfers.smem_transfer_supported about TCGEN05 on a 64x128 vector, a layout that does not fit it, and plan_tiled_transfer's ValueError escapes
 // detail: ValueError: Tiling ((128, 8), (32, 8), (8, 8), (2,)) does not apply to shape ((64,), (1, 128))
 func.func @kernel() {
   %r7 = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> memref<64x128xbf16, #gpu.address_space<workgroup>>

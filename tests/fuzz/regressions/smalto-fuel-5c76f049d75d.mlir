@@ -1,7 +1,6 @@
 // fuzz regression: smalto-fuel
 // arch: 9.0
 // expect: sat
-// known bug: smalto's complete search runs out of fuel (100 000 attempts, ~1.5 s): without its async_store_smem, or without the unrelated shape_cast, smalto solves it at once; the search seems to retry the hard part for every combination of independent variables
 // detail: Failed to infer a possible set of layouts: the search ran out of fuel after 5000 attempts; still open: %2. Add layout annotations (e.g. `plgpu.layout_cast` on one of these values) to guide the search, or raise `fuel`.
 func.func @kernel() {
   %v1 = "arith.constant"() <{value = dense<1.000000e+00> : vector<64x128xf32>}> : () -> vector<64x128xf32>
