@@ -308,7 +308,7 @@ class _Reader:
             kind = Kind.TMEM
         try:
             strides: tuple[int, ...] | None = tuple(mty.get_strides_and_offset()[0])
-        except ValueError:
+        except (ValueError, RuntimeError):  # the bindings raise either for a non-strided map
             strides = None
         return (kind, tuple(mty.shape), _element_bitwidth(mty.element_type), strides, transformable)
 

@@ -258,12 +258,6 @@ def test_oddities_that_are_fine(body: str, args: str) -> None:
     assert smalto.check(module) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="program.py reads strides with MemRefType.get_strides_and_offset and catches "
-    "ValueError, but the bindings raise RuntimeError for a non-strided layout map",
-)
 def test_smem_ref_with_an_affine_map_layout() -> None:
     text = kernel(
         f'  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> memref<128x64xf16, affine_map<(d0, d1) -> (d1, d0)>, {SMEM}>\n'
