@@ -48,6 +48,7 @@ DELEGATED = {
     "capture": ("smalto.jax.cli", "capture_main"),
     "draw": ("smalto.draw", "draw_main"),
     "explain": ("smalto.explain", "explain_main"),
+    "check": ("smalto.check", "check_main"),
 }
 
 
@@ -87,6 +88,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"
     )
     commands.add_parser("explain", help="say why each value got its layout")
+    commands.add_parser(
+        "check", help="check an annotated module op by op (independently of the solver)"
+    )
     infer = commands.add_parser(
         "infer",
         help="infer layouts and print the annotated module",

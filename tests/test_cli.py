@@ -291,3 +291,18 @@ def test_delegated_commands_report_bad_usage(
 ) -> None:
     assert main([command, "--no-such-option"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_check_is_a_subcommand(solver: None, tmp_path: Path, capsys) -> None:
+    annotated = tmp_path / "annotated.mlir"
+    assert main(["infer", str(MATMUL), "-o", str(annotated)]) == 0
+    assert main(["check", str(annotated)]) == 0
+    broken = tmp_path / "broken.mlir"
+    text = annotated.read_text()
+    wgmma = next(line for line in text.splitlines() if "mosaic_gpu.wgmma" in line)
+    bad = wgmma.replace(
+        "vector_dim = -1>]", "vector_dim = -1>, #mosaic_gpu.WGSplatFragLayout<[1]>]", 1
+    )
+    broken.write_text(text.replace(wgmma, bad))
+    capsys.readouterr()
+    assert main(["check", str(broken)]) != 0
