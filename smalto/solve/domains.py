@@ -79,12 +79,17 @@ def domain(
 def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     shape = variable.shape
     values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
-    # Only named layouts whose tile has the vector's rank: the lowering of
-    # reductions, broadcasts and stores takes no lower-rank (row/column) tile
-    # of a larger vector, although the constraints alone would allow it.
+    # Only named layouts whose tile covers the vector's two minor dims (all of
+    # them for a 1-D vector): the lowering of reductions, broadcasts and stores
+    # takes no row/column tile of a larger vector, although the constraints
+    # alone would allow it.
     rank = len(shape)
-    values += [Reg(layout) for layout in _NAMED_TILED if len(layout.base_tile_shape) == rank]
-    if rank == 2 and shape[-1] % 16 == 0:
+    values += [
+        Reg(layout)
+        for layout in _NAMED_TILED
+        if min(rank, 2) <= len(layout.base_tile_shape) <= rank
+    ]
+    if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
     size = math.prod(shape)
     if variable.bitwidth is not None and variable.bitwidth % 8 == 0:
