@@ -35,6 +35,7 @@ from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
 from smalto.hw import encode
 from smalto.hw import layouts as hl
+from smalto.hw.numbers import prime_factors
 from smalto.hw.transfers import Transfer, smem_transfer_supported, tmem_transfer_supported
 from smalto.hw.values import Reg, Smem, Tmem
 from smalto.program import Kind, Op, Program, Value, read_program
@@ -359,7 +360,7 @@ class _Checker:
             if isinstance(attr, ir.IntegerAttr):
                 return math.gcd(size, ir.IntegerAttr(attr).value)
         known = 1
-        for factor in _prime_factors(size):
+        for factor in prime_factors(size):
             if mgpu_utils.is_known_divisible(value, known * factor):
                 known *= factor
         return known
@@ -623,18 +624,6 @@ for _name_, _layout_ in (
     ("TMA_INDICES_4", fa.TMA_INDICES_4_LAYOUT),
 ):
     _NAMED.setdefault(_layout_, _name_)  # equal layouts keep their first name
-
-
-def _prime_factors(n: int) -> list[int]:
-    factors, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            factors.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        factors.append(n)
-    return factors
 
 
 def _bool_attr(op: Op, name: str) -> bool | None:

@@ -12,6 +12,7 @@ import math
 
 from jax._src.lib.mlir import ir
 
+from smalto.hw.numbers import prime_factors
 from smalto.program import Kind, Program
 
 _MAX_DEPTH = 10
@@ -129,19 +130,7 @@ class Divisibility:
         if self.divides(vid, size):
             return size
         known = 1
-        for factor in _prime_factors(size):
+        for factor in prime_factors(size):
             if self.divides(vid, known * factor):
                 known *= factor
         return known
-
-
-def _prime_factors(n: int) -> list[int]:
-    factors, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            factors.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        factors.append(n)
-    return factors
