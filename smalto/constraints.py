@@ -197,6 +197,19 @@ class StoreRegisters:
 
 
 @dataclass(frozen=True, slots=True)
+class FullyTiled:
+    """A tiled layout of the value tiles all ``rank`` dims (not just the minor ones).
+
+    Like ``StoreRegisters``, a requirement of JAX's lowering (of reductions and
+    broadcasts) that its constraints leave out.
+    """
+
+    expr: Expr
+    rank: int
+    origin: int
+
+
+@dataclass(frozen=True, slots=True)
 class Broadcast:
     """``src`` broadcasts into ``dst`` along ``dims`` (broadcast_in_dim)."""
 
@@ -217,6 +230,7 @@ Constraint = (
     | MinorTileDivisible
     | Broadcast
     | StoreRegisters
+    | FullyTiled
 )
 
 
@@ -228,7 +242,7 @@ def expressions_of(c: Constraint) -> tuple[Expr, ...]:
             return (a, b)
         case NotOfKind(expr=e) | MmaTiling(expr=e) | Divides(expr=e) | MinorTileDivisible(expr=e):
             return (e,)
-        case StoreRegisters(expr=e):
+        case StoreRegisters(expr=e) | FullyTiled(expr=e):
             return (e,)
     raise TypeError(c)
 

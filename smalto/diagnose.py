@@ -21,6 +21,7 @@ from smalto.constraints import (
     Divides,
     Equal,
     Fixed,
+    FullyTiled,
     MinorTileDivisible,
     MmaTiling,
     NotOfKind,
@@ -332,6 +333,11 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
             return f"two layouts must agree ({at})"
         case Broadcast():
             return f"the broadcast {at} must be supported for its source and result layouts"
+        case FullyTiled(expr=expr, rank=rank):
+            return (
+                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims "
+                f"if tiled at all: {at} cannot take a row or column tile"
+            )
         case StoreRegisters(expr=expr):
             return (
                 f"{namer.expr(expr, 'the value')} is stored by {at} one register at a time: "

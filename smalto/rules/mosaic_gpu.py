@@ -8,6 +8,7 @@ from smalto.constraints import (
     Broadcast,
     Divides,
     Equal,
+    FullyTiled,
     LayoutKind,
     MinorTileDivisible,
     MmaTiling,
@@ -256,6 +257,7 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     if added:
         expr = Reduce(expr, tuple(added), len(dst_shape), keep_dims=False)
     ctx.require(Equal(Var(src), expr, op.id), Broadcast(Var(src), Var(dst), dims, op.id))
+    ctx.require(FullyTiled(Var(dst), len(dst_shape), op.id))
 
 
 _INDEX_OPERANDS = {

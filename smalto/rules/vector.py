@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Divides, Equal, LayoutKind, Reduce, Reshape, Var
+from smalto.constraints import Divides, Equal, FullyTiled, LayoutKind, Reduce, Reshape, Var
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
@@ -47,6 +47,7 @@ def multi_reduction(ctx: RuleContext, op: Op) -> None:
     dims = tuple(sorted(ints(op.view.attributes["reduction_dims"])))
     ctx.not_of_kind(source, op, LayoutKind.STRIDED)
     ctx.require(Equal(Var(out), Reduce(Var(source), dims, rank), op.id))
+    ctx.require(FullyTiled(Var(source), rank, op.id))
 
 
 @rule("vector.shape_cast")

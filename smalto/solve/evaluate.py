@@ -21,6 +21,7 @@ from smalto.constraints import (
     Divides,
     Equal,
     Expr,
+    FullyTiled,
     LayoutKind,
     MinorTileDivisible,
     MmaTiling,
@@ -189,6 +190,16 @@ def _judge_store_registers(c: StoreRegisters, lookup: Lookup) -> Verdict:
     return HOLDS if is_value(value) else OPEN
 
 
+def _judge_fully_tiled(c: FullyTiled, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Reg:
+        layout = value.layout  # type: ignore[union-attr]
+        return not isinstance(layout, fa.TiledLayout) or len(layout.base_tile_shape) == c.rank
+    return HOLDS if is_value(value) else OPEN
+
+
 def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
     s, r = simplify(c.smem, lookup), simplify(c.reg, lookup)
     if s is CONTRADICTION or r is CONTRADICTION:
@@ -266,6 +277,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     MinorTileDivisible: _judge_minor_tile_divisible,
     Broadcast: _judge_broadcast,
     StoreRegisters: _judge_store_registers,
+    FullyTiled: _judge_fully_tiled,
 }
 
 
