@@ -187,6 +187,15 @@ def judge(
         if differences:
             return Verdict("attributes-differ", differences[0], jax=jax_outcome, smalto=outcome)
     if jax_outcome == "ok" and outcome == "unsat":
+        jax_violations = check(jax_module, arch)
+        if jax_violations:
+            # JAX's answer breaks a lowering requirement its constraints omit
+            # and smalto states (reductions and broadcasts fully tiled, whole
+            # registers for async stores): refusing it is right.
+            return Verdict(
+                "jax-answer-rejected-by-checker", str(jax_violations[0]),
+                jax=jax_outcome, smalto=outcome,
+            )  # fmt: skip
         return Verdict("smalto-unsat-jax-sat", detail, jax=jax_outcome, smalto=outcome)
     if jax_outcome == "unsat" and outcome == "ok":
         import jax_check
