@@ -185,6 +185,14 @@ def judge(
             reference.layout_attributes(jax_module), reference.layout_attributes(module)
         )
         if differences:
+            jax_violations = check(jax_module, arch)
+            if jax_violations:
+                # smalto's answer passed the checker; JAX's breaks a lowering
+                # requirement its constraints omit: a different answer is right.
+                return Verdict(
+                    "jax-answer-rejected-by-checker", str(jax_violations[0]),
+                    jax=jax_outcome, smalto=outcome,
+                )  # fmt: skip
             return Verdict("attributes-differ", differences[0], jax=jax_outcome, smalto=outcome)
     if jax_outcome == "ok" and outcome == "unsat":
         jax_violations = check(jax_module, arch)
