@@ -708,11 +708,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--fuel-exhausted)",
     )
     parser.add_argument(
-        "--repeat", type=_positive, default=DEFAULT_REPEAT, help="runs per figure (median)"
+        "--repeat", type=positive_int, default=DEFAULT_REPEAT, help="runs per figure (median)"
     )
     parser.add_argument(
         "--jax-repeat",
-        type=_positive,
+        type=positive_int,
         default=None,
         help="runs of JAX's pass per module (default: --repeat)",
     )
@@ -735,14 +735,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fuel",
-        type=_positive,
+        type=positive_int,
         default=smalto.DEFAULT_FUEL,
         help="smalto's fuel with --fuel-exhausted (default: smalto.DEFAULT_FUEL)",
     )
     return parser
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a positive integer."""
     try:
         value = int(text)
     except ValueError:

@@ -32,6 +32,7 @@ from bench.run import (
     environment_line,
     markdown_table,
     measure_module,
+    positive_int,
     text_table,
     write_markdown,
 )
@@ -161,12 +162,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-n",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_MAX_N,
         help=f"largest number of blocks (default {DEFAULT_MAX_N})",
     )
     parser.add_argument(
-        "--repeat", type=_positive, default=DEFAULT_REPEAT, help="runs per figure (median)"
+        "--repeat", type=positive_int, default=DEFAULT_REPEAT, help="runs per figure (median)"
     )
     parser.add_argument(
         "--clock",
@@ -180,16 +181,6 @@ def _build_parser() -> argparse.ArgumentParser:
         "--append", action="store_true", help="append to the --markdown file, not overwrite it"
     )
     return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
