@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from smalto.hw.numbers import prime_factors
 from smalto.hw.transfers import Transfer, smem_transfer_supported, tmem_transfer_supported
 from smalto.hw.values import Reg, Smem, Tmem
 from smalto.program import Kind, Op, Program, Value, read_program
+from smalto.validate import SUPPORTED_ARCHS, parse_arch
 
 __all__ = ["Violation", "check", "check_main"]
 
@@ -1284,7 +1284,6 @@ def _index_switch(c: _Checker, op: Op) -> None:
 
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
-_ARCHS = ((9, 0), (10, 0))
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -1313,7 +1312,7 @@ def check_main(argv: Sequence[str]) -> int:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_BAD_INPUT
     try:
-        arch = _parse_arch(args.arch) if args.arch is not None else None
+        arch = parse_arch(args.arch) if args.arch is not None else None
         if args.input == "-":
             text, name = sys.stdin.read(), "<stdin>"
         else:
@@ -1326,7 +1325,7 @@ def check_main(argv: Sequence[str]) -> int:
         module = parse_module(text, source_name=name)
         if arch is None:
             arch = module_arch(module) or (9, 0)
-            if arch not in _ARCHS:
+            if arch not in SUPPORTED_ARCHS:
                 raise ValueError(
                     f"the module targets architecture {arch[0]}.{arch[1]}, which smalto does "
                     "not support (9.0 or 10.0); pass --arch to override"
@@ -1338,14 +1337,6 @@ def check_main(argv: Sequence[str]) -> int:
     for violation in violations:
         print(_one_line(str(violation)))
     return EXIT_VIOLATIONS if violations else EXIT_OK
-
-
-def _parse_arch(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
-    arch = (int(match[1]), int(match[2])) if match else None
-    if arch not in _ARCHS:
-        raise ValueError(f"unsupported architecture {text!r} (expected 9.0 or 10.0)")
-    return arch  # type: ignore[return-value]
 
 
 def _one_line(text: str) -> str:

@@ -30,8 +30,8 @@ from types import ModuleType
 from jax._src.lib.mlir import ir
 
 from smalto.mlir import MlirInputError, module_arch, parse_module, print_module
+from smalto.validate import SUPPORTED_ARCHS, parse_arch
 
-SUPPORTED_ARCHS: tuple[tuple[int, int], ...] = ((9, 0), (10, 0))
 DEFAULT_ARCH = (9, 0)
 
 EXIT_OK = 0
@@ -222,13 +222,10 @@ def _parse_repeat(text: str) -> int:
 
 
 def _parse_arch(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
-    arch = (int(match[1]), int(match[2])) if match else None
-    if arch not in SUPPORTED_ARCHS:
-        raise argparse.ArgumentTypeError(
-            f"unsupported architecture {text!r} (expected {_supported_archs()})"
-        )
-    return arch
+    try:
+        return parse_arch(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _parse_fuel(text: str) -> int:

@@ -47,6 +47,7 @@ from smalto.constraints import (
 from smalto.hw.names import describe_value
 from smalto.infer import DEFAULT_FUEL, Inference, in_context, solve_module
 from smalto.program import Kind, Program
+from smalto.validate import parse_arch
 
 EXIT_OK = 0
 EXIT_INFERENCE_FAILED = 1
@@ -462,7 +463,7 @@ def explain_main(argv: list[str]) -> int:
     try:
         text, source_name = _read(args.input)
         module = parse_module(text, source_name=source_name)
-        arch = _parse_arch(args.arch) if args.arch else (module_arch(module) or (9, 0))
+        arch = parse_arch(args.arch) if args.arch else (module_arch(module) or (9, 0))
     except (MlirInputError, ValueError, OSError) as error:
         return _fail(str(error), EXIT_USAGE)
     try:
@@ -494,14 +495,6 @@ def _read(name: str) -> tuple[str, str]:
         return Path(name).read_text(encoding="utf-8"), name
     except OSError as error:
         raise OSError(f"cannot read '{name}': {error.strerror or error}") from None
-
-
-def _parse_arch(text: str) -> tuple[int, int]:
-    major, _, minor = text.partition(".")
-    arch = (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
-    if arch not in ((9, 0), (10, 0)):
-        raise ValueError(f"unsupported architecture {text!r} (expected 9.0 or 10.0)")
-    return arch
 
 
 def _fail(message: str, status: int) -> int:
