@@ -143,6 +143,6 @@ def _check_count(op: object, name: str, got: int, expected: int) -> None:
 
 def write_attributes(program: Program, plan: list[tuple[int, dict[str, ir.Attribute]]]) -> None:
     for op_id, attrs in plan:
-        attributes = program.ops[op_id].view.operation.attributes
+        attributes = program.ops[op_id].operation.attributes
         for name, attr in attrs.items():
             attributes[name] = attr

@@ -168,7 +168,7 @@ class _Checker:
 
     def _decode(self, op: Op) -> None:
         values = self.program.values
-        attributes = op.view.operation.attributes
+        attributes = op.operation.attributes
         for role, ids in ((IN, op.operands), (OUT, op.results)):
             for family in (_LAYOUTS, _TMEM, _TRANSFORMS):
                 positions = [i for i, v in enumerate(ids) if _family_of(values[v]) is family]
@@ -351,7 +351,7 @@ class _Checker:
 
     def known_divisor(self, size: int, operand: int, op: Op) -> int:
         """The largest divisor of ``size`` known to divide a dynamic index operand."""
-        value = op.view.operation.operands[operand]
+        value = op.operation.operands[operand]
         if isinstance(value.type, ir.VectorType):
             return 1  # gather indices: nothing is known of the elements
         owner = value.owner
@@ -421,7 +421,7 @@ class _Checker:
         for op in self.annotated:
             if op.name not in ("mosaic_gpu.slice_smem", "mosaic_gpu.slice_tmem"):
                 continue
-            attributes = op.view.operation.attributes
+            attributes = op.operation.attributes
             if "alias_id" not in attributes:
                 continue
             layout = self.get(op, OUT, 0)
@@ -627,7 +627,7 @@ for _name_, _layout_ in (
 
 
 def _bool_attr(op: Op, name: str) -> bool | None:
-    attributes = op.view.operation.attributes
+    attributes = op.operation.attributes
     if name not in attributes:
         return None
     return bool(ir.BoolAttr(attributes[name]).value)
@@ -665,7 +665,7 @@ def _elementwise(c: _Checker, op: Op) -> None:
 def _constant(c: _Checker, op: Op) -> None:
     if not op.results or c.program.values[op.results[0]].kind != Kind.VECTOR:
         return
-    attr = op.view.operation.attributes["value"]
+    attr = op.operation.attributes["value"]
     shape = c.value(op, OUT, 0).shape
     if isinstance(attr, ir.DenseElementsAttr) and ir.DenseElementsAttr(attr).is_splat:
         c.expect(op, OUT, 0, hl.splat(shape), "a splat constant")
@@ -743,7 +743,7 @@ def _optimization_barrier(c: _Checker, op: Op) -> None:
 
 @_rule("mosaic_gpu.layout_cast")
 def _layout_cast(c: _Checker, op: Op) -> None:
-    wanted = Reg(encode.decode_layout(op.view.operation.attributes["new_layout"]))
+    wanted = Reg(encode.decode_layout(op.operation.attributes["new_layout"]))
     c.expect(op, OUT, 0, wanted, "the result of the cast")
     source, result = c.reg(op, IN, 0), c.reg(op, OUT, 0)
     if source is None or result is None:
@@ -800,7 +800,7 @@ def _multi_reduction(c: _Checker, op: Op) -> None:
     result = c.reg(op, OUT, 0)
     if source is None or result is None:
         return
-    dims = _ints(op.view.operation.attributes["reduction_dims"])
+    dims = _ints(op.operation.attributes["reduction_dims"])
     rank = len(c.value(op, IN, 0).shape)
     if source.is_tiled and len(source.layout.base_tile_shape) != rank:
         # JAX's lowering of this op looks the reduced dim up in the tiling by
@@ -827,7 +827,7 @@ def _broadcast_in_dim(c: _Checker, op: Op) -> None:
     if source is None or result is None:
         return
     src_shape, dst_shape = c.value(op, IN, 0).shape, c.value(op, OUT, 0).shape
-    dims = _ints(op.view.operation.attributes["broadcast_dimensions"])
+    dims = _ints(op.operation.attributes["broadcast_dimensions"])
     origin = {d: s for s, d in enumerate(dims)}
     grown = [
         d for d in range(len(dst_shape)) if d in origin and src_shape[origin[d]] == 1 < dst_shape[d]
@@ -884,7 +884,7 @@ def _shape_cast(c: _Checker, op: Op) -> None:
 
 
 def _unit_strides(c: _Checker, op: Op) -> bool:
-    strides = _ints(op.view.operation.attributes["strides"])
+    strides = _ints(op.operation.attributes["strides"])
     if any(s != 1 for s in strides):
         c.report(op, f"non-unit strides {strides} cannot be lowered")
         return False
@@ -897,7 +897,7 @@ def _extract_strided_slice(c: _Checker, op: Op) -> None:
         return
     c.same(op, [(IN, 0), (OUT, 0)], "a slice keeps the source's layout")
     c.not_kinds(op, OUT, 0, splat=True, strided=True)
-    offsets = _ints(op.view.operation.attributes["offsets"])
+    offsets = _ints(op.operation.attributes["offsets"])
     c.divides(op, IN, 0, offsets, "the slice offsets")
 
 
@@ -919,7 +919,7 @@ def _insert_strided_slice(c: _Checker, op: Op) -> None:
         return
     c.same(op, [(IN, 0), (IN, 1), (OUT, 0)], "an inserted slice keeps the layout")
     c.not_kinds(op, IN, 1, splat=True, strided=True)
-    c.divides(op, IN, 1, _ints(op.view.operation.attributes["offsets"]), "the slice offsets")
+    c.divides(op, IN, 1, _ints(op.operation.attributes["offsets"]), "the slice offsets")
 
 
 # --- memory refs ------------------------------------------------------------------------------
@@ -951,7 +951,7 @@ def _same_ref(c: _Checker, op: Op) -> None:
 
 @_rule("mosaic_gpu.with_transforms")
 def _with_transforms(c: _Checker, op: Op) -> None:
-    attr = ir.ArrayAttr(op.view.operation.attributes["transforms"])
+    attr = ir.ArrayAttr(op.operation.attributes["transforms"])
     tiling, swizzle = encode.decode_transforms(attr)
     ref = c.value(op, IN, 0)
     c._swizzle_ok(op, "the transforms attribute", ref, tiling, swizzle)
@@ -990,7 +990,7 @@ def _transpose(c: _Checker, op: Op) -> None:
         return
     permutation = tuple(
         ir.AffineDimExpr(e).position
-        for e in ir.AffineMapAttr(op.view.operation.attributes["permutation"]).value.results
+        for e in ir.AffineMapAttr(op.operation.attributes["permutation"]).value.results
     )
     expected = _transpose_tiling(source.tiling, permutation)
     if expected is False:
@@ -1006,7 +1006,7 @@ def _transpose(c: _Checker, op: Op) -> None:
 @_rule("memref.expand_shape")
 def _expand_shape(c: _Checker, op: Op) -> None:
     c.same(op, [(IN, 0), (OUT, 0)], "an expanded ref keeps its tiling")
-    attributes = op.view.operation.attributes
+    attributes = op.operation.attributes
     groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(attributes["reassociation"])]
     output_shape = list(ir.DenseI64ArrayAttr(attributes["static_output_shape"]))
     kept: list[int] = []
@@ -1023,7 +1023,7 @@ def _collapse_shape(c: _Checker, op: Op) -> None:
     if source is None or result is None:
         return
     groups = [
-        len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.operation.attributes["reassociation"])
+        len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])
     ]
     expected = _collapse_tiling(source.tiling, c.value(op, IN, 0).shape, groups)
     if expected is False:
@@ -1114,7 +1114,7 @@ def _tmem_alloc(c: _Checker, op: Op) -> None:
 
 @_rule("mosaic_gpu.tmem_layout_cast")
 def _tmem_layout_cast(c: _Checker, op: Op) -> None:
-    wanted = Tmem(encode.decode_tmem_layout(op.view.operation.attributes["new_layout"]))
+    wanted = Tmem(encode.decode_tmem_layout(op.operation.attributes["new_layout"]))
     for role in (IN, OUT):
         c.expect(op, role, 0, wanted, "a ref cast to a TMEM layout")
 

@@ -129,7 +129,7 @@ class _Namer:
         value = self._ir_value(site)
         try:
             if self._state is None:
-                top = self.program.ops[self.program.top_level[0]].view.operation
+                top = self.program.ops[self.program.top_level[0]].operation
                 parent = top.parent if top.parent is not None else top
                 self._state = ir.AsmState(parent)
             name = value.get_name(self._state)

@@ -111,7 +111,7 @@ class Explainer:
         producer = self.program.values[vid].producer
         if producer is None:
             return None
-        operation = self.program.ops[producer.op].view.operation
+        operation = self.program.ops[producer.op].operation
         if producer.region is None:
             return operation.results[producer.index]
         return operation.regions[producer.region].blocks[0].arguments[producer.index]
@@ -132,7 +132,7 @@ class Explainer:
         return name
 
     def _top_operation(self) -> ir.Operation:
-        operation = self.program.ops[self.program.top_level[0]].view.operation
+        operation = self.program.ops[self.program.top_level[0]].operation
         while operation.parent is not None:
             operation = operation.parent
         return operation

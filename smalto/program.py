@@ -17,6 +17,7 @@ one classification.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
@@ -130,7 +131,7 @@ class _UnshapedResult(_Unshaped):
 class Op:
     """One operation: its name, operand/result value ids, regions and parent, by id."""
 
-    __slots__ = ("id", "name", "operands", "results", "regions", "parent", "view")
+    __slots__ = ("id", "name", "operands", "results", "regions", "parent", "operation", "_view")
 
     def __init__(
         self,
@@ -139,7 +140,7 @@ class Op:
         operands: tuple[int, ...],
         results: tuple[int, ...],
         parent: int | None,
-        view: ir.OpView,
+        operation: ir.Operation,
     ) -> None:
         self.id = oid
         self.name = name
@@ -148,12 +149,20 @@ class Op:
         # regions[r] is the list of blocks; each block is (argument ids, op ids).
         self.regions: list[list[tuple[tuple[int, ...], list[int]]]] = []
         self.parent = parent
-        self.view = view
+        self.operation = operation
+        self._view: ir.OpView | None = None
+
+    @property
+    def view(self) -> ir.OpView:
+        """The op's class view (named accessors); made on first use, as few ops need one."""
+        if self._view is None:
+            self._view = self.operation.opview
+        return self._view
 
     @property
     def location(self) -> ir.Location:
         # Read on demand: only error messages need it.
-        return self.view.location
+        return self.operation.location
 
     def has_kind(self, kind: Kind, program: Program) -> bool:
         values = program.values
@@ -203,21 +212,18 @@ def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool
     return inside
 
 
-def _op_class_facts(cls: type) -> tuple[str | None, bool]:
-    """(op name, whether it can have regions) from an op's Python class.
+def _op_class_may_have_regions(cls: type) -> bool:
+    """Whether ops of an OpView class can have regions.
 
-    The class generated for a registered op names it (``OPERATION_NAME``)
-    and declares its regions (``_ODS_REGIONS``: how many, and whether that
-    count is exact); the verifier holds every op to its declaration. Asking
-    the class spares two binding calls per op; the generic ``OpView`` of an
-    unregistered op says nothing (None, True).
+    The class generated for a registered op declares its regions
+    (``_ODS_REGIONS``: how many, and whether that count is exact); the
+    verifier holds every op to its declaration. The generic ``OpView`` of an
+    unregistered op says nothing (True).
     """
-    name = getattr(cls, "OPERATION_NAME", None)
-    if not isinstance(name, str):
-        return None, True
+    if not isinstance(getattr(cls, "OPERATION_NAME", None), str):
+        return True
     regions = getattr(cls, "_ODS_REGIONS", None)
-    exactly_none = isinstance(regions, tuple) and regions[0] == 0 and regions[1] is True
-    return name, not exactly_none
+    return not (isinstance(regions, tuple) and regions[0] == 0 and regions[1] is True)
 
 
 # What each vector or memref type tells, by its text (an immutable key; the
@@ -247,15 +253,47 @@ def _element_bitwidth(element_type: ir.Type) -> int | None:
     return width if width > 0 and width.bit_count() == 1 else None
 
 
+class _HashCollision(Exception):
+    """Two distinct values of one module share a hash (never seen; handled anyway)."""
+
+
+class _Frame:
+    """Where the pre-order walk is inside an op with regions.
+
+    The walk visits an op's region ops right after the op, block after block,
+    and says nothing about where a block ends; each block's op count (read
+    once, when the op is entered) tells which op belongs to which block.
+    """
+
+    __slots__ = ("parent", "blocks", "counts", "block", "body", "left")
+
+    def __init__(self, parent: int | None, blocks: list[list[int]], counts: list[int]) -> None:
+        self.parent = parent
+        self.blocks = blocks  # op ids per block, all regions' blocks in order
+        self.counts = counts  # ops per block
+        self.block = 0  # the block being walked
+        self.body = blocks[0]  # its op ids
+        self.left = counts[0]  # how many of its ops the walk has still to visit
+
+
 class _Reader:
-    def __init__(self) -> None:
+    """One pre-order walk over a module (``ir.Operation.walk``: one callback per op).
+
+    Values are keyed by their hash (an int: a dictionary hit then costs no
+    binding call to compare values); two values with one hash would be
+    detected where the second is defined, and the module then read again
+    keyed by the values themselves.
+    """
+
+    def __init__(self, *, by_hash: bool) -> None:
+        self.by_hash = by_hash
         self.ops: list[Op] = []
         self.values: list[Value] = []
         # Ids of the values that need a layout (vectors, TMEM refs,
         # transformable SMEM refs); decides which ops go in ``layout_ops``.
         self.relevant: set[int] = set()
         self.layout_ops: list[int] = []
-        self.value_ids: dict[ir.Value, int] = {}
+        self.value_ids: dict[object, int] = {}
         # The bindings' objects of register values, to read their use order.
         self.vectors: dict[int, ir.Value] = {}
         self.spaces: tuple[ir.Attribute, ir.Attribute, ir.Attribute] | None = None
@@ -264,9 +302,10 @@ class _Reader:
         # The bindings hand out types already cast to their class, so most
         # values are classified by this one dictionary lookup.
         self.shaped_classes: dict[type, bool] = {}
-        # Per OpView class: (op name, whether it can have regions), where the
-        # class says (see _op_class_facts).
-        self.op_classes: dict[type, tuple[str | None, bool]] = {}
+        self.stack: list[_Frame] = []
+        # Set when two values share a key; the walk then stops (an exception
+        # raised in its callback would come out as a RuntimeError).
+        self.collided = False
 
     def is_shaped(self, ty: ir.Type) -> bool:
         cls = ty.__class__
@@ -312,11 +351,13 @@ class _Reader:
             strides = None
         return (kind, tuple(mty.shape), _element_bitwidth(mty.element_type), strides, transformable)
 
-    def new_value(self, v: ir.Value, producer: Producer | None) -> int:
-        """Registers ``v`` (its type read once, here) and returns its id."""
-        ty = v.type
+    def new_value(self, v: ir.Value, producer: Producer | None, ty: ir.Type | None = None) -> int:
+        """Registers ``v`` (its type read once, here, unless given) and returns its id."""
+        if ty is None:
+            ty = v.type
         vid = len(self.values)
-        self.value_ids[v] = vid
+        if self.value_ids.setdefault(hash(v) if self.by_hash else v, vid) != vid:
+            self.collided = True
         if not self.is_shaped(ty):
             self.values.append(_Unshaped(vid, producer, ty))
             return vid
@@ -330,65 +371,126 @@ class _Reader:
             self.relevant.add(vid)
         return vid
 
-    def read_block(self, block: ir.Block, parent: int | None) -> list[int]:
-        """Reads a block's ops (and, recursively, their regions); returns their ids."""
+    def read(self, module: ir.Module) -> list[int]:
+        """Reads the module body (ids of its ops returned); fills ``ops`` and ``values``."""
+        top: list[int] = []
+        self.stack.append(_Frame(None, [top], [len(module.body.operations)]))
+        visit = self.visitor()
+        for view in module.body.operations:
+            view.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+            if self.collided:
+                raise _HashCollision
+        return top
+
+    def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
+        """The walk's callback; the one piece of Python that runs for every op."""
         ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
-        value_ids, new_value = self.value_ids, self.new_value
-        get = value_ids.get
-        shaped_classes, op_classes = self.shaped_classes, self.op_classes
-        body: list[int] = []
-        for view in block.operations:
-            operation = view.operation
-            facts = op_classes.get(view.__class__)
-            if facts is None:
-                facts = op_classes[view.__class__] = _op_class_facts(view.__class__)
-            name, may_have_regions = facts
+        value_ids, new_value, stack = self.value_ids, self.new_value, self.stack
+        get, define = value_ids.get, value_ids.setdefault
+        shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
+        by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
+        interrupt = ir.WalkResult.INTERRUPT
+        regions_by_name = _regions_by_name
+
+        def visit(operation: ir.Operation) -> ir.WalkResult:
+            frame = stack[-1]
+            if not frame.left:
+                frame = self.next_block()
+            frame.left -= 1
             oid = len(ops)
-            body.append(oid)
+            frame.body.append(oid)
             # map, not a comprehension: in Python 3.11 each comprehension
             # makes a function and a frame, and this runs for every op.
-            operands = tuple(map(get, operation.operands))
-            if None in operands:  # some defined outside what we walk: free values
-                operands = tuple(
-                    [
-                        new_value(v, None) if vid is None else vid
-                        for vid, v in zip(operands, operation.operands, strict=True)
-                    ]
-                )
-            layout = not relevant.isdisjoint(operands)
-            result_ids: list[int] = []
-            for index, r in enumerate(operation.results):
-                # new_value, inlined for the common case: most results are scalars.
-                ty = r.type
-                if shaped_classes.get(ty.__class__) is False:
+            raw = operation.operands
+            operands = tuple(map(get, map(hash, raw) if by_hash else raw))
+            if None in operands:  # defined outside what we walk: free values
+                operands = self.free_operands(operands, raw)
+            layout = not relevant.isdisjoint(operands) if operands else False
+            results = operation.results
+            if results:
+                result_ids = []
+                for index, r in enumerate(results):
+                    ty = r.type
                     vid = len(values)
-                    value_ids[r] = vid
-                    values.append(_UnshapedResult(vid, oid, index, ty))
-                else:
-                    vid = new_value(r, Producer(oid, index))
-                    layout = layout or vid in relevant
-                result_ids.append(vid)
-            op = Op(oid, name or operation.name, operands, tuple(result_ids), parent, view)
+                    if shaped_classes.get(ty.__class__) is False:
+                        # Most results are scalars: registered here, inline.
+                        if define(hash(r) if by_hash else r, vid) != vid:
+                            return self.collision()
+                        values.append(_UnshapedResult(vid, oid, index, ty))
+                    else:
+                        new_value(r, Producer(oid, index), ty)
+                        layout = layout or vid in relevant
+                    result_ids.append(vid)
+                op = Op(oid, operation.name, operands, tuple(result_ids), frame.parent, operation)
+            else:
+                op = Op(oid, operation.name, operands, (), frame.parent, operation)
             ops.append(op)
             if layout:
-                self.layout_ops.append(oid)
+                layout_ops.append(oid)
                 for index, vid in enumerate(operands):
                     if vid in vectors:
                         values[vid].uses.append((oid, index))
-            if not may_have_regions:
-                continue
-            for r_index, region in enumerate(operation.regions):
-                blocks = []
-                for inner in region.blocks:
-                    args = tuple(
-                        [
-                            new_value(a, Producer(oid, i, r_index))
-                            for i, a in enumerate(inner.arguments)
-                        ]
-                    )
-                    blocks.append((args, self.read_block(inner, oid)))
-                op.regions.append(blocks)
-        return body
+            name = op.name
+            may_have_regions = regions_by_name.get(name)
+            if may_have_regions is None:
+                may_have_regions = regions_by_name[name] = _op_class_may_have_regions(
+                    operation.opview.__class__
+                )
+            if may_have_regions:
+                self.enter(op, operation)
+            return interrupt if self.collided else advance
+
+        return visit
+
+    def collision(self) -> ir.WalkResult:
+        self.collided = True
+        return ir.WalkResult.INTERRUPT
+
+    def next_block(self) -> _Frame:
+        """The frame of the next op: past blocks (and ops) whose ops were all visited."""
+        stack = self.stack
+        frame = stack[-1]
+        while not frame.left:
+            frame.block += 1
+            if frame.block < len(frame.counts):
+                frame.body = frame.blocks[frame.block]
+                frame.left = frame.counts[frame.block]
+            else:
+                stack.pop()
+                frame = stack[-1]
+        return frame
+
+    def free_operands(
+        self, operands: tuple[int | None, ...], raw: ir.OpOperandList
+    ) -> tuple[int, ...]:
+        """Operand ids, with a new (free) value for each operand defined outside the walk."""
+        return tuple(
+            [
+                self.new_value(v, None) if vid is None else vid
+                for vid, v in zip(operands, raw, strict=True)
+            ]
+        )
+
+    def enter(self, op: Op, operation: ir.Operation) -> None:
+        """Records an op's regions: their blocks' arguments now, their ops as the walk goes."""
+        blocks: list[list[int]] = []
+        counts: list[int] = []
+        for r_index, region in enumerate(operation.regions):
+            region_blocks = []
+            for inner in region.blocks:
+                args = tuple(
+                    [
+                        self.new_value(a, Producer(op.id, i, r_index))
+                        for i, a in enumerate(inner.arguments)
+                    ]
+                )
+                body: list[int] = []
+                region_blocks.append((args, body))
+                blocks.append(body)
+                counts.append(len(inner.operations))
+            op.regions.append(region_blocks)
+        if blocks:
+            self.stack.append(_Frame(op.id, blocks, counts))
 
     def order_uses(self) -> None:
         """Puts the uses of register values with several users in the bindings' order.
@@ -426,13 +528,13 @@ class _Reader:
                 operation = owner.operation if hasattr(owner, "operation") else owner
                 if len(users) <= _FEW_USERS:
                     for oid in users:
-                        if ops[oid].view.operation == operation:
+                        if ops[oid].operation == operation:
                             uses.append((oid, index))
                             break
                     continue
                 by_operation = by_position.get(index)
                 if by_operation is None:
-                    by_operation = by_position[index] = {ops[u].view.operation: u for u in users}
+                    by_operation = by_position[index] = {ops[u].operation: u for u in users}
                 oid = by_operation.get(operation)
                 if oid is not None:
                     uses.append((oid, index))
@@ -443,10 +545,17 @@ class _Reader:
 # with each; past it, looked up by hash (each comparison or hash is a binding call).
 _FEW_USERS = 4
 
+# Per op name: whether ops of that name can have regions (the first op's class says).
+_regions_by_name: dict[str, bool] = {}
+
 
 def read_program(module: ir.Module) -> Program:
     """Reads ``module`` into a ``Program``; must run inside the module's context."""
-    reader = _Reader()
-    top = reader.read_block(module.body, None)
+    reader = _Reader(by_hash=True)
+    try:
+        top = reader.read(module)
+    except _HashCollision:
+        reader = _Reader(by_hash=False)
+        top = reader.read(module)
     reader.order_uses()
     return Program(reader.ops, reader.values, top, reader.layout_ops)
