@@ -98,7 +98,7 @@ def constant(ctx: RuleContext, op: Op) -> None:
     """A splat constant starts as a splat; a dense one must be laid out in registers."""
     site = ctx.result(op, 0)
     var = ctx.new_var(site)
-    value = op.view.attributes["value"]
+    value = op.operation.attributes["value"]
     if isinstance(value, ir.DenseElementsAttr) and ir.DenseElementsAttr(value).is_splat:
         ctx.fix(var, hl.splat(ctx.value(site).shape), op, "the constant")
     else:

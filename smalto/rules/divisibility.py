@@ -42,7 +42,7 @@ class Divisibility:
         if producer is not None and producer.region is None:
             op = self.program.ops[producer.op]
             if op.name == "arith.constant":
-                attr = op.view.attributes["value"]
+                attr = op.operation.attributes["value"]
                 if isinstance(attr, ir.IntegerAttr):
                     value = ir.IntegerAttr(attr).value
         self._constants[vid] = value
@@ -79,7 +79,7 @@ class Divisibility:
             return False
         match op.name:
             case "mosaic_gpu.assume_multiple":
-                multiple = ir.IntegerAttr(op.view.attributes["multiple"]).value
+                multiple = ir.IntegerAttr(op.operation.attributes["multiple"]).value
                 return multiple % divisor == 0 or self.divides(operands[0], divisor, deeper)
             case "arith.index_cast":
                 return self.divides(operands[0], divisor, deeper)

@@ -16,7 +16,7 @@ from smalto.rules.attributes import DYNAMIC, ints
 @rule("memref.subview")
 def subview(ctx: RuleContext, op: Op) -> None:
     """A window keeps the tiling, which must divide its sizes and (known) offsets."""
-    attributes = op.view.attributes
+    attributes = op.operation.attributes
     if any(s != 1 for s in ints(attributes["static_strides"])):
         raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.location}")
     source = ctx.ref(op, 0)
@@ -59,7 +59,7 @@ def transpose(ctx: RuleContext, op: Op) -> None:
     dest = ctx.new_var(ctx.result(op, 0))
     permutation = tuple(
         ir.AffineDimExpr(e).position
-        for e in ir.AffineMapAttr(op.view.attributes["permutation"]).value.results
+        for e in ir.AffineMapAttr(op.operation.attributes["permutation"]).value.results
     )
     inverse = tuple(permutation.index(i) for i in range(len(permutation)))
     ctx.require(
@@ -77,8 +77,8 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
-    groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.attributes["reassociation"])]
-    output_shape = ints(op.view.attributes["static_output_shape"])
+    groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])]
+    output_shape = ints(op.operation.attributes["static_output_shape"])
     trailing: list[int] = []
     for dim, group in zip(reversed(output_shape), reversed(groups), strict=False):
         if dim == DYNAMIC or group > 1:
@@ -92,7 +92,7 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
 @rule("memref.collapse_shape")
 def collapse_shape(ctx: RuleContext, op: Op) -> None:
     """Merging contiguous dims: the tiling must survive the merge."""
-    groups = tuple(len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.view.attributes["reassociation"]))
+    groups = tuple(len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"]))
     if not groups:
         raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.location}")
     source_value = ctx.program.values[op.operands[0]]

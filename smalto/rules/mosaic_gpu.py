@@ -29,7 +29,7 @@ from smalto.rules.attributes import ints
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
-    attrs = op.view.attributes
+    attrs = op.operation.attributes
     if name not in attrs:
         return None
     return bool(ir.BoolAttr(attrs[name]).value)
@@ -119,7 +119,7 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     """The result has the cast's layout; the operand must be convertible to it."""
     operand = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
-    layout = ctx.decode(op, op.view.attributes["new_layout"])
+    layout = ctx.decode(op, op.operation.attributes["new_layout"])
     ctx.fix(result, layout, op, "the cast result")
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
     ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
@@ -183,7 +183,7 @@ def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Att
 def with_transforms(ctx: RuleContext, op: Op) -> None:
     """The user's transforms are the ref's."""
     var = ctx.ref(op, 0)
-    value = _swizzle_checked_tiling(ctx, op, 0, op.view.attributes["transforms"])
+    value = _swizzle_checked_tiling(ctx, op, 0, op.operation.attributes["transforms"])
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
@@ -211,8 +211,8 @@ def cluster_cancel(ctx: RuleContext, op: Op) -> None:
 @rule("mosaic_gpu.custom_primitive")
 def custom_primitive(ctx: RuleContext, op: Op) -> None:
     """The primitive declares its operands' and results' layouts and transforms."""
-    in_layouts = iter(ir.ArrayAttr(op.view.attributes["in_layouts"]))
-    in_transforms = iter(ir.ArrayAttr(op.view.attributes["in_transforms"]))
+    in_layouts = iter(ir.ArrayAttr(op.operation.attributes["in_layouts"]))
+    in_transforms = iter(ir.ArrayAttr(op.operation.attributes["in_transforms"]))
     values = ctx.program.values
     for i, v in enumerate(op.operands):
         kind = values[v].kind
@@ -227,7 +227,7 @@ def custom_primitive(ctx: RuleContext, op: Op) -> None:
             ctx.require(Equal(Var(source), Var(var), op.id))
             value = _swizzle_checked_tiling(ctx, op, i, next(in_transforms))
             ctx.fix(var, value, op, f"operand #{i}")
-    out_layouts = iter(ir.ArrayAttr(op.view.attributes["out_layouts"]))
+    out_layouts = iter(ir.ArrayAttr(op.operation.attributes["out_layouts"]))
     for i, v in enumerate(op.results):
         if values[v].kind == Kind.VECTOR:
             var = ctx.new_var(ctx.result(op, i))
@@ -241,7 +241,7 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     dst = ctx.new_var(ctx.result(op, 0))
     src_shape = ctx.program.values[op.operands[0]].shape
     dst_shape = ctx.program.values[op.results[0]].shape
-    dims = ints(op.view.attributes["broadcast_dimensions"])
+    dims = ints(op.operation.attributes["broadcast_dimensions"])
     source_of = {d: s for s, d in enumerate(dims)}
     expanded = [
         d
@@ -273,7 +273,7 @@ def _index_count(op: Op) -> int:
     The size of its indices segment (the segments before it hold one operand
     each): one attribute read, where the generated accessor sums slices.
     """
-    return op.view.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+    return op.operation.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
@@ -304,7 +304,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     multiple: list[int] = []
     has_gather = False
     first_index = _INDEX_OPERANDS[op.name]
-    slice_lengths = ints(op.view.attributes["slice_lengths"])
+    slice_lengths = ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:
             continue  # squeezed: not a dimension of the SMEM ref

@@ -31,7 +31,7 @@ def _tmem_layout(
 def tmem_layout_cast(ctx: RuleContext, op: Op) -> None:
     """The cast's TMEM layout is the ref's."""
     var = ctx.ref(op, 0)
-    layout = ctx.decode(op, op.view.attributes["new_layout"], tmem=True)
+    layout = ctx.decode(op, op.operation.attributes["new_layout"], tmem=True)
     ctx.fix(var, layout, op, "the TMEM ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
@@ -50,7 +50,7 @@ def tmem_dealloc(ctx: RuleContext, op: Op) -> None:
 
 
 def _collective(op: Op) -> bool:
-    attrs = op.view.attributes
+    attrs = op.operation.attributes
     return "collective" in attrs and bool(ir.BoolAttr(attrs["collective"]).value)
 
 

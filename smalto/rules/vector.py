@@ -14,7 +14,7 @@ _NOT_SPLAT_OR_STRIDED = (LayoutKind.SPLAT, LayoutKind.STRIDED)
 
 
 def _unit_strides(op: Op) -> None:
-    if any(s != 1 for s in ints(op.view.attributes["strides"])):
+    if any(s != 1 for s in ints(op.operation.attributes["strides"])):
         raise NotImplementedError(f"`{op.name}` with non-unit strides (at {op.location})")
 
 
@@ -44,7 +44,7 @@ def multi_reduction(ctx: RuleContext, op: Op) -> None:
     source = ctx.new_var(ctx.operand(op, 0))
     out = ctx.new_var(ctx.operand(op, 1), ctx.result(op, 0), key=ctx.result(op, 0))
     rank = len(ctx.program.values[op.operands[0]].shape)
-    dims = tuple(sorted(ints(op.view.attributes["reduction_dims"])))
+    dims = tuple(sorted(ints(op.operation.attributes["reduction_dims"])))
     ctx.not_of_kind(source, op, LayoutKind.STRIDED)
     ctx.require(Equal(Var(out), Reduce(Var(source), dims, rank), op.id))
     ctx.require(FullyTiled(Var(source), rank, op.id))
@@ -69,7 +69,7 @@ def extract_strided_slice(ctx: RuleContext, op: Op) -> None:
     _unit_strides(op)
     source = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
-    offsets = ints(op.view.attributes["offsets"])
+    offsets = ints(op.operation.attributes["offsets"])
     ctx.require(Divides(Var(source), offsets, op.id), Equal(Var(source), Var(result), op.id))
     ctx.not_of_kind(result, op, *_NOT_SPLAT_OR_STRIDED)
 
@@ -103,7 +103,7 @@ def insert_strided_slice(ctx: RuleContext, op: Op) -> None:
     src = ctx.new_var(ctx.operand(op, 0))
     dst = ctx.new_var(ctx.operand(op, 1))
     result = ctx.new_var(ctx.result(op, 0))
-    offsets = ints(op.view.attributes["offsets"])
+    offsets = ints(op.operation.attributes["offsets"])
     ctx.require(
         Divides(Var(dst), offsets, op.id),
         Equal(Var(dst), Var(src), op.id),

@@ -194,7 +194,7 @@ class Solver:
         op = program.ops[v.key.op]
         if op.name != "mosaic_gpu.tmem_alloc":
             return None
-        attrs = op.view.attributes
+        attrs = op.operation.attributes
         collective = "collective" in attrs and bool(ir.BoolAttr(attrs["collective"]).value)
         try:
             return hl.tmem_for_shape(v.shape, collective, 1)
