@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const
 from smalto.program import Kind, Program
+from smalto.records import record
 
 
 class Role(enum.IntEnum):
@@ -24,8 +26,13 @@ class Role(enum.IntEnum):
     ARGUMENT = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
+    """One role of a value at one op.
+
+    A named tuple, not a dataclass: derivation makes and hashes one per
+    operand and result of every layout op, and a tuple's are done in C.
+    """
+
     op: int
     role: Role
     index: int
@@ -46,12 +53,12 @@ def value_at(program: Program, site: Site) -> int:
 # --- expressions ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Var:
     id: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reduce:
     """The layout of a reduction of ``expr`` over ``axes`` (of a rank-``rank`` value)."""
 
@@ -61,14 +68,14 @@ class Reduce:
     keep_dims: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reshape:
     expr: Expr
     source_shape: tuple[int, ...]
     target_shape: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Transpose:
     """The SMEM tiling of a transposed ref."""
 
@@ -76,7 +83,7 @@ class Transpose:
     permutation: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Collapse:
     """The SMEM tiling of a ref whose dims are collapsed by ``reassociation`` group sizes."""
 
@@ -105,14 +112,14 @@ class LayoutKind(enum.Enum):
     STRIDED = "strided"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Equal:
     lhs: Expr
     rhs: Expr
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Relayout:
     """``source`` can be converted to ``target`` (registers)."""
 
@@ -123,14 +130,14 @@ class Relayout:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NotOfKind:
     expr: Expr
     kind: LayoutKind
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SmemTransfer:
     """Registers in ``reg`` move to/from an SMEM ref with transforms ``smem``."""
 
@@ -143,7 +150,7 @@ class SmemTransfer:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TmemTransfer:
     """Registers in ``reg`` move to/from a TMEM ref in ``tmem``."""
 
@@ -154,7 +161,7 @@ class TmemTransfer:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MmaTiling:
     """An SMEM MMA operand's tiling is (8, swizzle bytes / element bytes)."""
 
@@ -164,7 +171,7 @@ class MmaTiling:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Divides:
     """Each trailing tile size divides the matching entry of ``multiple``."""
 
@@ -173,7 +180,7 @@ class Divides:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MinorTileDivisible:
     """The minor tile size of an SMEM tiling is a multiple of ``divisor``."""
 
@@ -182,7 +189,7 @@ class MinorTileDivisible:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoreRegisters:
     """Registers stored one per asynchronous SMEM store: 32 or 64 bits, no replicas.
 
@@ -196,7 +203,7 @@ class StoreRegisters:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FullyTiled:
     """A tiled layout of the value tiles all ``rank`` dims (not just the minor ones).
 
@@ -209,7 +216,7 @@ class FullyTiled:
     origin: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Broadcast:
     """``src`` broadcasts into ``dst`` along ``dims`` (broadcast_in_dim)."""
 
@@ -269,7 +276,7 @@ class Variable:
     sites: list[Site] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fixed:
     """A layout an op imposes outright (wgmma accumulator, layout_cast, ...)."""
 

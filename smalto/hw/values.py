@@ -6,13 +6,13 @@ the lowering receives exactly the objects it knows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.records import record
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class Reg:
     """A register layout."""
 
@@ -31,14 +31,14 @@ class Reg:
         return isinstance(self.layout, fa.WGStridedFragLayout)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Smem:
     """SMEM transforms: a tiling (``None``: untiled); the swizzle follows from it."""
 
     tiling: tuple[int, ...] | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Tmem:
     """A TMEM layout."""
 

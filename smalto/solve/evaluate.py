@@ -9,7 +9,6 @@ nothing yet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
@@ -38,6 +37,7 @@ from smalto.constraints import (
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import smem_transfer_supported, tmem_transfer_supported
 from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.records import record
 
 
 class Contradiction:
@@ -127,7 +127,7 @@ def is_value(expr: object) -> bool:
 # --- judging constraints ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Forces:
     """The constraint holds exactly when ``var`` takes ``value``."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
@@ -30,6 +29,7 @@ from smalto.constraints import (
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Program
+from smalto.records import record
 from smalto.solve import candidates as cands
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
@@ -46,7 +46,7 @@ class FuelExhausted(Exception):
         self.open_variables = open_variables
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reason:
     """Why a variable has its value: an op fixed it, a constraint forced it, or a choice.
 
@@ -61,7 +61,7 @@ class Reason:
     fixed: Fixed | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Conflict:
     """Why propagation failed: a constraint that cannot hold, or a value that does not fit."""
 

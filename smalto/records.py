@@ -1,0 +1,20 @@
+"""The one decorator for the pass's small value objects (constraints, layouts, reasons)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def record(cls: type[T]) -> type[T]:
+    """A slotted class compared and hashed by its fields, never changed once made.
+
+    Not a *frozen* dataclass: its ``__init__`` sets each field through
+    ``object.__setattr__``, five times the cost of a plain one, and a kernel
+    makes thousands of these (a constraint per op, a reason per decision).
+    Immutability is the convention instead: nothing assigns to a field after
+    construction.
+    """
+    return dataclass(slots=True, unsafe_hash=True)(cls)  # type: ignore[return-value]
