@@ -297,7 +297,7 @@ class _Reader:
         # The bindings' objects of register values, to read their use order.
         self.vectors: dict[int, ir.Value] = {}
         self.spaces: tuple[ir.Attribute, ir.Attribute, ir.Attribute] | None = None
-        self.type_cache: dict[ir.Type, TypeInfo] = {}
+        self.type_cache: dict[int, TypeInfo] = {}
         # Per Python class of ir.Type: whether it is a vector or memref type.
         # The bindings hand out types already cast to their class, so most
         # values are classified by this one dictionary lookup.
@@ -315,8 +315,14 @@ class _Reader:
         return shaped
 
     def classify(self, ty: ir.Type) -> TypeInfo:
-        """What a vector or memref type tells; computed once per distinct type."""
-        cached = self.type_cache.get(ty)
+        """What a vector or memref type tells; computed once per distinct type.
+
+        Keyed by the type's hash: types are unique in their context, so the
+        hash is the hash of one pointer, and an int key spares the binding
+        call that compares two types on every hit.
+        """
+        key = hash(ty)
+        cached = self.type_cache.get(key)
         if cached is None:
             # Across modules (and contexts), by the type's text: printing a
             # type costs a fraction of asking the bindings for its parts.
@@ -327,7 +333,7 @@ class _Reader:
                 if len(_info_by_text) >= _INFO_LIMIT:
                     _info_by_text.clear()
                 _info_by_text[text] = cached
-            self.type_cache[ty] = cached
+            self.type_cache[key] = cached
         return cached
 
     def _classify_shaped(self, ty: ir.Type) -> TypeInfo:
@@ -385,12 +391,14 @@ class _Reader:
     def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
         """The walk's callback; the one piece of Python that runs for every op."""
         ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
-        value_ids, new_value, stack = self.value_ids, self.new_value, self.stack
+        value_ids, stack = self.value_ids, self.stack
         get, define = value_ids.get, value_ids.setdefault
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
         regions_by_name = _regions_by_name
+        type_cache, classify = self.type_cache, self.classify
+        VECTOR, TMEM = Kind.VECTOR, Kind.TMEM  # noqa: N806 -- constants, bound locally
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
             frame = stack[-1]
@@ -412,14 +420,28 @@ class _Reader:
                 for index, r in enumerate(results):
                     ty = r.type
                     vid = len(values)
-                    if shaped_classes.get(ty.__class__) is False:
+                    shaped = shaped_classes.get(ty.__class__)
+                    if shaped is None:
+                        shaped = self.is_shaped(ty)
+                    if not shaped:
                         # Most results are scalars: registered here, inline.
                         if define(hash(r) if by_hash else r, vid) != vid:
                             return self.collision()
                         values.append(_UnshapedResult(vid, oid, index, ty))
                     else:
-                        new_value(r, Producer(oid, index), ty)
-                        layout = layout or vid in relevant
+                        # A vector or memref: new_value, inlined.
+                        if define(hash(r) if by_hash else r, vid) != vid:
+                            return self.collision()
+                        info = type_cache.get(hash(ty)) or classify(ty)
+                        values.append(Value(vid, info, Producer(oid, index), ty))
+                        kind = info[0]
+                        if kind is VECTOR:
+                            relevant.add(vid)
+                            vectors[vid] = r
+                            layout = True
+                        elif kind is TMEM or info[4]:
+                            relevant.add(vid)
+                            layout = True
                     result_ids.append(vid)
                 op = Op(oid, operation.name, operands, tuple(result_ids), frame.parent, operation)
             else:
