@@ -1022,9 +1022,7 @@ def _collapse_shape(c: _Checker, op: Op) -> None:
     source, result = c.smem(op, IN, 0), c.smem(op, OUT, 0)
     if source is None or result is None:
         return
-    groups = [
-        len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])
-    ]
+    groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])]
     expected = _collapse_tiling(source.tiling, c.value(op, IN, 0).shape, groups)
     if expected is False:
         c.report(op, f"collapsing dims {groups} breaks the tiles of {_name(source)}")

@@ -92,7 +92,9 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
 @rule("memref.collapse_shape")
 def collapse_shape(ctx: RuleContext, op: Op) -> None:
     """Merging contiguous dims: the tiling must survive the merge."""
-    groups = tuple(len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"]))
+    groups = tuple(
+        len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])
+    )
     if not groups:
         raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.location}")
     source_value = ctx.program.values[op.operands[0]]
