@@ -12,7 +12,11 @@ copies of the same text (parsing is never timed), it measures
 (c) the **IR floor**: one pre-order walk over every op that reads each op's
     operand and result types and sets, from ready-made attribute objects, the
     very layout attributes smalto wrote: the least any pass must do through
-    the MLIR bindings.
+    the MLIR bindings,
+(d) the **read**: one pre-order walk that only gathers what any pass must
+    learn of the module (each op's name, its operands' identities, its
+    results' types) into Python lists, with no analysis: how much of the
+    floor-to-smalto gap is merely reading the dataflow through the bindings.
 
 Each figure is the median over ``--repeat`` runs; before them one untimed
 run of each pass gives the attributes to compare (smalto's against JAX's) and
@@ -168,6 +172,31 @@ def floor_walk(module: ir.Module, plan: AttributePlan) -> None:
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
+def read_walk(module: ir.Module) -> list[tuple[str, tuple[int | None, ...], list[ir.Type]]]:
+    """The least any layout pass must read: per op, its name, its operands' identities and
+    its results' types, gathered into Python lists by one pre-order walk; no analysis.
+
+    Beside the floor (which reads types but keeps nothing), this shows what
+    merely learning the module's dataflow through the bindings costs.
+    """
+    ids: dict[int, int] = {}
+    get = ids.get
+    ops: list[tuple[str, tuple[int | None, ...], list[ir.Type]]] = []
+    advance = ir.WalkResult.ADVANCE
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        operands = tuple(map(get, map(hash, op.operands)))
+        types = []
+        for r in op.results:
+            types.append(r.type)
+            ids[hash(r)] = len(ids)
+        ops.append((op.name, operands, types))
+        return advance
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops
+
+
 def count_ops(module: ir.Module) -> int:
     count = 0
 
@@ -222,6 +251,7 @@ class ModuleResult:
     jax_ms: float | None = None
     smalto_ms: float | None = None
     floor_ms: float | None = None
+    read_ms: float | None = None  # read_walk: learning the module's dataflow, nothing more
     jax_peak_kib: float | None = None
     smalto_peak_kib: float | None = None
     identical: bool | None = None  # smalto's attributes == JAX's
@@ -233,6 +263,12 @@ class ModuleResult:
         if self.jax_ms is None or not self.smalto_ms:
             return None
         return self.jax_ms / self.smalto_ms
+
+    @property
+    def read_over_floor(self) -> float | None:
+        if self.read_ms is None or not self.floor_ms:
+            return None
+        return self.read_ms / self.floor_ms
 
     @property
     def smalto_over_floor(self) -> float | None:
@@ -315,17 +351,20 @@ def measure_module(
         jax_times: list[float] = list(jax_samples)
         ours_times: list[float] = []
         floor_times: list[float] = []
+        read_times: list[float] = []
         for round_ in range(repeat):
             if jax_ok and round_ < jax_repeat:
                 jax_times.append(timed(jax, fresh(), tick))
             ours_times.append(timed(ours, fresh(), tick))
             floor_times.append(timed(floor, fresh(), tick))
+            read_times.append(timed(read_walk, fresh(), tick))
         if jax_times:
             result.jax_ms = statistics.median(jax_times) * 1e3
             result.jax_runs = len(jax_times)
         if ours_times:
             result.smalto_ms = statistics.median(ours_times) * 1e3
             result.floor_ms = statistics.median(floor_times) * 1e3
+            result.read_ms = statistics.median(read_times) * 1e3
         if memory_jax and jax_ok:
             result.jax_peak_kib = peak_kib(jax, fresh())
         if memory:
@@ -365,6 +404,7 @@ def benchmark_files(
 class Summary:
     median_jax_over_smalto: float | None
     median_smalto_over_floor: float | None
+    median_read_over_floor: float | None
     slower_than_jax: int
     compared: int
     not_identical: int
@@ -375,9 +415,11 @@ def summarize(results: Iterable[ModuleResult]) -> Summary:
     results = list(results)
     speedups = [r.jax_over_smalto for r in results if r.jax_over_smalto is not None]
     overheads = [r.smalto_over_floor for r in results if r.smalto_over_floor is not None]
+    reads = [r.read_over_floor for r in results if r.read_over_floor is not None]
     return Summary(
         median_jax_over_smalto=statistics.median(speedups) if speedups else None,
         median_smalto_over_floor=statistics.median(overheads) if overheads else None,
+        median_read_over_floor=statistics.median(reads) if reads else None,
         slower_than_jax=sum(1 for s in speedups if s < 1.0),
         compared=len(speedups),
         not_identical=sum(1 for r in results if r.identical is False),
@@ -487,8 +529,10 @@ KERNEL_HEADERS = (
     "JAX ms",
     "smalto ms",
     "floor ms",
+    "read ms",
     "JAX/smalto",
     "smalto/floor",
+    "read/floor",
     "peak KB jax",
     "peak KB smalto",
 )
@@ -507,8 +551,10 @@ def kernel_rows(results: Sequence[ModuleResult]) -> list[list[str]]:
                 _fmt(r.jax_ms),
                 _fmt(r.smalto_ms),
                 _fmt(r.floor_ms, 2),
+                _fmt(r.read_ms, 2),
                 _fmt(r.jax_over_smalto, 1, "x"),
                 _fmt(r.smalto_over_floor, 1, "x"),
+                _fmt(r.read_over_floor, 1, "x"),
                 _kib(r.jax_peak_kib),
                 _kib(r.smalto_peak_kib),
             ]
@@ -521,6 +567,8 @@ def summary_lines(summary: Summary) -> list[str]:
         f"median JAX/smalto: {_fmt(summary.median_jax_over_smalto, 2, 'x')} "
         f"(over {summary.compared} modules)",
         f"median smalto/floor: {_fmt(summary.median_smalto_over_floor, 2, 'x')}",
+        f"median read/floor: {_fmt(summary.median_read_over_floor, 2, 'x')} "
+        "(the reading alone, before any analysis)",
         f"modules where smalto is slower than JAX: {summary.slower_than_jax}",
     ]
     if summary.not_identical:
@@ -646,7 +694,9 @@ def kernels_markdown(
             f"({clock_words(clock)}) is the median of {repeat} runs ({jax_repeat} for JAX) on "
             "separately parsed copies, in one process; parsing is not timed. *floor*: one "
             "pre-order walk reading every op's operand and result types and setting the "
-            "attributes smalto wrote (ready-made attribute objects). Peak KB: peak "
+            "attributes smalto wrote (ready-made attribute objects). *read*: one pre-order walk "
+            "gathering each op's name, operand identities (hashes) and result types into "
+            "Python lists, no analysis (`bench.run.read_walk`). Peak KB: peak "
             "Python-heap allocation during one run (`tracemalloc`; MLIR's C++ allocations "
             "are not seen).",
             "",

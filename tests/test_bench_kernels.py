@@ -34,8 +34,35 @@ def test_bench_command_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixt
     kernel.write_text(attention_kernel(1))
     assert main(["bench", "--repeat", "1", str(kernel)]) == 0
     out = capsys.readouterr().out
-    assert "JAX/smalto" in out and "smalto/floor" in out
+    assert "JAX/smalto" in out and "smalto/floor" in out and "read/floor" in out
     assert "attention_1" in out
+
+
+def test_read_walk_gathers_each_ops_dataflow() -> None:
+    """The read reference: one entry per op, operands naming the results they use."""
+    from jax._src.lib.mlir import ir
+
+    from bench.run import count_ops, read_walk
+    from smalto.program import read_program
+
+    ctx = reference.shared_context()
+    module = reference.parse(attention_kernel(1), ctx)
+    with ctx, ir.Location.unknown():
+        entries = read_walk(module)
+        program = read_program(module)
+    assert len(entries) == count_ops(module)  # the module op itself included
+    entries = entries[1:]
+    assert [name for name, _, _ in entries] == [op.name for op in program.ops]
+    # Results are numbered as defined; an operand names the result it uses (None:
+    # a block argument, which the read does not number).
+    numbering: dict[int, int] = {}
+    for (_, _, types), op in zip(entries, program.ops, strict=True):
+        for vid in op.results:
+            numbering[vid] = len(numbering)
+        assert len(types) == len(op.results)
+    for (_, operands, _), op in zip(entries, program.ops, strict=True):
+        expected = tuple(numbering.get(v) for v in op.operands)
+        assert operands == expected
 
 
 def test_bench_command_without_the_benchmarks_is_a_usage_error(
