@@ -67,10 +67,14 @@ class Value:
         "producer",
         "type",
         "uses",
+        "info",
     )
 
     def __init__(self, vid: int, info: TypeInfo, producer: Producer | None, ty: ir.Type) -> None:
         self.id = vid
+        # The facts of its type: one tuple per distinct type text, shared by
+        # all values of that type (so its identity stands for the type).
+        self.info: TypeInfo | None = info
         self.kind: Kind = info[0]
         self.shape: tuple[int, ...] = info[1]
         self.bitwidth: int | None = info[2]  # element bitwidth; None where not a power of two
@@ -101,6 +105,7 @@ class _Unshaped(Value):
     strides = None
     transformable = False  # type: ignore[assignment]
     uses = ()  # type: ignore[assignment]
+    info = None
 
     def __init__(self, vid: int, producer: Producer | None, ty: ir.Type) -> None:
         self.id = vid

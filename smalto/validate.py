@@ -46,7 +46,9 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
     # A value's problem follows from its type alone; values are used many
     # times and share a handful of types.
     checked: dict[int, str | None] = {}
-    by_type: dict[ir.Type, str | None] = {}
+    # By the identity of the values' type facts (one object per type text):
+    # keying by the ir.Type itself would cost two binding calls per lookup.
+    by_type: dict[int, str | None] = {}
     opaque: dict[int, bool] = {}
     for op_id in program.layout_ops:
         op = program.ops[op_id]
@@ -58,10 +60,14 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
                     problem = checked[vid]
                 else:
                     value = program.values[vid]
-                    if value.type in by_type:
-                        problem = by_type[value.type]
+                    if value.info is None:  # a scalar, token or pointer: no layout
+                        problem = None
                     else:
-                        problem = by_type[value.type] = _problem(value)
+                        key = id(value.info)
+                        if key in by_type:
+                            problem = by_type[key]
+                        else:
+                            problem = by_type[key] = _problem(value)
                     checked[vid] = problem
                 if problem is not None:
                     raise UnsupportedInput(
