@@ -41,13 +41,17 @@ class Site(NamedTuple):
 
 def value_at(program: Program, site: Site) -> int:
     """The id of the value a site refers to."""
-    op = program.ops[site.op]
-    if site.role == Role.OPERAND:
-        return op.operands[site.index]
-    if site.role == Role.RESULT:
-        return op.results[site.index]
-    assert site.region is not None
-    return op.regions[site.region][0][0][site.index]
+    op_id, role, index, region = site
+    op = program.ops[op_id]
+    if role is _OPERAND:
+        return op.operands[index]
+    if role is _RESULT:
+        return op.results[index]
+    assert region is not None
+    return op.regions[region][0][0][index]
+
+
+_OPERAND, _RESULT = Role.OPERAND, Role.RESULT
 
 
 # --- expressions ---------------------------------------------------------------

@@ -84,7 +84,8 @@ class RuleContext:
         return self.program.values[self.value_id(site)]
 
     def producer_site(self, site: Site) -> Site | None:
-        producer = self.value(site).producer
+        program = self.program
+        producer = program.values[value_at(program, site)].producer
         if producer is None:
             return None
         if producer.region is None:
@@ -96,10 +97,12 @@ class RuleContext:
     def new_var(self, *sites: Site, key: Site | None = None) -> int:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
         key = key or sites[0]
-        value_id = self.value_id(key)
-        value = self.program.values[value_id]
-        var = len(self.system.variables)
-        self.system.variables.append(
+        program = self.program
+        value_id = value_at(program, key)
+        value = program.values[value_id]
+        variables = self.system.variables
+        var = len(variables)
+        variables.append(
             Variable(var, value.kind, value.shape, value.bitwidth, value.strides, key, value_id)
         )
         self.add_sites(var, *sites)
@@ -107,9 +110,10 @@ class RuleContext:
 
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
-        var_of_site, values = self.system.var_of_site, self.program.values
+        program = self.program
+        var_of_site, values = self.system.var_of_site, program.values
         for site in sites:
-            value = values[value_at(self.program, site)]
+            value = values[value_at(program, site)]
             if value.kind != variable.kind or value.shape != variable.shape:
                 raise InferenceError(
                     f"{self.describe(site)} has type {value.type}, which does not match "
@@ -124,7 +128,7 @@ class RuleContext:
 
     def ref(self, op: Op, operand_index: int) -> int:
         """The variable of the ref an op's operand refers to (shared with its producer)."""
-        site = self.operand(op, operand_index)
+        site = Site(op.id, _OPERAND, operand_index)
         producer = self.producer_site(site)
         if producer is not None:
             var = self.system.var_of_site.get(producer)
