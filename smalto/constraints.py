@@ -11,8 +11,10 @@ conflict can be traced back to the kernel's source.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const
@@ -100,13 +102,17 @@ Expr = Var | Const | Reduce | Reshape | Transpose | Collapse
 
 
 def variables_of(expr: Expr) -> tuple[int, ...]:
-    match expr:
-        case Var(id=v):
-            return (v,)
-        case Reduce(expr=e) | Reshape(expr=e) | Transpose(expr=e) | Collapse(expr=e):
-            return variables_of(e)
+    # By exact type: these classes are final, and a type test is a fraction of
+    # a class pattern's cost (the solver's set-up asks for every constraint).
+    while type(expr) in _WRAPPERS:
+        expr = expr.expr  # type: ignore[union-attr]
+    if type(expr) is Var:
+        return (expr.id,)
     return ()
 
+
+# Expressions that wrap one other expression.
+_WRAPPERS = frozenset({Reduce, Reshape, Transpose, Collapse})
 
 # --- constraints ---------------------------------------------------------------
 
@@ -246,16 +252,24 @@ Constraint = (
 
 
 def expressions_of(c: Constraint) -> tuple[Expr, ...]:
-    match c:
-        case Equal(lhs=a, rhs=b) | Relayout(source=a, target=b) | Broadcast(src=a, dst=b):
-            return (a, b)
-        case SmemTransfer(smem=a, reg=b) | TmemTransfer(tmem=a, reg=b):
-            return (a, b)
-        case NotOfKind(expr=e) | MmaTiling(expr=e) | Divides(expr=e) | MinorTileDivisible(expr=e):
-            return (e,)
-        case StoreRegisters(expr=e) | FullyTiled(expr=e):
-            return (e,)
-    raise TypeError(c)
+    fields = _EXPRESSION_FIELDS.get(type(c))
+    if fields is None:
+        raise TypeError(c)
+    return fields(c)
+
+
+# The expressions of each kind of constraint, in order.
+_EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+    Equal: attrgetter("lhs", "rhs"),
+    Relayout: attrgetter("source", "target"),
+    Broadcast: attrgetter("src", "dst"),
+    SmemTransfer: attrgetter("smem", "reg"),
+    TmemTransfer: attrgetter("tmem", "reg"),
+    **{
+        kind: lambda c: (c.expr,)
+        for kind in (NotOfKind, MmaTiling, Divides, MinorTileDivisible, StoreRegisters, FullyTiled)
+    },
+}
 
 
 def constraint_variables(c: Constraint) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import (
     Constraint,
+    Divides,
     Equal,
     Fixed,
     LayoutKind,
@@ -88,15 +89,28 @@ class Solver:
             return v
 
         self.constraints: list[Constraint] = []
+        # Sorted out on the way, for the set-up steps below.
+        not_splat: list[NotOfKind] = []
+        var_relayouts: list[Relayout] = []
+        var_divides: list[Divides] = []
         for c in system.constraints:
             # Expressions and constraints are final classes: `type(...) is`
             # tests them in a fraction of isinstance's time.
-            if type(c) is Equal and type(c.lhs) is Var and type(c.rhs) is Var:
+            kind = type(c)
+            if kind is Equal and type(c.lhs) is Var and type(c.rhs) is Var:
                 a, b = find(c.lhs.id), find(c.rhs.id)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
-            else:
-                self.constraints.append(c)
+                continue
+            self.constraints.append(c)
+            if kind is Relayout:
+                if type(c.source) is Var and type(c.target) is Var:
+                    var_relayouts.append(c)
+            elif kind is NotOfKind:
+                if c.kind is LayoutKind.SPLAT and type(c.expr) is Var:
+                    not_splat.append(c)
+            elif kind is Divides and type(c.expr) is Var:
+                var_divides.append(c)
         root = self.root = list(map(find, range(n)))
         shapes: dict[int, set[tuple[int, ...]]] = {}
         for v in variables:
@@ -107,8 +121,8 @@ class Solver:
             else:
                 same.add(v.shape)
         self.shapes = shapes
-        self._add_not_splat_closure()
-        self.divides = self._merged_divides()
+        self._add_not_splat_closure(not_splat, var_relayouts)
+        self.divides = self._merged_divides(var_divides)
 
         self.value: list[Const | None] = [None] * n
         self.unassigned = len(self.shapes)
@@ -151,22 +165,20 @@ class Solver:
 
     # --- set-up ----------------------------------------------------------------------
 
-    def _add_not_splat_closure(self) -> None:
+    def _add_not_splat_closure(
+        self, not_splat_constraints: list[NotOfKind], relayouts: list[Relayout]
+    ) -> None:
         """A value that cannot be a splat passes that on to what it relayouts into.
 
         Only splats may change layout, so the target of a relayout from a
         non-splat equals it. Stating this up front prunes dead branches early.
+        ``relayouts`` are those between two variables.
         """
         root = self.root
-        not_splat = {
-            root[c.expr.id]
-            for c in self.constraints
-            if isinstance(c, NotOfKind) and c.kind is LayoutKind.SPLAT and isinstance(c.expr, Var)
-        }
+        not_splat = {root[c.expr.id] for c in not_splat_constraints}  # type: ignore[union-attr]
         edges: dict[int, list[tuple[int, Relayout]]] = {}
-        for c in self.constraints:
-            if isinstance(c, Relayout) and isinstance(c.source, Var) and isinstance(c.target, Var):
-                edges.setdefault(root[c.source.id], []).append((c.target.id, c))
+        for c in relayouts:
+            edges.setdefault(root[c.source.id], []).append((c.target.id, c))  # type: ignore[union-attr]
         stack = list(not_splat)
         while stack:
             for target, c in edges.get(stack.pop(), ()):
@@ -176,14 +188,12 @@ class Solver:
                     self.constraints.append(NotOfKind(Var(target), LayoutKind.SPLAT, c.origin))
         self.not_splat = not_splat
 
-    def _merged_divides(self) -> dict[int, tuple[int, ...]]:
-        from smalto.constraints import Divides
-
+    def _merged_divides(self, divides: list[Divides]) -> dict[int, tuple[int, ...]]:
+        """Per slot, the divisibility requirements on it (of variables), merged."""
         merged: dict[int, tuple[int, ...]] = {}
-        for c in self.constraints:
-            if isinstance(c, Divides) and isinstance(c.expr, Var):
-                r = self.root[c.expr.id]
-                merged[r] = hl.merge_multiples(merged[r], c.multiple) if r in merged else c.multiple
+        for c in divides:
+            r = self.root[c.expr.id]  # type: ignore[union-attr]
+            merged[r] = hl.merge_multiples(merged[r], c.multiple) if r in merged else c.multiple
         return merged
 
     @staticmethod
