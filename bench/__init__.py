@@ -1,6 +1,7 @@
 """Benchmarks of smalto against JAX's layout-inference pass (not part of the package).
 
-Run from the repository root: ``python -m bench.run``, ``python -m bench.scaling``
+Run from the repository root: ``python -m bench.run``, ``python -m bench.scaling``,
+``python -m bench.phases`` (where the time goes, step by step)
 or ``make bench``. Importing ``bench`` puts the repository root and ``tests/``
 on ``sys.path`` so that ``smalto`` is this working tree's and the corpus
 helpers in ``tests/reference.py`` import as ``reference``, as they do in the tests.

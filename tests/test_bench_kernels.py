@@ -79,3 +79,23 @@ def test_bench_command_without_the_benchmarks_is_a_usage_error(
 def test_bench_command_names_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "no-such-kernel.mlir"]) == 2
     assert "no-such-kernel.mlir" in capsys.readouterr().err
+
+
+def test_phases_times_each_step_of_the_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench.phases: one row per module with every step, the sums and the floor multiples."""
+    from bench.phases import STEPS
+    from bench.phases import main as phases_main
+
+    kernel = tmp_path / "attention_1.mlir"
+    kernel.write_text(attention_kernel(1))
+    assert phases_main(["--repeat", "1", str(kernel)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1].split()
+    assert header[1 : 1 + len(STEPS)] == list(STEPS)
+    (row,) = [line.split() for line in lines if line.startswith("attention_1")]
+    times = [float(t) for t in row[1 : 2 + len(STEPS)]]
+    assert all(t >= 0 for t in times) and times[-1] > 0  # the steps, then their sum
+    assert abs(sum(times[:-1]) - times[-1]) < 0.02 * len(STEPS)
+    assert any(line.startswith("x floor") for line in lines)
