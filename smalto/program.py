@@ -362,25 +362,29 @@ class _Reader:
             strides = None
         return (kind, tuple(mty.shape), _element_bitwidth(mty.element_type), strides, transformable)
 
-    def new_value(self, v: ir.Value, producer: Producer | None, ty: ir.Type | None = None) -> int:
-        """Registers ``v`` (its type read once, here, unless given) and returns its id."""
-        if ty is None:
-            ty = v.type
+    def new_value(self, v: ir.Value, producer: Producer | None) -> int:
+        """Registers ``v`` (its type read once, here) and returns its id."""
+        ty = v.type
         vid = len(self.values)
         if self.value_ids.setdefault(hash(v) if self.by_hash else v, vid) != vid:
             self.collided = True
-        if not self.is_shaped(ty):
+        if self.is_shaped(ty):
+            self.add_shaped(v, vid, producer, ty)
+        else:
             self.values.append(_Unshaped(vid, producer, ty))
-            return vid
+        return vid
+
+    def add_shaped(self, v: ir.Value, vid: int, producer: Producer | None, ty: ir.Type) -> bool:
+        """Adds the value of a vector or memref type; whether it needs a layout."""
         info = self.classify(ty)
         self.values.append(Value(vid, info, producer, ty))
         kind = info[0]
-        if kind == Kind.VECTOR:
-            self.relevant.add(vid)
+        if kind is Kind.VECTOR:
             self.vectors[vid] = v
-        elif kind == Kind.TMEM or info[4]:
-            self.relevant.add(vid)
-        return vid
+        elif kind is not Kind.TMEM and not info[4]:
+            return False
+        self.relevant.add(vid)
+        return True
 
     def read(self, module: ir.Module) -> list[int]:
         """Reads the module body (ids of its ops returned); fills ``ops`` and ``values``."""
@@ -396,14 +400,12 @@ class _Reader:
     def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
         """The walk's callback; the one piece of Python that runs for every op."""
         ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
-        value_ids, stack = self.value_ids, self.stack
+        value_ids, stack, add_shaped = self.value_ids, self.stack, self.add_shaped
         get, define = value_ids.get, value_ids.setdefault
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
         regions_by_name = _regions_by_name
-        type_cache, classify = self.type_cache, self.classify
-        VECTOR, TMEM = Kind.VECTOR, Kind.TMEM  # noqa: N806 -- constants, bound locally
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
             frame = stack[-1]
@@ -425,28 +427,16 @@ class _Reader:
                 for index, r in enumerate(results):
                     ty = r.type
                     vid = len(values)
+                    if define(hash(r) if by_hash else r, vid) != vid:
+                        return self.collision()
                     shaped = shaped_classes.get(ty.__class__)
                     if shaped is None:
                         shaped = self.is_shaped(ty)
                     if not shaped:
                         # Most results are scalars: registered here, inline.
-                        if define(hash(r) if by_hash else r, vid) != vid:
-                            return self.collision()
                         values.append(_UnshapedResult(vid, oid, index, ty))
-                    else:
-                        # A vector or memref: new_value, inlined.
-                        if define(hash(r) if by_hash else r, vid) != vid:
-                            return self.collision()
-                        info = type_cache.get(hash(ty)) or classify(ty)
-                        values.append(Value(vid, info, Producer(oid, index), ty))
-                        kind = info[0]
-                        if kind is VECTOR:
-                            relevant.add(vid)
-                            vectors[vid] = r
-                            layout = True
-                        elif kind is TMEM or info[4]:
-                            relevant.add(vid)
-                            layout = True
+                    elif add_shaped(r, vid, Producer(oid, index), ty):
+                        layout = True
                     result_ids.append(vid)
                 op = Op(oid, operation.name, operands, tuple(result_ids), frame.parent, operation)
             else:

@@ -141,9 +141,8 @@ class RuleContext:
 
     def aliased_var(self, table: str, op: Op, site: Site) -> int:
         """A slice result's variable: shared with earlier slices of the same alias id."""
-        alias = (
-            op.operation.attributes["alias_id"] if "alias_id" in op.operation.attributes else None
-        )
+        attributes = op.operation.attributes
+        alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
         from jax._src.lib.mlir import ir
