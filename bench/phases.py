@@ -39,6 +39,7 @@ from bench.run import (
     positive_int,
     read_walk,
     text_table,
+    timed,
 )
 from smalto import annotate, infer
 from smalto.mlir import module_arch
@@ -89,13 +90,11 @@ def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float
             # The pass's own objects must not set off a collection mid-step.
             with infer.in_context(module), infer._cyclic_gc_paused():
                 steps = time_steps(module, arch, clock)
-            times = list(steps)
-            for reference_walk in (lambda m: floor_walk(m, plan), read_walk):
-                module = reference.parse(text, ctx)
-                gc.collect()
-                start = clock()
-                reference_walk(module)
-                times.append(clock() - start)
+            times = [
+                *steps,
+                timed(lambda m: floor_walk(m, plan), reference.parse(text, ctx), clock),
+                timed(read_walk, reference.parse(text, ctx), clock),
+            ]
             best = [min(b, t) for b, t in zip(best, times, strict=True)]
     return [t * 1e3 for t in best]
 
