@@ -1,4 +1,8 @@
-PYTHON ?= python3
+# jax 0.12.0.1 needs Python >= 3.12. PYTHON, if given, is used as is; otherwise
+# the first interpreter >= 3.12 among python3.12, python3.13, python3 and
+# pyenv's installed versions (pyenv's shims refuse versions that are not
+# active, so its folders are searched directly).
+PYTHON ?= $(shell bash .ci/find-python)
 VENV := .venv
 BIN := $(VENV)/bin
 # Recreated only when pyproject.toml changes, so re-running `make test` is cheap.
@@ -9,7 +13,8 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "smalto needs Python >= 3.12 (jax 0.12.0.1 does): install one (e.g. 'pyenv install 3.12') or run 'make PYTHON=/path/to/python3.12 ...'" >&2; exit 1; }
+	test -x $(BIN)/python && $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
