@@ -54,7 +54,7 @@ def attention(
             plgpu.barrier_wait(k_barrier)
 
             def scores(acc_ref):
-                plgpu.wgmma(acc_ref, q_smem, plgpu.transpose_ref(k_smem, (1, 0)))
+                plgpu.wgmma(acc_ref, q_smem, k_smem.T)
                 return acc_ref[...]
 
             s = pl.run_scoped(scores, plgpu.ACC((block_q, block_kv), jnp.float32)) * scale
