@@ -1,4 +1,4 @@
-"""A flash-attention-like forward kernel in Pallas (Mosaic GPU, warpgroup semantics).
+"""A flash-attention-like forward kernel in Pallas (Mosaic GPU).
 
 One CTA owns ``block_q`` query rows of one head and walks the keys and values
 ``block_kv`` rows at a time with an online softmax: ``s = q @ k.T`` on the
@@ -93,7 +93,6 @@ def attention(
             plgpu.SMEM((block_kv, head_dim), jnp.float16, transforms=_TRANSFORMS),
             plgpu.Barrier(num_barriers=3),
         ],
-        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
     )(q, k, v)
 
 

@@ -123,8 +123,8 @@ def capture(
     Works without a GPU: ``fn`` is lowered with ``lowering_platforms=("cuda",)``
     (``fn`` may already be ``jax.jit``-wrapped; ``args`` may be arrays or
     ``jax.ShapeDtypeStruct``s). Every Mosaic GPU kernel the lowering builds in
-    warpgroup semantics (Pallas ``plgpu`` kernels with
-    ``LoweringSemantics.Warpgroup``, ``as_gpu_kernel`` with
+    warpgroup semantics (Pallas Mosaic GPU kernels, unless they ask for
+    ``LoweringSemantics.Lane``; ``as_gpu_kernel`` with
     ``thread_semantics=Warpgroup``) yields one ``CapturedModule``, in order,
     holding the module exactly as ``core.lower_mgpu_module`` hands it to the
     pass (after its ``canonicalize,cse``, with the ``mosaic_gpu.dump_basename``
