@@ -760,7 +760,8 @@ OFFSETS = {
 def _async_load(index: str) -> str:
     return (
         f'"mosaic_gpu.async_load"(%arg0, %r, %bar, {index}, %z) <{{collective = [], '
-        "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, slice_lengths = array<i64: 64, 64>}> : "
+        "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
+        "slice_lengths = array<i64: 64, 64>}> : "
         f"({TMA_GMEM}, {TMA_REF}, {BARRIER}, i32, i32) -> ()"
     )
 
