@@ -122,8 +122,17 @@ def _failed_stage(raised: BaseException, recorder: Recorder) -> Stage:
 
 
 def _raised_in_lower_mgpu_module(raised: BaseException) -> bool:
-    names = {frame.name for frame in traceback.extract_tb(raised.__traceback__)}
-    return "lower_mgpu_module" in names
+    # JAX may filter its own frames out of the traceback that reaches the
+    # user, keeping the full one on a chained exception: look at the chain.
+    seen: set[int] = set()
+    current: BaseException | None = raised
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames = traceback.extract_tb(current.__traceback__)
+        if any(frame.name == "lower_mgpu_module" for frame in frames):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _message(
