@@ -16,8 +16,9 @@ from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
 from smalto.check.names import describe
 from smalto.check.semantics import Layout, tile_of
+from smalto.check.smem import UNTRANSFORMED, Transforms
 from smalto.hw.numbers import prime_factors
-from smalto.hw.values import Reg, Smem, Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Kind, Op, Program, Value
 
 IN, OUT = 0, 1
@@ -111,9 +112,9 @@ class Checker:
         layout = self.get(op, role, index)
         return layout if isinstance(layout, Reg) else None
 
-    def smem(self, op: Op, role: int, index: int) -> Smem | None:
+    def smem(self, op: Op, role: int, index: int) -> Transforms | None:
         layout = self.get(op, role, index)
-        return layout if isinstance(layout, Smem) else None
+        return layout if isinstance(layout, Transforms) else None
 
     def tmem(self, op: Op, role: int, index: int) -> Tmem | None:
         layout = self.get(op, role, index)
@@ -222,4 +223,4 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 
 
 def untiled(c: Checker, op: Op, index: int, what: str) -> None:
-    c.expect(op, IN, index, Smem(None), what)
+    c.expect(op, IN, index, UNTRANSFORMED, what)

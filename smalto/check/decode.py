@@ -20,9 +20,10 @@ from smalto.check.core import (
 )
 from smalto.check.names import describe
 from smalto.check.semantics import Layout
+from smalto.check.smem import Transforms, decode_transforms, invalid
 from smalto.hw import encode
 from smalto.hw import layouts as hl
-from smalto.hw.values import Reg, Smem, Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Op, Value
 
 
@@ -74,45 +75,22 @@ def decode_entry(
         elif family is TMEM:
             layout = Tmem(encode.decode_tmem_layout(entry))
         else:
-            tiling, swizzle = encode.decode_transforms(ir.ArrayAttr(entry))
-            layout = Smem(tiling)
-            if not swizzle_ok(c, op, where, value, tiling, swizzle):
-                return None
+            layout = decode_transforms(entry)
     except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
         c.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
         return None
-    if isinstance(layout, Smem) and len(layout.tiling or ()) > len(value.shape):
-        c.report(op, f"{where} of shape {value.shape} cannot be {describe(layout)}")
-        return None
+    if isinstance(layout, Transforms):
+        return layout if transforms_valid(c, op, where, value, layout) else None
     if not hl.fits(layout, value.shape):
         c.report(op, f"{where} of shape {value.shape} cannot be laid out as {describe(layout)}")
         return None
     return layout
 
 
-def swizzle_ok(
-    c: Checker,
-    op: Op,
-    where: str,
-    value: Value,
-    tiling: tuple[int, ...] | None,
-    swizzle: int | None,
-) -> bool:
-    if tiling is None or swizzle is None or value.strides is None or value.bitwidth is None:
+def transforms_valid(c: Checker, op: Op, where: str, value: Value, transforms: Transforms) -> bool:
+    """Reports (and returns False) where a ref cannot take these transforms."""
+    problem = invalid(transforms, value.shape, value.strides, value.bitwidth)
+    if problem is None:
         return True
-    if len(tiling) > len(value.strides):
-        c.report(op, f"{where}: tiling {tiling} has more dims than {value.type}")
-        return False
-    try:
-        implied = hl.swizzle_for(tiling, value.strides, value.bitwidth)
-    except ValueError as error:
-        c.report(op, f"{where}: {error}")
-        return False
-    if implied != swizzle:
-        c.report(
-            op,
-            f"{where}: swizzle {swizzle} does not match tiling {tiling}, which implies "
-            f"{implied} for {value.type}",
-        )
-        return False
-    return True
+    c.report(op, f"{where} ({value.type}) cannot be {describe(transforms)}: {problem}")
+    return False

@@ -6,8 +6,8 @@ from jax._src.lib.mlir import ir
 
 from smalto.check.core import FOR_BOUNDS, IN, LAYOUTS, OUT, Checker, family_of
 from smalto.check.names import describe
+from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import Layout
-from smalto.hw import layouts as hl
 from smalto.hw.values import Reg
 from smalto.program import Op
 
@@ -46,7 +46,7 @@ def check_uses(c: Checker, op: Op) -> None:
             continue
         if family is LAYOUTS:
             assert isinstance(used, Reg) and isinstance(given, Reg)
-            if hl.relayout_allowed(given, used, value.bitwidth or 0, strict=True):
+            if relayout_allowed(given, used, value.bitwidth or 0, strict=True):
                 continue
             c.report(
                 op,
@@ -63,8 +63,8 @@ def check_uses(c: Checker, op: Op) -> None:
 
 
 def check_aliases(c: Checker) -> None:
-    """Slices of SMEM/TMEM with the same offset and alias id are one ref."""
-    seen: dict[tuple[str, int, int], tuple[Op, Layout]] = {}
+    """Slices of SMEM (or of TMEM) with one alias id are one ref, whatever their offsets."""
+    seen: dict[tuple[str, int], tuple[Op, Layout]] = {}
     for op in c.annotated:
         if op.name not in ("mosaic_gpu.slice_smem", "mosaic_gpu.slice_tmem"):
             continue
@@ -74,16 +74,16 @@ def check_aliases(c: Checker) -> None:
         layout = c.get(op, OUT, 0)
         if layout is None:
             continue
-        offset = ir.IntegerAttr(attributes["offset"]).value
-        key = (op.name, offset, ir.IntegerAttr(attributes["alias_id"]).value)
+        alias_id = ir.IntegerAttr(attributes["alias_id"]).value
+        key = (op.name, alias_id)
         if key not in seen:
             seen[key] = (op, layout)
         elif seen[key][1] != layout:
             first, first_layout = seen[key]
             c.report(
                 op,
-                f"aliases the slice at {c.location(first)} (offset {offset}, alias_id "
-                f"{key[2]}) but is {describe(layout)} where that one is {describe(first_layout)}",
+                f"aliases the slice at {c.location(first)} (alias_id {alias_id}) but is "
+                f"{describe(layout)} where that one is {describe(first_layout)}",
             )
 
 

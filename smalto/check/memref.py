@@ -19,7 +19,7 @@ from smalto.check.semantics import (
     collapse_tiling,
     transpose_tiling,
 )
-from smalto.hw.values import Smem
+from smalto.check.smem import Transforms
 from smalto.program import Op
 
 
@@ -76,10 +76,11 @@ def _transpose(c: Checker, op: Op) -> None:
         c.report(
             op, f"permutation {permutation} mixes tiled and untiled dims of {describe(source)}"
         )
-    elif Smem(expected) != result:  # type: ignore[arg-type]
+    # The swizzle is physical: a view keeps it whatever it does to the tiling.
+    elif (wanted := Transforms(expected, source.swizzle)) != result:  # type: ignore[arg-type]
         c.report(
             op,
-            f"transposing {describe(source)} by {permutation} gives tiling {expected}, "
+            f"transposing {describe(source)} by {permutation} gives {describe(wanted)}, "
             f"not {describe(result)}",
         )
 
@@ -107,9 +108,9 @@ def _collapse_shape(c: Checker, op: Op) -> None:
     expected = collapse_tiling(source.tiling, c.value(op, IN, 0).shape, groups)
     if expected is False:
         c.report(op, f"collapsing dims {groups} breaks the tiles of {describe(source)}")
-    elif Smem(expected) != result:  # type: ignore[arg-type]
+    elif (wanted := Transforms(expected, source.swizzle)) != result:  # type: ignore[arg-type]
         c.report(
             op,
-            f"collapsing {describe(source)} by groups {groups} gives tiling {expected}, "
+            f"collapsing {describe(source)} by groups {groups} gives {describe(wanted)}, "
             f"not {describe(result)}",
         )

@@ -1,59 +1,82 @@
-"""Requirements of `mosaic_gpu` ops on registers and SMEM: transfers, casts, MMAs, copies."""
+"""Requirements of `mosaic_gpu` ops on registers and SMEM: transfers, casts, MMAs."""
 
 from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-from smalto.check.core import (
-    IN,
-    OUT,
-    Checker,
-    bool_attr,
-    ints,
-    known_divisor,
-    rule,
-    untiled,
-)
-from smalto.check.decode import swizzle_ok
-from smalto.check.mma import mma_tiling
+from smalto.check.core import IN, OUT, Checker, bool_attr, ints, rule, untiled
+from smalto.check.decode import transforms_valid
+from smalto.check.mma import mma_operand
 from smalto.check.names import describe
-from smalto.check.semantics import (
-    reduce_layout,
-    swap,
-    transposed,
-)
+from smalto.check.relayouts import relayout_allowed
+from smalto.check.semantics import reduce_layout, swap, transposed
+from smalto.check.smem import Transforms, decode_transforms
+from smalto.check.transfers import smem_transfer_problem
 from smalto.hw import encode
 from smalto.hw import layouts as hl
-from smalto.hw.transfers import Transfer, smem_transfer_supported
-from smalto.hw.values import Reg, Smem
+from smalto.hw.values import Reg
 from smalto.program import Kind, Op
+
+
+def _optimized(op: Op) -> bool:
+    """jax 0.12.0.1: a transfer that does not say is optimized (no fallback)."""
+    return bool_attr(op, "optimized") is not False
+
+
+def _smem_transfer(
+    c: Checker, op: Op, smem: int, reg: tuple[int, int], *, txmatrix: bool, store: bool
+) -> None:
+    ref = c.value(op, IN, smem)
+    if ref.kind != Kind.SMEM:
+        return
+    transforms, registers = c.smem(op, IN, smem), c.reg(op, *reg)
+    if transforms is None or registers is None or ref.strides is None or ref.bitwidth is None:
+        return
+    optimized = _optimized(op)
+    problem = smem_transfer_problem(
+        transforms,
+        registers.layout,
+        ref.shape,
+        ref.strides,
+        ref.bitwidth,
+        optimized=optimized,
+        txmatrix=txmatrix,
+        arch=c.arch,
+        store=store,
+    )
+    if problem is not None:
+        c.report(
+            op,
+            f"no {'optimized' if optimized else 'unoptimized'} transfer between registers in "
+            f"{describe(registers)} and the SMEM ref {ref.type} {describe(transforms)} "
+            f"({problem})",
+        )
 
 
 @rule("mosaic_gpu.vector_load")
 def _vector_load(c: Checker, op: Op) -> None:
     c.not_kinds(op, OUT, 0, splat=True, strided=False)
-    optimized = bool_attr(op, "optimized")
-    mode = Transfer.UNOPTIMIZED if optimized is False else Transfer.OPTIMIZED
-    _smem_transfer(c, op, smem=0, reg=(OUT, 0), mode=mode)
-
-
-def _store_mode(op: Op) -> Transfer:
-    optimized = bool_attr(op, "optimized")
-    if optimized is None:
-        return Transfer.DOWNGRADABLE
-    return Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+    _smem_transfer(c, op, smem=0, reg=(OUT, 0), txmatrix=True, store=False)
 
 
 @rule("mosaic_gpu.vector_store")
 def _vector_store(c: Checker, op: Op) -> None:
-    _smem_transfer(c, op, smem=1, reg=(IN, 0), mode=_store_mode(op))
+    _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=True, store=True)
 
 
 @rule("mosaic_gpu.async_store_smem")
 def _async_store_smem(c: Checker, op: Op) -> None:
-    _vector_store(c, op)
     c.not_kinds(op, IN, 0, splat=True, strided=True)
+    transforms = c.smem(op, IN, 1)
+    if transforms is not None and transforms.tiling is None:
+        c.report(
+            op,
+            f"the lowering stores asynchronously only into tiled refs, not {describe(transforms)}",
+        )
+    # Plain st.async stores only: no stmatrix path.
+    _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=False, store=True)
     value = c.reg(op, IN, 0)
     if value is None or not value.is_tiled:
         return
@@ -67,23 +90,6 @@ def _async_store_smem(c: Checker, op: Op) -> None:
         c.report(
             op,
             f"the lowering stores 32- or 64-bit registers; {describe(value)} has {bits}-bit ones",
-        )
-
-
-def _smem_transfer(c: Checker, op: Op, smem: int, reg: tuple[int, int], mode: Transfer) -> None:
-    ref = c.value(op, IN, smem)
-    if ref.kind != Kind.SMEM:
-        return
-    tiles, registers = c.smem(op, IN, smem), c.reg(op, *reg)
-    if tiles is None or registers is None or ref.strides is None or ref.bitwidth is None:
-        return
-    if not smem_transfer_supported(
-        tiles.tiling, registers.layout, ref.shape, ref.strides, ref.bitwidth, mode
-    ):
-        c.report(
-            op,
-            f"no {mode.value} transfer between registers in {describe(registers)} and the SMEM "
-            f"ref {ref.type} {describe(tiles)}",
         )
 
 
@@ -107,8 +113,36 @@ def _layout_cast(c: Checker, op: Op) -> None:
     if source is None or result is None:
         return
     bitwidth = c.value(op, IN, 0).bitwidth or 0
-    if not hl.relayout_allowed(source, result, bitwidth, strict=False):
-        c.report(op, f"cannot relayout {describe(source)} to {describe(result)}")
+    strict = bool(bool_attr(op, "strict"))
+    if not relayout_allowed(source, result, bitwidth, strict=strict):
+        why = " (a strict cast changes only a splat's layout)" if strict else ""
+        c.report(op, f"cannot relayout {describe(source)} to {describe(result)}{why}")
+
+
+@rule("mosaic_gpu.vector_concat")
+def _vector_concat(c: Checker, op: Op) -> None:
+    """``fa.concatenate``: tiled operands share the result's layout; strided ones join on dim 0."""
+    sites = c.vector_sites(op)
+    layouts = [c.reg(op, *site) for site in sites]
+    known = [layout for layout in layouts if layout is not None]
+    if len(known) != len(sites):
+        return
+    if any(layout.is_splat for layout in known):
+        c.report(op, "the lowering does not concatenate splats")
+        return
+    first = known[0]
+    if first.is_tiled:
+        c.same(op, sites, "concatenated values share one tiled layout")
+        return
+    # Strided: each value keeps the vector size, along the major dim only.
+    dimension = ir.IntegerAttr(op.operation.attributes["dimension"]).value
+    if dimension != 0:
+        c.report(op, f"strided values are concatenated only along dim 0, not {dimension}")
+        return
+    vec_size = first.layout.vec_size
+    for role, index in sites:
+        wanted = hl.strided(c.value(op, role, index).shape, vec_size)
+        c.expect(op, role, index, wanted, f"a strided concatenation (vector size {vec_size})")
 
 
 @rule("mosaic_gpu.wgmma")
@@ -116,8 +150,7 @@ def _wgmma(c: Checker, op: Op) -> None:
     for role in (IN, OUT):
         c.expect(op, role, 0, Reg(hl.WGMMA), "the accumulator")
     b = c.value(op, IN, 2)
-    bitwidth = b.bitwidth or 0
-    mma_tiling(c, op, 2, bitwidth, unswizzled=False, operand="B")
+    mma_operand(c, op, 2, b.bitwidth or 0, unswizzled=False, operand="B")
     a = c.value(op, IN, 1)
     if a.kind == Kind.VECTOR:
         wanted = hl.WGMMA_8BIT if a.bitwidth == 8 else hl.WGMMA
@@ -126,19 +159,25 @@ def _wgmma(c: Checker, op: Op) -> None:
     a_tiles, b_tiles = c.smem(op, IN, 1), c.smem(op, IN, 2)
     if a_tiles is None or b_tiles is None:
         return
-    # Both operands are read with the same physical tiles.
-    expected = b_tiles.tiling if transposed(a) == transposed(b) else swap(b_tiles.tiling)
-    if a_tiles.tiling != expected:
+    # Both operands are read with the same physical tiles and the same swizzle.
+    tiling = b_tiles.tiling if transposed(a) == transposed(b) else swap(b_tiles.tiling)
+    expected = Transforms(tiling, b_tiles.swizzle)
+    if a_tiles != expected:
         c.report(
             op,
-            f"A is {describe(a_tiles)} but B is {describe(b_tiles)}; A must be tiled "
-            f"{expected} to match B",
+            f"A is {describe(a_tiles)} but B is {describe(b_tiles)}; A must be "
+            f"{describe(expected)} to match B",
         )
 
 
 @rule("mosaic_gpu.mma")
 def _mma(c: Checker, op: Op) -> None:
-    layouts = hl.mma_layouts(c.value(op, IN, 1).type.element_type)
+    m, n = c.value(op, IN, 0).shape
+    try:
+        layouts = MMALayouts.for_shape(c.value(op, IN, 1).type.element_type, m, n)
+    except ValueError as error:
+        c.report(op, f"no warp-level MMA layouts for this shape: {error}")
+        return
     c.expect(op, IN, 0, Reg(layouts.acc), "the accumulator")
     c.expect(op, OUT, 0, Reg(layouts.acc), "the accumulator")
     c.expect(op, IN, 1, Reg(layouts.lhs), "operand A")
@@ -192,70 +231,8 @@ def _cluster_cancel(c: Checker, op: Op) -> None:
 
 @rule("mosaic_gpu.with_transforms")
 def _with_transforms(c: Checker, op: Op) -> None:
-    attr = ir.ArrayAttr(op.operation.attributes["transforms"])
-    tiling, swizzle = encode.decode_transforms(attr)
-    ref = c.value(op, IN, 0)
-    swizzle_ok(c, op, "the transforms attribute", ref, tiling, swizzle)
+    """The ref takes the transforms as given (jax 0.12.0.1), if it can."""
+    given = decode_transforms(op.operation.attributes["transforms"])
+    transforms_valid(c, op, "the transforms attribute", c.value(op, IN, 0), given)
     for role in (IN, OUT):
-        c.expect(op, role, 0, Smem(tiling), "the ref given transforms")
-
-
-_INDEX_OPERANDS = {
-    "mosaic_gpu.async_load": 3,
-    "mosaic_gpu.async_store": 2,
-    "mosaic_gpu.async_prefetch": 1,
-}
-
-
-def _index_layouts(c: Checker, op: Op) -> None:
-    first = _INDEX_OPERANDS[op.name]
-    for i in range(len(op.view.indices)):
-        value = c.value(op, IN, first + i)
-        if value.kind != Kind.VECTOR:
-            continue
-        if value.shape[0] % 16 == 0:
-            wanted = hl.TMA_INDICES
-        elif value.shape[0] % 4 == 0:
-            wanted = hl.TMA_INDICES_4
-        else:
-            c.report(op, f"gather/scatter indices of shape {value.shape} are not a multiple of 4")
-            continue
-        c.expect(op, IN, first + i, Reg(wanted), "gather/scatter indices")
-
-
-@rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")
-def _async_copy(c: Checker, op: Op) -> None:
-    view = op.view
-    is_load = op.name == "mosaic_gpu.async_load"
-    smem = 1 if is_load else 0
-    first = _INDEX_OPERANDS[op.name]
-    multiple: list[int] = []
-    gather = False
-    for i, size in enumerate(view.slice_lengths):
-        if size == -1:
-            continue  # squeezed away: not a dim of the SMEM ref
-        if c.value(op, IN, first + i).kind == Kind.VECTOR:
-            gather = True
-            multiple.append(size)
-        else:
-            multiple.append(known_divisor(size, first + i, op))
-    c.divides(op, IN, smem, multiple, "the copied slice (sizes and known offset divisors)")
-    if gather:
-        bitwidth = c.value(op, IN, 0).bitwidth or 8
-        divisor = 256 // bitwidth  # rows move four at a time, 1024 bits aligned
-        lengths = [s for s in view.slice_lengths if s != -1]
-        if lengths and lengths[-1] % divisor:
-            c.report(op, f"a gather's minor dim ({lengths[-1]}) is not a multiple of {divisor}")
-        tiles = c.smem(op, IN, smem)
-        if tiles is not None and tiles.tiling and tiles.tiling[-1] % divisor:
-            c.report(
-                op,
-                f"a gather needs the minor tile of {describe(tiles)} to be a multiple of "
-                f"{divisor} elements",
-            )
-    _index_layouts(c, op)
-
-
-@rule("mosaic_gpu.async_prefetch")
-def _async_prefetch(c: Checker, op: Op) -> None:
-    _index_layouts(c, op)
+        c.expect(op, role, 0, given, "the ref given transforms")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.check.semantics import Layout
-from smalto.hw.values import Reg, Smem, Tmem
+from smalto.check.smem import Transforms
+from smalto.hw.values import Reg, Tmem
 
 
 def describe(layout: Layout | None) -> str:
@@ -23,10 +24,11 @@ def describe(layout: Layout | None) -> str:
             return str(inner)
         case Tmem(layout=inner):
             return f"TMEM {inner}"
-        case Smem(tiling=None):
-            return "untiled"
-        case Smem(tiling=tiling):
-            return f"tiled {tiling}"
+        case Transforms(tiling=tiling, swizzle=swizzle):
+            tiled = "untiled" if tiling is None else f"tiled {tiling}"
+            if swizzle is not None:
+                return f"{tiled}, swizzle {swizzle}"
+            return tiled if tiling is None else f"{tiled}, no swizzle"
     return str(layout)
 
 

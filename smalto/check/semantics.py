@@ -10,11 +10,12 @@ from collections.abc import Sequence
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
+from smalto.check.smem import Transforms
 from smalto.hw import layouts as hl
-from smalto.hw.values import Reg, Smem, Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Value
 
-Layout = Reg | Tmem | Smem
+Layout = Reg | Tmem | Transforms
 
 
 def tile_of(layout: Layout | None) -> tuple[int, ...] | None:
@@ -22,7 +23,7 @@ def tile_of(layout: Layout | None) -> tuple[int, ...] | None:
     match layout:
         case Reg(layout=fa.TiledLayout() as tiled):
             return tuple(tiled.base_tile_shape)
-        case Smem(tiling=tiling):
+        case Transforms(tiling=tiling):
             return tiling
         case Tmem(layout=tmem):
             return tuple(tmem.base_tile_shape)

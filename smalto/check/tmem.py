@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from jax._src.lib import mosaic_gpu_dialect as mgpu
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.check.core import (
@@ -12,15 +14,13 @@ from smalto.check.core import (
     rule,
     untiled,
 )
-from smalto.check.mma import mma_tiling
+from smalto.check.mma import mma_operand
 from smalto.check.names import describe
-from smalto.check.semantics import (
-    transposed,
-)
+from smalto.check.semantics import reduce_layout, transposed
 from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import tmem_transfer_supported
-from smalto.hw.values import Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Kind, Op
 
 
@@ -55,7 +55,7 @@ def _tcgen05_mma(c: Checker, op: Op) -> None:
         c.expect(op, IN, 0, wanted, "the accumulator")
     b = c.value(op, IN, 2)
     bitwidth = b.bitwidth or 0
-    mma_tiling(c, op, 2, bitwidth, unswizzled=False, operand="B")
+    mma_operand(c, op, 2, bitwidth, unswizzled=False, operand="B")
     if acc.shape[0] == 64 and not collective:
         # N is split in two lane groups; B's tiles must not straddle them.
         n = b.shape[1]
@@ -75,7 +75,8 @@ def _tcgen05_mma(c: Checker, op: Op) -> None:
         else:
             c.expect(op, IN, 1, wanted_a, "a TMEM A operand")
     else:
-        mma_tiling(c, op, 1, bitwidth, unswizzled=False, operand="A")
+        # A's tiles follow A's own element width (jax 0.12.0.1).
+        mma_operand(c, op, 1, a.bitwidth or 0, unswizzled=False, operand="A")
     operands = list(view.operation.operands)
     if view.a_sparse_metadata is not None:
         index = operands.index(view.a_sparse_metadata)
@@ -111,6 +112,29 @@ def _tmem_transfer(c: Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, in
 @rule("mosaic_gpu.async_load_tmem")
 def _async_load_tmem(c: Checker, op: Op) -> None:
     _tmem_transfer(c, op, (IN, 0), (OUT, 0))
+    if "reduce" in op.operation.attributes:
+        _fused_reduce(c, op)
+
+
+# What ``TMEMRef.load`` reduces on the fly: min/max of i32 (abs: unsigned), all four of f32.
+_REDUCIBLE = {"i32": ("min", "max", "absmin", "absmax"), "f32": ("min", "max", "absmin", "absmax")}
+
+
+def _fused_reduce(c: Checker, op: Op) -> None:
+    """A load that also reduces each row: only from the default TMEM layout into TMEM_NATIVE."""
+    kind = str(mgpu.TMEMLoadReduction(ir.IntegerAttr(op.operation.attributes["reduce"]).value))
+    element = str(ir.MemRefType(c.value(op, IN, 0).type).element_type)
+    if kind not in _REDUCIBLE.get(element, ()):
+        c.report(op, f"the lowering does not fuse a {kind} reduction of {element} into a TMEM load")
+    c.expect(op, IN, 0, hl.tmem_default(1), "the TMEM of a load that reduces")
+    c.expect(op, OUT, 0, Reg(hl.TMEM_NATIVE), "a load that reduces")
+    loaded = c.reg(op, OUT, 0)
+    if loaded is None or len(op.results) < 2:
+        return
+    rank = len(c.value(op, OUT, 0).shape)
+    reduced = reduce_layout(loaded, (rank - 1,), rank, keep=False)
+    if reduced is not None:
+        c.expect(op, OUT, 1, reduced, f"the row reduction of {describe(loaded)}")
 
 
 @rule("mosaic_gpu.async_store_tmem")
@@ -122,7 +146,9 @@ def _async_store_tmem(c: Checker, op: Op) -> None:
 def _smem_to_tmem(c: Checker, op: Op) -> None:
     bitwidth = c.value(op, IN, 1).bitwidth or 32
     c.expect(op, IN, 1, hl.tmem_default(32 // bitwidth), "a TMEM copy destination")
-    mma_tiling(c, op, 0, bitwidth, unswizzled=True, operand="the SMEM source")
+    # The copy also reads the unswizzled 16-byte tile.
+    source_bits = c.value(op, IN, 0).bitwidth or bitwidth
+    mma_operand(c, op, 0, source_bits, unswizzled=True, operand="the SMEM source")
 
 
 @rule("mosaic_gpu.async_store_sparse_metadata_smem_to_tmem")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 # The per-dialect modules register their rules on import.
-from smalto.check import arith, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+from smalto.check import arith, copies, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
 from smalto.check.core import OPAQUE, RULES, Checker, Violation
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
