@@ -227,3 +227,245 @@ def test_smem_to_tmem_copies_read_the_unswizzled_16_byte_tile() -> None:
         "the SMEM source (operand #0) is tiled (8, 16), no swizzle",
         BLACKWELL,
     )
+
+
+# --- async copies: TMA's swizzle rule, operand segments, alias ids ------------------------------
+
+GMEM = "memref<4096x4096xbf16>"
+
+
+def copy_kernel(transforms: str, *, barrier: bool = True, second_index: int = 0) -> str:
+    ref, bar = smem("128x128xbf16"), smem("!mosaic_gpu.barrier")
+    operands, types = ("%g, %r, %b, %i, %j", f"{GMEM}, {ref}, {bar}, i32, i32")
+    if not barrier:  # cp.async: no barrier segment
+        operands, types = ("%g, %r, %i, %j", f"{GMEM}, {ref}, i32, i32")
+    return kernel(
+        f"""
+  %r0 = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {ref}
+  %r = "mosaic_gpu.with_transforms"(%r0) <{{transforms = {transforms}}}> : ({ref}) -> {ref}
+  %b = "mosaic_gpu.slice_smem"() <{{offset = 65536 : i32}}> : () -> {bar}
+  %i = "arith.constant"() <{{value = 0 : i32}}> : () -> i32
+  %j = "arith.constant"() <{{value = {second_index} : i32}}> : () -> i32
+  "mosaic_gpu.async_load"({operands}) <{{collective = [], oob_fill_mode = {2 if barrier else 1} : i32, operandSegmentSizes = array<i32: 1, 1, {int(barrier)}, 2, 0, 0>, slice_lengths = array<i64: 128, 128>}}> : ({types}) -> ()
+""",
+        f"%g: {GMEM}",
+    )
+
+
+def test_a_swizzled_copy_moves_rows_of_exactly_the_swizzle() -> None:
+    by_jax(copy_kernel(tiled(8, 64, swizzle=128)))
+    # JAX 0.12.0.1 accepts a minor tile wider than the swizzle (it is a valid
+    # ref), but TMA needs the copied minor dim to be exactly the swizzle wide:
+    # JAX's own answer does not lower.
+    module = by_jax(
+        copy_kernel(tiled(8, 128, swizzle=128)), onto=copy_kernel(tiled(8, 128, swizzle=128))
+    )
+    assert transforms_of(module, "mosaic_gpu.async_load") == f"[{tiled(8, 128, swizzle=128)}]"
+    caught(module, "mosaic_gpu.async_load", "exactly 64 elements, not 128")
+    from jax.experimental.mosaic.gpu import launch_context
+
+    with reference.shared_context(), ir.Location.unknown():
+        gmem = ir.MemRefType(ir.Type.parse(GMEM))
+        with pytest.raises(
+            ValueError, match="require the last dimension of the slice to be exactly"
+        ):
+            # The check ``async_copy`` runs on the tiled slice (16, 1, 8, 128).
+            launch_context.LaunchContext._check_tma_strides_and_swizzle(
+                None,  # type: ignore[arg-type]  (reads nothing of the context)
+                gmem,
+                (16, 1, 8, 128),
+                128,
+            )
+
+
+def test_a_copy_without_barrier_reads_its_indices_after_two_operands() -> None:
+    # async_load's barrier is optional: the indices follow the operand segments.
+    module = by_jax(copy_kernel("[]", barrier=False, second_index=8))
+    assert not any("cannot be checked" in v.message for v in check(module))
+    for op, attr in (
+        ("mosaic_gpu.with_transforms", "out_transforms"),
+        ("mosaic_gpu.async_load", "in_transforms"),
+    ):
+        set_attr(module, op, attr, f"[{tiled(8, 64)}]")
+    # The second index (8) is known: a 64-column tile does not divide it.
+    caught(module, "mosaic_gpu.async_load", "known offset divisors) (128, 8)")
+
+
+def test_slices_with_one_alias_id_are_one_ref_whatever_their_offsets() -> None:
+    ref = smem("128x64xf16")
+    text = kernel(
+        f"""
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32, alias_id = 1 : i64}}> : () -> {ref}
+  %s = "mosaic_gpu.slice_smem"() <{{offset = 16384 : i32, alias_id = 1 : i64}}> : () -> {ref}
+  %x = "mosaic_gpu.vector_load"(%r) : ({ref}) -> vector<128x64xf16>
+  %y = "mosaic_gpu.layout_cast"(%x) <{{new_layout = {WGMMA}}}> : (vector<128x64xf16>) -> vector<128x64xf16>
+  %z = "mosaic_gpu.vector_load"(%s) : ({ref}) -> vector<128x64xf16>
+"""
+    )
+    module = by_jax(text)
+    # JAX gave both slices the WGMMA load's tiling; give the second another one.
+    for op, attr, nth in (
+        ("mosaic_gpu.slice_smem", "out_transforms", 1),
+        ("mosaic_gpu.vector_load", "in_transforms", 1),
+    ):
+        set_attr(module, op, attr, "[[]]", nth=nth)
+    set_attr(
+        module, "mosaic_gpu.vector_load", "out_layouts", f"[{strided_text((128, 64), 8)}]", nth=1
+    )
+    caught(module, "mosaic_gpu.slice_smem", "(alias_id 1) but is untiled where that one is tiled")
+
+
+# --- register layouts: mma, relayouts, strict casts, vector_concat ------------------------------
+
+
+def test_mma_layouts_follow_the_accumulator_shape() -> None:
+    entry = next(e for e in reference.bundled_entries() if e.key.endswith("test_mma4"))
+    module = by_jax(entry.path.read_text())
+    # A 128x8 accumulator takes four warps along M; A laid out for two is wrong.
+    with reference.shared_context():
+        i8 = ir.IntegerType.get_signless(8)
+        two_warps = attr_text(MMALayouts(i8, m_warps=2).lhs)
+    set_entry(module, "mosaic_gpu.mma", "in_layouts", 1, two_warps)
+    caught(module, "mosaic_gpu.mma", "operand A must be")
+
+
+def cast_chain(element: str, second: str, strict: bool = False) -> str:
+    ref = smem(f"128x64x{element}")
+    vec = f"vector<128x64x{element}>"
+    strict_text = ", strict = true" if strict else ""
+    return kernel(
+        f"""
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {ref}
+  %x = "mosaic_gpu.vector_load"(%r) : ({ref}) -> {vec}
+  %w = "mosaic_gpu.layout_cast"(%x) <{{new_layout = {WGMMA}}}> : ({vec}) -> {vec}
+  %u = "mosaic_gpu.layout_cast"(%w) <{{new_layout = {second}{strict_text}}}> : ({vec}) -> {vec}
+"""
+    )
+
+
+def test_wgmma_relayouts_to_upcast_2x_for_narrow_types_only() -> None:
+    upcast = attr_text(fa.WGMMA_LAYOUT_UPCAST_2X)
+    by_jax(cast_chain("bf16", upcast))  # new in jax 0.12.0.1: WGMMA -> UPCAST_2X
+    module = by_jax(cast_chain("bf16", upcast), onto=cast_chain("f32", upcast))
+    caught(module, "mosaic_gpu.layout_cast", "cannot relayout WGMMA to WGMMA_UPCAST_2X")
+
+
+def test_a_strict_cast_only_changes_a_splat() -> None:
+    by_jax(cast_chain("bf16", WGMMA_TRANSPOSED))
+    module = by_jax(
+        cast_chain("bf16", WGMMA_TRANSPOSED), onto=cast_chain("bf16", WGMMA_TRANSPOSED, strict=True)
+    )
+    caught(module, "mosaic_gpu.layout_cast", "a strict cast changes only a splat's layout")
+
+
+def splat_cast(shape: str) -> str:
+    vec = f"vector<{shape}xf32>"
+    return kernel(
+        f"""
+  %c = "arith.constant"() <{{value = dense<1.0> : {vec}}}> : () -> {vec}
+  %w = "mosaic_gpu.layout_cast"(%c) <{{new_layout = {WGMMA}, strict = true}}> : ({vec}) -> {vec}
+"""
+    )
+
+
+def test_a_splat_becomes_tiled_when_its_trailing_dims_hold_whole_tiles() -> None:
+    # jax 0.12.0.1 matches the tile against the splat's trailing dims, (64, 128)
+    # here (jax 0.10.2 matched the leading ones, (2, 64), and refused).
+    by_jax(splat_cast("2x64x128"))
+    # Trailing dims (2, 128) hold no whole (64, 8) tile: no tiled value of this
+    # shape exists, which is the only way a splat fails the rule.
+    module = reference.parse(splat_cast("64x2x128"), reference.shared_context())
+    for op, attr, layout in (
+        ("arith.constant", "out_layouts", splat((64, 2, 128))),
+        ("mosaic_gpu.layout_cast", "in_layouts", splat((64, 2, 128))),
+        ("mosaic_gpu.layout_cast", "out_layouts", WGMMA),
+    ):
+        set_attr(module, op, attr, f"[{layout}]")
+    caught(
+        module,
+        "mosaic_gpu.layout_cast",
+        "result #0 of shape (64, 2, 128) cannot be laid out as WGMMA",
+    )
+
+
+CONCAT = kernel(
+    f"""
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {smem("64x64xf32")}
+  %s = "mosaic_gpu.slice_smem"() <{{offset = 16384 : i32}}> : () -> {smem("64x128xf32")}
+  %x = "mosaic_gpu.vector_load"(%r) : ({smem("64x64xf32")}) -> vector<64x64xf32>
+  %y = "mosaic_gpu.vector_load"(%s) : ({smem("64x128xf32")}) -> vector<64x128xf32>
+  %a = "mosaic_gpu.layout_cast"(%x) <{{new_layout = {WGMMA}}}> : (vector<64x64xf32>) -> vector<64x64xf32>
+  %b = "mosaic_gpu.layout_cast"(%y) <{{new_layout = {WGMMA}}}> : (vector<64x128xf32>) -> vector<64x128xf32>
+  %c = "mosaic_gpu.vector_concat"(%a, %b) <{{dimension = 1 : i32}}> : (vector<64x64xf32>, vector<64x128xf32>) -> vector<64x192xf32>
+"""
+)
+
+
+def test_vector_concat_shares_one_tiled_layout() -> None:
+    module = by_jax(CONCAT)
+    set_entry(module, "mosaic_gpu.vector_concat", "in_layouts", 1, WGMMA_TRANSPOSED)
+    caught(module, "mosaic_gpu.vector_concat", "concatenated values share one tiled layout")
+    for attr, layouts in (
+        ("in_layouts", [splat((64, 64)), splat((64, 128))]),
+        ("out_layouts", [splat((64, 192))]),
+    ):
+        set_attr(module, "mosaic_gpu.vector_concat", attr, f"[{', '.join(layouts)}]")
+    caught(module, "mosaic_gpu.vector_concat", "does not concatenate splats")
+
+
+# --- async_load_tmem with a fused reduction -------------------------------------------------------
+
+
+def reducing_load(cast: bool) -> str:
+    tmem = f"memref<128x128xf32, {TMEM}>"
+    native = attr_text(fa.TMEM_NATIVE_LAYOUT)
+    to_native = (
+        f'  %y = "mosaic_gpu.layout_cast"(%x) <{{new_layout = {native}, strict = true}}> : (vector<128x128xf32>) -> vector<128x128xf32>'
+        if cast
+        else ""
+    )
+    return kernel(
+        f"""
+  %addr = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {smem("i32")}
+  %t = "mosaic_gpu.tmem_alloc"(%addr) <{{collective = false, packing = 1 : i32}}> : ({smem("i32")}) -> {tmem}
+  %x, %m = "mosaic_gpu.async_load_tmem"(%t) <{{reduce = 1 : i32}}> : ({tmem}) -> (vector<128x128xf32>, vector<128xf32>)
+{to_native}
+"""
+    )
+
+
+def test_a_reducing_tmem_load_needs_the_tmem_native_layout() -> None:
+    # Pinned to TMEM_NATIVE by a strict cast, JAX's answer lowers.
+    by_jax(reducing_load(cast=True), BLACKWELL)
+    # Left to itself, JAX's pass tries TCGEN05 first and keeps it, which the
+    # lowering cannot fuse a reduction into.
+    module = by_jax(reducing_load(cast=False), BLACKWELL, onto=reducing_load(cast=False))
+    caught(
+        module, "mosaic_gpu.async_load_tmem", "a load that reduces must be TMEM_NATIVE", BLACKWELL
+    )
+    assert (
+        _fused_load_error(fa.TCGEN05_LAYOUT) == "Fused load-reduce is not supported for this layout"
+    )
+    assert _fused_load_error(fa.TMEM_NATIVE_LAYOUT) is None
+
+
+def _fused_load_error(layout: fa.TiledLayout) -> str | None:
+    """What ``TMEMRef.load`` (the lowering of the op) says to a max-reducing f32 load."""
+    from jax._src.lib.mlir.dialects import arith, func
+    from jax.experimental.mosaic.gpu import tcgen05
+
+    with reference.shared_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
+        module.operation.attributes["mosaic_gpu.arch_major"] = ir.IntegerAttr.get(i32, 10)
+        module.operation.attributes["mosaic_gpu.arch_minor"] = ir.IntegerAttr.get(i32, 0)
+        with ir.InsertionPoint(module.body):
+            probe = func.FuncOp("probe", ir.FunctionType.get([], []))
+        with ir.InsertionPoint(probe.add_entry_block()):
+            address = arith.constant(i32, 0)
+            ref = tcgen05.TMEMRef(address, (128, 128), f32, tcgen05.tmem_default_layout(1))
+            try:
+                ref.load(layout, None, reduce="max")
+            except ValueError as error:
+                return str(error)
+    return None
