@@ -19,8 +19,12 @@ from the ops' semantics, so that a bug in a rule is not repeated by the check.
 
 The package is split like ``smalto.rules``: ``core`` (the checker's state and
 shared requirements), ``decode`` (attributes to sites), ``flow`` (what holds
-between ops), ``walk`` (the driver), one module per dialect, and ``command``
-(``smalto check``).
+between ops), ``walk`` (the driver), one module per dialect (``arith``,
+``vector``, ``scf``, ``memref``, ``mosaic_gpu``, ``copies``, ``tmem``), the
+facts they share (``smem``: SMEM transforms as written and their validity;
+``transfers``: SMEM <-> register feasibility through the lowering's own
+schedule; ``relayouts``; ``mma``), and ``command`` (``smalto check``).
+The requirements are jax 0.12.0.1's lowering's.
 """
 
 from smalto.check.command import check_main
