@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
-from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
@@ -31,7 +31,6 @@ TMA_INDICES_4 = fa.TMA_INDICES_4_LAYOUT
 
 WARPGROUP_SIZE = fa.WARPGROUP_SIZE
 SWIZZLES = (128, 64, 32)  # widest first: wider swizzles avoid more bank conflicts
-NO_SWIZZLE = 16
 
 
 @cache
@@ -84,7 +83,11 @@ def _smem_tiling_applies(tiling: tuple[int, ...], shape: tuple[int, ...]) -> boo
 
 
 def fits(value: Const, shape: tuple[int, ...]) -> bool:
-    """Whether ``value`` can be the layout of a value of this shape."""
+    """Whether ``value`` can be the layout of a value of this shape.
+
+    For SMEM this is only the shape's part (the tiling tiles it); the full
+    test, with the ref's strides and element width, is ``smem_valid``.
+    """
     # Dispatch on the exact class (values are final classes): the solver asks
     # this at every assignment.
     kind = type(value)
@@ -95,11 +98,62 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
         return layout.shape == shape
     if kind is Smem:
         tiling = value.tiling  # type: ignore[union-attr]
-        # A tiling of higher rank than the ref has no swizzle and no lowering.
+        # A tiling of higher rank than the ref has no lowering.
         return tiling is None or (len(tiling) <= len(shape) and _smem_tiling_applies(tiling, shape))
     if kind is Tmem:
         return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
     raise TypeError(value)
+
+
+@cache
+def smem_valid(
+    value: Smem, shape: tuple[int, ...], strides: tuple[int, ...] | None, bitwidth: int | None
+) -> bool:
+    """Whether an SMEM ref of this type can take these transforms.
+
+    The tiling must tile the shape; a swizzle must fit in the minor dimension
+    (of the tile, when tiled); refs with two unit-stride dims take no swizzle.
+    Raises NotImplementedError (as JAX's pass does) for an empty tiling and for
+    a ref whose smallest stride is not 1.
+    """
+    tiling, swizzle = value.tiling, value.swizzle
+    if tiling is not None and not tiling:
+        raise NotImplementedError("Empty tiling unsupported")
+    if not shape:
+        return tiling is None and swizzle is None
+    if strides is None or bitwidth is None:
+        return swizzle is None and fits(value, shape)  # a type we cannot read: be strict
+    if min(strides) != 1:
+        raise NotImplementedError("We cannot apply swizzle to non-contiguous refs")
+    swizzle_elems = 8 * swizzle // bitwidth if swizzle is not None else None
+    # A unit dim next to the minor one: the swizzle's direction is ambiguous.
+    repeated_unit_stride = strides.count(1) > 1
+    if tiling is None:
+        if swizzle_elems is None:
+            return True
+        if repeated_unit_stride:
+            return False
+        return shape[_argmin(strides)] % swizzle_elems == 0
+    try:
+        lc.TileTransform(tiling).transform_shape(shape)
+        if repeated_unit_stride:
+            return swizzle_elems is None
+        tiled_strides = dialect_lowering.tile_strides(strides, tiling)
+    except ValueError:
+        return False
+    if swizzle_elems:
+        return tiling[_argmin(tiled_strides[-len(tiling) :])] % swizzle_elems == 0
+    return True
+
+
+def tile_transform_text(tiling: tuple[int, ...]) -> str:
+    """A tiling as JAX prints it in messages: ``TileTransform(tiling=(8, 64), rounding=None)``."""
+    return str(lc.TileTransform(tiling))
+
+
+def _argmin(values: tuple[int, ...]) -> int:
+    """The first index of the smallest value."""
+    return min(range(len(values)), key=values.__getitem__)
 
 
 # --- relayouts ----------------------------------------------------------------
@@ -280,22 +334,24 @@ def collapsed_tiling(
 # --- SMEM ------------------------------------------------------------------------
 
 
-@cache
-def swizzle_for(tiling: tuple[int, ...] | None, strides: tuple[int, ...], bitwidth: int) -> int:
-    """The swizzle (bytes) a tiling implies: the minor tile's width, if it is one."""
-    if tiling is None:
-        return NO_SWIZZLE
-    tail = strides[-len(tiling) :]
-    minor = tiling[min(range(len(tail)), key=tail.__getitem__)]
-    bits = minor * bitwidth
-    if bits % 8:
-        raise ValueError(f"minor tile of {minor} x {bitwidth}-bit elements is not byte aligned")
-    return bits // 8 if bits // 8 in SWIZZLES else NO_SWIZZLE
+def mma_smem_options(
+    shape: tuple[int, ...], bitwidth: int, transposed: bool, allow_unswizzled: bool
+) -> tuple[tuple[Smem, ...], tuple[int, int]]:
+    """The SMEM transforms an MMA operand may have, widest swizzle first.
 
-
-def mma_tilings(bitwidth: int, allow_unswizzled: bool) -> frozenset[tuple[int, int]]:
-    swizzles = (*SWIZZLES, NO_SWIZZLE) if allow_unswizzled else SWIZZLES
-    return frozenset((8, 8 * s // bitwidth) for s in swizzles)
+    Each swizzle s pairs with the tile (8, 8·s/bitwidth) (transposed refs: the
+    tile transposed); ``allow_unswizzled`` adds the 16-byte tile without
+    swizzle last. Only tiles that divide the 2-D ``shape`` are kept. Also
+    returns the last tile tried, which the error names when none is kept.
+    """
+    options: list[Smem] = []
+    tiling = (8, 8)
+    for swizzle in (*SWIZZLES, None) if allow_unswizzled else SWIZZLES:
+        elems = (swizzle or 16) * 8 // bitwidth
+        tiling = (elems, 8) if transposed else (8, elems)
+        if all(s % t == 0 for s, t in zip(shape, tiling, strict=False)):
+            options.append(Smem(tiling, swizzle))
+    return tuple(options), tiling
 
 
 def is_transposed(strides: tuple[int, ...]) -> bool:

@@ -11,13 +11,13 @@ from smalto.constraints import (
     FullyTiled,
     LayoutKind,
     MinorTileDivisible,
-    MmaTiling,
     Reduce,
     Relayout,
     SmemTransfer,
     StoreRegisters,
     Transpose,
     Var,
+    one_of,
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
@@ -52,18 +52,13 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     """A load into registers: not a splat; from SMEM, a transfer plan must exist."""
     dest = ctx.new_var(ctx.result(op, 0))
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
-    optimized = _optional_bool(op, "optimized")
-    mode = Transfer.UNOPTIMIZED if optimized is False else Transfer.OPTIMIZED
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 0, dest, mode)
+        _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
 
 
-def _store_mode(op: Op) -> Transfer:
-    # Pallas stores that ask for nothing may fall back to unoptimized on untiled refs.
-    optimized = _optional_bool(op, "optimized")
-    if optimized is None:
-        return Transfer.DOWNGRADABLE
-    return Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+def _transfer_mode(op: Op) -> Transfer:
+    """Optimized unless the op asks for ``optimized = false`` (loads and stores alike)."""
+    return Transfer.UNOPTIMIZED if _optional_bool(op, "optimized") is False else Transfer.OPTIMIZED
 
 
 @rule("mosaic_gpu.vector_store")
@@ -71,7 +66,7 @@ def vector_store(ctx: RuleContext, op: Op) -> None:
     """A store from registers; to SMEM, a transfer plan must exist."""
     value = ctx.new_var(ctx.operand(op, 0))
     if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 1, value, _store_mode(op))
+        _smem_transfer(ctx, op, 1, value, _transfer_mode(op))
 
 
 @rule("mosaic_gpu.async_store_smem")
@@ -130,23 +125,42 @@ def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
     return strides is not None and hl.is_transposed(strides)
 
 
+def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = False) -> None:
+    """An SMEM MMA operand takes one of the MMA (tiling, swizzle) pairs that tile it.
+
+    The tile is (8, 8·s/bitwidth) for swizzle s = 128, 64, 32 (transposed on a
+    transposed ref), with the operand's own element width; ``allow_unswizzled``
+    adds the 16-byte tile without swizzle. None fitting is an error right away.
+    """
+    ref = ctx.system.variables[var]
+    transposed = ref.strides is not None and hl.is_transposed(ref.strides)
+    options, last = hl.mma_smem_options(
+        ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled
+    )
+    if not options:
+        raise InferenceError(
+            f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
+            f"candidate tiling {last} ({ctx.describe_op(op)}: no MMA tile of "
+            f"{ref.bitwidth}-bit elements fits the operand)"
+        )
+    ctx.require(one_of(Var(var), options, op.id))
+
+
 @rule("mosaic_gpu.wgmma")
 def wgmma(ctx: RuleContext, op: Op) -> None:
-    """Accumulator in WGMMA layout; B (and A from SMEM) tiled for the MMA, alike."""
+    """Accumulator in WGMMA layout; B (and A from SMEM) tiled and swizzled for the MMA, alike."""
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
     ctx.fix(acc, Reg(hl.WGMMA), op, "the accumulator")
-    b_value = op.operands[2]
     b = ctx.ref(op, 2)
-    b_transposed = _is_transposed(ctx, b_value)
-    bitwidth = ctx.program.values[b_value].bitwidth or 0
-    b_expr = Transpose(Var(b), (1, 0)) if b_transposed else Var(b)
-    ctx.require(MmaTiling(b_expr, bitwidth, False, op.id))
+    mma_operand(ctx, op, b)
     ctx.add_sites(b, ctx.operand(op, 2))
+    b_transposed = _is_transposed(ctx, op.operands[2])
     a_value = ctx.program.values[op.operands[1]]
     if a_value.kind == Kind.SMEM:
         a = ctx.ref(op, 1)
         # Tilings are logical: when exactly one operand is transposed, the
-        # same physical tiling reads transposed on the other.
+        # same physical tiling reads transposed on the other (the swizzle,
+        # physical, is shared as is).
         same = _is_transposed(ctx, op.operands[1]) == b_transposed
         ctx.require(Equal(Var(a), Var(b) if same else Transpose(Var(b), (1, 0)), op.id))
         ctx.add_sites(a, ctx.operand(op, 1))
@@ -166,31 +180,40 @@ def mma(ctx: RuleContext, op: Op) -> None:
     ctx.fix(ctx.new_var(ctx.operand(op, 2)), Reg(layouts.rhs), op, "operand B")
 
 
-def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Attribute) -> Smem:
-    tiling, swizzle = ctx.decode_transforms(attr)
-    ref = ctx.program.values[op.operands[operand]]
-    if swizzle is not None and ref.strides is not None and ref.bitwidth is not None:
-        implied = hl.swizzle_for(tiling, ref.strides, ref.bitwidth)
-        if implied != swizzle:
-            raise NotImplementedError(
-                f"`{op.name}` at {op.location} asks for swizzle {swizzle}, but tiling "
-                f"{tiling} of {ref.type} implies swizzle {implied}"
-            )
-    return Smem(tiling)
+def _user_transforms(ctx: RuleContext, op: Op, attr: ir.Attribute) -> Smem:
+    """The transforms an op states for a ref, as given (a tile alone: unswizzled)."""
+    try:
+        return ctx.decode_transforms(attr)
+    except ValueError as e:  # a swizzle JAX does not accept
+        raise InferenceError(f"{ctx.describe_op(op)} has invalid transforms {attr}: {e}") from None
 
 
 @rule("mosaic_gpu.with_transforms")
 def with_transforms(ctx: RuleContext, op: Op) -> None:
-    """The user's transforms are the ref's."""
+    """The user's transforms are the ref's; they must be valid for it."""
     var = ctx.ref(op, 0)
-    value = _swizzle_checked_tiling(ctx, op, 0, op.operation.attributes["transforms"])
+    value = _user_transforms(ctx, op, op.operation.attributes["transforms"])
+    ref = ctx.system.variables[var]
+    if not hl.smem_valid(value, ref.shape, ref.strides, ref.bitwidth):
+        tiling = (
+            f"tiling {hl.tile_transform_text(value.tiling)}"
+            if value.tiling is not None
+            else "empty tiling"
+        )
+        swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
+        shape = ctx.program.values[op.operands[0]].shape
+        raise InferenceError(
+            f"Cannot apply {tiling} with {swizzle} to memref with shape {shape}. "
+            f"({ctx.describe_op(op)}: the tiling must tile the ref, and a swizzle must "
+            "fit in its minor tile dimension)"
+        )
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
 
 @rule("mosaic_gpu.slice_smem")
 def slice_smem(ctx: RuleContext, op: Op) -> None:
-    """A new SMEM ref; slices with the same offset and alias id are one ref."""
+    """A new SMEM ref; slices with the same alias id are one ref, whatever their offsets."""
     ctx.aliased_var("smem", op, ctx.result(op, 0))
 
 
@@ -225,8 +248,10 @@ def custom_primitive(ctx: RuleContext, op: Op) -> None:
             source = ctx.ref(op, i)
             var = ctx.new_var(ctx.operand(op, i))
             ctx.require(Equal(Var(source), Var(var), op.id))
-            value = _swizzle_checked_tiling(ctx, op, i, next(in_transforms))
-            ctx.fix(var, value, op, f"operand #{i}")
+            # Checked for the ref when the equality carries it over, as for
+            # any assignment: an invalid one makes the system unsatisfiable.
+            value = _user_transforms(ctx, op, next(in_transforms))
+            ctx.fix(var, value, op, f"operand #{i}", check=False)
     out_layouts = iter(ir.ArrayAttr(op.operation.attributes["out_layouts"]))
     for i, v in enumerate(op.results):
         if values[v].kind == Kind.VECTOR:
@@ -277,22 +302,28 @@ def _index_count(op: Op) -> int:
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
-    """Vector indices (TMA gather/scatter) live in the TMA index layouts."""
+    """Vector indices (TMA gather/scatter) take one of the TMA index layouts.
+
+    TMA_INDICES (16 rows per step) where the rows allow it, else (or
+    failing that) TMA_INDICES_4.
+    """
     first = _INDEX_OPERANDS[op.name]
     for i in range(first, first + _index_count(op)):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
+        allowed: list[Reg] = []
         if value.shape[0] % 16 == 0:
-            layout = hl.TMA_INDICES
-        elif value.shape[0] % 4 == 0:
-            layout = hl.TMA_INDICES_4
-        else:
+            allowed.append(Reg(hl.TMA_INDICES))
+        if value.shape[0] % 4 == 0:
+            allowed.append(Reg(hl.TMA_INDICES_4))
+        if not allowed:
             raise InferenceError(
-                f"`{op.name}` at {op.location}: gather/scatter indices of shape "
-                f"{value.shape} are not a multiple of 4"
+                f"Unsupported TMA index shape {value.shape} ({ctx.describe_op(op)}: "
+                "gather/scatter indices come in groups of 4 rows)"
             )
-        ctx.fix(ctx.new_var(ctx.operand(op, i)), Reg(layout), op, f"index operand #{i}")
+        var = ctx.new_var(ctx.operand(op, i))
+        ctx.require(one_of(Var(var), tuple(allowed), op.id))
 
 
 @rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Divides, MmaTiling, TmemTransfer, Transpose, Var
+from smalto.constraints import Divides, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Tmem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.mosaic_gpu import _is_transposed
+from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
 
 _SWIZZLE_MODES = (16, 32, 64, 128)
 
@@ -75,9 +75,7 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
     b = ctx.ref(op, 2)
     ctx.add_sites(b, ctx.operand(op, 2))
     b_transposed = _is_transposed(ctx, op.operands[2])
-    ctx.require(
-        MmaTiling(Transpose(Var(b), (1, 0)) if b_transposed else Var(b), bitwidth, False, op.id)
-    )
+    mma_operand(ctx, op, b)
 
     m = acc_value.shape[0]
     if m == 64 and not collective:
@@ -107,8 +105,7 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
             "operand A",
         )
     else:
-        a_expr = Transpose(Var(a), (1, 0)) if _is_transposed(ctx, op.operands[1]) else Var(a)
-        ctx.require(MmaTiling(a_expr, bitwidth, False, op.id))
+        mma_operand(ctx, op, a)  # with A's own element width
 
     operand_index = {v: i for i, v in reversed(list(enumerate(op.operands)))}
     if view.a_sparse_metadata is not None:
@@ -164,7 +161,7 @@ def async_store_smem_to_tmem(ctx: RuleContext, op: Op) -> None:
     ctx.add_sites(dest, ctx.operand(op, 1))
     bitwidth = ctx.program.values[op.operands[1]].bitwidth or 32
     ctx.fix(dest, hl.tmem_default(32 // bitwidth), op, "the TMEM destination")
-    ctx.require(MmaTiling(Var(source), bitwidth, True, op.id))
+    mma_operand(ctx, op, source, allow_unswizzled=True)
 
 
 @rule("mosaic_gpu.async_store_sparse_metadata_smem_to_tmem")
@@ -195,7 +192,7 @@ def async_store_scales(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.slice_tmem")
 def slice_tmem(ctx: RuleContext, op: Op) -> None:
-    """A TMEM slice is its own ref, shared by slices with the same alias id."""
+    """A TMEM slice is its own ref, shared by slices with the same alias id (any offsets)."""
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     ctx.aliased_var("tmem", op, ctx.result(op, 0))
