@@ -292,7 +292,16 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
 def derive_system(program: Program, arch: tuple[int, int]) -> System:
     """Runs every op's rule and adds the producer/consumer relayouts."""
     # Rules register themselves on import.
-    from smalto.rules import arith, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+    from smalto.rules import (  # noqa: F401
+        arith,
+        concat,
+        llvm,
+        memref,
+        mosaic_gpu,
+        scf,
+        tmem,
+        vector,
+    )
 
     ctx = RuleContext(program, arch)
     rules = RULES
