@@ -749,7 +749,9 @@ def _layout_cast(c: _Checker, op: Op) -> None:
     if source is None or result is None:
         return
     bitwidth = c.value(op, IN, 0).bitwidth or 0
-    if not hl.relayout_allowed(source, result, bitwidth, strict=False):
+    # A strict cast converts only from a splat.
+    strict = bool(_bool_attr(op, "strict"))
+    if not hl.relayout_allowed(source, result, bitwidth, strict=strict):
         c.report(op, f"cannot relayout {_name(source)} to {_name(result)}")
 
 

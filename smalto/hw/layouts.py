@@ -12,6 +12,7 @@ from functools import cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
+from jax.experimental.mosaic.gpu import layouts as layouts_lib
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
@@ -125,9 +126,11 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
         if src == a and dst == b:
             return True
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
+    # The 2x <-> 1x conversion is one shuffle, implemented both ways for the
+    # same bitwidths.
     two_to_one = fa.can_relayout_wgmma_2x_to_wgmma(bitwidth)
     four_to_two = fa.can_relayout_wgmma_4x_to_wgmma_2x(bitwidth)
-    if src == upcast_2x and dst == WGMMA:
+    if (src == upcast_2x and dst == WGMMA) or (src == WGMMA and dst == upcast_2x):
         return two_to_one
     if src == upcast_4x and dst == upcast_2x:
         return four_to_two
@@ -137,8 +140,12 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
 
 
 def splat_fits_tiled(shape: tuple[int, ...], tiled: fa.TiledLayout) -> bool:
-    """A splat broadcasts into a tiled layout when the tile divides its shape."""
-    return all(d % t == 0 for d, t in zip(shape, tiled.base_tile_shape, strict=False))
+    """A splat broadcasts into a tiled layout when the tile divides its trailing dims.
+
+    The tile covers the minor dims of the value, so the splat needs at least
+    as many dims as the tile, and each of the trailing ones a multiple of it.
+    """
+    return layouts_lib.splat_is_compatible_with_tiled(fa.WGSplatFragLayout(shape), tiled)
 
 
 @cache

@@ -116,13 +116,27 @@ def optimization_barrier(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.layout_cast")
 def layout_cast(ctx: RuleContext, op: Op) -> None:
-    """The result has the cast's layout; the operand must be convertible to it."""
+    """The result has the cast's layout; the operand must be convertible to it.
+
+    A ``strict`` cast converts only from a splat: any other operand must
+    already be in the cast layout.
+    """
     operand = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
     layout = ctx.decode(op, op.operation.attributes["new_layout"])
+    shape = ctx.program.values[op.operands[0]].shape
+    if not hl.fits(layout, shape):
+        # JAX's own words first (code written against its pass matches them).
+        raise InferenceError(
+            f"Cannot cast to layout {layout.layout}: the layout is notcompatible with the "
+            f"operand shape {shape} in {op.operation}. "
+            f"`{op.name}` at {op.location} casts a value of shape {shape} to a layout "
+            "whose tiles do not divide it"
+        )
     ctx.fix(result, layout, op, "the cast result")
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
-    ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
+    strict = bool(_optional_bool(op, "strict"))
+    ctx.require(Relayout(Var(operand), Var(result), bitwidth, strict, op.id))
 
 
 def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
