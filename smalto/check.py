@@ -1036,15 +1036,23 @@ def _collapse_shape(c: _Checker, op: Op) -> None:
         )
 
 
-_INDEX_OPERANDS = {
+# The operand segment of a TMA op's indices; before it, the refs and (for
+# async_load) an optional barrier.
+_INDEX_SEGMENT = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
     "mosaic_gpu.async_prefetch": 1,
 }
 
 
+def _first_index(op: Op) -> int:
+    """The operand position of a TMA op's first index (segments before it may be empty)."""
+    sizes = op.operation.attributes["operandSegmentSizes"]
+    return sum(sizes[i] for i in range(_INDEX_SEGMENT[op.name]))  # type: ignore[index]
+
+
 def _index_layouts(c: _Checker, op: Op) -> None:
-    first = _INDEX_OPERANDS[op.name]
+    first = _first_index(op)
     for i in range(len(op.view.indices)):
         value = c.value(op, IN, first + i)
         if value.kind != Kind.VECTOR:
@@ -1064,7 +1072,7 @@ def _async_copy(c: _Checker, op: Op) -> None:
     view = op.view
     is_load = op.name == "mosaic_gpu.async_load"
     smem = 1 if is_load else 0
-    first = _INDEX_OPERANDS[op.name]
+    first = _first_index(op)
     multiple: list[int] = []
     gather = False
     for i, size in enumerate(view.slice_lengths):

@@ -25,7 +25,7 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import ints
+from smalto.rules.attributes import ints, segment
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -274,26 +274,24 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     ctx.require(FullyTiled(Var(dst), len(dst_shape), op.id))
 
 
-_INDEX_OPERANDS = {
+# The operand segment of a TMA op's indices. The segments before it are the
+# refs and, for async_load, an optional barrier: read the segment sizes, as
+# the position of the first index depends on which are present.
+_INDEX_SEGMENT = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
     "mosaic_gpu.async_prefetch": 1,
 }
 
 
-def _index_count(op: Op) -> int:
-    """How many index operands a TMA op has.
-
-    The size of its indices segment (the segments before it hold one operand
-    each): one attribute read, where the generated accessor sums slices.
-    """
-    return op.operation.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+def _index_operands(op: Op) -> range:
+    """The operand positions of a TMA op's indices (one attribute read)."""
+    return segment(op.operation, _INDEX_SEGMENT[op.name])
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
     """Vector indices (TMA gather/scatter) live in the TMA index layouts."""
-    first = _INDEX_OPERANDS[op.name]
-    for i in range(first, first + _index_count(op)):
+    for i in _index_operands(op):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -317,7 +315,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _INDEX_OPERANDS[op.name]
+    first_index = _index_operands(op).start
     slice_lengths = ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:
