@@ -782,7 +782,12 @@ def _wgmma(c: _Checker, op: Op) -> None:
 
 @_rule("mosaic_gpu.mma")
 def _mma(c: _Checker, op: Op) -> None:
-    layouts = hl.mma_layouts(c.value(op, IN, 1).type.element_type)
+    m, n = c.value(op, IN, 0).shape
+    try:
+        layouts = hl.mma_layouts(c.value(op, IN, 1).type.element_type, m, n)
+    except ValueError as e:
+        c.report(op, str(e))
+        return
     c.expect(op, IN, 0, Reg(layouts.acc), "the accumulator")
     c.expect(op, OUT, 0, Reg(layouts.acc), "the accumulator")
     c.expect(op, IN, 1, Reg(layouts.lhs), "operand A")

@@ -337,11 +337,16 @@ def tmem_default(packing: int) -> Tmem:
     return Tmem(tcgen05.tmem_default_layout(packing))
 
 
-def mma_layouts(element_type: object) -> object:
-    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``)."""
+def mma_layouts(element_type: object, m: int, n: int) -> object:
+    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``).
+
+    ``(m, n)`` is the accumulator's shape: it decides how the four warps split
+    between M and N (as many along M as its tile divides). Raises ValueError
+    (JAX's) where no split fits.
+    """
     from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-    return MMALayouts(element_type)
+    return MMALayouts.for_shape(element_type, m, n)
 
 
 __all__ = ["UNTILED"]

@@ -172,12 +172,32 @@ def wgmma(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.mma")
 def mma(ctx: RuleContext, op: Op) -> None:
-    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type."""
-    layouts = hl.mma_layouts(op.view.a.type.element_type)
+    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type.
+
+    The accumulator's shape decides how the warps split between M and N.
+    """
+    m, n = ctx.program.values[op.operands[0]].shape
+    try:
+        layouts = hl.mma_layouts(op.view.a.type.element_type, m, n)
+    except ValueError as e:
+        # JAX's words first, then where.
+        raise InferenceError(f"{e} (`{op.name}` at {op.location})") from None
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
-    ctx.fix(acc, Reg(layouts.acc), op, "the accumulator")
-    ctx.fix(ctx.new_var(ctx.operand(op, 1)), Reg(layouts.lhs), op, "operand A")
-    ctx.fix(ctx.new_var(ctx.operand(op, 2)), Reg(layouts.rhs), op, "operand B")
+    a, b = ctx.new_var(ctx.operand(op, 1)), ctx.new_var(ctx.operand(op, 2))
+    for var, layout, what, jax_what in (
+        (acc, layouts.acc, "the accumulator", "the accumulator of an mma op"),
+        (a, layouts.lhs, "operand A", "the 'a' operand of MMAOp"),
+        (b, layouts.rhs, "operand B", "the 'b' operand of MMAOp"),
+    ):
+        shape = ctx.system.variables[var].shape
+        if not hl.fits(Reg(layout), shape):
+            kind = "accumulator" if var == acc else "operand"
+            raise InferenceError(
+                f"Cannot assign layout {layout} to {jax_what}: the layout is not compatible "
+                f"with the {kind} shape {shape}. `{op.name}` at {op.location}: the MMA layout "
+                f"of {what} does not tile its shape {shape}"
+            )
+        ctx.fix(var, Reg(layout), op, what)
 
 
 def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Attribute) -> Smem:
