@@ -5,7 +5,16 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Divides, MmaTiling, TmemTransfer, Transpose, Var
+from smalto.constraints import (
+    Divides,
+    Equal,
+    LayoutKind,
+    MmaTiling,
+    Reduce,
+    TmemTransfer,
+    Transpose,
+    Var,
+)
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Tmem
@@ -137,12 +146,26 @@ def _operand_index(op: Op, value: ir.Value) -> int:
 
 @rule("mosaic_gpu.async_load_tmem")
 def async_load_tmem(ctx: RuleContext, op: Op) -> None:
-    """TMEM to registers: the pair of layouts must be a supported transfer."""
+    """TMEM to registers: the pair of layouts must be a supported transfer.
+
+    With ``reduce``, a second result holds each row's reduction of the loaded
+    value: the loaded layout reduced over the columns.
+    """
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     value = ctx.program.values[op.operands[0]]
     ctx.require(TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id))
+    # No TMEM transfer lands in a splat or strided layout: said outright, the
+    # search need not try them.
+    ctx.not_of_kind(dest, op, LayoutKind.SPLAT, LayoutKind.STRIDED)
+    if "reduce" in op.operation.attributes:
+        if len(value.shape) != 2:
+            raise NotImplementedError(
+                f"`{op.name}` at {op.location}: a reducing load of a rank-{len(value.shape)} ref"
+            )
+        reduced = ctx.new_var(ctx.result(op, 1))
+        ctx.require(Equal(Var(reduced), Reduce(Var(dest), (1,), 2), op.id))
 
 
 @rule("mosaic_gpu.async_store_tmem")

@@ -1,0 +1,98 @@
+"""`mosaic_gpu.async_load_tmem` with `reduce` (new in JAX 0.12), on Blackwell.
+
+What the op requires: the loaded value and the TMEM ref form a supported
+TMEM <-> register transfer (never a splat or strided layout); with ``reduce``
+the op has a second result, each row's reduction (min, max, absmin, absmax),
+whose layout is the loaded layout reduced over the columns.
+"""
+
+from __future__ import annotations
+
+import pytest
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from mlir_snippets import tmem_type
+from rule_kit import (
+    infer_like_jax,
+    kernel,
+    layout_cast,
+    op,
+    out_layouts,
+    rejected_like_jax,
+    slice_smem,
+)
+
+BLACKWELL = (10, 0)
+ADDR = "memref<i32, #gpu.address_space<workgroup>>"
+LOAD = "mosaic_gpu.async_load_tmem"
+MIN, MAX, ABSMIN, ABSMAX = range(4)  # TMEMLoadReduction
+
+
+def reducing_load(elt: str = "f32", reduction: int = MAX, after: tuple[str, ...] = ()) -> str:
+    """A 128x128 TMEM allocation loaded with a row reduction into ``%v`` and ``%r``."""
+    t = tmem_type(f"128x128x{elt}")
+    return kernel(
+        [
+            slice_smem("addr", ADDR),
+            f'%t = "mosaic_gpu.tmem_alloc"(%addr) <{{collective = false, packing = 1 : i32}}> '
+            f": ({ADDR}) -> {t}",
+            f'%v, %r = "{LOAD}"(%t) <{{reduce = {reduction} : i32}}> : ({t}) -> '
+            f"(vector<128x128x{elt}>, vector<128x{elt}>)",
+            *after,
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("elt", "reduction"), [("f32", MAX), ("f32", MIN), ("f32", ABSMAX), ("i32", MIN)]
+)
+def test_the_reduction_is_the_loaded_layout_reduced_over_columns(elt: str, reduction: int):
+    """Nothing names a layout: the TCGEN05 layout comes first, as in JAX."""
+    module = infer_like_jax(reducing_load(elt, reduction), BLACKWELL)
+    loaded, reduced = out_layouts(op(module, LOAD))
+    assert loaded == fa.TCGEN05_LAYOUT
+    assert reduced == fa.TCGEN05_LAYOUT.reduce([1])
+
+
+def test_a_cast_of_the_loaded_value_decides_both_results():
+    """The fused reduce lowers from the TMEM-native layout: cast the loaded value to it."""
+    v = "vector<128x128xf32>"
+    module = infer_like_jax(
+        reducing_load(after=(layout_cast("c", "v", v, fa.TMEM_NATIVE_LAYOUT),)), BLACKWELL
+    )
+    loaded, reduced = out_layouts(op(module, LOAD))
+    assert loaded == fa.TMEM_NATIVE_LAYOUT
+    assert reduced == fa.TMEM_NATIVE_LAYOUT.reduce([1])
+
+
+def test_a_cast_of_the_reduction_decides_the_loaded_value():
+    """The reduced TMEM-native layout can only come from the TMEM-native one."""
+    row = fa.TMEM_NATIVE_LAYOUT.reduce([1])
+    module = infer_like_jax(
+        reducing_load(after=(layout_cast("c", "r", "vector<128xf32>", row),)), BLACKWELL
+    )
+    loaded, reduced = out_layouts(op(module, LOAD))
+    assert loaded == fa.TMEM_NATIVE_LAYOUT
+    assert reduced == row
+
+
+def test_the_loaded_value_is_never_strided():
+    """(Nor a splat, which a layout cast cannot name.)"""
+    v = "vector<128x128xf32>"
+    strided = fa.WGStridedFragLayout(shape=(128, 128), vec_size=2)
+    rejected_like_jax(reducing_load(after=(layout_cast("c", "v", v, strided),)), arch=BLACKWELL)
+
+
+def test_a_load_without_reduce_still_has_one_result():
+    t = tmem_type("128x128xf32")
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("addr", ADDR),
+                f'%t = "mosaic_gpu.tmem_alloc"(%addr) <{{collective = false, packing = 1 : i32}}>'
+                f" : ({ADDR}) -> {t}",
+                f'%v = "{LOAD}"(%t) : ({t}) -> vector<128x128xf32>',
+            ]
+        ),
+        BLACKWELL,
+    )
+    assert out_layouts(op(module, LOAD)) == [fa.TCGEN05_LAYOUT]
