@@ -49,10 +49,11 @@ def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
 def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     """The widest strided layout for a vector, or None where none exists.
 
-    Each thread of the warpgroup holds vectors of at most 8 bytes, and the
-    element count must split evenly over the 128 threads.
+    Each thread of the warpgroup holds vectors of at most 64 bits, and the
+    element count must split evenly over the 128 threads; a vector of
+    sub-byte elements must still fill whole bytes.
     """
-    if bitwidth is None or bitwidth % 8:
+    if bitwidth is None:
         return None
     size = math.prod(shape)
     if size % WARPGROUP_SIZE:
@@ -60,7 +61,9 @@ def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     vec_size = min(64 // bitwidth, size // WARPGROUP_SIZE)
     while vec_size and size % (vec_size * WARPGROUP_SIZE):
         vec_size //= 2
-    return strided(shape, vec_size) if vec_size else None
+    if not vec_size or (vec_size * bitwidth) % 8:
+        return None
+    return strided(shape, vec_size)
 
 
 # --- validity of a value for a shape ---------------------------------------
