@@ -161,8 +161,12 @@ class RuleContext:
     def require(self, *constraints: Constraint) -> None:
         self.system.constraints.extend(constraints)
 
-    def fix(self, var: int, value: Const, op: Op, what: str) -> None:
-        """Fixes a variable's layout; ``what`` names the operand for the error message."""
+    def fix(self, var: int, value: Const, op: Op, what: str, jax_text: str = "") -> None:
+        """Fixes a variable's layout; ``what`` names the operand for the error message.
+
+        ``jax_text`` is JAX's own message for a value that does not fit, put
+        first in ours where its pass has one.
+        """
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if not hl.fits(value, shape):
@@ -177,7 +181,7 @@ class RuleContext:
             report = ConflictReport(
                 [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
             )
-            raise InferenceError(text, conflict=report)
+            raise InferenceError(f"{jax_text} {text}" if jax_text else text, conflict=report)
         self.system.fixed.append(fixed)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
