@@ -112,6 +112,21 @@ class Solver:
             elif kind is Divides and type(c.expr) is Var:
                 var_divides.append(c)
         root = self.root = list(map(find, range(n)))
+        self._add_not_splat_closure(not_splat, var_relayouts)
+        # A strict relayout from a value that cannot be a splat holds only as
+        # the identity: its two variables share one slot from the start. JAX's
+        # pass makes these equalities before it searches; doing the same keeps
+        # both searches in step (no candidate or fuel goes to a forced value).
+        joined = False
+        for c in var_relayouts:
+            if c.strict and root[c.source.id] in self.not_splat:  # type: ignore[union-attr]
+                a, b = find(c.source.id), find(c.target.id)  # type: ignore[union-attr]
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+                    joined = True
+        if joined:
+            root = self.root = list(map(find, range(n)))
+            self.not_splat = {root[slot] for slot in self.not_splat}
         shapes: dict[int, set[tuple[int, ...]]] = {}
         for v in variables:
             slot = root[v.id]
@@ -121,7 +136,6 @@ class Solver:
             else:
                 same.add(v.shape)
         self.shapes = shapes
-        self._add_not_splat_closure(not_splat, var_relayouts)
         self.divides = self._merged_divides(var_divides)
 
         self.value: list[Const | None] = [None] * n
