@@ -1198,6 +1198,27 @@ def _tmem_transfer(c: _Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, i
 @_rule("mosaic_gpu.async_load_tmem")
 def _async_load_tmem(c: _Checker, op: Op) -> None:
     _tmem_transfer(c, op, (IN, 0), (OUT, 0))
+    if len(op.results) < 2:
+        return
+    # A fused row reduction: the loaded layout reduced over the columns.
+    loaded, reduced = c.reg(op, OUT, 0), c.reg(op, OUT, 1)
+    if loaded is None or reduced is None:
+        return
+    expected = _reduce(loaded, (1,), 2, keep=False)
+    if expected is None or expected != reduced:
+        c.report(
+            op,
+            f"the row reduction of {_name(loaded)} is "
+            f"{'impossible' if expected is None else _name(expected)}, not {_name(reduced)}",
+        )
+
+
+@_rule("mosaic_gpu.vector_concat")
+def _vector_concat(c: _Checker, op: Op) -> None:
+    # The lowering stacks register arrays: one tiled layout for all.
+    sites = [(IN, i) for i in range(len(op.operands))] + [(OUT, 0)]
+    c.same(op, sites, "a concatenation keeps its operands' layout")
+    c.not_kinds(op, OUT, 0, splat=True, strided=True)
 
 
 @_rule("mosaic_gpu.async_store_tmem")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jax._src.lib.mlir import ir
 from rule_kit import (
     WGMMA,
     WGMMA_TRANSPOSED,
@@ -20,6 +21,7 @@ from rule_kit import (
     is_tiled,
     jax_fails,
     kernel,
+    layout_attr_text,
     layout_cast,
     op,
     out_layouts,
@@ -30,6 +32,8 @@ from rule_kit import (
     vector_load,
     vector_store,
 )
+
+from smalto.check import check
 
 CONCAT = "mosaic_gpu.vector_concat"
 HALF, WHOLE = (64, 128), (128, 128)
@@ -168,3 +172,26 @@ def test_without_a_named_layout_smalto_still_finds_a_tiled_one():
     (layout,) = out_layouts(target)
     assert is_tiled(layout)
     assert in_layouts(target) == [layout, layout]
+
+
+def test_the_checker_accepts_the_answer_and_catches_a_mismatched_operand():
+    h, w = vec(HALF, "f32"), vec(WHOLE, "f32")
+    module = infer_like_jax(
+        kernel(
+            [
+                vector_load("x", "arg0", gmem(HALF, "f32"), h),
+                vector_load("y", "arg0", gmem(HALF, "f32"), h),
+                layout_cast("cx", "x", h, WGMMA),
+                concat("c", ["cx", "y"], [h, h], w, 0),
+            ],
+            [gmem(HALF, "f32")],
+        )
+    )
+    assert check(module) == []
+    target = op(module, CONCAT)
+    with module.context:
+        wgmma = ir.Attribute.parse(layout_attr_text(WGMMA))
+        transposed = ir.Attribute.parse(layout_attr_text(WGMMA_TRANSPOSED))
+        target.attributes["in_layouts"] = ir.ArrayAttr.get([wgmma, transposed])
+    messages = [v.message for v in check(module) if v.op == CONCAT]
+    assert any("keeps its operands' layout" in m for m in messages), messages

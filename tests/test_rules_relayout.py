@@ -12,6 +12,7 @@ layout. A cast to a layout that does not tile its operand is an error.
 from __future__ import annotations
 
 import pytest
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from rule_kit import (
     WGMMA,
@@ -33,6 +34,7 @@ from rule_kit import (
 )
 
 import smalto
+from smalto.check import check
 
 UPCAST_2X = fa.WGMMA_LAYOUT_UPCAST_2X
 CAST = "mosaic_gpu.layout_cast"
@@ -198,3 +200,23 @@ def test_a_cast_to_a_layout_that_does_not_tile_the_operand_says_so_as_jax(strict
     # JAX's message, whole, then smalto's own explanation.
     assert str(theirs.value) in str(ours.value)
     assert str(ours.value).startswith(smalto.FAILURE_PREFIX)
+
+
+def test_the_checker_catches_a_strict_cast_that_converts_a_tiled_value():
+    """A non-strict cast may turn WGMMA_TRANSPOSED into WGMMA; a strict one may not."""
+    v = vec(SHAPE, "f32")
+    load = vector_load("x", "arg0", gmem(SHAPE, "f32"), v)
+    module = infer_like_jax(
+        kernel(
+            [load, layout_cast("a", "x", v, WGMMA_TRANSPOSED), strict_cast("b", "x", v, WGMMA)],
+            [gmem(SHAPE, "f32")],
+        )
+    )
+    assert check(module) == []
+    strict = op(module, CAST, 1)
+    with module.context:
+        strict.attributes["in_layouts"] = ir.ArrayAttr.get(
+            [ir.Attribute.parse(layout_attr_text(WGMMA_TRANSPOSED))]
+        )
+    messages = [v.message for v in check(module) if v.op == CAST]
+    assert any("cannot relayout" in m for m in messages), messages

@@ -9,17 +9,21 @@ whose layout is the loaded layout reduced over the columns.
 from __future__ import annotations
 
 import pytest
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from mlir_snippets import tmem_type
 from rule_kit import (
     infer_like_jax,
     kernel,
+    layout_attr_text,
     layout_cast,
     op,
     out_layouts,
     rejected_like_jax,
     slice_smem,
 )
+
+from smalto.check import check
 
 BLACKWELL = (10, 0)
 ADDR = "memref<i32, #gpu.address_space<workgroup>>"
@@ -96,3 +100,15 @@ def test_a_load_without_reduce_still_has_one_result():
         BLACKWELL,
     )
     assert out_layouts(op(module, LOAD)) == [fa.TCGEN05_LAYOUT]
+
+
+def test_the_checker_accepts_the_answer_and_catches_a_wrong_reduction():
+    module = infer_like_jax(reducing_load(), BLACKWELL)
+    assert check(module, BLACKWELL) == []
+    target = op(module, LOAD)
+    with module.context:
+        loaded = ir.Attribute.parse(layout_attr_text(fa.TCGEN05_LAYOUT))
+        wrong = ir.Attribute.parse(layout_attr_text(fa.TMEM_NATIVE_LAYOUT.reduce([1])))
+        target.attributes["out_layouts"] = ir.ArrayAttr.get([loaded, wrong])
+    messages = [v.message for v in check(module, BLACKWELL) if v.op == LOAD]
+    assert any("row reduction" in m for m in messages), messages
