@@ -13,6 +13,7 @@ from functools import cache
 from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
+from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
@@ -47,10 +48,11 @@ def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
 def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     """The widest strided layout for a vector, or None where none exists.
 
-    Each thread of the warpgroup holds vectors of at most 8 bytes, and the
-    element count must split evenly over the 128 threads.
+    Each thread of the warpgroup holds vectors of at most 64 bits, and the
+    element count must split evenly over the 128 threads; a vector of
+    sub-byte elements must still fill whole bytes.
     """
-    if bitwidth is None or bitwidth % 8:
+    if bitwidth is None:
         return None
     size = math.prod(shape)
     if size % WARPGROUP_SIZE:
@@ -58,7 +60,9 @@ def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     vec_size = min(64 // bitwidth, size // WARPGROUP_SIZE)
     while vec_size and size % (vec_size * WARPGROUP_SIZE):
         vec_size //= 2
-    return strided(shape, vec_size) if vec_size else None
+    if not vec_size or (vec_size * bitwidth) % 8:
+        return None
+    return strided(shape, vec_size)
 
 
 # --- validity of a value for a shape ---------------------------------------
@@ -179,9 +183,11 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
         if src == a and dst == b:
             return True
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
+    # The 2x <-> 1x conversion is one shuffle, implemented both ways for the
+    # same bitwidths.
     two_to_one = fa.can_relayout_wgmma_2x_to_wgmma(bitwidth)
     four_to_two = fa.can_relayout_wgmma_4x_to_wgmma_2x(bitwidth)
-    if src == upcast_2x and dst == WGMMA:
+    if (src == upcast_2x and dst == WGMMA) or (src == WGMMA and dst == upcast_2x):
         return two_to_one
     if src == upcast_4x and dst == upcast_2x:
         return four_to_two
@@ -191,8 +197,12 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
 
 
 def splat_fits_tiled(shape: tuple[int, ...], tiled: fa.TiledLayout) -> bool:
-    """A splat broadcasts into a tiled layout when the tile divides its shape."""
-    return all(d % t == 0 for d, t in zip(shape, tiled.base_tile_shape, strict=False))
+    """A splat broadcasts into a tiled layout when the tile divides its trailing dims.
+
+    The tile covers the minor dims of the value, so the splat needs at least
+    as many dims as the tile, and each of the trailing ones a multiple of it.
+    """
+    return layouts_lib.splat_is_compatible_with_tiled(fa.WGSplatFragLayout(shape), tiled)
 
 
 @cache
@@ -386,11 +396,16 @@ def tmem_default(packing: int) -> Tmem:
     return Tmem(tcgen05.tmem_default_layout(packing))
 
 
-def mma_layouts(element_type: object) -> object:
-    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``)."""
+def mma_layouts(element_type: object, m: int, n: int) -> object:
+    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``).
+
+    ``(m, n)`` is the accumulator's shape: it decides how the four warps split
+    between M and N (as many along M as its tile divides). Raises ValueError
+    (JAX's) where no split fits.
+    """
     from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-    return MMALayouts(element_type)
+    return MMALayouts.for_shape(element_type, m, n)
 
 
 __all__ = ["UNTILED"]

@@ -172,11 +172,15 @@ class RuleContext:
     def require(self, *constraints: Constraint) -> None:
         self.system.constraints.extend(constraints)
 
-    def fix(self, var: int, value: Const, op: Op, what: str, *, check: bool = True) -> None:
+    def fix(
+        self, var: int, value: Const, op: Op, what: str, jax_text: str = "", *, check: bool = True
+    ) -> None:
         """Fixes a variable's layout; ``what`` names the operand for the error message.
 
-        ``check=False`` leaves the value's fit to the solver, which tests every
-        assignment (an unfit one is then a conflict, not an error at once).
+        ``jax_text`` is JAX's own message for a value that does not fit, put
+        first in ours where its pass has one. ``check=False`` leaves the
+        value's fit to the solver, which tests every assignment (an unfit one
+        is then a conflict, not an error at once).
         """
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
@@ -192,7 +196,7 @@ class RuleContext:
             report = ConflictReport(
                 [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
             )
-            raise InferenceError(text, conflict=report)
+            raise InferenceError(f"{jax_text} {text}" if jax_text else text, conflict=report)
         self.system.fixed.append(fixed)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
@@ -307,7 +311,16 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
 def derive_system(program: Program, arch: tuple[int, int]) -> System:
     """Runs every op's rule and adds the producer/consumer relayouts."""
     # Rules register themselves on import.
-    from smalto.rules import arith, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+    from smalto.rules import (  # noqa: F401
+        arith,
+        concat,
+        llvm,
+        memref,
+        mosaic_gpu,
+        scf,
+        tmem,
+        vector,
+    )
 
     ctx = RuleContext(program, arch)
     rules = RULES

@@ -25,7 +25,7 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import ints
+from smalto.rules.attributes import ints, segment
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -111,13 +111,26 @@ def optimization_barrier(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.layout_cast")
 def layout_cast(ctx: RuleContext, op: Op) -> None:
-    """The result has the cast's layout; the operand must be convertible to it."""
+    """The result has the cast's layout; the operand must be convertible to it.
+
+    A ``strict`` cast converts only from a splat: any other operand must
+    already be in the cast layout.
+    """
     operand = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
     layout = ctx.decode(op, op.operation.attributes["new_layout"])
-    ctx.fix(result, layout, op, "the cast result")
+    shape = ctx.program.values[op.operands[0]].shape
+    # JAX's words (sic), for code written against its pass; only built on failure.
+    jax_text = (
+        ""
+        if hl.fits(layout, shape)
+        else f"Cannot cast to layout {layout.layout}: the layout is notcompatible with the "
+        f"operand shape {shape} in {op.operation}."
+    )
+    ctx.fix(result, layout, op, "the cast result", jax_text)
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
-    ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
+    strict = bool(_optional_bool(op, "strict"))
+    ctx.require(Relayout(Var(operand), Var(result), bitwidth, strict, op.id))
 
 
 def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
@@ -172,12 +185,30 @@ def wgmma(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.mma")
 def mma(ctx: RuleContext, op: Op) -> None:
-    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type."""
-    layouts = hl.mma_layouts(op.view.a.type.element_type)
+    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type.
+
+    The accumulator's shape decides how the warps split between M and N.
+    """
+    m, n = ctx.program.values[op.operands[0]].shape
+    try:
+        layouts = hl.mma_layouts(op.view.a.type.element_type, m, n)
+    except ValueError as e:
+        # JAX's words first, then where.
+        raise InferenceError(f"{e} (`{op.name}` at {op.location})") from None
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
-    ctx.fix(acc, Reg(layouts.acc), op, "the accumulator")
-    ctx.fix(ctx.new_var(ctx.operand(op, 1)), Reg(layouts.lhs), op, "operand A")
-    ctx.fix(ctx.new_var(ctx.operand(op, 2)), Reg(layouts.rhs), op, "operand B")
+    a, b = ctx.new_var(ctx.operand(op, 1)), ctx.new_var(ctx.operand(op, 2))
+    for var, layout, what, jax_what in (
+        (acc, layouts.acc, "the accumulator", "the accumulator of an mma op"),
+        (a, layouts.lhs, "operand A", "the 'a' operand of MMAOp"),
+        (b, layouts.rhs, "operand B", "the 'b' operand of MMAOp"),
+    ):
+        # JAX's words, for code written against its pass.
+        shape, kind = ctx.system.variables[var].shape, "accumulator" if var == acc else "operand"
+        jax_text = (
+            f"Cannot assign layout {layout} to {jax_what}: the layout is not compatible "
+            f"with the {kind} shape {shape}."
+        )
+        ctx.fix(var, Reg(layout), op, what, jax_text)
 
 
 def _user_transforms(ctx: RuleContext, op: Op, attr: ir.Attribute) -> Smem:
@@ -285,20 +316,19 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     ctx.require(FullyTiled(Var(dst), len(dst_shape), op.id))
 
 
-_INDEX_OPERANDS = {
+# The operand segment of a TMA op's indices. The segments before it are the
+# refs and, for async_load, an optional barrier: read the segment sizes, as
+# the position of the first index depends on which are present.
+_INDEX_SEGMENT = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
     "mosaic_gpu.async_prefetch": 1,
 }
 
 
-def _index_count(op: Op) -> int:
-    """How many index operands a TMA op has.
-
-    The size of its indices segment (the segments before it hold one operand
-    each): one attribute read, where the generated accessor sums slices.
-    """
-    return op.operation.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+def _index_operands(op: Op) -> range:
+    """The operand positions of a TMA op's indices (one attribute read)."""
+    return segment(op.operation, _INDEX_SEGMENT[op.name])
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
@@ -307,8 +337,7 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
     TMA_INDICES (16 rows per step) where the rows allow it, else (or
     failing that) TMA_INDICES_4.
     """
-    first = _INDEX_OPERANDS[op.name]
-    for i in range(first, first + _index_count(op)):
+    for i in _index_operands(op):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -334,7 +363,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _INDEX_OPERANDS[op.name]
+    first_index = _index_operands(op).start
     slice_lengths = ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Divides, TmemTransfer, Var
+from smalto.constraints import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
 from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
@@ -134,12 +134,30 @@ def _operand_index(op: Op, value: ir.Value) -> int:
 
 @rule("mosaic_gpu.async_load_tmem")
 def async_load_tmem(ctx: RuleContext, op: Op) -> None:
-    """TMEM to registers: the pair of layouts must be a supported transfer."""
+    """TMEM to registers: the pair of layouts must be a supported transfer.
+
+    With ``reduce``, a second result holds each row's reduction of the loaded
+    value: the loaded layout reduced over the columns. The lowering fuses the
+    reduction only into a load in the TMEM-native layout, so that layout is
+    required (JAX's constraints leave it open and its search picks TCGEN05,
+    which its own lowering then rejects).
+    """
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     value = ctx.program.values[op.operands[0]]
     ctx.require(TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id))
+    # No TMEM transfer lands in a splat or strided layout: said outright, the
+    # search need not try them.
+    ctx.not_of_kind(dest, op, LayoutKind.SPLAT, LayoutKind.STRIDED)
+    if "reduce" in op.operation.attributes:
+        if len(value.shape) != 2:
+            raise NotImplementedError(
+                f"`{op.name}` at {op.location}: a reducing load of a rank-{len(value.shape)} ref"
+            )
+        ctx.fix(dest, Reg(hl.TMEM_NATIVE), op, "the loaded value of a reducing load")
+        reduced = ctx.new_var(ctx.result(op, 1))
+        ctx.require(Equal(Var(reduced), Reduce(Var(dest), (1,), 2), op.id))
 
 
 @rule("mosaic_gpu.async_store_tmem")

@@ -95,9 +95,10 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
     size = math.prod(shape)
-    if variable.bitwidth is not None and variable.bitwidth % 8 == 0:
+    if variable.bitwidth is not None:
+        # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
         vec = 64 // variable.bitwidth
-        while vec:
+        while vec and (vec * variable.bitwidth) % 8 == 0:
             if size % (vec * hl.WARPGROUP_SIZE) == 0:
                 values.append(hl.strided(shape, vec))
             vec //= 2

@@ -120,6 +120,21 @@ class Solver:
             elif kind is Divides and type(c.expr) is Var:
                 var_divides.append(c)
         root = self.root = list(map(find, range(n)))
+        self._add_not_splat_closure(not_splat, var_relayouts)
+        # A strict relayout from a value that cannot be a splat holds only as
+        # the identity: its two variables share one slot from the start. JAX's
+        # pass makes these equalities before it searches; doing the same keeps
+        # both searches in step (no candidate or fuel goes to a forced value).
+        joined = False
+        for c in var_relayouts:
+            if c.strict and root[c.source.id] in self.not_splat:  # type: ignore[union-attr]
+                a, b = find(c.source.id), find(c.target.id)  # type: ignore[union-attr]
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+                    joined = True
+        if joined:
+            root = self.root = list(map(find, range(n)))
+            self.not_splat = {root[slot] for slot in self.not_splat}
         shapes: dict[int, set[tuple[int, ...]]] = {}
         # SMEM refs: validity depends on strides and element width too.
         smem_types: dict[int, set[SmemType]] = {}
@@ -135,7 +150,6 @@ class Solver:
                 smem_types.setdefault(slot, set()).add(_smem_type(v))
         self.shapes = shapes
         self.smem_types = smem_types
-        self._add_not_splat_closure(not_splat, var_relayouts)
         self.divides = self._merged_divides(var_divides)
 
         self.value: list[Const | None] = [None] * n
