@@ -147,9 +147,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
     """
     ref = ctx.system.variables[var]
     transposed = ref.strides is not None and hl.is_transposed(ref.strides)
-    options, last = hl.mma_smem_options(
-        ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled
-    )
+    options, last = hl.mma_smem_options(ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled)
     if not options:
         raise InferenceError(
             f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
