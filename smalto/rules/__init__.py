@@ -220,7 +220,7 @@ class RuleContext:
     # --- messages --------------------------------------------------------------------
 
     def describe_op(self, op: Op) -> str:
-        return f"`{op.name}` at {op.location}"
+        return f"`{op.name}` at {op.where}"
 
     def describe(self, site: Site) -> str:
         op = self.program.ops[site.op]
@@ -306,7 +306,7 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         rule_fn = rules.get(op.name)
         if rule_fn is None:
             raise NotImplementedError(
-                f"smalto has no layout rule for `{op.name}` (at {op.location})"
+                f"smalto has no layout rule for `{op.name}` (at {op.where})"
             )
         rule_fn(ctx, op)
     ctx.system.constraints.extend(_vector_relayouts(ctx))

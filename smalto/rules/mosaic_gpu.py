@@ -40,7 +40,7 @@ def _smem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mod
     smem_var = ctx.ref(op, ref_operand)
     ctx.add_sites(smem_var, ctx.operand(op, ref_operand))
     if ref.strides is None or ref.bitwidth is None:
-        raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.location}")
+        raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.where}")
     ctx.require(
         SmemTransfer(Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id)
     )
@@ -173,7 +173,7 @@ def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Att
         implied = hl.swizzle_for(tiling, ref.strides, ref.bitwidth)
         if implied != swizzle:
             raise NotImplementedError(
-                f"`{op.name}` at {op.location} asks for swizzle {swizzle}, but tiling "
+                f"`{op.name}` at {op.where} asks for swizzle {swizzle}, but tiling "
                 f"{tiling} of {ref.type} implies swizzle {implied}"
             )
     return Smem(tiling)
@@ -289,7 +289,7 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
             layout = hl.TMA_INDICES_4
         else:
             raise InferenceError(
-                f"`{op.name}` at {op.location}: gather/scatter indices of shape "
+                f"`{op.name}` at {op.where}: gather/scatter indices of shape "
                 f"{value.shape} are not a multiple of 4"
             )
         ctx.fix(ctx.new_var(ctx.operand(op, i)), Reg(layout), op, f"index operand #{i}")
@@ -326,7 +326,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         lengths = [s for s in slice_lengths if s != -1]
         if lengths and lengths[-1] % divisor:
             raise InferenceError(
-                f"`{op.name}` at {op.location}: a gather's minor dimension "
+                f"`{op.name}` at {op.where}: a gather's minor dimension "
                 f"({lengths[-1]}) must be a multiple of {divisor} elements"
             )
         ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
