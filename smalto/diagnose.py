@@ -459,8 +459,7 @@ def _suggestion(
     fixed = [e for e in core if isinstance(e, Fixed) and isinstance(e.value, Reg)]
     if len({f.value for f in fixed}) > 1:
         where = " and ".join(
-            f"{describe_value(f.value)} ({op_text(program.ops[f.origin])})"
-            for f in fixed[:2]
+            f"{describe_value(f.value)} ({op_text(program.ops[f.origin])})" for f in fixed[:2]
         )
         return (
             f"one value is required to be both {where}; make these agree, or add a "

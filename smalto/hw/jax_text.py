@@ -41,3 +41,8 @@ def ref_text(value: Smem) -> str:
     if tiling is None:
         return f"ref with transforms (SwizzleTransform({swizzle}),)"
     return f"ref with transforms (TilingTransform({tuple(tiling)}), SwizzleTransform({swizzle}))"
+
+
+def tile_transform_text(tiling: tuple[int, ...]) -> str:
+    """A tiling as JAX prints its ``TileTransform``."""
+    return f"TileTransform(tiling={tuple(tiling)}, rounding=None)"

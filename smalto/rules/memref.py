@@ -100,9 +100,7 @@ def collapse_shape(ctx: RuleContext, op: Op) -> None:
     source_value = ctx.program.values[op.operands[0]]
     contiguous = _contiguous_strides(source_value.shape)
     if source_value.strides != contiguous:
-        raise NotImplementedError(
-            f"`memref.collapse_shape` of a non-contiguous ref at {op.where}"
-        )
+        raise NotImplementedError(f"`memref.collapse_shape` of a non-contiguous ref at {op.where}")
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))

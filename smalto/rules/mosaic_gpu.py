@@ -289,8 +289,8 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
             layout = hl.TMA_INDICES_4
         else:
             raise InferenceError(
-                f"`{op.name}` at {op.where}: gather/scatter indices of shape "
-                f"{value.shape} are not a multiple of 4"
+                f"Unsupported TMA index shape {value.shape}: `{op.name}` at {op.where} "
+                "gathers or scatters a number of rows that is not a multiple of 4"
             )
         ctx.fix(ctx.new_var(ctx.operand(op, i)), Reg(layout), op, f"index operand #{i}")
 
@@ -312,9 +312,15 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         if ctx.program.values[index].kind == Kind.VECTOR:
             has_gather = True
             if i != 0:
-                raise NotImplementedError(f"gather/scatter along dim {i} (only the leading one)")
+                raise NotImplementedError(
+                    f"Only leading gather dimensions allowed. `{op.name}` at {op.where} "
+                    f"gathers along dim {i}"
+                )
             if len(gmem.shape) != 2:
-                raise NotImplementedError("gather/scatter on a non-2D ref")
+                raise NotImplementedError(
+                    "Only 2D gathers/scatters for async load/store are supported. "
+                    f"`{op.name}` at {op.where} gathers from a {len(gmem.shape)}D ref"
+                )
             multiple.append(size)
             continue
         multiple.append(ctx.divisibility.known_divisor(size, index))
@@ -326,8 +332,9 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         lengths = [s for s in slice_lengths if s != -1]
         if lengths and lengths[-1] % divisor:
             raise InferenceError(
-                f"`{op.name}` at {op.where}: a gather's minor dimension "
-                f"({lengths[-1]}) must be a multiple of {divisor} elements"
+                "Cannot assign layout to async load with gather indices since minor "
+                f"dim={lengths[-1]} is not divisible by {divisor=} bits. `{op.name}` at "
+                f"{op.where}: each row a gather writes must be a multiple of {divisor} elements"
             )
         ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
     ctx.add_sites(var, ctx.operand(op, smem_operand))

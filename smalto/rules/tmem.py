@@ -23,7 +23,8 @@ def _tmem_layout(
         return hl.tmem_for_shape(shape, collective, packing)
     except ValueError as e:
         raise InferenceError(
-            f"{ctx.describe_op(op)}: no TMEM layout for {what} of shape {shape}: {e}"
+            f"Cannot assign TMEM layout to {what} of {ctx.describe_op(op)}: no TMEM layout "
+            f"fits its shape {shape}: {e}"
         ) from None
 
 
