@@ -20,7 +20,8 @@ from smalto.locations import frames
 def traceback_for(location: ir.Location, op_name: str) -> types.TracebackType | None:
     """Frames for each file position of ``location`` (innermost last, as Python prints
     them); ``None`` when it names no file, or only JAX's own."""
-    found = frames(location)
+    # "-" is the parser's name for text without a file: no frame to show for it.
+    found = [(name, position) for name, position in frames(location) if position.file != "-"]
     if not found:
         return None
     try:
