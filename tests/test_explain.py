@@ -112,3 +112,51 @@ def test_usage_and_inference_errors(loop_file: Path, capsys: pytest.CaptureFixtu
     assert status == 2 and "cannot read" in err
     status, _, err = _explain([str(loop_file), "--arch", "8.0"], capsys)
     assert status == 2 and "unsupported architecture" in err
+
+
+FLASH_CORPUS = ROOT / "tests" / "corpus" / "kernels" / "flash_attn_fwd_wg_hd128_b64x128.mlir"
+
+
+def _line_of(text: str, line: int) -> str:
+    return text.splitlines()[line - 1]
+
+
+def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureFixture) -> None:
+    """The row maximum of a WGMMA score matrix: WGMMA_ROW because it is that reduction."""
+    text = FLASH_CORPUS.read_text()
+    status, out, _ = _explain([str(FLASH_CORPUS)], capsys)
+    assert status == 0
+    rows = [line for line in out.splitlines() if ": WGMMA_ROW_LAYOUT because" in line]
+    through = [line for line in rows if "accumulator of `mosaic_gpu.wgmma`" in line]
+    assert through, rows
+    for line in through:
+        found = re.search(
+            r"the reduction \(`vector.multi_reduction` at line (\d+)\) of a value", line
+        )
+        assert found, line
+        assert '"vector.multi_reduction"' in _line_of(text, int(found[1]))
+    # The reduction's own result *is* the reduction; its users come from it.
+    reduced = int(found[1])
+    own = next(line for line in rows if f"(line {reduced})" in line)
+    assert "because it is the reduction" in own, own
+    assert any("because it comes from the reduction" in line for line in through)
+
+
+def test_pallas_locations_read_as_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """jax wraps positions in name locations; explain shows the file and line, and the name."""
+    module = FLASH_CORPUS.read_text()
+    text = re.sub(
+        r'("mosaic_gpu.wgmma".*)$',
+        r'\1 loc("dot:"("dot"("attention.py":88:12)))',
+        module,
+        count=1,
+        flags=re.MULTILINE,
+    )
+    path = tmp_path / "k.mlir"
+    path.write_text(text)
+    status, out, _ = _explain([str(path)], capsys)
+    assert status == 0
+    assert "`mosaic_gpu.wgmma` (`dot`) at attention.py:88" in out
+    assert "loc(" not in out

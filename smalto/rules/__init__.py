@@ -173,7 +173,7 @@ class RuleContext:
             from smalto.tracebacks import with_op_traceback
 
             text = (
-                f"`{op.name}` at {op.where} requires {what} to be {describe_value(value)}, "
+                f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
                 f"which does not fit its shape {shape}"
             )
             report = ConflictReport(
@@ -224,7 +224,9 @@ class RuleContext:
     # --- messages --------------------------------------------------------------------
 
     def describe_op(self, op: Op) -> str:
-        return f"`{op.name}` at {op.where}"
+        from smalto.diagnose import op_text
+
+        return op_text(op)
 
     def describe(self, site: Site) -> str:
         op = self.program.ops[site.op]
