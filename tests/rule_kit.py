@@ -79,7 +79,7 @@ def vec(shape: Sequence[int], dtype: str) -> str:
 
 def slice_smem(name: str, ty: str, offset: int = 0, alias_id: int | None = None) -> str:
     """``%name = mosaic_gpu.slice_smem`` of type ``ty``."""
-    alias = "" if alias_id is None else f"alias_id = {alias_id} : i32, "
+    alias = "" if alias_id is None else f"alias_id = {alias_id} : i64, "
     return f'%{name} = "mosaic_gpu.slice_smem"() <{{{alias}offset = {offset} : i32}}> : () -> {ty}'
 
 

@@ -107,7 +107,7 @@ def tmem_cast(name: str, ref: str, ty: str, layout: str) -> str:
 def slice_tmem(
     name: str, ref: str, ref_ty: str, ty: str, offset: int, alias_id: int | None = None
 ) -> str:
-    alias = f" {{alias_id = {alias_id} : i32}}" if alias_id is not None else ""
+    alias = f" {{alias_id = {alias_id} : i64}}" if alias_id is not None else ""
     return (
         f'%{name} = "mosaic_gpu.slice_tmem"(%{ref}) <{{offset = {offset} : i32}}>{alias} : '
         f"({tmem_type(ref_ty)}) -> {tmem_type(ty)}"

@@ -629,7 +629,7 @@ def test_async_load_slice_must_be_divisible_by_the_tiling() -> None:
             f"""
   %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {REF_128x64}
   %b = "mosaic_gpu.slice_smem"() <{{offset = 65536 : i32}}> : () -> {barrier}
-  "mosaic_gpu.async_load"(%g, %r, %b, %i, %j) <{{collective = [], oob_fill_mode = 2 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 2, 0>, slice_lengths = array<i64: 128, 64>}}> : ({gmem}, {REF_128x64}, {barrier}, i32, i32) -> ()
+  "mosaic_gpu.async_load"(%g, %r, %b, %i, %j) <{{collective = [], oob_fill_mode = 2 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, slice_lengths = array<i64: 128, 64>}}> : ({gmem}, {REF_128x64}, {barrier}, i32, i32) -> ()
 """,
             f"%g: {gmem}, %i: i32, %j: i32",
         )
@@ -664,8 +664,8 @@ def test_slices_with_the_same_alias_id_are_one_ref() -> None:
     module = annotated(
         kernel(
             f"""
-  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32, alias_id = 1 : i32}}> : () -> {REF_128x64}
-  %s = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32, alias_id = 1 : i32}}> : () -> {REF_128x64}
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32, alias_id = 1 : i64}}> : () -> {REF_128x64}
+  %s = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32, alias_id = 1 : i64}}> : () -> {REF_128x64}
   %x = "mosaic_gpu.vector_load"(%r) : ({REF_128x64}) -> vector<128x64xf16>
   %y = "mosaic_gpu.vector_load"(%s) : ({REF_128x64}) -> vector<128x64xf16>
 """
