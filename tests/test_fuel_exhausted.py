@@ -10,8 +10,6 @@ import pytest
 import reference
 from jax_check import check_with_jax
 
-import smalto
-
 ROOT = reference.corpus_root() or reference.BUNDLED_ROOT
 SATISFIABLE = [
     "custom_layernorm_rows_nohint",
