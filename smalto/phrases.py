@@ -100,6 +100,13 @@ def _not_splat(system: System) -> set[int]:
     return found
 
 
+def conflicting_fixed(system: System) -> bool:
+    """Whether ops impose two layouts on one variable: JAX meets this while gathering its
+    rules, before it names the module for dumps, and says the generic sentence."""
+    known: dict[int, Const] = {}
+    return any(known.setdefault(f.var, f.value) != f.value for f in system.fixed)
+
+
 def _values_at_contradiction(system: System) -> dict[int, Const] | None:
     """The values known when a round of propagation met a contradiction, else None.
 
