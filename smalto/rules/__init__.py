@@ -185,18 +185,22 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.diagnose import ConflictReport, Requirement, location_text
+            from smalto.diagnose import ConflictReport, Requirement
+            from smalto.errors import FAILURE_PREFIX
             from smalto.hw.names import describe_value
+            from smalto.phrases import does_not_fit
+            from smalto.tracebacks import with_op_traceback
 
-            where = location_text(op.location)
             text = (
-                f"`{op.name}` at {where} requires {what} to be {describe_value(value)}, "
+                f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
                 f"which does not fit its shape {shape}"
             )
             report = ConflictReport(
-                [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
+                [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
             )
-            raise InferenceError(f"{jax_text} {text}" if jax_text else text, conflict=report)
+            jax_words = jax_text or does_not_fit(op.name, what, value, shape)
+            error = InferenceError(text, conflict=report, phrase=f"{FAILURE_PREFIX}: {jax_words}")
+            raise with_op_traceback(error, op.operation, op.name)
         self.system.fixed.append(fixed)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
@@ -239,7 +243,9 @@ class RuleContext:
     # --- messages --------------------------------------------------------------------
 
     def describe_op(self, op: Op) -> str:
-        return f"`{op.name}` at {op.location}"
+        from smalto.diagnose import op_text
+
+        return op_text(op)
 
     def describe(self, site: Site) -> str:
         op = self.program.ops[site.op]
@@ -334,7 +340,8 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         rule_fn = rules.get(op.name)
         if rule_fn is None:
             raise NotImplementedError(
-                f"smalto has no layout rule for `{op.name}` (at {op.location})"
+                f"No layout inference rule defined for `{op.name}` at {op.where}: smalto "
+                "has no layout rule for it"
             )
         rule_fn(ctx, op)
     ctx.system.constraints.extend(_vector_relayouts(ctx))
