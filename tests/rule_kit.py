@@ -21,6 +21,7 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 import smalto
@@ -79,7 +80,7 @@ def vec(shape: Sequence[int], dtype: str) -> str:
 
 def slice_smem(name: str, ty: str, offset: int = 0, alias_id: int | None = None) -> str:
     """``%name = mosaic_gpu.slice_smem`` of type ``ty``."""
-    alias = "" if alias_id is None else f"alias_id = {alias_id} : i32, "
+    alias = "" if alias_id is None else f"alias_id = {alias_id} : i64, "
     return f'%{name} = "mosaic_gpu.slice_smem"() <{{{alias}offset = {offset} : i32}}> : () -> {ty}'
 
 
@@ -242,17 +243,21 @@ UNTILED: Transforms = (None, None)
 
 def transforms(operation: ir.OpView, attr: str) -> list[Transforms]:
     """``in_transforms``/``out_transforms`` decoded, one ``(tiling, swizzle bytes)``
-    per ref; ``UNTILED`` (``(None, None)``) for a ref without transforms."""
+    per ref, ``None`` for what a ref does not have: ``UNTILED`` (``(None, None)``)
+    for a ref without transforms, ``(tile, None)`` for a tile alone."""
     assert attr in operation.attributes, f"{operation.name} has no {attr}"
     result: list[Transforms] = []
     with operation.context:
         for ref in ir.ArrayAttr(operation.attributes[attr]):
-            decoded = [layouts_lib.from_transform_attr(t) for t in ir.ArrayAttr(ref)]
-            if not decoded:
-                result.append(UNTILED)
-                continue
-            tile, swizzle = decoded
-            result.append((tuple(tile.tiling), int(swizzle.value)))
+            tiling: tuple[int, ...] | None = None
+            swizzle: int | None = None
+            for t in ir.ArrayAttr(ref):
+                decoded = layouts_lib.from_transform_attr(t)
+                if isinstance(decoded, lc.TileTransform):
+                    tiling = tuple(decoded.tiling)
+                else:
+                    swizzle = int(decoded.value)
+            result.append((tiling, swizzle))
     return result
 
 

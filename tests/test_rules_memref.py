@@ -30,6 +30,7 @@ from rule_kit import (
     out_layouts,
     out_transforms,
     rejected_like_jax,
+    run_jax,
     run_smalto,
     slice_smem,
     smem,
@@ -305,20 +306,27 @@ def test_expand_shape_tiling_a_split_dim_is_rejected():
 
 
 def test_expand_shape_read_as_wgmma_through_a_subview():
-    """A 1D tiling (64,) with swizzle 128: only the unsplit trailing dim may be tiled."""
+    """A 1D tiling (64,) with swizzle 128: only the unsplit trailing dim may be tiled.
+
+    jax 0.12.0.1's pass crashes here (an IndexError reading the minor width
+    of the 1-D tile it conjures); smalto skips that candidate, and its
+    complete search finds the tiling jax 0.10.2 gave.
+    """
     source, expanded = smem((64, 64), BF16), smem((1, 64, 64), BF16)
     window = smem((64, 64), BF16, "strided<[64, 1]>")
-    module = infer_like_jax(
-        kernel(
-            [
-                slice_smem("r", source),
-                _expand("e", "r", "[[0, 1], [2]]", "1, 64, 64", source, expanded),
-                f"%s = memref.subview %e[0, 0, 0] [1, 64, 64] [1, 1, 1] : {expanded} to {window}",
-                *_wgmma_load("s", window),
-            ]
-        )
+    text = kernel(
+        [
+            slice_smem("r", source),
+            _expand("e", "r", "[[0, 1], [2]]", "1, 64, 64", source, expanded),
+            f"%s = memref.subview %e[0, 0, 0] [1, 64, 64] [1, 1, 1] : {expanded} to {window}",
+            *_wgmma_load("s", window),
+        ]
     )
+    module = run_smalto(text)
     assert out_transforms(op(module, "memref.expand_shape")) == [((64,), 128)]
+    assert out_layouts(op(module, "mosaic_gpu.vector_load")) == [WGMMA]
+    with pytest.raises(IndexError):
+        run_jax(text)
 
 
 def test_collapse_shape_merges_a_3d_tiling():
