@@ -29,6 +29,7 @@ What the ops require:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,7 @@ from rule_kit import (
     out_transforms,
     parse,
     rejected_like_jax,
+    run_jax,
     run_smalto,
     slice_smem,
     smem,
@@ -348,21 +350,24 @@ def test_optimized_wgmma_load_from_a_ref_forced_untiled_is_rejected():
     )
 
 
-def test_store_without_optimized_attribute_may_fall_back_to_an_untiled_ref():
-    """Pallas stores that ask for nothing may be unoptimized on an untiled ref."""
+def test_store_without_optimized_attribute_requires_an_optimized_transfer():
+    """An unset ``optimized`` means optimized, for stores as for loads (jax 0.12.0.1).
+
+    WGMMA stored into a ref fixed untiled has no bank-conflict-free plan.
+    """
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
-    module = infer_like_jax(
-        kernel(
-            [
-                vector_load("x", "arg0", gmem((64, 64), "bf16"), v),
-                layout_cast("w", "x", v, WGMMA),
-                slice_smem("r", ref),
-                with_transforms("u", "r", ref),
-                vector_store("w", v, "u", ref),
-            ],
-            [gmem((64, 64), "bf16")],
-        )
+    body = [
+        vector_load("x", "arg0", gmem((64, 64), "bf16"), v),
+        layout_cast("w", "x", v, WGMMA),
+        slice_smem("r", ref),
+        with_transforms("u", "r", ref),
+    ]
+    rejected_like_jax(kernel([*body, vector_store("w", v, "u", ref)], [gmem((64, 64), "bf16")]))
+    # Asking for an unoptimized store makes it fine.
+    unoptimized = vector_store("w", v, "u", ref).replace(
+        '"(%w, %u)', '"(%w, %u) <{optimized = false}>'
     )
+    module = infer_like_jax(kernel([*body, unoptimized], [gmem((64, 64), "bf16")]))
     store = op(module, "mosaic_gpu.vector_store")
     assert in_layouts(store) == [WGMMA] and in_transforms(store) == [UNTILED]
 
@@ -623,15 +628,112 @@ def test_with_transforms_are_the_refs_transforms():
     assert out_layouts(op(module, "mosaic_gpu.vector_load")) == [WGMMA]
 
 
-def test_with_transforms_asking_for_another_swizzle_is_rejected():
-    ref = smem((64, 64), "bf16")
-    rejected_like_jax(
-        kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64), 64)]),
-        NotImplementedError,
+def test_with_transforms_keeps_a_valid_user_swizzle():
+    """A swizzle narrower than the minor tile is valid, and kept as given."""
+    ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("r", ref),
+                with_transforms("w", "r", ref, (8, 64), 64),
+                vector_load("v", "w", ref, v),
+                layout_cast("c", "v", v, WGMMA),
+            ]
+        )
     )
+    assert out_transforms(op(module, "mosaic_gpu.with_transforms")) == [((8, 64), 64)]
+    assert in_transforms(op(module, "mosaic_gpu.vector_load")) == [((8, 64), 64)]
 
 
-def test_slices_with_the_same_alias_id_and_offset_share_transforms():
+def test_with_transforms_tile_alone_is_unswizzled():
+    ref = smem((64, 64), "bf16")
+    module = infer_like_jax(
+        kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64))])
+    )
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [((8, 64), None)]
+    transforms = op(module, "mosaic_gpu.with_transforms").attributes["out_transforms"]
+    assert str(transforms) == "[[#mosaic_gpu.tile<[8, 64]>]]"
+
+
+def test_with_transforms_swizzle_alone_is_accepted_and_loads_wgmma():
+    """A ``[swizzle]`` ref is one swizzled tile: WGMMA moves through it optimized."""
+    ref, v = smem((128, 128), "bf16"), vec((128, 128), "bf16")
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("r", ref),
+                with_transforms("w", "r", ref, None, 128),
+                vector_load("v", "w", ref, v),
+                layout_cast("c", "v", v, WGMMA),
+            ]
+        )
+    )
+    load = op(module, "mosaic_gpu.vector_load")
+    assert in_transforms(load) == [(None, 128)]
+    assert out_layouts(load) == [WGMMA]
+    assert str(load.attributes["in_transforms"]) == "[[#mosaic_gpu.swizzle<128 : i32>]]"
+
+
+def test_with_transforms_swizzle_wider_than_the_minor_tile_is_rejected():
+    ref = smem((64, 64), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 32), 128)])
+    message = str(rejected_like_jax(text))
+    expected = (
+        "Cannot apply tiling TileTransform(tiling=(8, 32), rounding=None) with 128 swizzle "
+        "to memref with shape (64, 64)."
+    )
+    assert expected in message
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        run_jax(text)
+
+
+def test_with_transforms_swizzle_alone_on_a_narrow_ref_is_rejected():
+    ref = smem((64, 32), "bf16")  # 64 bytes a row: no 128-byte swizzle
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, None, 128)])
+    expected = "Cannot apply empty tiling with 128 swizzle to memref with shape (64, 32)."
+    assert expected in str(rejected_like_jax(text))
+
+
+def test_with_transforms_swizzle_on_a_ref_with_two_unit_strides_is_rejected():
+    ref = smem((64, 1), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 1), 32)])
+    expected = (
+        "Cannot apply tiling TileTransform(tiling=(8, 1), rounding=None) with 32 swizzle "
+        "to memref with shape (64, 1)."
+    )
+    assert expected in str(rejected_like_jax(text))
+
+
+def test_with_transforms_empty_tiling_is_not_implemented():
+    ref = smem((64, 64), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, ())])
+    error = rejected_like_jax(text, NotImplementedError)
+    assert "Empty tiling unsupported" in str(error)
+
+
+def test_transforms_on_a_non_contiguous_ref_are_not_implemented():
+    ref = smem((64, 32), "bf16", "strided<[64, 2]>")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref)])
+    error = rejected_like_jax(text, NotImplementedError)
+    assert "We cannot apply swizzle to non-contiguous refs" in str(error)
+
+
+def test_a_swizzle_jax_does_not_accept_is_a_value_error():
+    from smalto.hw.values import Smem
+
+    with pytest.raises(ValueError, match="Swizzle 16 is not supported. Only 32, 64 and 128"):
+        Smem((8, 8), 16)
+
+
+def test_swizzle_16_reads_as_no_swizzle():
+    ref = smem((64, 64), "bf16")
+    module = infer_like_jax(
+        kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64), 16)])
+    )
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [((8, 64), None)]
+
+
+def test_slices_with_the_same_alias_id_share_transforms():
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
     module = infer_like_jax(
         kernel(
@@ -655,7 +757,8 @@ def test_slices_with_the_same_alias_id_and_offset_share_transforms():
     assert out_layouts(op(module, "mosaic_gpu.vector_load", 1)) == [WGMMA]
 
 
-def test_slices_with_the_same_alias_id_at_other_offsets_are_distinct():
+def test_slices_with_the_same_alias_id_at_other_offsets_are_one_ref():
+    """The alias id alone names the ref (jax 0.12.0.1), whatever the offsets."""
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
     module = infer_like_jax(
         kernel(
@@ -669,7 +772,18 @@ def test_slices_with_the_same_alias_id_at_other_offsets_are_distinct():
         )
     )
     assert out_transforms(op(module, "mosaic_gpu.slice_smem", 0)) == [SWIZZLED_64x64_BF16]
-    assert out_transforms(op(module, "mosaic_gpu.slice_smem", 1)) == [UNTILED]
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem", 1)) == [SWIZZLED_64x64_BF16]
+
+
+def test_aliased_slices_of_different_shapes_are_rejected():
+    ref, other = smem((64, 64), "bf16"), smem((64, 32), "bf16")
+    text = kernel([slice_smem("r", ref, alias_id=1), slice_smem("s", other, alias_id=1)])
+    module = parse(text)
+    with pytest.raises(ValueError, match="Shape mismatch between variable and") as ours:
+        smalto.infer_layout(module)
+    assert "(64, 64) != (64, 32)" in str(ours.value)
+    with pytest.raises(ValueError, match=r"Shape mismatch .*\(64, 64\) != \(64, 32\)"):
+        run_jax(text)
 
 
 def test_aliased_slices_with_conflicting_transforms_are_rejected():
