@@ -494,7 +494,10 @@ def test_tcgen05_mma_b_no_mma_tile_fits_is_rejected_at_derivation():
     text = mma_kernel("64x16xf32", "64x128xf8E5M2", "128x16xf8E5M2")
     message = rejected(text)
     assert "mosaic_gpu.tcgen05_mma" in message
-    expected = "No valid tiling found for SMEM reference. (128, 16) not divisible by candidate tiling (8, 32)"
+    expected = (
+        "No valid tiling found for SMEM reference. (128, 16) not divisible by candidate "
+        "tiling (8, 32)"
+    )
     assert expected in message
     with pytest.raises(ValueError, match=re.escape(expected)):
         reference.jax_attributes(text, BLACKWELL, reference.shared_context())

@@ -134,9 +134,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
     """
     ref = ctx.system.variables[var]
     transposed = ref.strides is not None and hl.is_transposed(ref.strides)
-    options, last = hl.mma_smem_options(
-        ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled
-    )
+    options, last = hl.mma_smem_options(ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled)
     if not options:
         raise InferenceError(
             f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
@@ -285,20 +283,25 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     ctx.require(FullyTiled(Var(dst), len(dst_shape), op.id))
 
 
-_INDEX_OPERANDS = {
+# The operand segment holding each TMA op's indices.
+_INDEX_SEGMENT = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
     "mosaic_gpu.async_prefetch": 1,
 }
 
 
-def _index_count(op: Op) -> int:
-    """How many index operands a TMA op has.
+def _index_operands(op: Op) -> range:
+    """The positions of a TMA op's index operands.
 
-    The size of its indices segment (the segments before it hold one operand
-    each): one attribute read, where the generated accessor sums slices.
+    From its operand segment sizes: one attribute read, where the generated
+    accessor sums slices. Earlier segments may be empty (an async_load's
+    barrier is optional).
     """
-    return op.operation.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+    sizes = list(op.operation.attributes["operandSegmentSizes"])  # type: ignore[call-overload]
+    segment = _INDEX_SEGMENT[op.name]
+    first = sum(sizes[:segment])
+    return range(first, first + sizes[segment])
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
@@ -307,8 +310,7 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
     TMA_INDICES (16 rows per step) where the rows allow it, else (or
     failing that) TMA_INDICES_4.
     """
-    first = _INDEX_OPERANDS[op.name]
-    for i in range(first, first + _index_count(op)):
+    for i in _index_operands(op):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -334,7 +336,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _INDEX_OPERANDS[op.name]
+    first_index = _index_operands(op).start
     slice_lengths = ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:
