@@ -181,19 +181,29 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.diagnose import ConflictReport, Requirement, location_text
+            from smalto.diagnose import location_text
             from smalto.hw.names import describe_value
 
-            where = location_text(op.location)
             text = (
-                f"`{op.name}` at {where} requires {what} to be {describe_value(value)}, "
-                f"which does not fit its shape {shape}"
+                f"`{op.name}` at {location_text(op.location)} requires {what} to be "
+                f"{describe_value(value)}, which does not fit its shape {shape}"
             )
-            report = ConflictReport(
-                [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
-            )
-            raise InferenceError(text, conflict=report)
+            raise self.unfit(fixed, op, text)
         self.system.fixed.append(fixed)
+
+    @staticmethod
+    def unfit(fixed: Fixed, op: Op, text: str) -> InferenceError:
+        """The error for a value an op imposes that cannot fit: that op alone is the conflict."""
+        from smalto.diagnose import ConflictReport, Requirement, location_text
+
+        report = ConflictReport(
+            [Requirement(op.name, location_text(op.location), text, fixed)],
+            [],
+            [],
+            None,
+            minimal=True,
+        )
+        return InferenceError(text, conflict=report)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""
