@@ -237,6 +237,38 @@ def test_transpose_permutes_the_tiling_backward():
     assert in_transforms(op(module, "memref.transpose")) == [((8, 64), 128)]
 
 
+@pytest.mark.parametrize(
+    ("tile", "swizzle"), [((8, 64), 64), ((8, 64), None), (None, 128)], ids=str
+)
+def test_transpose_keeps_the_swizzle(tile, swizzle):
+    """The swizzle is physical: it stays as given while the tiling is permuted."""
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("q", SOURCE_64x128),
+                with_transforms("r", "q", SOURCE_64x128, tile, swizzle),
+                _transpose("t", "r"),
+            ]
+        )
+    )
+    transposed = None if tile is None else tile[::-1]
+    assert out_transforms(op(module, "memref.transpose")) == [(transposed, swizzle)]
+
+
+def test_collapse_shape_keeps_the_swizzle():
+    source, collapsed = smem((2, 64, 64), BF16), smem((128, 64), BF16)
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("q", source),
+                with_transforms("r", "q", source, (1, 8, 64), 32),
+                f"%c = memref.collapse_shape %r [[0, 1], [2]] : {source} into {collapsed}",
+            ]
+        )
+    )
+    assert out_transforms(op(module, "memref.collapse_shape")) == [((8, 64), 32)]
+
+
 def _expand(name: str, ref: str, groups: str, shape: str, source: str, expanded: str) -> str:
     return (
         f"%{name} = memref.expand_shape %{ref} {groups} output_shape [{shape}] "

@@ -1066,6 +1066,39 @@ def test_custom_primitive_given_one_ref_twice_with_two_tilings_is_rejected():
     )
 
 
+def _primitive_on(ref: str, transforms: str) -> str:
+    return kernel(
+        [
+            slice_smem("r", ref),
+            '"mosaic_gpu.custom_primitive"(%r) <{in_layouts = [], '
+            f"in_transforms = [{transforms}], out_layouts = []}}> ({{",
+            '  "mosaic_gpu.return"() : () -> ()',
+            f"}}) : ({ref}) -> ()",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("transforms", "expected"),
+    [
+        ("[#mosaic_gpu.swizzle<128 : i32>]", (None, 128)),
+        ("[#mosaic_gpu.tile<[8, 64]>]", ((8, 64), None)),
+        ("[#mosaic_gpu.tile<[8, 64]>, #mosaic_gpu.swizzle<32 : i32>]", ((8, 64), 32)),
+    ],
+    ids=["swizzle-alone", "tile-alone", "narrow-swizzle"],
+)
+def test_custom_primitive_transforms_are_kept_as_given(transforms: str, expected):
+    module = infer_like_jax(_primitive_on(smem((64, 64), "bf16"), transforms))
+    assert in_transforms(op(module, "mosaic_gpu.custom_primitive")) == [expected]
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [expected]
+
+
+def test_custom_primitive_transforms_invalid_for_the_ref_are_unsatisfiable():
+    """Checked when assigned, not at derivation: the system has no solution."""
+    transforms = "[#mosaic_gpu.tile<[8, 32]>, #mosaic_gpu.swizzle<128 : i32>]"
+    rejected_like_jax(_primitive_on(smem((64, 64), "bf16"), transforms))
+
+
 # --- warp_map ------------------------------------------------------------------------------
 
 
