@@ -211,7 +211,7 @@ def attention_kernel(n: int) -> str:
     smem_size = w.op('"arith.constant"() <{value = 0 : i32}> : () -> i32')
     w.line(
         f'"gpu.launch"({one}, {one}, {one}, {threads}, {one}, {one}, {smem_size}) '
-        "<{operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1>}> ({"
+        "<{operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>}> ({"
     )
     w.line("^bb0(" + ", ".join(f"%launch{i}: index" for i in range(12)) + "):")
     w.indent += 1

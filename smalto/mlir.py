@@ -33,7 +33,11 @@ def make_context() -> ir.Context:
     ``math``, ``vector``, ``scf``, ``memref``, ``func``, ``gpu``, ``llvm``,
     ``nvvm``, ...), so any kernel JAX hands to its layout-inference pass parses.
     """
-    context = jax_mlir.make_ir_context()
+    # jax 0.12's ``make_ir_context`` hands the same context out up to ten
+    # times per thread; a module parsed here must not share one with JAX's
+    # own lowering (or with the previous input), so build a new one.
+    create = getattr(jax_mlir, "_create_ir_context", jax_mlir.make_ir_context)
+    context = create()
     mosaic_gpu_dialect.register_dialect(context)
     return context
 

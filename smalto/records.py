@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
-
-T = TypeVar("T")
 
 
-def record(cls: type[T]) -> type[T]:
+def record[T](cls: type[T]) -> type[T]:
     """A slotted class compared and hashed by its fields, never changed once made.
 
     Not a *frozen* dataclass: its ``__init__`` sets each field through

@@ -43,7 +43,7 @@ def _evaluate(block: ir.Block) -> dict[ir.Value, np.ndarray]:
         if name == "arith.constant":
             result = np.full(THREADS, ir.IntegerAttr(op.attributes["value"]).value)
         elif name in ("gpu.thread_id", "gpu.block_dim"):
-            is_x = str(op.attributes["dimension"]) == "#gpu<dim x>"
+            is_x = str(op.attributes["dimension"]) == "#gpu.dim<x>"
             if name == "gpu.thread_id":
                 result = thread if is_x else np.zeros(THREADS, dtype=np.int64)
             else:

@@ -872,7 +872,8 @@ OFFSETS = {
 def _async_load(index: str) -> str:
     return (
         f'"mosaic_gpu.async_load"(%arg0, %r, %bar, {index}, %z) <{{collective = [], '
-        "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0>, slice_lengths = array<i64: 64, 64>}> : "
+        "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
+        "slice_lengths = array<i64: 64, 64>}> : "
         f"({TMA_GMEM}, {TMA_REF}, {BARRIER}, i32, i32) -> ()"
     )
 
@@ -977,7 +978,7 @@ def test_vector_indices_take_the_tma_index_layouts(kind: str, count: int, layout
             slice_smem("r", ref),
             slice_smem("bar", BARRIER, offset=65536),
             f'"mosaic_gpu.async_load"(%arg0, %r, %bar, %idx, %z) <{{collective = [], '
-            f"operandSegmentSizes = array<i32: 1, 1, 1, 2, 0>, {lengths}}}> : "
+            f"operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, {lengths}}}> : "
             f"({TMA_GMEM}, {ref}, {BARRIER}, {idx}, i32) -> ()",
         ]
     elif kind == "async_store":
@@ -1126,7 +1127,7 @@ def _warp_map_loading(multiple: int, barrier_as_ref: bool) -> str:
             f"^bb0(%wr: {ref}, %wp: {barrier_ty}, %wi: i32, %wz: i32, %wg: {TMA_GMEM}):",
             *inner_barrier,
             f'  "mosaic_gpu.async_load"(%wg, %wr, {barrier_name}, %wi, %wz) <{{collective = [], '
-            "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0>, "
+            "operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
             "slice_lengths = array<i64: 64, 64>}> : "
             f"({TMA_GMEM}, {ref}, {BARRIER}, i32, i32) -> ()",
             f"}}) : ({ref}, {barrier_ty}, i32, i32, {TMA_GMEM}) -> ()",
