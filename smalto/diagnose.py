@@ -297,7 +297,7 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             )
         case OneOf(expr=expr, allowed=allowed):
             v = _expr_var(expr)
-            options = ", ".join(describe_value(a) for a in allowed)
+            options = "; ".join(describe_value(a) for a in allowed)
             return (
                 f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
                 f"{options}"

@@ -53,7 +53,9 @@ def _decode_site(op_annotated: Any, is_operand: bool, index: int) -> Any:
     position = sum(inference_utils.is_transformable_smem_memref(v) for v in values[:index])
     transforms = [layouts.from_transform_attr(t) for t in attrs[f"{prefix}_transforms"][position]]
     tiles = [t for t in transforms if isinstance(t, lc.TileTransform)]
-    return cs.SMEMTransforms(tiles[0] if tiles else None)
+    swizzles = [int(t) for t in transforms if not isinstance(t, lc.TileTransform)]
+    swizzle = swizzles[0] if swizzles and swizzles[0] != 16 else None
+    return cs.SMEMTransforms(tiles[0] if tiles else None, swizzle)
 
 
 def check_with_jax(text: str, arch: tuple[int, int], fuel: int = 100_000) -> list[str]:

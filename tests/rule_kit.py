@@ -21,6 +21,7 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 import smalto
@@ -248,17 +249,21 @@ UNTILED: Transforms = (None, None)
 
 def transforms(operation: ir.OpView, attr: str) -> list[Transforms]:
     """``in_transforms``/``out_transforms`` decoded, one ``(tiling, swizzle bytes)``
-    per ref; ``UNTILED`` (``(None, None)``) for a ref without transforms."""
+    per ref, ``None`` for what a ref does not have: ``UNTILED`` (``(None, None)``)
+    for a ref without transforms, ``(tile, None)`` for a tile alone."""
     assert attr in operation.attributes, f"{operation.name} has no {attr}"
     result: list[Transforms] = []
     with operation.context:
         for ref in ir.ArrayAttr(operation.attributes[attr]):
-            decoded = [layouts_lib.from_transform_attr(t) for t in ir.ArrayAttr(ref)]
-            if not decoded:
-                result.append(UNTILED)
-                continue
-            tile, swizzle = decoded
-            result.append((tuple(tile.tiling), int(swizzle.value)))
+            tiling: tuple[int, ...] | None = None
+            swizzle: int | None = None
+            for t in ir.ArrayAttr(ref):
+                decoded = layouts_lib.from_transform_attr(t)
+                if isinstance(decoded, lc.TileTransform):
+                    tiling = tuple(decoded.tiling)
+                else:
+                    swizzle = int(decoded.value)
+            result.append((tiling, swizzle))
     return result
 
 

@@ -39,7 +39,7 @@ def test_check_catches_a_wrong_answer(monkeypatch: pytest.MonkeyPatch) -> None:
         from smalto.hw.values import Smem
 
         values = original(self)
-        return [Smem((8, 8)) if isinstance(v, Smem) and v.tiling else v for v in values]
+        return [Smem((8, 8), None) if isinstance(v, Smem) and v.tiling else v for v in values]
 
     monkeypatch.setattr(search.Solver, "solution", corrupt)
     name = "hopper_matmul_t64x64x64_s2_wgM_noepi"

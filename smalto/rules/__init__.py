@@ -185,23 +185,33 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.diagnose import ConflictReport, Requirement
             from smalto.errors import FAILURE_PREFIX
             from smalto.hw.names import describe_value
             from smalto.phrases import does_not_fit
-            from smalto.tracebacks import with_op_traceback
 
             text = (
                 f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
                 f"which does not fit its shape {shape}"
             )
-            report = ConflictReport(
-                [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
-            )
             jax_words = jax_text or does_not_fit(op.name, what, value, shape)
-            error = InferenceError(text, conflict=report, phrase=f"{FAILURE_PREFIX}: {jax_words}")
-            raise with_op_traceback(error, op.operation, op.name)
+            raise self.unfit(fixed, op, text, f"{FAILURE_PREFIX}: {jax_words}")
         self.system.fixed.append(fixed)
+
+    @staticmethod
+    def unfit(fixed: Fixed, op: Op, text: str, phrase: str | None = None) -> InferenceError:
+        """The error for a value an op imposes that cannot fit: that op alone is the conflict.
+
+        ``phrase`` is JAX's message for it, put first; the traceback ends at
+        the op's source line.
+        """
+        from smalto.diagnose import ConflictReport, Requirement
+        from smalto.tracebacks import with_op_traceback
+
+        report = ConflictReport(
+            [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
+        )
+        error = InferenceError(text, conflict=report, phrase=phrase)
+        return with_op_traceback(error, op.operation, op.name)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""

@@ -8,6 +8,7 @@ from smalto.constraints import (
     Broadcast,
     Divides,
     Equal,
+    Fixed,
     FullyTiled,
     LayoutKind,
     MinorTileDivisible,
@@ -54,6 +55,11 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
         _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
+
+
+def _where(op: Op) -> str:
+    """The op and its source location, as messages name them."""
+    return f"`{op.name}` at {op.where}"
 
 
 def _transfer_mode(op: Op) -> Transfer:
@@ -151,7 +157,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
     if not options:
         raise InferenceError(
             f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
-            f"candidate tiling {last} ({ctx.describe_op(op)}: no MMA tile of "
+            f"candidate tiling {last} ({_where(op)}: no MMA tile of "
             f"{ref.bitwidth}-bit elements fits the operand)"
         )
     ctx.require(one_of(Var(var), options, op.id))
@@ -231,11 +237,12 @@ def with_transforms(ctx: RuleContext, op: Op) -> None:
         )
         swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
         shape = ctx.program.values[op.operands[0]].shape
-        raise InferenceError(
+        text = (
             f"Cannot apply {tiling} with {swizzle} to memref with shape {shape}. "
-            f"({ctx.describe_op(op)}: the tiling must tile the ref, and a swizzle must "
-            "fit in its minor tile dimension)"
+            f"({_where(op)}: the tiling must tile the ref, "
+            "and a swizzle must fit in its minor tile dimension)"
         )
+        raise ctx.unfit(Fixed(var, value, op.id, "the ref"), op, text)
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
