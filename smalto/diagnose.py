@@ -493,7 +493,7 @@ def _transfer_alternatives(
     args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode)
     tilings = [((8, 8 * sw // transfer.bitwidth), sw) for sw in hl.SWIZZLES]
     good_tilings = [
-        t
+        describe_value(Smem(t, sw))
         for t, sw in tilings
         if hl.fits(Smem(t, sw), transfer.shape)
         and smem_transfer_supported(t, sw, reg.layout, *args)
@@ -509,7 +509,7 @@ def _transfer_alternatives(
         f"{describe_value(tiling)}; no {transfer.mode.value} transfer exists between them"
     ]
     if good_tilings:
-        parts.append(f"tilings that work with {describe_value(reg)}: {good_tilings}")
+        parts.append(f"transforms that work with {describe_value(reg)}: {'; '.join(good_tilings)}")
     if good_layouts:
         parts.append(f"register layouts that work with this ref: {', '.join(good_layouts[:4])}")
     return "; ".join(parts)

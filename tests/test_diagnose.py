@@ -39,7 +39,7 @@ CASES = {
             "`mosaic_gpu.vector_store` at kernel.py:34:4",
             "`mosaic_gpu.with_transforms` at kernel.py:31:10",
         ],
-        "tilings that work with WGMMA_TRANSPOSED_LAYOUT: [(8, 64)]",
+        "transforms that work with WGMMA_LAYOUT: tiled by (8, 64), swizzled by 128 bytes",
     ),
     "dynamic_offset_not_divisible": (
         ["`memref.subview` at kernel.py:42:10", "`mosaic_gpu.with_transforms` at kernel.py:41:10"],

@@ -58,8 +58,10 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
 
 
 def _where(op: Op) -> str:
-    """The op and its source location, as messages name them."""
-    return f"`{op.name}` at {op.where}"
+    """The op (with the primitive's name where it says more) and its source location."""
+    from smalto.diagnose import op_text
+
+    return op_text(op)
 
 
 def _transfer_mode(op: Op) -> Transfer:
