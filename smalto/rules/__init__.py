@@ -35,6 +35,9 @@ RULES: dict[str, Rule] = {}
 
 # Terminators belong to the op that owns their region: its rule handles them.
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
+# Ops whose block arguments are SMEM buffers JAX 0.12.0.1 neither infers (its
+# pass fails with a KeyError) nor lowers (no lowering rule for the op).
+UNSUPPORTED_BUFFER_OWNERS = frozenset({"mosaic_gpu.run_scoped"})
 # Ops whose regions are already lowered: nothing inside them is inferred.
 OPAQUE_REGIONS = frozenset({"mosaic_gpu.custom_primitive"})
 
@@ -141,6 +144,15 @@ class RuleContext:
             var = self.system.var_of_site.get(producer)
             if var is not None:
                 return var
+            owner = self.program.ops[producer.op]
+            if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
+                raise NotImplementedError(
+                    f"No layout inference rule defined for the SMEM buffers of {owner.name} "
+                    f"(used by {self.describe_op(op)}; its buffer is allocated at "
+                    f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
+                    f"has no rule for {owner.name}; allocate the buffer with the kernel's "
+                    "scratch shapes instead"
+                )
             # A ref from an op that has no layout (a function argument, an op
             # outside what we infer): it gets its own, free variable.
             return self.new_var(producer)
