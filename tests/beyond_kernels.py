@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
@@ -75,16 +76,19 @@ KEEP_COLS = fa.TiledLayout(
 # For each op name, the layout of its vector result(s): one layout for every
 # occurrence of the op, or a list with one entry per occurrence, in program
 # order. An entry is a layout (all vector results get it) or a tuple (one per
-# vector result).
+# vector result). The key ``"*"`` gives the layout of every op not named.
 Annotation = Mapping[str, "Layout | tuple[Layout, ...] | Sequence[Layout | tuple[Layout, ...]]"]
 
 
 class HandPass:
     """A stand-in for layout inference that writes the layouts of an ``Annotation``.
 
-    Each op with vector results gets ``out_layouts`` from the annotation; each
+    Each op with vector results gets ``out_layouts`` from the annotation, except
+    splat constants, which get the splat layout (as JAX's pass gives them); each
     op with vector operands gets ``in_layouts`` from the layouts its operands
-    were produced with, as any pass must. Raises ``ValueError`` if an op with
+    were produced with, as any pass must, except that a splat operand of an op
+    with a vector result is taken in that result's layout (the one relayout
+    JAX's system allows between producer and consumer). Raises ``ValueError`` if an op with
     vector results is missing from the annotation, or an entry is left unused,
     so a mistyped annotation cannot lower by accident.
     """
@@ -97,11 +101,12 @@ class HandPass:
         used: dict[str, int] = {}
 
         def result_layouts(op: ir.Operation, count: int) -> tuple[Layout, ...]:
-            if op.name not in self.annotation:
+            name = op.name if op.name in self.annotation else "*"
+            if name not in self.annotation:
                 raise ValueError(f"no layout given for {op.name} (in {op})")
-            entry: Any = self.annotation[op.name]
-            occurrence = used.get(op.name, 0)
-            used[op.name] = occurrence + 1
+            entry: Any = self.annotation[name]
+            occurrence = used.get(name, 0)
+            used[name] = occurrence + 1
             if isinstance(entry, list):
                 if occurrence >= len(entry):
                     raise ValueError(f"more {op.name} ops than layouts given")
@@ -114,10 +119,21 @@ class HandPass:
         def visit(op: ir.Operation) -> None:
             operands = [v for v in op.operands if isinstance(v.type, ir.VectorType)]
             results = [v for v in op.results if isinstance(v.type, ir.VectorType)]
-            if operands:
-                op.attributes["in_layouts"] = _layouts_attr(produced[v] for v in operands)
             if results:
-                layouts = result_layouts(op, len(results))
+                if op.name == "arith.constant":
+                    layouts: tuple[Layout, ...] = (fa.WGSplatFragLayout(_shape(results[0])),)
+                else:
+                    layouts = result_layouts(op, len(results))
+            if operands:
+                taken = [
+                    layouts[0]
+                    if results and isinstance(produced[v], fa.WGSplatFragLayout)
+                    and _shape(v) == _shape(results[0])
+                    else produced[v]
+                    for v in operands
+                ]
+                op.attributes["in_layouts"] = _layouts_attr(taken)
+            if results:
                 op.attributes["out_layouts"] = _layouts_attr(layouts)
                 produced.update(zip(results, layouts, strict=True))
             for region in op.regions:
@@ -132,6 +148,10 @@ class HandPass:
             if used.get(name, 0) < expected:
                 raise ValueError(f"layouts given for {expected} {name} ops, the kernel has "
                                  f"{used.get(name, 0)}")
+
+
+def _shape(value: ir.Value) -> tuple[int, ...]:
+    return tuple(ir.VectorType(value.type).shape)
 
 
 def _layouts_attr(layouts: Any) -> ir.ArrayAttr:
@@ -233,28 +253,6 @@ def bias_add_3d(x: jax.Array, bias: jax.Array) -> jax.Array:
     return _kernel(body, x.shape, x.dtype)(x, bias)
 
 
-def broadcast_tile_3d(tile: jax.Array, *, batch: int) -> jax.Array:
-    """A (M, N) tile broadcast to (batch, M, N) and stored."""
-    out_shape = (batch, *tile.shape)
-
-    def body(tile_gmem, out_gmem):
-        out_gmem[...] = jnp.broadcast_to(tile_gmem[...], out_shape)
-
-    return _kernel(body, out_shape, tile.dtype)(tile)
-
-
-def tile_add_3d(x: jax.Array, tile: jax.Array) -> jax.Array:
-    """``x + tile``: a (M, N) tile broadcast over a (B, M, N) value."""
-
-    def body(x_gmem, tile_gmem, out_gmem):
-        out_gmem[...] = x_gmem[...] + tile_gmem[...]
-
-    return _kernel(body, x.shape, x.dtype)(x, tile)
-
-
-# --- 3. integer indexing of a leading dim -----------------------------------
-
-
 def index_leading(x: jax.Array, *, index: int) -> jax.Array:
     """``x[index]`` of a value loaded whole (not of the ref), stored."""
 
@@ -291,20 +289,346 @@ def concat_inputs(a: jax.Array, b: jax.Array) -> jax.Array:
 # --- 5. erf and atan2 ---------------------------------------------------------
 
 
-def gelu_exact(x: jax.Array) -> jax.Array:
-    """Exact GELU, ``x * (1 + erf(x / sqrt(2))) / 2``."""
+def gelu_exact(x: jax.Array, *, erf: Callable[[jax.Array], jax.Array] = lax.erf) -> jax.Array:
+    """Exact GELU, ``x * (1 + erf(x / sqrt(2))) / 2`` (``erf`` swappable, for a twin
+    kernel JAX can infer)."""
 
     def body(x_gmem, out_gmem):
         x = x_gmem[...]
-        out_gmem[...] = x * (1 + lax.erf(x * 0.7071067811865476)) * 0.5
+        out_gmem[...] = x * (1 + erf(x * 0.7071067811865476)) * 0.5
 
     return _kernel(body, x.shape, x.dtype)(x)
 
 
-def arctan2(y: jax.Array, x: jax.Array) -> jax.Array:
-    """``jnp.arctan2(y, x)``, elementwise."""
+def arctan2(
+    y: jax.Array, x: jax.Array, *, atan2: Callable[..., jax.Array] = jnp.arctan2
+) -> jax.Array:
+    """``jnp.arctan2(y, x)``, elementwise (``atan2`` swappable, as in ``gelu_exact``)."""
 
     def body(y_gmem, x_gmem, out_gmem):
-        out_gmem[...] = jnp.arctan2(y_gmem[...], x_gmem[...])
+        out_gmem[...] = atan2(y_gmem[...], x_gmem[...])
 
     return _kernel(body, x.shape, x.dtype)(y, x)
+
+
+def broadcast_tile_3d_hint(tile: jax.Array, *, batch: int) -> jax.Array:
+    """``broadcast_tile_3d`` with the tile cast to the WGMMA layout first."""
+    out_shape = (batch, *tile.shape)
+
+    def body(tile_gmem, out_gmem):
+        tile = plgpu.layout_cast(tile_gmem[...], plgpu.Layout.WGMMA)
+        out_gmem[...] = jnp.broadcast_to(tile, out_shape)
+
+    return _kernel(body, out_shape, tile.dtype)(tile)
+
+
+def bias_add_3d_hint(x: jax.Array, bias: jax.Array) -> jax.Array:
+    """``bias_add_3d`` with the (B, M, N) value cast to the WGMMA layout first."""
+
+    def body(x_gmem, bias_gmem, out_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        out_gmem[...] = x + bias_gmem[...]
+
+    return _kernel(body, x.shape, x.dtype)(x, bias)
+
+
+def tile_bias_3d_hint(tile: jax.Array, bias: jax.Array, *, batch: int) -> jax.Array:
+    """A WGMMA-cast (M, N) tile broadcast to (batch, M, N), plus a (N,) bias."""
+    out_shape = (batch, *tile.shape)
+
+    def body(tile_gmem, bias_gmem, out_gmem):
+        tile = plgpu.layout_cast(tile_gmem[...], plgpu.Layout.WGMMA)
+        out_gmem[...] = jnp.broadcast_to(tile, out_shape) + bias_gmem[...]
+
+    return _kernel(body, out_shape, tile.dtype)(tile, bias)
+
+
+
+# --- More target layouts ----------------------------------------------------
+
+# WGMMA at rank 3: the rank-2 WGMMA tiling with a leading size-1 tile dim, so
+# that the layout tiles every dim of a (B, M, N) broadcast result. Its
+# reduction over dim 0 is WGMMA, over dims (0, 1) WGMMA_COL.
+WGMMA_3D = fa.TiledLayout(
+    fa.Tiling(((1, 64, 8), (16, 8), (8, 8), (2,))),
+    warp_dims=(-7,),
+    lane_dims=(-3, -2),
+    vector_dim=-1,
+)
+# One column per thread, tiling only the minor dim: x[i] of a (M, 128) value
+# in this layout is the (128,) row in the same layout (the leading dim is
+# untiled, so indexing it drops whole registers).
+MINOR_ONLY = fa.TiledLayout(
+    fa.Tiling(((128,), (32,), (1,))),
+    warp_dims=(-3,),
+    lane_dims=(-2,),
+    vector_dim=-1,
+)
+# A 16-bit GMEM load must move whole 32-byte sectors per warp instruction:
+# WGMMA (4 lanes x 2 elements per row, 16 bytes) cannot; this layout (2 lanes
+# x 8 elements per row) can. 16-bit kernels use it where the f32 ones use WGMMA.
+WIDE_16BIT = fa.TiledLayout(
+    fa.Tiling(((64, 16), (16, 16), (8,))),
+    warp_dims=(-5,),
+    lane_dims=(-3, -2),
+    vector_dim=-1,
+)
+
+
+def keep_dims(layout: fa.TiledLayout, axis: int) -> fa.TiledLayout:
+    """The layout of ``reduce(x, axis, keepdims=True)`` for ``x`` in ``layout``.
+
+    Every tile keeps its rank, with size 1 along ``axis``; warps and lanes that
+    partitioned ``axis`` become replicated. Its reduction over ``axis`` is
+    ``layout.reduce([axis])``, which is what ``broadcast_in_dim`` of the
+    reduced vector back to rank r requires.
+    """
+    rank = len(layout.tiling.tiles[0])
+    tiles = tuple(
+        tuple(1 if i == axis - (rank - len(tile)) else d for i, d in enumerate(tile))
+        for tile in layout.tiling.tiles
+    )
+    along_axis = layout.tiling.tile_dimension(axis)
+    sizes = layout.tiled_tiling_shape
+
+    def replicate(d: int | fa.Replicated) -> int | fa.Replicated:
+        return fa.Replicated(sizes[d]) if isinstance(d, int) and along_axis[d] else d
+
+    return fa.TiledLayout(
+        fa.Tiling(tiles),
+        tuple(replicate(d) for d in layout.warp_dims),  # type: ignore[arg-type]
+        tuple(replicate(d) for d in layout.lane_dims),  # type: ignore[arg-type]
+        layout.vector_dim,
+        _check_canonical=False,
+    ).canonicalize()
+
+
+# --- The cases: kernel, arguments, arch, the hand layouts, what JAX says ----
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel JAX 0.12.0.1 cannot infer, with layouts its lowering accepts."""
+
+    kind: str  # "keepdims", "broadcast3d", "index", "concat", "erf_atan2"
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[jax.ShapeDtypeStruct, ...]
+    arch: tuple[int, int]
+    layouts: Annotation
+    jax_stage: str  # the stage at which smalto.jax.lower(..., by="jax") fails
+    jax_says: str  # a phrase of JAX's message
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-sm{self.arch[0]}{self.arch[1]}"
+
+
+UNSATISFIABLE = "Failed to infer a possible set of layouts"
+OUT_OF_FUEL = "Layout inference failed to find a solution"
+RANK_MISMATCH = "Tiling rank different than broadcast result rank"
+NO_RULE = "No layout inference rule defined for"
+
+_F32, _BF16, _F16 = jnp.float32, jnp.bfloat16, jnp.float16
+_ARCHS = (HOPPER, BLACKWELL)
+
+
+def _name(dtype: Any, shape: tuple[int, ...]) -> str:
+    return f"{jnp.dtype(dtype).name}_{'x'.join(map(str, shape))}"
+
+
+def _tile_layout(dtype: Any) -> fa.TiledLayout:
+    return WGMMA if jnp.dtype(dtype).itemsize == 4 else WIDE_16BIT
+
+
+def _keepdims_layouts(
+    source: fa.TiledLayout, axis: int, *, dtype: Any, hint: bool = False, scaled: bool = False
+) -> dict[str, Any]:
+    reduced, kept = source.reduce([axis]), keep_dims(source, axis)
+    layouts: dict[str, Any] = {
+        "mosaic_gpu.vector_load": source,
+        "vector.multi_reduction": reduced,
+        "mosaic_gpu.broadcast_in_dim": kept,
+    }
+    if hint:
+        layouts["mosaic_gpu.layout_cast"] = source
+    if jnp.dtype(dtype).itemsize < 4:
+        layouts["arith.extf"] = kept  # the f32 store of a 16-bit reduction
+    if scaled:  # ``m * 2 + 1``
+        layouts["arith.mulf"] = layouts["arith.addf"] = kept
+    return layouts
+
+
+def _keepdims_cases() -> list[Case]:
+    cases = []
+    for arch in _ARCHS:
+        for shape in ((128, 128), (64, 256), (256, 64)):
+            for axis, op in ((1, "max"), (0, "sum")):
+                cases.append(Case(
+                    "keepdims", f"keepdims_{op}_axis{axis}_{_name(_F32, shape)}",
+                    partial(keepdims_reduce, axis=axis, op=op), (_sds(shape, _F32),), arch,
+                    _keepdims_layouts(WGMMA, axis, dtype=_F32), "inference", UNSATISFIABLE,
+                ))
+        for axis in (1, 0):
+            cases.append(Case(
+                "keepdims", f"keepdims_scaled_axis{axis}_{_name(_F32, (128, 128))}",
+                partial(keepdims_scaled, axis=axis), (_sds((128, 128), _F32),), arch,
+                _keepdims_layouts(WGMMA, axis, dtype=_F32, scaled=True), "inference",
+                UNSATISFIABLE,
+            ))
+        # With a WGMMA hint: JAX's (N,) version infers; the (N, 1) one is
+        # unsatisfiable, the (1, N) one gets a rank-1 layout the lowering rejects.
+        for axis, stage, says in ((1, "inference", UNSATISFIABLE),
+                                  (0, "after inference", RANK_MISMATCH)):
+            cases.append(Case(
+                "keepdims", f"keepdims_hint_axis{axis}_{_name(_F32, (128, 128))}",
+                partial(keepdims_reduce_wgmma_hint, axis=axis), (_sds((128, 128), _F32),),
+                arch, _keepdims_layouts(WGMMA, axis, dtype=_F32, hint=True), stage, says,
+            ))
+        for dtype in (_BF16, _F16):
+            cases.append(Case(
+                "keepdims", f"keepdims_max_axis1_{_name(dtype, (128, 128))}",
+                partial(keepdims_reduce, axis=1), (_sds((128, 128), dtype),), arch,
+                _keepdims_layouts(WIDE_16BIT, 1, dtype=dtype), "inference", UNSATISFIABLE,
+            ))
+    return cases
+
+
+def _broadcast3d_cases() -> list[Case]:
+    cases = []
+    for arch in _ARCHS:
+        for batch in (2, 4):
+            cases.append(Case(
+                "broadcast3d", f"broadcast_tile_3d_hint_b{batch}_{_name(_F32, (64, 128))}",
+                partial(broadcast_tile_3d_hint, batch=batch), (_sds((64, 128), _F32),), arch,
+                {"mosaic_gpu.vector_load": WGMMA, "mosaic_gpu.layout_cast": WGMMA,
+                 "mosaic_gpu.broadcast_in_dim": WGMMA_3D},
+                "after inference", RANK_MISMATCH,
+            ))
+        cases.append(Case(
+            "broadcast3d", f"tile_bias_3d_hint_b2_{_name(_F32, (64, 128))}",
+            partial(tile_bias_3d_hint, batch=2), (_sds((64, 128), _F32), _sds((128,), _F32)),
+            arch,
+            {"mosaic_gpu.vector_load": [WGMMA, WGMMA_COL], "mosaic_gpu.layout_cast": WGMMA,
+             "mosaic_gpu.broadcast_in_dim": WGMMA_3D, "arith.addf": WGMMA_3D},
+            "after inference", RANK_MISMATCH,
+        ))
+    return cases
+
+
+def _index_cases() -> list[Case]:
+    cases = []
+    for arch in _ARCHS:
+        for shape, index in (((128, 128), 3), ((64, 128), 63), ((8, 128), 0)):
+            cases.append(Case(
+                "index", f"index_{index}_{_name(_F32, shape)}",
+                partial(index_leading, index=index), (_sds(shape, _F32),), arch,
+                {"*": MINOR_ONLY}, "inference", UNSATISFIABLE,
+            ))
+        for dtype in (_F32, _BF16, _F16):
+            for shape in ((2, 64, 128), (3, 128, 64)):
+                cases.append(Case(
+                    "index", f"index_1_{_name(dtype, shape)}",
+                    partial(index_leading, index=1), (_sds(shape, dtype),), arch,
+                    {"*": _tile_layout(dtype)}, "inference", UNSATISFIABLE,
+                ))
+    return cases
+
+
+def _concat_cases() -> list[Case]:
+    cases = []
+    for arch in _ARCHS:
+        for dtype in (_F32, _BF16, _F16):
+            for shape in ((128, 128), (256, 64)):
+                cases.append(Case(
+                    "concat", f"concat_halves_{_name(dtype, shape)}", concat_halves,
+                    (_sds(shape, dtype),), arch, {"*": _tile_layout(dtype)},
+                    "inference", UNSATISFIABLE,
+                ))
+            cases.append(Case(
+                "concat", f"concat_inputs_{_name(dtype, (64, 128))}", concat_inputs,
+                (_sds((64, 128), dtype), _sds((64, 128), dtype)), arch,
+                {"*": _tile_layout(dtype)}, "inference", UNSATISFIABLE,
+            ))
+    return cases
+
+
+def _erf_atan2_cases() -> list[Case]:
+    cases = []
+    for arch in _ARCHS:
+        for dtype in (_F32, _BF16, _F16):
+            for shape in ((128, 128), (64, 256)):
+                strided = fa.WGStridedFragLayout(shape, 16 // jnp.dtype(dtype).itemsize)
+                cases.append(Case(
+                    "erf_atan2", f"gelu_exact_{_name(dtype, shape)}", gelu_exact,
+                    (_sds(shape, dtype),), arch, {"*": strided}, "inference", NO_RULE,
+                ))
+                cases.append(Case(
+                    "erf_atan2", f"arctan2_{_name(dtype, shape)}", arctan2,
+                    (_sds(shape, dtype), _sds(shape, dtype)), arch, {"*": strided},
+                    "inference", NO_RULE,
+                ))
+    return cases
+
+
+CASES: tuple[Case, ...] = (
+    *_keepdims_cases(), *_broadcast3d_cases(), *_index_cases(), *_concat_cases(),
+    *_erf_atan2_cases(),
+)
+
+
+# --- JAX's own constraint system, judging an annotation -----------------------
+
+
+def jax_violations(text: str, arch: tuple[int, int]) -> list[str]:
+    """The constraints of JAX's own system that the layouts in ``text`` violate.
+
+    ``text`` is an annotated module (e.g. ``Lowering.kernels[-1].inferred_text``).
+    JAX derives its constraint system from the module as usual; where it would
+    search, each constraint is instead evaluated under the layouts the module
+    carries. Empty: every fact of JAX's system holds, so a complete search over
+    the right candidates finds these layouts.
+    """
+    from jax.experimental.mosaic.gpu import constraints as cs
+    from jax.experimental.mosaic.gpu import layout_inference as li
+    from jax_check import _decode_site, _preorder
+    from reference import make_context, parse
+
+    context = make_context()
+    annotated, fresh = parse(text, context), parse(text, context)
+    fresh_ops, annotated_ops = _preorder(fresh), _preorder(annotated)
+    violations: list[str] = []
+
+    def judge(unknowns: Any, system: Any, *, fuel: int, arch: tuple[int, int]) -> Any:
+        del arch
+        assignments = {}
+        for var in unknowns:
+            site = var.key
+            # Wrappers of one op may hash differently: find it by equality.
+            op = annotated_ops[next(i for i, o in enumerate(fresh_ops) if o == site.operation)]
+            assignments[var] = _decode_site(op, site.type == li.VariableType.OPERAND, site.index)
+            if not cs.is_valid_assignment(var, assignments[var]):
+                violations.append(f"invalid assignment {var} := {assignments[var]}")
+        for variable, value in system.assignments.items():
+            if assignments.get(variable, value) != value:
+                violations.append(f"{variable} is fixed to {value}")
+        for constraint in system.constraints:
+            reduced = cs.reduce_constraint(constraint, assignments)
+            if isinstance(reduced, cs.Unsatisfiable) or reduced.holds() is not True:
+                violations.append(str(constraint))
+        return (cs.Unsatisfiable() if violations else assignments), fuel
+
+    for op in fresh_ops:  # JAX's pass writes the attributes afresh
+        for name in ("in_layouts", "out_layouts"):
+            if name in op.attributes:
+                del op.attributes[name]
+    original = li.find_assignments_for
+    li.find_assignments_for = judge
+    try:
+        with context, ir.Location.unknown():
+            li.infer_layout(fresh, arch=arch)
+    except ValueError:
+        assert violations, "JAX's pass failed before judging the layouts"
+    finally:
+        li.find_assignments_for = original
+    return violations
