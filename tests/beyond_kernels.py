@@ -200,8 +200,8 @@ def _keep_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     return tuple(1 if d == axis else n for d, n in enumerate(shape))
 
 
-# A 16-bit (N, 1) or (1, N) vector cannot be stored to GMEM by JAX 0.12's
-# lowering in any layout the reduction can produce (each thread would move 2
+# A 16-bit (N, 1) vector cannot be stored to GMEM by JAX 0.12's lowering in
+# the layouts a reduction of a GMEM load can have (each thread would store 2
 # bytes, or a warp less than whole 32-byte sectors): 16-bit inputs are
 # reduced, then stored as f32.
 def _stored_dtype(dtype: Any) -> Any:
@@ -638,3 +638,21 @@ def jax_violations(text: str, arch: tuple[int, int]) -> list[str]:
     finally:
         li.find_assignments_for = original
     return violations
+
+
+# --- Out of reach: no layout lowers -------------------------------------------
+
+
+def reshape_to_keepdims(x: jax.Array) -> jax.Array:
+    """``x.max(axis=1).reshape(N, 1)``: a ``vector.shape_cast`` through a size-1 dim.
+
+    JAX's lowering reshapes a tiled value only if the new shape keeps the
+    minor dims of the base tile: (N,) in WGMMA_ROW (base tile (64,)) cannot
+    become (N, 1) in any layout, so no annotation lowers this kernel.
+    """
+
+    def body(x_gmem, out_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        out_gmem[...] = x.max(axis=1).reshape(x.shape[0], 1)
+
+    return _kernel(body, (x.shape[0], 1), x.dtype)(x)

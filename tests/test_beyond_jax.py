@@ -31,6 +31,7 @@ from beyond_kernels import (
     WGMMA_3D,
     WGMMA_COL,
     WGMMA_ROW,
+    WIDE_16BIT,
     Case,
     _sds,
     arctan2,
@@ -40,6 +41,7 @@ from beyond_kernels import (
     keep_dims,
     keepdims_reduce_wgmma_hint,
     lower_annotated,
+    reshape_to_keepdims,
 )
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.pallas import mosaic_gpu as plgpu
@@ -179,3 +181,53 @@ def test_jax_rank2_answer_for_a_rank3_broadcast_is_rejected_by_its_lowering() ->
     rejected = failed.value.kernels[-1].inferred_text
     assert rejected is not None
     assert jax_violations(rejected, case.arch) == []
+
+
+# --- Out of reach: JAX's lowering itself rejects every layout -------------------
+
+
+@pytest.mark.parametrize("reshaped", [WGMMA_ROW, KEEP_ROWS])
+def test_reshape_through_a_size1_dim_lowers_in_no_layout(reshaped: fa.TiledLayout) -> None:
+    x = _sds((128, 128), jnp.float32)
+    layouts = {
+        "mosaic_gpu.vector_load": WGMMA,
+        "mosaic_gpu.layout_cast": WGMMA,
+        "vector.multi_reduction": WGMMA_ROW,
+        "vector.shape_cast": reshaped,
+    }
+    with pytest.raises(KernelLoweringError, match="Can't reshape") as failed:
+        lower_annotated(reshape_to_keepdims, x, arch=HOPPER, layouts=layouts)
+    assert failed.value.stage == "after inference"
+    for by in ("jax", "smalto"):
+        with pytest.raises(KernelLoweringError) as failed:
+            smalto.jax.lower(reshape_to_keepdims, x, arch=HOPPER, by=by)
+        assert failed.value.stage == "inference"
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_a_16bit_keepdims_column_cannot_be_stored_to_gmem(axis: int) -> None:
+    """A 16-bit (N, 1) vector reduced from WIDE_16BIT stores 2 bytes per thread,
+    which JAX's GMEM store rejects; the (1, N) one stores 16 bytes per thread
+    and lowers. (The 16-bit keep-dims cases store f32.)"""
+
+    def keep_store(x):
+        def body(x_gmem, out_gmem):
+            out_gmem[...] = jnp.max(x_gmem[...], axis=axis, keepdims=True)
+
+        shape = (1, 128) if axis == 0 else (128, 1)
+        return plgpu.kernel(
+            body, out_type=_sds(shape, x.dtype), compiler_params=WARPGROUP
+        )(x)
+
+    layouts = {
+        "mosaic_gpu.vector_load": WIDE_16BIT,
+        "vector.multi_reduction": WIDE_16BIT.reduce([axis]),
+        "mosaic_gpu.broadcast_in_dim": keep_dims(WIDE_16BIT, axis),
+    }
+    x = _sds((128, 128), jnp.bfloat16)
+    if axis == 0:
+        lower_annotated(keep_store, x, arch=HOPPER, layouts=layouts)
+        return
+    with pytest.raises(KernelLoweringError, match="smaller than 4 bytes") as failed:
+        lower_annotated(keep_store, x, arch=HOPPER, layouts=layouts)
+    assert failed.value.stage == "after inference"
