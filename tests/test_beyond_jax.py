@@ -37,6 +37,7 @@ from beyond_kernels import (
     arctan2,
     bias_add_3d,
     gelu_exact,
+    index_leading,
     jax_violations,
     keep_dims,
     keepdims_reduce_wgmma_hint,
@@ -231,3 +232,15 @@ def test_a_16bit_keepdims_column_cannot_be_stored_to_gmem(axis: int) -> None:
     with pytest.raises(KernelLoweringError, match="smaller than 4 bytes") as failed:
         lower_annotated(keep_store, x, arch=HOPPER, layouts=layouts)
     assert failed.value.stage == "after inference"
+
+
+@pytest.mark.parametrize(
+    "layout", [MINOR_ONLY, WGMMA_ROW, WGMMA_COL, fa.TCGEN05_ROW_LAYOUT], ids=str
+)
+def test_leading_index_of_2d_f32_lowers_in_any_rank1_tiling(layout: fa.TiledLayout) -> None:
+    """The extract keeps its source's layout, so any layout tiling only the minor
+    dim (the named row/column layouts too) lowers for f32 from GMEM."""
+    lower_annotated(
+        partial(index_leading, index=3), _sds((128, 128), jnp.float32), arch=HOPPER,
+        layouts={"*": layout},
+    )
