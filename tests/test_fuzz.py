@@ -1,6 +1,6 @@
 """Fuzzing smalto against its checker and against JAX's pass.
 
-``test_fuzz_property`` runs a few hundred random modules (``fuzz/strategies``)
+``test_fuzz_property`` runs 200 random modules (``fuzz/strategies``)
 through the property of ``fuzz/property``: smalto annotates a module and the
 independent checker accepts it, or it raises ``InferenceError``; and where
 JAX's pass (on little fuel) finishes, both agree on satisfiability. The run is
@@ -19,7 +19,7 @@ from fuzz import property as prop
 from fuzz.strategies import FuzzModule, modules
 from hypothesis import HealthCheck, given, settings
 
-EXAMPLES = int(os.environ.get("SMALTO_FUZZ_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("SMALTO_FUZZ_EXAMPLES", "200"))
 
 
 @settings(

@@ -288,15 +288,23 @@ func.func @launch() {
 
 
 def _in_launch(module: object, arch: tuple[int, int]) -> object:
-    """A module whose kernel is ``module``'s function body (annotated ops moved, not copied)."""
+    """A module whose kernel is ``module``'s function body (annotated ops moved, not copied).
+
+    The launching function takes the same arguments (the GMEM refs of TMA
+    copies), and the moved ops use its arguments instead.
+    """
     from jax._src.lib.mlir import ir
 
+    kernel = module.body.operations[0]  # type: ignore[attr-defined]
+    body = kernel.regions[0].blocks[0]
+    params = ", ".join(f"%arg{i}: {arg.type}" for i, arg in enumerate(body.arguments))
     text = _LAUNCH.replace("MAJOR", str(arch[0])).replace("MINOR", str(arch[1]))
-    launched = ir.Module.parse(text)
-    launch = next(op for op in launched.body.operations[0].regions[0].blocks[0].operations
-                  if op.operation.name == "gpu.launch")  # fmt: skip
+    launched = ir.Module.parse(text.replace("@launch()", f"@launch({params})"))
+    outer = launched.body.operations[0].regions[0].blocks[0]
+    for old, new in zip(body.arguments, outer.arguments, strict=True):
+        old.replace_all_uses_with(new)
+    launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
     terminator = list(launch.regions[0].blocks[0].operations)[-1]
-    body = module.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
     for op in list(body.operations)[:-1]:  # all but func.return
         op.move_before(terminator)
     return launched

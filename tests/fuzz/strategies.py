@@ -55,6 +55,16 @@ TCGEN05 = (
     "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2]], warp_dims = [-7], "
     "lane_dims = [-3, -2], vector_dim = -1>"
 )
+# The layouts of TMA gather/scatter row indices (jax 0.12: either, where the
+# row count allows it).
+TMA_INDICES = (
+    "#mosaic_gpu.TiledLayout<[[16], [4]], warp_dims = [-2], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>"
+)
+TMA_INDICES_4 = (
+    "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>"
+)
 TCGEN05_ROW = (
     "#mosaic_gpu.TiledLayout<[[128], [32], [8], [1]], warp_dims = [-4], "
     "lane_dims = [-2, #mosaic_gpu.Replicated<times = 4>], vector_dim = -1>"
@@ -196,6 +206,7 @@ class Builder:
         self.indent = 1
         self.scope = Scope()
         self.depth = 0
+        self.args: list[str] = []  # the kernel's GMEM refs, by type
 
     # --- plumbing ---------------------------------------------------------------
 
@@ -394,6 +405,8 @@ class Builder:
             kinds += ["for", "while", "switch"]
         if self.arch >= (10, 0):
             kinds += ["tmem", "tmem"]
+        if self.flip(0.3):
+            kinds.append("tma")
         getattr(self, f"op_{self.choose(kinds)}")()
 
     def op_source(self) -> None:
@@ -648,7 +661,7 @@ class Builder:
     def op_mma(self) -> None:
         """Ampere ``mma``: jax 0.12 picks 4, 2 or 1 warps along M from the accumulator shape."""
         m = self.choose((16, 32, 64, 128))
-        n = self.choose((8, 16, 32, 64))
+        n = self.choose((8, 16, 32, 64, 64))  # (16, 8) and (16, 16) fit no warp split
         elt = self.choose(("f16", "f16", "bf16"))
         k = self.choose((16, 32))
         acc_ty = VType((m, n), "f32")  # type: ignore[arg-type]
@@ -717,6 +730,63 @@ class Builder:
                 )
                 self.define(f"{name}#0", ty)
                 self.define(f"{name}#1", row)
+
+    def gmem(self, elt: str) -> tuple[str, str]:
+        """A GMEM ref argument of the kernel (name, type)."""
+        ty = f"memref<1024x1024x{elt}>"
+        self.args.append(ty)
+        return f"%arg{len(self.args) - 1}", ty
+
+    def op_tma(self) -> None:
+        """A TMA copy between GMEM and SMEM, sometimes gathering (or scattering) rows.
+
+        A gather's row indices are a vector whose layout jax 0.12 picks among
+        TMA_INDICES (rows a multiple of 16) and TMA_INDICES_4 (of 4); a cast
+        may fix either, or something else.
+        """
+        elt = self.choose(("f16", "bf16", "f32"))
+        gather = self.flip(0.5)
+        rows = self.choose((16, 32, 64, 4, 8, 12, 6) if gather else (64, 128))
+        cols = self.choose((64, 128))
+        ref = self.ref((rows, cols), elt)  # type: ignore[arg-type]
+        gmem, gmem_ty = self.gmem(elt)  # type: ignore[arg-type]
+        indices, types = [], []
+        if gather:
+            index_ty = VType((rows,), "i32")  # type: ignore[arg-type]
+            index = self.vector(index_ty)
+            fitting = [TMA_INDICES] * (rows % 16 == 0) + [TMA_INDICES_4] * (rows % 4 == 0)
+            if self.flip(0.1) or not fitting:
+                fitting = [TMA_INDICES, TMA_INDICES_4, WGMMA_ROW]
+            if self.flip(0.5):
+                index = self.cast(index, index_ty, self.choose(fitting))  # type: ignore[arg-type]
+            indices.append(index)
+            types.append(str(index_ty))
+        for _ in range(2 - len(indices)):
+            name = self.fresh("i")
+            value = self.choose((0, 64, 8))
+            self.emit(f'{name} = "arith.constant"() <{{value = {value} : i32}}> : () -> i32')
+            indices.append(name)
+            types.append("i32")
+        lengths = f"slice_lengths = array<i64: {rows}, {cols}>"
+        if self.flip(0.7):
+            barrier_ty = f"memref<!mosaic_gpu.barrier, {SMEM}>"
+            barrier = self.fresh("b")
+            self.emit(
+                f'{barrier} = "mosaic_gpu.slice_smem"() <{{offset = {self.offset} : i32}}> : '
+                f"() -> {barrier_ty}"
+            )
+            self.offset += 65536
+            self.emit(
+                f'"mosaic_gpu.async_load"({gmem}, {ref.name}, {barrier}, {", ".join(indices)}) '
+                f"<{{collective = [], operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
+                f"{lengths}}}> : ({gmem_ty}, {ref.type}, {barrier_ty}, {', '.join(types)}) -> ()"
+            )
+        else:
+            self.emit(
+                f'"mosaic_gpu.async_store"({ref.name}, {gmem}, {", ".join(indices)}) '
+                f"<{{operandSegmentSizes = array<i32: 1, 1, 2, 0, 0>, {lengths}}}> : "
+                f"({ref.type}, {gmem_ty}, {', '.join(types)}) -> ()"
+            )
 
     # --- control flow ---------------------------------------------------------------------
 
@@ -827,7 +897,8 @@ class Builder:
         for _ in range(size):
             self.op()
         body = "\n".join(self.lines)
-        return f'func.func @kernel() {{\n{body}\n  "func.return"() : () -> ()\n}}\n'
+        args = ", ".join(f"%arg{i}: {ty}" for i, ty in enumerate(self.args))
+        return f'func.func @kernel({args}) {{\n{body}\n  "func.return"() : () -> ()\n}}\n'
 
 
 @st.composite
