@@ -1,4 +1,4 @@
-"""A flash-attention-like forward kernel in Pallas (Mosaic GPU, warpgroup semantics).
+"""A flash-attention-like forward kernel in Pallas (Mosaic GPU).
 
 One CTA owns ``block_q`` query rows of one head and walks the keys and values
 ``block_kv`` rows at a time with an online softmax: ``s = q @ k.T`` on the
@@ -54,7 +54,7 @@ def attention(
             plgpu.barrier_wait(k_barrier)
 
             def scores(acc_ref):
-                plgpu.wgmma(acc_ref, q_smem, plgpu.transpose_ref(k_smem, (1, 0)))
+                plgpu.wgmma(acc_ref, q_smem, k_smem.T)
                 return acc_ref[...]
 
             s = pl.run_scoped(scores, plgpu.ACC((block_q, block_kv), jnp.float32)) * scale
@@ -93,7 +93,6 @@ def attention(
             plgpu.SMEM((block_kv, head_dim), jnp.float16, transforms=_TRANSFORMS),
             plgpu.Barrier(num_barriers=3),
         ],
-        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
     )(q, k, v)
 
 

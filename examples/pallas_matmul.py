@@ -1,10 +1,11 @@
-"""A Hopper matmul in Pallas (Mosaic GPU, warpgroup semantics), compiled with smalto.
+"""A Hopper matmul in Pallas (Mosaic GPU), compiled with smalto.
 
 Each CTA computes one (tile_m, tile_n) tile of ``a @ b``: a pipeline streams
 (tile_m, tile_k) and (tile_k, tile_n) blocks of the inputs into swizzled SMEM
 with TMA, ``plgpu.wgmma`` accumulates into registers, and the epilogue goes
 registers -> SMEM -> GMEM. No layout is written down anywhere: layout inference
-chooses the WGMMA register layout, the SMEM tilings and swizzles.
+chooses the WGMMA register layout, the SMEM tilings and swizzles. (``plgpu.kernel``
+lowers in warpgroup semantics by default, the mode that runs layout inference.)
 
     python examples/pallas_matmul.py              # on a Hopper GPU: run, check
     python examples/pallas_matmul.py --capture    # anywhere: print the module
@@ -87,7 +88,6 @@ def matmul(
             plgpu.ACC((tile_m, tile_n), jnp.float32),
             plgpu.SMEM((tile_m, tile_n), dtype, transforms=_smem_transforms(tile_n, dtype)),
         ],
-        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
     )(a, b)
 
 

@@ -7,84 +7,64 @@ JAX hands to layout inference, before and after the pass.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import jax
 import jax.numpy as jnp
 import pytest
+from jax import lax
+from jax._src import core as jax_core
+from jax._src.lib.mlir import ir
+from jax._src.pallas.mosaic_gpu.layout_rules import GPUTiledLayout, mgpu_layout_rule
 from jax.experimental.mosaic import gpu as mgpu
-from jax.experimental.mosaic.gpu import core as mgpu_core
 from jax.experimental.mosaic.gpu import layout_inference
+from jax.experimental.mosaic.gpu import utils as mgpu_utils
 from jax.experimental.pallas import mosaic_gpu as plgpu
+from pallas_kernels import (
+    BLACKWELL,
+    EXAMPLES,
+    HOPPER,
+    MOSAIC_GPU_CALL,
+    WARPGROUP,
+    add_one,
+    assert_lowers,
+    blackwell_matmul,
+    example,
+    f16,
+    f32,
+    row_softmax,
+)
 from reference import layout_attributes, make_context
 
 import smalto
 import smalto.jax
+from smalto.jax import KernelLoweringError
+from smalto.jax.capture import Recorder
 from smalto.jax.cli import capture_main
+from smalto.jax.hooks import observing
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-WARPGROUP = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
-
-
-def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"smalto_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pallas_matmul = _example("pallas_matmul")
-pallas_attention = _example("pallas_attention")
-
-
-def blackwell_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
-    """One 128x128 tile with tcgen05: SMEM operands, a TMEM accumulator."""
-    (m, k), (_, n) = a.shape, b.shape
-    transforms = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
-
-    def body(a_gmem, b_gmem, out_gmem, a_smem, b_smem, acc_tmem, out_smem, loaded, mma_done):
-        plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
-        plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
-        plgpu.barrier_wait(loaded)
-        plgpu.tcgen05_mma(acc_tmem, a_smem, b_smem, mma_done, accumulate=False)
-        plgpu.barrier_wait(mma_done)
-        out_smem[...] = plgpu.async_load_tmem(acc_tmem).astype(out_smem.dtype)
-        plgpu.commit_smem()
-        plgpu.copy_smem_to_gmem(out_smem, out_gmem)
-        plgpu.wait_smem_to_gmem(0)
-
-    return plgpu.kernel(
-        body,
-        out_type=jax.ShapeDtypeStruct((m, n), a.dtype),
-        scratch_types=[
-            plgpu.SMEM((m, k), a.dtype, transforms=transforms),
-            plgpu.SMEM((k, n), a.dtype, transforms=transforms),
-            plgpu.TMEM((m, n), jnp.float32),
-            plgpu.SMEM((m, n), a.dtype, transforms=transforms),
-            plgpu.Barrier(num_arrivals=2),
-            plgpu.Barrier(orders_tensor_core=True),
-        ],
-        compiler_params=WARPGROUP,
-    )(a, b)
-
-
-def _f16(*shape: int) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(shape, jnp.float16)
-
+pallas_matmul = example("pallas_matmul")
+pallas_attention = example("pallas_attention")
 
 KERNELS = {
     "wgmma_matmul": (pallas_matmul.matmul, pallas_matmul.example_args(), None),
     "attention": (pallas_attention.attention, pallas_attention.example_args(), None),
-    "tcgen05_matmul": (blackwell_matmul, (_f16(128, 64), _f16(64, 128)), (10, 0)),
+    "tcgen05_matmul": (blackwell_matmul, (f16(128, 64), f16(64, 128)), BLACKWELL),
+    "add_one": (add_one, (f32(128, 128),), None),
 }
+
+# Set by ``core.lower_mgpu_module`` before inference from a process-wide
+# counter: the one part of a module that differs between two lowerings.
+_DUMP_BASENAME = re.compile(r'mosaic_gpu\.dump_basename = "[^"]*"')
+
+
+def _same_kernel(text: str) -> str:
+    return _DUMP_BASENAME.sub('mosaic_gpu.dump_basename = "…"', text)
 
 
 @pytest.fixture
@@ -115,7 +95,8 @@ def test_smalto_and_jax_agree_on_pallas_kernels(name: str, smalto_calls: list) -
     (theirs,), (ours,) = by_jax, by_smalto
     assert theirs.ok and ours.ok, ours.error or theirs.error
     assert ours.arch == theirs.arch == expected_arch
-    assert ours.text == theirs.text  # the same kernel reached both passes
+    # The same kernel reached both passes.
+    assert _same_kernel(ours.text) == _same_kernel(theirs.text)
     context = make_context()
     expected = layout_attributes(theirs.module(inferred=True, context=context))
     assert expected, "the kernel should carry layout attributes"
@@ -126,7 +107,7 @@ def test_blackwell_kernel_carries_tmem_layouts() -> None:
     fn, args, arch = KERNELS["tcgen05_matmul"]
     with smalto.jax.enabled():
         (kernel,) = smalto.jax.capture(fn, *args, arch=arch)
-    assert "mosaic_gpu.arch_major = 10" in kernel.text
+    assert "mosaic_gpu.arch_major = 10 : i32" in kernel.text
     assert "tcgen05_mma" in kernel.text
     assert "out_tmem_layouts" in (kernel.inferred_text or "")
 
@@ -164,7 +145,7 @@ def _line_of(marker: str) -> int:
 
 def test_inference_error_names_the_users_file_and_line() -> None:
     with smalto.jax.enabled(), pytest.raises(smalto.InferenceError) as raised:
-        jax.jit(_contradictory_cast_kernel).trace(_f16(64, 64)).lower(lowering_platforms=("cuda",))
+        jax.jit(_contradictory_cast_kernel).trace(f16(64, 64)).lower(lowering_platforms=("cuda",))
     message = str(raised.value)
     assert message.startswith(smalto.FAILURE_PREFIX)
     assert "layout_cast" in message
@@ -174,7 +155,7 @@ def test_inference_error_names_the_users_file_and_line() -> None:
 
 def test_capture_returns_the_failing_module_with_its_error() -> None:
     with smalto.jax.enabled():
-        (kernel,) = smalto.jax.capture(_contradictory_cast_kernel, _f16(64, 64))
+        (kernel,) = smalto.jax.capture(_contradictory_cast_kernel, f16(64, 64))
     assert not kernel.ok and kernel.inferred_text is None
     assert isinstance(kernel.error, smalto.InferenceError)
     # The pre-inference module still parses, locations and all, for `smalto infer`.
@@ -183,7 +164,7 @@ def test_capture_returns_the_failing_module_with_its_error() -> None:
 
 
 def _jax_functions() -> tuple[object, object, object]:
-    return mgpu.infer_layout, layout_inference.infer_layout, mgpu_core._infer_arch
+    return mgpu.infer_layout, layout_inference.infer_layout, mgpu_utils._infer_arch
 
 
 def test_uninstall_restores_jax_functions_exactly() -> None:
@@ -201,7 +182,7 @@ def test_uninstall_restores_jax_functions_exactly() -> None:
             pass
         assert smalto.jax.is_installed()  # the inner block restores the outer state
     assert all(now is then for now, then in zip(_jax_functions(), originals, strict=True))
-    smalto.jax.capture(blackwell_matmul, _f16(128, 64), _f16(64, 128), arch=(10, 0))
+    smalto.jax.capture(blackwell_matmul, f16(128, 64), f16(64, 128), arch=BLACKWELL)
     assert all(now is then for now, then in zip(_jax_functions(), originals, strict=True))
 
 
@@ -209,6 +190,9 @@ def test_uninstall_restores_after_an_error() -> None:
     originals = _jax_functions()
     with pytest.raises(RuntimeError), smalto.jax.enabled():
         raise RuntimeError
+    assert all(now is then for now, then in zip(_jax_functions(), originals, strict=True))
+    with pytest.raises(KernelLoweringError):
+        smalto.jax.lower(_contradictory_cast_kernel, f16(64, 64), arch=BLACKWELL)
     assert all(now is then for now, then in zip(_jax_functions(), originals, strict=True))
 
 
@@ -343,3 +327,215 @@ def test_as_gpu_kernel_path_runs_smalto(smalto_calls: list) -> None:
     expected = layout_attributes(theirs.module(inferred=True, context=context))
     assert expected
     assert layout_attributes(ours.module(inferred=True, context=context)) == expected
+
+
+# --- The target architecture -------------------------------------------------
+
+
+def test_forced_arch_reaches_the_module_and_the_pass(smalto_calls: list) -> None:
+    original = mgpu_utils._infer_arch
+    with smalto.jax.enabled():
+        (kernel,) = smalto.jax.capture(add_one, f32(128, 128), arch=BLACKWELL)
+    assert smalto_calls == [BLACKWELL]
+    assert kernel.arch == BLACKWELL
+    assert "mosaic_gpu.arch_major = 10 : i32, mosaic_gpu.arch_minor = 0 : i32" in kernel.text
+    assert mgpu_utils._infer_arch is original
+    assert smalto.jax.jax_infer_arch() is original
+
+
+# --- What capture records: JAX's own dumps say so ----------------------------
+
+_DUMPING_SCRIPT = """
+import sys
+import smalto.jax
+from smalto.mlir import parse_module
+sys.path.insert(0, "tests")
+from pallas_kernels import example
+
+matmul = example("pallas_matmul")
+with smalto.jax.enabled():
+    (kernel,) = smalto.jax.capture(matmul.matmul, *matmul.example_args())
+for name, text in (("before", kernel.text), ("after", kernel.inferred_text)):
+    with open(sys.argv[1] + "/" + name + ".captured", "w") as out:
+        out.write(str(parse_module(text)))
+"""
+
+
+def test_capture_sees_the_module_jax_dumps_around_inference(tmp_path: Path) -> None:
+    """JAX dumps the module just before and just after ``infer_layout``
+    (``MOSAIC_GPU_DUMP_MLIR_PASSES``); the captured texts are those modules,
+    and the one after is smalto's answer, which JAX then lowered."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "MOSAIC_GPU_DUMP_MLIR_PASSES": "1",
+        "MOSAIC_GPU_DUMP_TO": str(dumps),
+    }
+    env.pop("SMALTO_JAX", None)
+    env.pop("SMALTO_JAX_DUMP", None)
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [sys.executable, "-c", _DUMPING_SCRIPT, str(tmp_path)],
+        env=env,
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    )
+    (before,) = dumps.glob("kernel_*.before_layout_inference.txt")
+    (after,) = dumps.glob("kernel_*.after_layout_inference.txt")
+    assert (tmp_path / "before.captured").read_text().strip() == before.read_text().strip()
+    assert (tmp_path / "after.captured").read_text().strip() == after.read_text().strip()
+    assert "in_layouts" not in before.read_text() and "in_layouts" in after.read_text()
+
+
+# --- Lowering through JAX with smalto's layouts ------------------------------
+
+LOWERS = [
+    ("add_one", add_one, (f32(128, 128),), HOPPER),
+    ("add_one", add_one, (f32(128, 128),), BLACKWELL),
+    ("row_softmax", row_softmax, (f32(128, 128),), HOPPER),
+    ("row_softmax", row_softmax, (f32(128, 128),), BLACKWELL),
+    ("wgmma_matmul", pallas_matmul.matmul, pallas_matmul.example_args(), HOPPER),
+    ("attention", pallas_attention.attention, pallas_attention.example_args(), HOPPER),
+    ("tcgen05_matmul", blackwell_matmul, (f16(128, 64), f16(64, 128)), BLACKWELL),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "arch"),
+    [case[1:] for case in LOWERS],
+    ids=[f"{case[0]}-sm{case[3][0]}{case[3][1]}" for case in LOWERS],
+)
+def test_kernel_lowers_with_smalto_layouts(fn, args, arch, smalto_calls: list) -> None:
+    lowering = assert_lowers(fn, *args, arch=arch)
+    assert smalto_calls == [arch]
+    assert lowering.inferred_by == "smalto"
+    assert not smalto.jax.is_installed()
+
+
+def test_lowers_through_smalto_where_jax_cannot_infer() -> None:
+    """A row softmax over an SMEM tile without user transforms: JAX's pass finds
+    no assignment; smalto tiles the SMEM ref and JAX's lowering accepts that."""
+    with pytest.raises(KernelLoweringError) as by_jax:
+        smalto.jax.lower(row_softmax, f32(128, 128), arch=HOPPER, by="jax")
+    assert by_jax.value.stage == "inference"
+    assert str(by_jax.value.__cause__).startswith(smalto.FAILURE_PREFIX)
+    lowering = assert_lowers(row_softmax, f32(128, 128), arch=HOPPER)
+    assert "#mosaic_gpu.tile<" in (lowering.kernels[0].inferred_text or "")
+
+
+def _walk(operation: ir.Operation):
+    for region in operation.regions:
+        for block in region:
+            for op in block:
+                yield op
+                yield from _walk(op.operation)
+
+
+def test_lowering_rejects_wrong_layouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``lower`` is a real check: JAX's dialect lowering consumes the layouts the
+    pass wrote, so a pass that writes a wrong one is caught, after inference."""
+    real = smalto.infer_layout
+
+    def wrong_add_layout(module, **kwargs):
+        real(module, **kwargs)
+        (add,) = [op for op in _walk(module.operation) if op.name == "arith.addf"]
+        with module.context:
+            vector_1 = ir.Attribute.parse("#mosaic_gpu.WGStridedFragLayout<[128, 128], 1>")
+            vector_2 = ir.Attribute.parse("#mosaic_gpu.WGStridedFragLayout<[128, 128], 2>")
+            current = ir.ArrayAttr(add.attributes["out_layouts"])[0]
+            wrong = vector_2 if current == vector_1 else vector_1
+            add.attributes["out_layouts"] = ir.ArrayAttr.get([wrong])
+
+    monkeypatch.setattr(smalto, "infer_layout", wrong_add_layout)
+    with pytest.raises(KernelLoweringError) as raised:
+        smalto.jax.lower(add_one, f32(128, 128), arch=HOPPER)
+    assert raised.value.stage == "after inference"
+    (kernel,) = raised.value.kernels
+    assert kernel.ok and kernel.inferred_by == "smalto"
+    assert "rejected kernel 'body' (sm_90) after layout inference by smalto" in str(raised.value)
+    assert isinstance(raised.value.__cause__, ValueError)
+
+
+@pytest.mark.parametrize("by", ["smalto", "jax"])
+def test_lower_reports_an_inference_failure(by: str) -> None:
+    with pytest.raises(KernelLoweringError) as raised:
+        smalto.jax.lower(_contradictory_cast_kernel, f16(64, 64), arch=HOPPER, by=by)
+    error = raised.value
+    assert error.stage == "inference" and error.inferred_by == by
+    (kernel,) = error.kernels
+    assert kernel.error is error.__cause__ and kernel.inferred_by == by
+    assert isinstance(error.__cause__, smalto.InferenceError if by == "smalto" else ValueError)
+    assert f"{by}'s layout inference failed on kernel 'body' (sm_90)" in str(error)
+
+
+def _raises_while_tracing(x: jax.Array) -> jax.Array:
+    def body(x_gmem, out_gmem):
+        raise ValueError("not this kernel")
+
+    return plgpu.kernel(body, out_type=x, compiler_params=WARPGROUP)(x)
+
+
+def _lane_semantics_kernel(x: jax.Array) -> jax.Array:
+    def body(x_gmem, out_gmem):
+        out_gmem[...] = x_gmem[...]
+
+    lane = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane)
+    return plgpu.kernel(body, out_type=x, compiler_params=lane)(x)
+
+
+@pytest.mark.parametrize(
+    ("fn", "stage"),
+    [
+        (_raises_while_tracing, "before inference"),
+        (_lane_semantics_kernel, "no kernel"),
+        (lambda x: x + 1, "no kernel"),
+    ],
+)
+def test_lower_reports_where_nothing_was_inferred(fn, stage: str) -> None:
+    with pytest.raises(KernelLoweringError) as raised:
+        smalto.jax.lower(fn, f32(128, 128), arch=HOPPER)
+    assert raised.value.stage == stage and raised.value.kernels == ()
+
+
+def test_lower_leaves_the_pass_in_force_as_it_was() -> None:
+    with smalto.jax.enabled():
+        lowering = smalto.jax.lower(add_one, f32(128, 128), by="jax")
+        assert [k.inferred_by for k in lowering.kernels] == ["jax"]
+        assert smalto.jax.is_installed()
+    lowering = smalto.jax.lower(add_one, f32(128, 128))
+    assert [k.inferred_by for k in lowering.kernels] == ["smalto"]
+    assert not smalto.jax.is_installed()
+    assert mgpu.infer_layout is smalto.jax.jax_infer_layout()
+    assert MOSAIC_GPU_CALL in lowering.lowered.as_text()
+
+
+# --- Pallas' layout rules (explicitly laid-out arrays) -----------------------
+
+
+def test_pallas_layout_rules_infer_with_smalto(smalto_calls: list) -> None:
+    """Pallas' layout rule for an op on a WGMMA-laid-out array infers a probe
+    module with ``mgpu.infer_layout``: with smalto installed, smalto's answer."""
+    tile = jax_core.ShapedArray((128, 128), jnp.float32)
+    laid_out = tile.update(layout=GPUTiledLayout.for_array(tile, plgpu.Layout.WGMMA))
+    rows = jax_core.ShapedArray((128,), jnp.float32)
+
+    def row_sum_layout():
+        return mgpu_layout_rule(
+            lax.reduce_sum_p, (laid_out,), (rows,), axes=(1,), out_sharding=None
+        )
+
+    recorder = Recorder()
+    with observing(recorder):
+        by_jax = row_sum_layout()
+        with smalto.jax.enabled():
+            by_smalto = row_sum_layout()
+    assert smalto_calls == [HOPPER]
+    assert [(c.name, c.inferred_by) for c in recorder.captured] == [
+        ("mgpu_layout_rule", "jax"),
+        ("mgpu_layout_rule", "smalto"),
+    ]
+    assert by_smalto == by_jax != laid_out.layout
+    assert by_smalto.tiling.tiles[0] == (64,)  # a row layout of the WGMMA tile

@@ -1,8 +1,10 @@
 """Use smalto from JAX: route Pallas' Mosaic GPU compile path through smalto.
 
-While smalto is enabled, every layout-inference call JAX 0.10.2 makes when it
-compiles a Mosaic GPU kernel (the Pallas lowering and ``as_gpu_kernel``) runs
-``smalto.infer_layout`` on the same module, with the same fuel and arch::
+While smalto is enabled, every layout-inference call JAX 0.12.0.1 makes (the
+one in ``core.lower_mgpu_module``, which every warpgroup kernel goes through:
+Pallas' Mosaic GPU lowering and ``as_gpu_kernel``; and the probe modules of
+Pallas' layout rules) runs ``smalto.infer_layout`` on the same module, with the
+same fuel and arch::
 
     import smalto.jax
 
@@ -19,6 +21,9 @@ module to DIR before and after inference.
 
 ``capture(fn, *args)`` lowers ``fn`` for the GPU on any machine, GPU or not, and
 returns the modules JAX handed to layout inference (``CapturedModule``).
+``lower(fn, *args, arch=(10, 0))`` lowers ``fn`` for that GPU, on any machine,
+with smalto inferring and JAX's own Mosaic GPU lowering consuming the layouts,
+and says at which stage it failed, if it did (``KernelLoweringError``).
 """
 
 from __future__ import annotations
@@ -37,15 +42,19 @@ from smalto.jax.hooks import (
     set_smalto,
     smalto_enabled,
 )
+from smalto.jax.lowering import KernelLoweringError, Lowering, lower
 
 __all__ = [
     "CapturedModule",
+    "KernelLoweringError",
+    "Lowering",
     "capture",
     "enabled",
     "install",
     "is_installed",
     "jax_infer_arch",
     "jax_infer_layout",
+    "lower",
     "uninstall",
 ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,9 +123,12 @@ def capture(
     Works without a GPU: ``fn`` is lowered with ``lowering_platforms=("cuda",)``
     (``fn`` may already be ``jax.jit``-wrapped; ``args`` may be arrays or
     ``jax.ShapeDtypeStruct``s). Every Mosaic GPU kernel the lowering builds in
-    warpgroup semantics (Pallas ``plgpu`` kernels with
-    ``LoweringSemantics.Warpgroup``, ``as_gpu_kernel`` with
-    ``thread_semantics=Warpgroup``) yields one ``CapturedModule``, in order.
+    warpgroup semantics (Pallas Mosaic GPU kernels, unless they ask for
+    ``LoweringSemantics.Lane``; ``as_gpu_kernel`` with
+    ``thread_semantics=Warpgroup``) yields one ``CapturedModule``, in order,
+    holding the module exactly as ``core.lower_mgpu_module`` hands it to the
+    pass (after its ``canonicalize,cse``, with the ``mosaic_gpu.dump_basename``
+    attribute it sets).
 
     The pass that runs is the one in force: smalto inside
     ``smalto.jax.enabled()`` or after ``install()``, JAX's otherwise. ``arch``
@@ -136,19 +139,37 @@ def capture(
     so far are returned, the last one with ``error`` set, rather than raised.
     Any other failure of the lowering propagates.
     """
-    recorder = Recorder()
-    jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
-    if arch is None:
-        # A function lowered before would come from JAX's cache, unseen.
-        jax.clear_caches()
-    with forced_arch(arch) if arch is not None else contextlib.nullcontext(), observing(recorder):
+    with recording(arch) as recorder:
         try:
-            jitted.trace(*args).lower(lowering_platforms=("cuda",))
+            lower_for_cuda(fn, args)
         except Exception as raised:
-            failed = recorder.captured[-1].error if recorder.captured else None
-            if failed is None or not _caused_by(raised, failed):
+            if inference_error(raised, recorder) is None:
                 raise
     return recorder.captured
+
+
+@contextlib.contextmanager
+def recording(arch: tuple[int, int] | None) -> Iterator[Recorder]:
+    """Records every inference call inside the block, with ``arch`` forced if given."""
+    recorder = Recorder()
+    # A kernel lowered before would come from JAX's cache, its inference unseen.
+    jax.clear_caches()
+    with forced_arch(arch) if arch is not None else contextlib.nullcontext(), observing(recorder):
+        yield recorder
+
+
+def lower_for_cuda(fn: Callable[..., Any], args: tuple[Any, ...]) -> jax.stages.Lowered:
+    """``jax.jit(fn)`` lowered for CUDA: runs Pallas' and Mosaic GPU's lowerings, on any host."""
+    jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
+    return jitted.trace(*args).lower(lowering_platforms=("cuda",))
+
+
+def inference_error(raised: BaseException, recorder: Recorder) -> BaseException | None:
+    """The failed inference call behind ``raised``: the last recorded one, if it caused it."""
+    failed = recorder.captured[-1].error if recorder.captured else None
+    if failed is not None and _caused_by(raised, failed):
+        return failed
+    return None
 
 
 def _caused_by(raised: BaseException, error: BaseException) -> bool:

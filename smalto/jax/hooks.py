@@ -1,15 +1,21 @@
 """Routing JAX's layout-inference calls through one dispatcher.
 
-JAX 0.10.2 runs its pass from two places, and both look the function up by
+JAX 0.12.0.1 runs its pass from two places, and both look the function up by
 attribute at call time:
 
-- the Pallas Mosaic GPU lowering calls ``jax.experimental.mosaic.gpu.infer_layout``;
-- ``jax.experimental.mosaic.gpu.core`` (``as_gpu_kernel``) calls
-  ``jax.experimental.mosaic.gpu.layout_inference.infer_layout``.
+- ``jax.experimental.mosaic.gpu.core.lower_mgpu_module``, the one path every
+  warpgroup kernel takes (the Pallas Mosaic GPU lowering and ``as_gpu_kernel``),
+  calls ``layout_inference.infer_layout(module, arch=utils._infer_arch())``;
+- Pallas' layout rules for explicitly laid-out arrays
+  (``jax._src.pallas.mosaic_gpu.layout_rules``) infer small probe modules with
+  ``jax.experimental.mosaic.gpu.infer_layout(module)``.
 
 Replacing those two attributes with ``dispatch`` is therefore enough, and
-putting the saved originals back restores JAX exactly. ``core._infer_arch`` is
-replaced too, but only while an architecture is forced (``forced_arch``).
+putting the saved originals back restores JAX exactly. ``utils._infer_arch`` is
+replaced too, but only while an architecture is forced (``forced_arch``): every
+reader of the target architecture (the module's ``mosaic_gpu.arch_*``
+attributes, the arch handed to inference, Pallas' pipelining) asks it at call
+time.
 
 Everything here is process-wide, as the patch itself is: one ``_Hooks``
 instance records who needs the patch (smalto enabled, observers, a forced
@@ -58,10 +64,11 @@ class Observer:
 
 
 def _jax_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """JAX's package namespace, its inference module, and the module owning ``_infer_arch``."""
     from jax.experimental.mosaic import gpu as mgpu
-    from jax.experimental.mosaic.gpu import core, layout_inference
+    from jax.experimental.mosaic.gpu import layout_inference, utils
 
-    return mgpu, layout_inference, core
+    return mgpu, layout_inference, utils
 
 
 @dataclass
@@ -78,13 +85,13 @@ class _Hooks:
 
     def sync(self) -> None:
         """Patches or restores JAX's attributes to match who needs them."""
-        mgpu, layout_inference, core = _jax_modules()
+        mgpu, layout_inference, utils = _jax_modules()
         wanted: dict[tuple[ModuleType, str], object] = {}
         if self.needed():
             wanted[(mgpu, "infer_layout")] = dispatch
             wanted[(layout_inference, "infer_layout")] = dispatch
         if self.arch is not None:
-            wanted[(core, "_infer_arch")] = _forced_arch
+            wanted[(utils, "_infer_arch")] = _forced_arch
         for key in list(self.saved):
             if key not in wanted:
                 _restore(key, self.saved.pop(key))
@@ -130,9 +137,9 @@ def jax_infer_layout() -> Callable[..., None]:
 
 
 def jax_infer_arch() -> Callable[[], tuple[int, int]]:
-    """JAX's own ``core._infer_arch``, whether or not an architecture is forced."""
-    _, _, core = _jax_modules()
-    return _HOOKS.original(core, "_infer_arch")  # type: ignore[return-value]
+    """JAX's own ``utils._infer_arch``, whether or not an architecture is forced."""
+    _, _, utils = _jax_modules()
+    return _HOOKS.original(utils, "_infer_arch")  # type: ignore[return-value]
 
 
 def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int] = (9, 0)) -> None:
