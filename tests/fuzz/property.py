@@ -201,11 +201,14 @@ def judge(
             # that its constraints do not state).
             return verdict("jax-answer-rejected-by-checker", str(jax_violations[0]))
         return verdict("checker-rejects", str(violations[0]))
+    decided = ("ok", "unsat", "fuel", "unsupported")
     if (jax_outcome == "unsupported") != (outcome == "unsupported") and (
-        jax_outcome in ("ok", "unsat", "unsupported") and outcome in ("ok", "unsat", "unsupported")
+        jax_outcome in decided and outcome in decided
     ):
         # A drop-in raises what JAX raises: NotImplementedError for what is not
-        # supported, ValueError (InferenceError) for what has no layouts.
+        # supported, ValueError (InferenceError) for what has no layouts. (A
+        # pass that ran out of fuel had a rule for every op: NotImplementedError
+        # comes only from deriving the system.)
         return verdict(
             "error-type-differs", f"JAX: {jax_outcome} ({jax_detail}); smalto: {outcome} ({detail})"
         )
