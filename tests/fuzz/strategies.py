@@ -207,6 +207,7 @@ class Builder:
         self.scope = Scope()
         self.depth = 0
         self.args: list[str] = []  # the kernel's GMEM refs, by type
+        self.alias_ids: dict[int, str] = {}  # alias id -> the type of its first slice
 
     # --- plumbing ---------------------------------------------------------------
 
@@ -350,8 +351,20 @@ class Builder:
     def slice(self, shape: tuple[int, ...], elt: str) -> Ref:
         name = self.fresh("r")
         ty = smem_type(shape, elt)
+        alias = ""
+        if self.flip(0.12):
+            # jax 0.12 keys aliased slices by alias_id alone: slices with one id
+            # share their transforms (and must have one shape, else JAX fails
+            # at once) whatever the offset.
+            same = [i for i, t in self.alias_ids.items() if t == ty]
+            ids = same if self.flip(0.97) else list(self.alias_ids)
+            if not ids or self.flip(0.3):
+                ids = [len(self.alias_ids) + 1]
+                self.alias_ids[ids[0]] = ty
+            alias = f"alias_id = {self.choose(ids)} : i64, "
         self.emit(
-            f'{name} = "mosaic_gpu.slice_smem"() <{{offset = {self.offset} : i32}}> : () -> {ty}'
+            f'{name} = "mosaic_gpu.slice_smem"() <{{{alias}offset = {self.offset} : i32}}> : '
+            f"() -> {ty}"
         )
         self.offset += 65536
         return Ref(name, shape, elt, ty)
