@@ -354,10 +354,9 @@ class Builder:
         alias = ""
         if self.flip(0.12):
             # jax 0.12 keys aliased slices by alias_id alone: slices with one id
-            # share their transforms (and must have one shape, else JAX fails
-            # at once) whatever the offset.
-            same = [i for i, t in self.alias_ids.items() if t == ty]
-            ids = same if self.flip(0.97) else list(self.alias_ids)
+            # share their transforms whatever the offset. They must have one
+            # shape (else JAX fails at once), so an id is kept to one type.
+            ids = [i for i, t in self.alias_ids.items() if t == ty]
             if not ids or self.flip(0.3):
                 ids = [len(self.alias_ids) + 1]
                 self.alias_ids[ids[0]] = ty
