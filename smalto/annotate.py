@@ -9,9 +9,8 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import Role, System
-from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache
-from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Op, Program
 
 ATTRIBUTE_NAMES = (
@@ -30,15 +29,13 @@ def plan_attributes(
     """The attributes to set, per op id, in op order."""
     cache = AttributeCache()
     ops = program.ops
-    infos = program.values
     # Per op, per role (operands, results): per index, the element attribute
     # and which list it goes in (None: no site there).
     per_op: dict[int, tuple[list[_Entry | None], list[_Entry | None]]] = {}
     for variable in system.variables:
         value = values[variable.id]
-        # A register or TMEM layout is one attribute for all the variable's
-        # sites (built at the first that needs it); transforms depend on each
-        # site's strides (the swizzle).
+        # One attribute for all the variable's sites (built at the first that
+        # needs it): the swizzle is part of an SMEM value, not of each site.
         family = _family(value)
         attr: ir.Attribute | None = None
         for site in variable.sites:
@@ -46,14 +43,12 @@ def plan_attributes(
             if role == _ARGUMENT:
                 continue  # block arguments carry no attributes
             op = ops[site.op]
-            if family == _TRANSFORMS:
-                vid = op.operands[site.index] if role == _OPERAND else op.results[site.index]
-                info = infos[vid]
-                assert isinstance(value, Smem)
-                swizzle = hl.swizzle_for(value.tiling, info.strides or (), info.bitwidth or 8)
-                attr = cache.transforms(value, swizzle)
-            elif attr is None:
-                attr = cache.layout(value)  # type: ignore[arg-type]
+            if attr is None:
+                attr = (
+                    cache.transforms(value)  # type: ignore[arg-type]
+                    if family == _TRANSFORMS
+                    else cache.layout(value)  # type: ignore[arg-type]
+                )
             slots = per_op.get(site.op)
             if slots is None:
                 slots = per_op[site.op] = ([None] * len(op.operands), [None] * len(op.results))

@@ -172,13 +172,29 @@ class TmemTransfer:
 
 
 @record
-class MmaTiling:
-    """An SMEM MMA operand's tiling is (8, swizzle bytes / element bytes)."""
+class OneOf:
+    """``expr`` is one of ``allowed`` (tried in that order).
+
+    MMA operands take one of a few exact (tiling, swizzle) pairs; TMA gather
+    indices one of the two index layouts. Build it with ``one_of``, which
+    states a single option as the equality it is.
+    """
 
     expr: Expr
-    bitwidth: int
-    allow_unswizzled: bool
+    allowed: tuple[Const, ...]
     origin: int
+
+
+def one_of(expr: Expr, allowed: tuple[Const, ...], origin: int) -> OneOf | Equal:
+    """``OneOf`` without repeated options; a single option is an ``Equal``.
+
+    The equality is then settled by propagation, as a forced value, instead
+    of being a choice the search pays for.
+    """
+    options = tuple(dict.fromkeys(allowed))
+    if len(options) == 1:
+        return Equal(expr, options[0], origin)
+    return OneOf(expr, options, origin)
 
 
 @record
@@ -242,7 +258,7 @@ Constraint = (
     | NotOfKind
     | SmemTransfer
     | TmemTransfer
-    | MmaTiling
+    | OneOf
     | Divides
     | MinorTileDivisible
     | Broadcast
@@ -267,7 +283,7 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     TmemTransfer: attrgetter("tmem", "reg"),
     **{
         kind: lambda c: (c.expr,)
-        for kind in (NotOfKind, MmaTiling, Divides, MinorTileDivisible, StoreRegisters, FullyTiled)
+        for kind in (NotOfKind, OneOf, Divides, MinorTileDivisible, StoreRegisters, FullyTiled)
     },
 }
 

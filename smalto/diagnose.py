@@ -23,8 +23,8 @@ from smalto.constraints import (
     Fixed,
     FullyTiled,
     MinorTileDivisible,
-    MmaTiling,
     NotOfKind,
+    OneOf,
     Reduce,
     Relayout,
     Reshape,
@@ -298,12 +298,12 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
                 f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
                 "supported TMEM transfer"
             )
-        case MmaTiling(expr=expr, bitwidth=bitwidth):
+        case OneOf(expr=expr, allowed=allowed):
             v = _expr_var(expr)
-            tilings = sorted(hl.mma_tilings(bitwidth, element.allow_unswizzled))
+            options = ", ".join(describe_value(a) for a in allowed)
             return (
-                f"the SMEM operand {namer.var(v) if v is not None else ''} of {at} must be tiled "
-                f"for the MMA: one of {', '.join(map(str, tilings))}"
+                f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
+                f"{options}"
             )
         case Divides(expr=expr, multiple=multiple):
             v = _expr_var(expr)
@@ -497,17 +497,18 @@ def _transfer_alternatives(
     if not isinstance(tiling, Smem) or not isinstance(reg, Reg):
         return None
     args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode)
-    tilings = [(8, 8 * sw // transfer.bitwidth) for sw in hl.SWIZZLES]
+    tilings = [((8, 8 * sw // transfer.bitwidth), sw) for sw in hl.SWIZZLES]
     good_tilings = [
         t
-        for t in tilings
-        if hl.fits(Smem(t), transfer.shape) and smem_transfer_supported(t, reg.layout, *args)
+        for t, sw in tilings
+        if hl.fits(Smem(t, sw), transfer.shape)
+        and smem_transfer_supported(t, sw, reg.layout, *args)
     ]
     good_layouts = [
         name
         for name, layout in REGISTER_LAYOUTS.items()
         if hl.fits(Reg(layout), transfer.shape)
-        and smem_transfer_supported(tiling.tiling, layout, *args)
+        and smem_transfer_supported(tiling.tiling, tiling.swizzle, layout, *args)
     ]
     parts = [
         f"{namer.var(r)} is {describe_value(reg)} and the SMEM ref {namer.var(s)} is "

@@ -29,8 +29,8 @@ from smalto.constraints import (
     Equal,
     Fixed,
     MinorTileDivisible,
-    MmaTiling,
     NotOfKind,
+    OneOf,
     Reduce,
     Relayout,
     Reshape,
@@ -296,8 +296,12 @@ class Explainer:
                 else:
                     text = f"its registers in {self.op_text(c.origin)} need it"
                 return text, "moves with", others
-            case MmaTiling():
-                return f"it is an MMA operand of {self.op_text(c.origin)}", "is read by", others
+            case OneOf():
+                return (
+                    f"it is an MMA operand or gather index of {self.op_text(c.origin)}",
+                    "is read by",
+                    others,
+                )
             case NotOfKind(kind=kind):
                 return (
                     f"{self.op_text(c.origin)} rules out a {kind.value} layout",
@@ -328,8 +332,8 @@ class Explainer:
                 return "the TMEM transfer"
             case Relayout():
                 return "the cast"
-            case MmaTiling():
-                return "the MMA operand"
+            case OneOf():
+                return "the MMA operand or gather index"
         return "the requirement"
 
     # --- all values -------------------------------------------------------------------

@@ -247,12 +247,22 @@ def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
 
 
 def _element_bitwidth(element_type: ir.Type) -> int | None:
+    """The element's width in bits, as JAX's lowering counts it; None where it has none.
+
+    Only powers of two are widths the lowering supports. The packed 6-bit
+    types count whole: 16 values in 128 bits (``b6x16_p32``), one in a byte
+    (``p2b6``).
+    """
     if isinstance(element_type, ir.FloatTF32Type):
         return 32
     if isinstance(element_type, ir.IntegerType):
         width = ir.IntegerType(element_type).width
     elif isinstance(element_type, ir.FloatType):
         width = ir.FloatType(element_type).width
+    elif isinstance(element_type, mgpu.B6x16P32Type):
+        width = 128
+    elif isinstance(element_type, mgpu.P2B6Type):
+        width = 8
     else:
         return None
     return width if width > 0 and width.bit_count() == 1 else None

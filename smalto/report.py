@@ -22,7 +22,6 @@ from smalto.draw.pictures import register_grid, smem_grid, tmem_grid
 from smalto.draw.render import Grid, render
 from smalto.draw.smem import smem_placement
 from smalto.explain import Explainer
-from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference
@@ -81,10 +80,10 @@ class _Page:
 
     def layout_entry(self, value: Const, vid: int) -> _Layout:
         info = self.program.values[vid]
-        swizzle = 16
+        swizzle = 16  # the drawing's "no swizzle"
         if isinstance(value, Smem):
-            swizzle = hl.swizzle_for(value.tiling, info.strides or (), info.bitwidth or 8)
-            key: object = (value, swizzle, info.bitwidth)
+            swizzle = value.swizzle or 16
+            key: object = (value, info.bitwidth)
         else:
             key = value
         entry = self.layouts.get(key)
@@ -92,7 +91,7 @@ class _Page:
             title = describe_value(value)
             order = None
             if isinstance(value, Smem) and value.tiling is not None:
-                title += f", swizzle {swizzle} ({info.bitwidth}-bit elements)"
+                title += f" ({info.bitwidth}-bit elements)"
                 order = _memory_order(info.strides, len(value.tiling))
                 if order is not None:
                     title += ", seen transposed"

@@ -57,8 +57,10 @@ class CorpusEntry:
 
 
 def corpus_root() -> Path | None:
-    """The shared corpus (``../shared/corpus`` next to the repository), if present."""
-    root = REPO_ROOT.parent / "shared" / "corpus"
+    """The shared corpus, if present: ``$SMALTO_CORPUS_ROOT``, else ``../shared/corpus``
+    next to the repository (a checkout elsewhere, such as a git worktree, sets the variable)."""
+    configured = os.environ.get("SMALTO_CORPUS_ROOT")
+    root = Path(configured) if configured else REPO_ROOT.parent / "shared" / "corpus"
     return root if (root / "index.json").is_file() else None
 
 

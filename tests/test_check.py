@@ -38,13 +38,24 @@ def splat(shape: tuple[int, ...]) -> str:
     return f"#mosaic_gpu.WGSplatFragLayout<[{', '.join(map(str, shape))}]>"
 
 
-def tiled(*tiling: int) -> str:
-    """An SMEM transform list: the tile and the swizzle it implies for 16-bit elements."""
-    swizzle = tiling[-1] * 2
-    swizzle = swizzle if swizzle in (32, 64, 128) else 16
-    return (
-        f"[#mosaic_gpu.tile<[{', '.join(map(str, tiling))}]>, #mosaic_gpu.swizzle<{swizzle} : i32>]"
-    )
+def tiled(*tiling: int, swizzle: int | None | str = "implied") -> str:
+    """An SMEM transform list as jax 0.12.0.1 writes it: ``[tile]`` or ``[tile, swizzle]``.
+
+    By default the swizzle is the minor tile's width for 16-bit elements, where
+    that is 32, 64 or 128 bytes (what JAX conjures); ``swizzle=None`` leaves it out.
+    """
+    if swizzle == "implied":
+        width = tiling[-1] * 2
+        swizzle = width if width in (32, 64, 128) else None
+    tile = f"#mosaic_gpu.tile<[{', '.join(map(str, tiling))}]>"
+    if swizzle is None:
+        return f"[{tile}]"
+    return f"[{tile}, #mosaic_gpu.swizzle<{swizzle} : i32>]"
+
+
+def swizzled(swizzle: int) -> str:
+    """A swizzle alone, no tiling (new in jax 0.12.0.1)."""
+    return f"[#mosaic_gpu.swizzle<{swizzle} : i32>]"
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -351,11 +362,17 @@ def test_ref_used_with_other_transforms_than_defined() -> None:
     caught(module, "mosaic_gpu.vector_store", "but the ref was defined with")
 
 
-def test_swizzle_that_does_not_match_the_tiling() -> None:
+def test_swizzle_wider_than_the_minor_tile() -> None:
     module = annotated(POINTWISE)
-    bad = "[#mosaic_gpu.tile<[8, 64]>, #mosaic_gpu.swizzle<64 : i32>]"
-    set_attr(module, "mosaic_gpu.slice_smem", "out_transforms", f"[{bad}]")
-    caught(module, "mosaic_gpu.slice_smem", "swizzle 64 does not match tiling (8, 64)")
+    # A 32-element (64-byte) minor tile of f16 cannot hold a 128-byte swizzle.
+    bad = tiled(8, 32, swizzle=128)
+    for op, attr in (
+        ("mosaic_gpu.slice_smem", "out_transforms"),
+        ("mosaic_gpu.vector_load", "in_transforms"),
+        ("mosaic_gpu.vector_store", "in_transforms"),
+    ):
+        set_attr(module, op, attr, f"[{bad}]")
+    caught(module, "mosaic_gpu.slice_smem", "do not divide the minor tile dim (32)")
 
 
 def test_async_store_smem_needs_a_tiled_layout() -> None:
@@ -431,13 +448,18 @@ def test_wgmma_register_a_must_be_wgmma() -> None:
 def test_wgmma_b_needs_an_mma_tiling() -> None:
     module = annotated(wgmma_kernel(True))
     set_attr(module, "mosaic_gpu.wgmma", "in_transforms", f"[{tiled(64, 8)}]")
-    caught(module, "mosaic_gpu.wgmma", "an MMA operand of 16-bit elements needs one of")
+    caught(
+        module,
+        "mosaic_gpu.wgmma",
+        "an MMA reads a 16-bit operand of shape (64, 128) only as one of: "
+        "tiled (8, 64), swizzle 128; tiled (8, 32), swizzle 64; tiled (8, 16), swizzle 32",
+    )
 
 
 def test_wgmma_a_and_b_must_be_tiled_alike() -> None:
     module = annotated(wgmma_kernel(False))
     set_entry(module, "mosaic_gpu.wgmma", "in_transforms", 0, tiled(8, 32))
-    caught(module, "mosaic_gpu.wgmma", "A must be tiled (8, 64) to match B")
+    caught(module, "mosaic_gpu.wgmma", "A must be tiled (8, 64), swizzle 128 to match B")
 
 
 # Reductions, broadcasts, reshapes, slices, casts.
@@ -654,10 +676,20 @@ def test_transpose_permutes_the_tiling() -> None:
 """
         )
     )
-    # Transposed, the minor tile by strides is the first: (64, 8) swizzles 128 bytes.
-    wrong = "[#mosaic_gpu.tile<[64, 8]>, #mosaic_gpu.swizzle<128 : i32>]"
-    set_attr(module, "memref.transpose", "out_transforms", f"[{wrong}]")
-    caught(module, "memref.transpose", "gives tiling")
+    # The ref is tiled (8, 64) with a 128-byte swizzle; its transpose must be
+    # tiled (64, 8) and keep the swizzle (a physical property of the memory).
+    for op, attr in (
+        ("mosaic_gpu.slice_smem", "out_transforms"),
+        ("memref.transpose", "in_transforms"),
+    ):
+        set_attr(module, op, attr, f"[{tiled(8, 64)}]")
+    for wrong in (tiled(64, 8, swizzle=None), tiled(64, 8, swizzle=64)):
+        set_attr(module, "memref.transpose", "out_transforms", f"[{wrong}]")
+        caught(module, "memref.transpose", "gives tiled (64, 8), swizzle 128, not")
+    set_attr(module, "memref.transpose", "out_transforms", f"[{tiled(64, 8, swizzle=128)}]")
+    set_attr(module, "mosaic_gpu.vector_load", "in_transforms", f"[{tiled(64, 8, swizzle=128)}]")
+    set_attr(module, "mosaic_gpu.vector_load", "out_layouts", f"[{WGMMA}]")
+    assert [v for v in check(module) if v.op == "memref.transpose"] == []
 
 
 def test_slices_with_the_same_alias_id_are_one_ref() -> None:
@@ -824,7 +856,7 @@ def test_tmem_alloc_address_is_untiled() -> None:
         "[[#mosaic_gpu.tile<[1]>, #mosaic_gpu.swizzle<16 : i32>]]",
     )
     # The address word is a 0-D ref: no tiling fits it at all.
-    caught(module, "mosaic_gpu.tmem_alloc", "tiling (1,) has more dims", BLACKWELL)
+    caught(module, "mosaic_gpu.tmem_alloc", "a scalar ref takes no tiling or swizzle", BLACKWELL)
 
 
 # --- the command line ------------------------------------------------------------------------

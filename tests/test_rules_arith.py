@@ -5,9 +5,10 @@ has one layout (the lowering works register by register), whatever the
 element types; a splat constant starts as a splat and is relaid out at each
 use; a dense (non-splat) constant is data in registers, so never a splat.
 
-Where JAX 0.10.2 has a rule for every op of the module, smalto's attributes
-must be JAX's. JAX has none for some pointwise ops (``JAX_LACKS``); for those
-the layouts must follow the same requirement: the operands' layout.
+Where JAX 0.12.0.1 has a rule for every op of the module, smalto's attributes
+must be JAX's. JAX has none for some pointwise ops (``JAX_LACKS``); smalto
+goes beyond it there, and the layouts must follow the same requirement: the
+operands' layout.
 """
 
 from __future__ import annotations
@@ -149,17 +150,15 @@ POINTWISE = [
     _cast("arith.uitofp", "i32", "f32"),
 ]
 
-# Pointwise ops JAX 0.10.2's pass has no rule for (it raises NotImplementedError).
+# Pointwise ops JAX 0.12.0.1's pass has no rule for (it raises NotImplementedError);
+# 0.12 added arith.negf, math.log2 and math.sqrt, which 0.10.2 lacked too.
 JAX_LACKS = frozenset(
     {
-        "arith.negf",
         "arith.maxnumf",
         "arith.minnumf",
         "arith.ceildivsi",
         "arith.ceildivui",
-        "math.log2",
         "math.log1p",
-        "math.sqrt",
         "math.erf",
         "math.powf",
         "math.atan2",
@@ -251,8 +250,9 @@ def test_pointwise_of_splats_stays_splat(name: str):
     assert set(in_layouts(target) + out_layouts(target)) == {splat(*SHAPE)}
 
 
-def test_a_chain_of_ops_jax_lacks_follows_its_operand():
-    """negf, sqrt and log2 between a WGMMA value and a store keep WGMMA all the way."""
+def test_a_chain_of_ops_new_in_jax_0_12_follows_its_operand():
+    """negf, sqrt and log2 (rules new in JAX 0.12) between a WGMMA value and a store keep
+    WGMMA all the way, as in JAX's pass."""
     v = vec(SHAPE, "f32")
     text = kernel(
         [
@@ -265,10 +265,34 @@ def test_a_chain_of_ops_jax_lacks_follows_its_operand():
         ],
         [gmem(SHAPE, "f32")],
     )
-    module = run_smalto(text)
+    module = infer_like_jax(text)
     for name in ("arith.negf", "math.sqrt", "math.log2"):
         target = op(module, name)
         assert in_layouts(target) == [WGMMA] and out_layouts(target) == [WGMMA], name
+    assert in_layouts(op(module, "mosaic_gpu.vector_store")) == [WGMMA]
+
+
+def test_a_chain_of_ops_jax_lacks_follows_its_operand():
+    """maxnumf, log1p, erf and atan2 (no JAX rule): smalto keeps the cast WGMMA layout."""
+    v = vec(SHAPE, "f32")
+    module = run_smalto(
+        kernel(
+            [
+                vector_load("x", "arg0", gmem(SHAPE, "f32"), v),
+                layout_cast("y", "x", v, WGMMA),
+                f"%c = arith.constant dense<1.0> : {v}",
+                f"%m = arith.maxnumf %y, %c : {v}",
+                f"%p = math.log1p %m : {v}",
+                f"%e = math.erf %p : {v}",
+                f"%a = math.atan2 %e, %y : {v}",
+                vector_store("a", v, "arg0", gmem(SHAPE, "f32")),
+            ],
+            [gmem(SHAPE, "f32")],
+        )
+    )
+    for name in ("arith.maxnumf", "math.log1p", "math.erf", "math.atan2"):
+        target = op(module, name)
+        assert set(in_layouts(target) + out_layouts(target)) == {WGMMA}, name
     assert in_layouts(op(module, "mosaic_gpu.vector_store")) == [WGMMA]
 
 

@@ -22,7 +22,7 @@ class AttributeCache:
 
     def __init__(self) -> None:
         self._layouts: dict[object, ir.Attribute] = {}
-        self._transforms: dict[tuple[tuple[int, ...] | None, int], ir.Attribute] = {}
+        self._transforms: dict[Smem, ir.Attribute] = {}
 
     def layout(self, value: Reg | Tmem) -> ir.Attribute:
         attr = self._layouts.get(value)
@@ -31,16 +31,17 @@ class AttributeCache:
             self._layouts[value] = attr
         return attr
 
-    def transforms(self, value: Smem, swizzle: int) -> ir.Attribute:
-        key = (value.tiling, swizzle)
-        attr = self._transforms.get(key)
+    def transforms(self, value: Smem) -> ir.Attribute:
+        """``[tile]``, ``[tile, swizzle]``, ``[swizzle]`` or ``[]``: only what the value has."""
+        attr = self._transforms.get(value)
         if attr is None:
             parts = []
             if value.tiling is not None:
                 parts.append(mgpu.TileTransformAttr.get(value.tiling))
-                parts.append(mgpu.SwizzleTransformAttr.get(mgpu.SwizzlingMode(swizzle)))
+            if value.swizzle is not None:
+                parts.append(mgpu.SwizzleTransformAttr.get(mgpu.SwizzlingMode(value.swizzle)))
             attr = ir.ArrayAttr.get(parts)
-            self._transforms[key] = attr
+            self._transforms[value] = attr
         return attr
 
 
@@ -50,7 +51,7 @@ class AttributeCache:
 # holds only immutable keys and values. Bounded, lest a long session grow it.
 _DECODED_LIMIT = 4096
 _layouts_by_text: dict[str, fa.FragmentedLayout] = {}
-_transforms_by_text: dict[str, tuple[tuple[int, ...] | None, int | None]] = {}
+_transforms_by_text: dict[str, Smem] = {}
 
 
 def decode_layout(attr: ir.Attribute) -> fa.FragmentedLayout:
@@ -72,8 +73,12 @@ def decode_tmem_layout(attr: ir.Attribute) -> tcgen05.TMEMLayout:
     return tcgen05.TMEMLayout(layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim)
 
 
-def decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int | None]:
-    """(tiling, swizzle) from a transform list: [], [tile] or [tile, swizzle]."""
+def decode_transforms(attrs: ir.ArrayAttr) -> Smem:
+    """The SMEM value of a transform list: ``[]``, ``[tile]``, ``[tile, swizzle]`` or ``[swizzle]``.
+
+    A tile alone means unswizzled; ``swizzle<16>`` (no swizzle) reads as none.
+    Raises NotImplementedError for other lists, ValueError for a bad swizzle.
+    """
     text = str(attrs)
     decoded = _transforms_by_text.get(text)
     if decoded is None:
@@ -84,13 +89,19 @@ def decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int 
     return decoded
 
 
-def _decode_transforms(attrs: ir.ArrayAttr) -> tuple[tuple[int, ...] | None, int | None]:
+def _swizzle_bytes(mode: mgpu.SwizzlingMode) -> int | None:
+    return None if mode == mgpu.SwizzlingMode.kNoSwizzle else int(mode)
+
+
+def _decode_transforms(attrs: ir.ArrayAttr) -> Smem:
     transforms = [jax_layouts.from_transform_attr(a) for a in attrs]
     match transforms:
         case []:
-            return None, None
+            return Smem(None, None)
         case [lc.TileTransform() as tile]:
-            return tuple(tile.tiling), None
+            return Smem(tuple(tile.tiling), None)
         case [lc.TileTransform() as tile, mgpu.SwizzlingMode() as swizzle]:
-            return tuple(tile.tiling), int(swizzle)
-    raise NotImplementedError(f"unsupported SMEM transforms {transforms}")
+            return Smem(tuple(tile.tiling), _swizzle_bytes(swizzle))
+        case [mgpu.SwizzlingMode() as swizzle]:
+            return Smem(None, _swizzle_bytes(swizzle))
+    raise NotImplementedError(f"Unsupported transforms {transforms}")

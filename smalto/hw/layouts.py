@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
-from jax.experimental.mosaic.gpu import tcgen05
+from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
@@ -31,7 +32,6 @@ TMA_INDICES_4 = fa.TMA_INDICES_4_LAYOUT
 
 WARPGROUP_SIZE = fa.WARPGROUP_SIZE
 SWIZZLES = (128, 64, 32)  # widest first: wider swizzles avoid more bank conflicts
-NO_SWIZZLE = 16
 
 
 @cache
@@ -48,10 +48,11 @@ def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
 def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     """The widest strided layout for a vector, or None where none exists.
 
-    Each thread of the warpgroup holds vectors of at most 8 bytes, and the
-    element count must split evenly over the 128 threads.
+    Each thread of the warpgroup holds vectors of at most 64 bits, and the
+    element count must split evenly over the 128 threads; a vector of
+    sub-byte elements must still fill whole bytes.
     """
-    if bitwidth is None or bitwidth % 8:
+    if bitwidth is None:
         return None
     size = math.prod(shape)
     if size % WARPGROUP_SIZE:
@@ -59,7 +60,9 @@ def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
     vec_size = min(64 // bitwidth, size // WARPGROUP_SIZE)
     while vec_size and size % (vec_size * WARPGROUP_SIZE):
         vec_size //= 2
-    return strided(shape, vec_size) if vec_size else None
+    if not vec_size or (vec_size * bitwidth) % 8:
+        return None
+    return strided(shape, vec_size)
 
 
 # --- validity of a value for a shape ---------------------------------------
@@ -84,7 +87,11 @@ def _smem_tiling_applies(tiling: tuple[int, ...], shape: tuple[int, ...]) -> boo
 
 
 def fits(value: Const, shape: tuple[int, ...]) -> bool:
-    """Whether ``value`` can be the layout of a value of this shape."""
+    """Whether ``value`` can be the layout of a value of this shape.
+
+    For SMEM this is only the shape's part (the tiling tiles it); the full
+    test, with the ref's strides and element width, is ``smem_valid``.
+    """
     # Dispatch on the exact class (values are final classes): the solver asks
     # this at every assignment.
     kind = type(value)
@@ -95,11 +102,62 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
         return layout.shape == shape
     if kind is Smem:
         tiling = value.tiling  # type: ignore[union-attr]
-        # A tiling of higher rank than the ref has no swizzle and no lowering.
+        # A tiling of higher rank than the ref has no lowering.
         return tiling is None or (len(tiling) <= len(shape) and _smem_tiling_applies(tiling, shape))
     if kind is Tmem:
         return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
     raise TypeError(value)
+
+
+@cache
+def smem_valid(
+    value: Smem, shape: tuple[int, ...], strides: tuple[int, ...] | None, bitwidth: int | None
+) -> bool:
+    """Whether an SMEM ref of this type can take these transforms.
+
+    The tiling must tile the shape; a swizzle must fit in the minor dimension
+    (of the tile, when tiled); refs with two unit-stride dims take no swizzle.
+    Raises NotImplementedError (as JAX's pass does) for an empty tiling and for
+    a ref whose smallest stride is not 1.
+    """
+    tiling, swizzle = value.tiling, value.swizzle
+    if tiling is not None and not tiling:
+        raise NotImplementedError("Empty tiling unsupported")
+    if not shape:
+        return tiling is None and swizzle is None
+    if strides is None or bitwidth is None:
+        return swizzle is None and fits(value, shape)  # a type we cannot read: be strict
+    if min(strides) != 1:
+        raise NotImplementedError("We cannot apply swizzle to non-contiguous refs")
+    swizzle_elems = 8 * swizzle // bitwidth if swizzle is not None else None
+    # A unit dim next to the minor one: the swizzle's direction is ambiguous.
+    repeated_unit_stride = strides.count(1) > 1
+    if tiling is None:
+        if swizzle_elems is None:
+            return True
+        if repeated_unit_stride:
+            return False
+        return shape[_argmin(strides)] % swizzle_elems == 0
+    try:
+        lc.TileTransform(tiling).transform_shape(shape)
+        if repeated_unit_stride:
+            return swizzle_elems is None
+        tiled_strides = dialect_lowering.tile_strides(strides, tiling)
+    except ValueError:
+        return False
+    if swizzle_elems:
+        return tiling[_argmin(tiled_strides[-len(tiling) :])] % swizzle_elems == 0
+    return True
+
+
+def tile_transform_text(tiling: tuple[int, ...]) -> str:
+    """A tiling as JAX prints it in messages: ``TileTransform(tiling=(8, 64), rounding=None)``."""
+    return str(lc.TileTransform(tiling))
+
+
+def _argmin(values: tuple[int, ...]) -> int:
+    """The first index of the smallest value."""
+    return min(range(len(values)), key=values.__getitem__)
 
 
 # --- relayouts ----------------------------------------------------------------
@@ -125,9 +183,11 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
         if src == a and dst == b:
             return True
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
+    # The 2x <-> 1x conversion is one shuffle, implemented both ways for the
+    # same bitwidths.
     two_to_one = fa.can_relayout_wgmma_2x_to_wgmma(bitwidth)
     four_to_two = fa.can_relayout_wgmma_4x_to_wgmma_2x(bitwidth)
-    if src == upcast_2x and dst == WGMMA:
+    if (src == upcast_2x and dst == WGMMA) or (src == WGMMA and dst == upcast_2x):
         return two_to_one
     if src == upcast_4x and dst == upcast_2x:
         return four_to_two
@@ -137,8 +197,12 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
 
 
 def splat_fits_tiled(shape: tuple[int, ...], tiled: fa.TiledLayout) -> bool:
-    """A splat broadcasts into a tiled layout when the tile divides its shape."""
-    return all(d % t == 0 for d, t in zip(shape, tiled.base_tile_shape, strict=False))
+    """A splat broadcasts into a tiled layout when the tile divides its trailing dims.
+
+    The tile covers the minor dims of the value, so the splat needs at least
+    as many dims as the tile, and each of the trailing ones a multiple of it.
+    """
+    return layouts_lib.splat_is_compatible_with_tiled(fa.WGSplatFragLayout(shape), tiled)
 
 
 @cache
@@ -280,22 +344,24 @@ def collapsed_tiling(
 # --- SMEM ------------------------------------------------------------------------
 
 
-@cache
-def swizzle_for(tiling: tuple[int, ...] | None, strides: tuple[int, ...], bitwidth: int) -> int:
-    """The swizzle (bytes) a tiling implies: the minor tile's width, if it is one."""
-    if tiling is None:
-        return NO_SWIZZLE
-    tail = strides[-len(tiling) :]
-    minor = tiling[min(range(len(tail)), key=tail.__getitem__)]
-    bits = minor * bitwidth
-    if bits % 8:
-        raise ValueError(f"minor tile of {minor} x {bitwidth}-bit elements is not byte aligned")
-    return bits // 8 if bits // 8 in SWIZZLES else NO_SWIZZLE
+def mma_smem_options(
+    shape: tuple[int, ...], bitwidth: int, transposed: bool, allow_unswizzled: bool
+) -> tuple[tuple[Smem, ...], tuple[int, int]]:
+    """The SMEM transforms an MMA operand may have, widest swizzle first.
 
-
-def mma_tilings(bitwidth: int, allow_unswizzled: bool) -> frozenset[tuple[int, int]]:
-    swizzles = (*SWIZZLES, NO_SWIZZLE) if allow_unswizzled else SWIZZLES
-    return frozenset((8, 8 * s // bitwidth) for s in swizzles)
+    Each swizzle s pairs with the tile (8, 8·s/bitwidth) (transposed refs: the
+    tile transposed); ``allow_unswizzled`` adds the 16-byte tile without
+    swizzle last. Only tiles that divide the 2-D ``shape`` are kept. Also
+    returns the last tile tried, which the error names when none is kept.
+    """
+    options: list[Smem] = []
+    tiling = (8, 8)
+    for swizzle in (*SWIZZLES, None) if allow_unswizzled else SWIZZLES:
+        elems = (swizzle or 16) * 8 // bitwidth
+        tiling = (elems, 8) if transposed else (8, elems)
+        if all(s % t == 0 for s, t in zip(shape, tiling, strict=False)):
+            options.append(Smem(tiling, swizzle))
+    return tuple(options), tiling
 
 
 def is_transposed(strides: tuple[int, ...]) -> bool:
@@ -330,11 +396,16 @@ def tmem_default(packing: int) -> Tmem:
     return Tmem(tcgen05.tmem_default_layout(packing))
 
 
-def mma_layouts(element_type: object) -> object:
-    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``)."""
+def mma_layouts(element_type: object, m: int, n: int) -> object:
+    """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``).
+
+    ``(m, n)`` is the accumulator's shape: it decides how the four warps split
+    between M and N (as many along M as its tile divides). Raises ValueError
+    (JAX's) where no split fits.
+    """
     from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-    return MMALayouts(element_type)
+    return MMALayouts.for_shape(element_type, m, n)
 
 
 __all__ = ["UNTILED"]

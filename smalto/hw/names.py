@@ -55,10 +55,14 @@ def describe_value(value: Const) -> str:
             return f"a strided layout (vector size {vec})"
         case Reg(layout=layout):
             return register_layout_name(layout) or str(layout)
-        case Smem(tiling=None):
+        case Smem(tiling=None, swizzle=None):
             return "untiled (no SMEM transforms)"
-        case Smem(tiling=tiling):
-            return f"tiled by {tiling}"
+        case Smem(tiling=None, swizzle=swizzle):
+            return f"untiled, swizzled by {swizzle} bytes"
+        case Smem(tiling=tiling, swizzle=None):
+            return f"tiled by {tiling}, unswizzled"
+        case Smem(tiling=tiling, swizzle=swizzle):
+            return f"tiled by {tiling}, swizzled by {swizzle} bytes"
         case Tmem(layout=layout):
             return _tmem_name(layout) or str(layout)
     return str(value)

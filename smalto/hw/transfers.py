@@ -1,74 +1,132 @@
-"""Which SMEM <-> register and TMEM <-> register transfers the lowering supports."""
+"""Which SMEM <-> register and TMEM <-> register transfers the lowering supports.
+
+An SMEM transfer is feasible exactly when the lowering's own schedule,
+``FragmentedArray.transfer_tiled``, can start for it: first through the
+(transposed) ``ldmatrix/stmatrix`` path, then the plain one. Rather than
+restate that schedule (a few hundred lines that change between JAX releases),
+we run its first step on a throw-away ref type, as JAX's pass does, and cache
+the answer: kernels ask about a handful of (layout, tiling, shape) triples.
+"""
 
 from __future__ import annotations
 
 import enum
+import functools
 from functools import lru_cache
 
-from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import builtin, func
+from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.hw import layouts as hl
 
 
 class Transfer(enum.Enum):
-    """How a vector_load/vector_store between SMEM and registers must perform."""
+    """How a vector_load/vector_store between SMEM and registers must perform.
+
+    An op that does not say asks for an optimized transfer.
+    """
 
     OPTIMIZED = "optimized"  # bank-conflict free, or rejected
-    UNOPTIMIZED = "unoptimized"  # any plan will do
-    # Pallas stores without an explicit request: optimized when the ref is
-    # tiled, but an untiled ref may fall back to a plain store.
-    DOWNGRADABLE = "downgradable"
+    UNOPTIMIZED = "unoptimized"  # any schedule will do
 
 
-_TRANSPOSED_REGS = frozenset({fa.TCGEN05_TRANSPOSED_LAYOUT, fa.WGMMA_TRANSPOSED_LAYOUT})
+# What the schedule raises for "this layout cannot move this way"; anything
+# else is a failure of the lowering itself (see `_schedule_starts`).
+_NO_PLAN = (fa.TxMatrixIneligible, fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
 
 
-@lru_cache(maxsize=4096)
+@functools.cache
+def _scratch_context() -> ir.Context:
+    """A context of our own for the throw-away ops: independent of the caller's.
+
+    The ops are erased after each question; types and attributes stay uniqued
+    here, a few per distinct shape.
+    """
+    from jax._src.interpreters import mlir as jax_mlir
+
+    return jax_mlir.make_ir_context()
+
+
+@lru_cache(maxsize=8192)
 def smem_transfer_supported(
     tiling: tuple[int, ...] | None,
+    swizzle: int | None,
     reg: fa.FragmentedLayout,
     shape: tuple[int, ...],
     strides: tuple[int, ...],
     bitwidth: int,
     mode: Transfer,
 ) -> bool:
-    """Whether registers in ``reg`` can move to/from an SMEM ref tiled by ``tiling``."""
+    """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
+
+    Splat and strided values move only through refs with neither tiling nor
+    swizzle. A tiled layout needs the lowering's schedule to exist: an untiled
+    ref counts as one tile spanning the whole shape, and no swizzle is the
+    16-byte (identity) swizzle.
+    """
     if not isinstance(reg, fa.TiledLayout):
-        return tiling is None  # splat and strided values only move untiled
-    smem_transposed = len(strides) >= 2 and strides[-1] > strides[-2]
-    tile = tiling or ()
-    if smem_transposed:
-        return len(tile) == 2 and reg in _TRANSPOSED_REGS
-    if mode is Transfer.UNOPTIMIZED:
-        return True
-    if not tile:
-        if mode is Transfer.DOWNGRADABLE:
-            return True
-        # An untiled ref is treated as one tile covering the whole shape,
-        # without swizzle (as the untiled load/store lowering does).
-        tile = shape
-        tiled_strides = dialect_lowering.tile_strides(strides, tile)
-        swizzle = hl.NO_SWIZZLE
-    else:
-        tiled_strides = dialect_lowering.tile_strides(strides, tile)
-        swizzle = hl.swizzle_for(tile, tiled_strides[-len(tile) :], bitwidth)
-    first_tiled = len(shape) - len(tile)
-    nested_shape: list[tuple[int, ...]] = []
-    nested_strides: list[tuple[int, ...]] = []
-    for i, size in enumerate(shape):
-        t = tile[i - first_tiled] if i >= first_tiled else 1
-        if i >= first_tiled and t != 1:
-            nested_shape.append((size // t, t))
-            nested_strides.append((tiled_strides[i], tiled_strides[i + len(tile)]))
-        else:
-            nested_shape.append((size,))
-            nested_strides.append((tiled_strides[i],))
-    try:
-        fa.plan_tiled_transfer(tuple(nested_shape), tuple(nested_strides), reg, bitwidth, swizzle)
-    except fa.TransferPlanDerivationError:
-        return False
-    return True
+        return tiling is None and swizzle is None
+    return _schedule_starts(
+        tiling or shape, swizzle or 16, reg, shape, strides, bitwidth, mode is Transfer.OPTIMIZED
+    )
+
+
+def _schedule_starts(
+    tiling: tuple[int, ...],
+    swizzle: int,
+    reg: fa.TiledLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    optimized: bool,
+) -> bool:
+    """Runs the first step of ``transfer_tiled`` on a ref of the tiled type.
+
+    Where JAX's pass would crash instead of answering (an exception other than
+    the three "no plan" ones: e.g. a 4-bit layout whose vectors are not whole
+    bytes, or the 8-bit transposed ``ldmatrix`` path, which looks for the
+    target architecture on an enclosing module that the throw-away function
+    does not have), we answer "no": the lowering could not use such a plan
+    either way.
+    """
+    ctx = _scratch_context()
+    with ctx, ir.Location.unknown(ctx):
+        try:
+            ref_type = ir.MemRefType.get(
+                utils.tile_shape(shape, tiling),
+                ir.IntegerType.get_signless(bitwidth),
+                ir.StridedLayoutAttr.get(0, dialect_lowering.tile_strides(strides, tiling)),
+                utils.smem(),
+            )
+        except ValueError:
+            return False  # the tiling does not apply: validity rules it out first
+        # Detached, as in JAX's pass (no enclosing module): see above.
+        scratch = func.FuncOp("smalto_transfer_probe", ir.FunctionType.get([], []))
+        try:
+            with ir.InsertionPoint(scratch.add_entry_block()):
+                ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
+                for use_txmatrix in (True, False):
+                    steps = fa.FragmentedArray.transfer_tiled(
+                        ref,
+                        swizzle,
+                        reg,
+                        shape,
+                        optimized=optimized,
+                        ref_tiling_rank=len(tiling),
+                        use_txmatrix=use_txmatrix,
+                    )
+                    try:
+                        next(steps)
+                    except _NO_PLAN:
+                        continue
+                    except Exception:  # noqa: BLE001 -- JAX's pass would crash here
+                        return False
+                    return True
+                return False
+        finally:
+            scratch.erase()
 
 
 @lru_cache(maxsize=4096)

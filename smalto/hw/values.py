@@ -31,11 +31,27 @@ class Reg:
         return isinstance(self.layout, fa.WGStridedFragLayout)
 
 
+SWIZZLE_WIDTHS = frozenset({32, 64, 128})
+
+
 @record
 class Smem:
-    """SMEM transforms: a tiling (``None``: untiled); the swizzle follows from it."""
+    """SMEM transforms: a tiling (``None``: untiled) and a swizzle in bytes (``None``: none).
+
+    The swizzle is part of the value, not implied by the tiling: a tile-only
+    ref is unswizzled, and a ref may be swizzled without being tiled. The
+    swizzle is physical, so it does not move when a view permutes the tiling.
+    """
 
     tiling: tuple[int, ...] | None
+    swizzle: int | None
+
+    def __post_init__(self) -> None:
+        # JAX's own wording: user code and tests match on it.
+        if self.swizzle and self.swizzle not in SWIZZLE_WIDTHS:
+            raise ValueError(
+                f"Swizzle {self.swizzle} is not supported. Only 32, 64 and 128 are accepted."
+            )
 
 
 @record
@@ -47,4 +63,4 @@ class Tmem:
 
 Const = Reg | Smem | Tmem
 
-UNTILED = Smem(None)
+UNTILED = Smem(None, None)

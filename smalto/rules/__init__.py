@@ -25,7 +25,7 @@ from smalto.constraints import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Const
+from smalto.hw.values import Const, Smem
 from smalto.program import Kind, Op, Program, Value, within
 from smalto.rules.divisibility import Divisibility
 
@@ -55,13 +55,13 @@ class RuleContext:
         self.program = program
         self.arch = arch
         self.system = System()
-        # slice_smem / slice_tmem results with the same (offset, alias_id) are one ref.
-        self.aliases: dict[tuple[str, int, int], int] = {}
+        # slice_smem / slice_tmem results with the same alias_id are one ref.
+        self.aliases: dict[tuple[str, int], int] = {}
         self.divisibility = Divisibility(program)
         # Decoded layout and transform attributes: kernels repeat a few, and
         # decoding one through JAX costs far more than a dictionary lookup.
         self._layouts: dict[tuple[object, bool], Const] = {}
-        self._transforms: dict[object, tuple[tuple[int, ...] | None, int | None]] = {}
+        self._transforms: dict[object, Smem] = {}
 
     # --- sites -----------------------------------------------------------------
 
@@ -115,10 +115,17 @@ class RuleContext:
         for site in sites:
             value = values[value_at(program, site)]
             if value.kind != variable.kind or value.shape != variable.shape:
+                # JAX's phrase first: code written against its pass matches on it.
+                what = "Memory space" if value.kind != variable.kind else "Shape"
+                a, b = (
+                    (variable.kind.name, value.kind.name)
+                    if value.kind != variable.kind
+                    else (variable.shape, value.shape)
+                )
                 raise InferenceError(
-                    f"{self.describe(site)} has type {value.type}, which does not match "
-                    f"the {variable.kind.name} value of shape {variable.shape} it must share "
-                    "a layout with"
+                    f"{what} mismatch between variable and {self.describe(site)}: {a} != {b}. "
+                    f"It has type {value.type}, which does not match the {variable.kind.name} "
+                    f"value of shape {variable.shape} it must share a layout with"
                 )
             # One hash of the site where `in` and then a store would take two.
             known = len(var_of_site)
@@ -140,14 +147,18 @@ class RuleContext:
         return self.new_var(site)
 
     def aliased_var(self, table: str, op: Op, site: Site) -> int:
-        """A slice result's variable: shared with earlier slices of the same alias id."""
+        """A slice result's variable: shared with earlier slices of the same alias id.
+
+        The alias id alone names the ref (not the offset): slices that say they
+        alias are one ref, and must agree on its shape.
+        """
         attributes = op.operation.attributes
         alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
         from jax._src.lib.mlir import ir
 
-        key = (table, int(op.view.offset.value), ir.IntegerAttr(alias).value)
+        key = (table, ir.IntegerAttr(alias).value)
         var = self.aliases.get(key)
         if var is None:
             var = self.new_var(site)
@@ -161,11 +172,19 @@ class RuleContext:
     def require(self, *constraints: Constraint) -> None:
         self.system.constraints.extend(constraints)
 
-    def fix(self, var: int, value: Const, op: Op, what: str) -> None:
-        """Fixes a variable's layout; ``what`` names the operand for the error message."""
+    def fix(
+        self, var: int, value: Const, op: Op, what: str, jax_text: str = "", *, check: bool = True
+    ) -> None:
+        """Fixes a variable's layout; ``what`` names the operand for the error message.
+
+        ``jax_text`` is JAX's own message for a value that does not fit, put
+        first in ours where its pass has one. ``check=False`` leaves the
+        value's fit to the solver, which tests every assignment (an unfit one
+        is then a conflict, not an error at once).
+        """
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
-        if not hl.fits(value, shape):
+        if check and not hl.fits(value, shape):
             from smalto.diagnose import ConflictReport, Requirement, location_text
             from smalto.hw.names import describe_value
 
@@ -177,7 +196,7 @@ class RuleContext:
             report = ConflictReport(
                 [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
             )
-            raise InferenceError(text, conflict=report)
+            raise InferenceError(f"{jax_text} {text}" if jax_text else text, conflict=report)
         self.system.fixed.append(fixed)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
@@ -201,8 +220,8 @@ class RuleContext:
         self._layouts[key] = value
         return value
 
-    def decode_transforms(self, attr: object) -> tuple[tuple[int, ...] | None, int | None]:
-        """(tiling, swizzle) of a transforms attribute (see ``encode.decode_transforms``)."""
+    def decode_transforms(self, attr: object) -> Smem:
+        """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""
         from jax._src.lib.mlir import ir
 
         from smalto.hw import encode
@@ -292,7 +311,16 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
 def derive_system(program: Program, arch: tuple[int, int]) -> System:
     """Runs every op's rule and adds the producer/consumer relayouts."""
     # Rules register themselves on import.
-    from smalto.rules import arith, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+    from smalto.rules import (  # noqa: F401
+        arith,
+        concat,
+        llvm,
+        memref,
+        mosaic_gpu,
+        scf,
+        tmem,
+        vector,
+    )
 
     ctx = RuleContext(program, arch)
     rules = RULES

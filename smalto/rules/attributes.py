@@ -20,3 +20,16 @@ def ints(attr: ir.Attribute) -> tuple[int, ...]:
         return tuple([attr[i] for i in range(len(attr))])
     array = ir.ArrayAttr(attr)
     return tuple([ir.IntegerAttr(array[i]).value for i in range(len(array))])
+
+
+def segment(operation: ir.Operation, index: int) -> range:
+    """The operand positions of segment ``index`` of an op with optional or variadic operands.
+
+    Computed from ``operandSegmentSizes``: an absent optional operand (a
+    size-0 segment) shifts every later one.
+    """
+    sizes = operation.attributes["operandSegmentSizes"]
+    start = 0
+    for i in range(index):
+        start += sizes[i]  # type: ignore[index]
+    return range(start, start + sizes[index])  # type: ignore[index]

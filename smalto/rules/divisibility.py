@@ -16,8 +16,19 @@ from smalto.hw.numbers import prime_factors
 from smalto.program import Kind, Program
 
 _MAX_DEPTH = 10
+# Divisible when both operands are: sums, differences, extrema, and remainders
+# (a - q*b, so divisible by whatever divides both a and b).
 _BOTH = frozenset(
-    {"arith.addi", "arith.subi", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"}
+    {
+        "arith.addi",
+        "arith.subi",
+        "arith.maxsi",
+        "arith.minsi",
+        "arith.maxui",
+        "arith.minui",
+        "arith.remui",
+        "arith.remsi",
+    }
 )
 
 

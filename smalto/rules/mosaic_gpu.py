@@ -11,13 +11,13 @@ from smalto.constraints import (
     FullyTiled,
     LayoutKind,
     MinorTileDivisible,
-    MmaTiling,
     Reduce,
     Relayout,
     SmemTransfer,
     StoreRegisters,
     Transpose,
     Var,
+    one_of,
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
@@ -25,7 +25,7 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import ints
+from smalto.rules.attributes import ints, segment
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -52,18 +52,13 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     """A load into registers: not a splat; from SMEM, a transfer plan must exist."""
     dest = ctx.new_var(ctx.result(op, 0))
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
-    optimized = _optional_bool(op, "optimized")
-    mode = Transfer.UNOPTIMIZED if optimized is False else Transfer.OPTIMIZED
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 0, dest, mode)
+        _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
 
 
-def _store_mode(op: Op) -> Transfer:
-    # Pallas stores that ask for nothing may fall back to unoptimized on untiled refs.
-    optimized = _optional_bool(op, "optimized")
-    if optimized is None:
-        return Transfer.DOWNGRADABLE
-    return Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+def _transfer_mode(op: Op) -> Transfer:
+    """Optimized unless the op asks for ``optimized = false`` (loads and stores alike)."""
+    return Transfer.UNOPTIMIZED if _optional_bool(op, "optimized") is False else Transfer.OPTIMIZED
 
 
 @rule("mosaic_gpu.vector_store")
@@ -71,7 +66,7 @@ def vector_store(ctx: RuleContext, op: Op) -> None:
     """A store from registers; to SMEM, a transfer plan must exist."""
     value = ctx.new_var(ctx.operand(op, 0))
     if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 1, value, _store_mode(op))
+        _smem_transfer(ctx, op, 1, value, _transfer_mode(op))
 
 
 @rule("mosaic_gpu.async_store_smem")
@@ -116,13 +111,26 @@ def optimization_barrier(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.layout_cast")
 def layout_cast(ctx: RuleContext, op: Op) -> None:
-    """The result has the cast's layout; the operand must be convertible to it."""
+    """The result has the cast's layout; the operand must be convertible to it.
+
+    A ``strict`` cast converts only from a splat: any other operand must
+    already be in the cast layout.
+    """
     operand = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
     layout = ctx.decode(op, op.operation.attributes["new_layout"])
-    ctx.fix(result, layout, op, "the cast result")
+    shape = ctx.program.values[op.operands[0]].shape
+    # JAX's words (sic), for code written against its pass; only built on failure.
+    jax_text = (
+        ""
+        if hl.fits(layout, shape)
+        else f"Cannot cast to layout {layout.layout}: the layout is notcompatible with the "
+        f"operand shape {shape} in {op.operation}."
+    )
+    ctx.fix(result, layout, op, "the cast result", jax_text)
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
-    ctx.require(Relayout(Var(operand), Var(result), bitwidth, False, op.id))
+    strict = bool(_optional_bool(op, "strict"))
+    ctx.require(Relayout(Var(operand), Var(result), bitwidth, strict, op.id))
 
 
 def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
@@ -130,23 +138,40 @@ def _is_transposed(ctx: RuleContext, value_id: int) -> bool:
     return strides is not None and hl.is_transposed(strides)
 
 
+def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = False) -> None:
+    """An SMEM MMA operand takes one of the MMA (tiling, swizzle) pairs that tile it.
+
+    The tile is (8, 8·s/bitwidth) for swizzle s = 128, 64, 32 (transposed on a
+    transposed ref), with the operand's own element width; ``allow_unswizzled``
+    adds the 16-byte tile without swizzle. None fitting is an error right away.
+    """
+    ref = ctx.system.variables[var]
+    transposed = ref.strides is not None and hl.is_transposed(ref.strides)
+    options, last = hl.mma_smem_options(ref.shape, ref.bitwidth or 8, transposed, allow_unswizzled)
+    if not options:
+        raise InferenceError(
+            f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
+            f"candidate tiling {last} ({ctx.describe_op(op)}: no MMA tile of "
+            f"{ref.bitwidth}-bit elements fits the operand)"
+        )
+    ctx.require(one_of(Var(var), options, op.id))
+
+
 @rule("mosaic_gpu.wgmma")
 def wgmma(ctx: RuleContext, op: Op) -> None:
-    """Accumulator in WGMMA layout; B (and A from SMEM) tiled for the MMA, alike."""
+    """Accumulator in WGMMA layout; B (and A from SMEM) tiled and swizzled for the MMA, alike."""
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
     ctx.fix(acc, Reg(hl.WGMMA), op, "the accumulator")
-    b_value = op.operands[2]
     b = ctx.ref(op, 2)
-    b_transposed = _is_transposed(ctx, b_value)
-    bitwidth = ctx.program.values[b_value].bitwidth or 0
-    b_expr = Transpose(Var(b), (1, 0)) if b_transposed else Var(b)
-    ctx.require(MmaTiling(b_expr, bitwidth, False, op.id))
+    mma_operand(ctx, op, b)
     ctx.add_sites(b, ctx.operand(op, 2))
+    b_transposed = _is_transposed(ctx, op.operands[2])
     a_value = ctx.program.values[op.operands[1]]
     if a_value.kind == Kind.SMEM:
         a = ctx.ref(op, 1)
         # Tilings are logical: when exactly one operand is transposed, the
-        # same physical tiling reads transposed on the other.
+        # same physical tiling reads transposed on the other (the swizzle,
+        # physical, is shared as is).
         same = _is_transposed(ctx, op.operands[1]) == b_transposed
         ctx.require(Equal(Var(a), Var(b) if same else Transpose(Var(b), (1, 0)), op.id))
         ctx.add_sites(a, ctx.operand(op, 1))
@@ -158,39 +183,66 @@ def wgmma(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.mma")
 def mma(ctx: RuleContext, op: Op) -> None:
-    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type."""
-    layouts = hl.mma_layouts(op.view.a.type.element_type)
+    """A warp-level MMA: accumulator, A and B in the MMA layouts of the element type.
+
+    The accumulator's shape decides how the warps split between M and N.
+    """
+    m, n = ctx.program.values[op.operands[0]].shape
+    try:
+        layouts = hl.mma_layouts(op.view.a.type.element_type, m, n)
+    except ValueError as e:
+        # JAX's words first, then where.
+        raise InferenceError(f"{e} (`{op.name}` at {op.location})") from None
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
-    ctx.fix(acc, Reg(layouts.acc), op, "the accumulator")
-    ctx.fix(ctx.new_var(ctx.operand(op, 1)), Reg(layouts.lhs), op, "operand A")
-    ctx.fix(ctx.new_var(ctx.operand(op, 2)), Reg(layouts.rhs), op, "operand B")
+    a, b = ctx.new_var(ctx.operand(op, 1)), ctx.new_var(ctx.operand(op, 2))
+    for var, layout, what, jax_what in (
+        (acc, layouts.acc, "the accumulator", "the accumulator of an mma op"),
+        (a, layouts.lhs, "operand A", "the 'a' operand of MMAOp"),
+        (b, layouts.rhs, "operand B", "the 'b' operand of MMAOp"),
+    ):
+        # JAX's words, for code written against its pass.
+        shape, kind = ctx.system.variables[var].shape, "accumulator" if var == acc else "operand"
+        jax_text = (
+            f"Cannot assign layout {layout} to {jax_what}: the layout is not compatible "
+            f"with the {kind} shape {shape}."
+        )
+        ctx.fix(var, Reg(layout), op, what, jax_text)
 
 
-def _swizzle_checked_tiling(ctx: RuleContext, op: Op, operand: int, attr: ir.Attribute) -> Smem:
-    tiling, swizzle = ctx.decode_transforms(attr)
-    ref = ctx.program.values[op.operands[operand]]
-    if swizzle is not None and ref.strides is not None and ref.bitwidth is not None:
-        implied = hl.swizzle_for(tiling, ref.strides, ref.bitwidth)
-        if implied != swizzle:
-            raise NotImplementedError(
-                f"`{op.name}` at {op.location} asks for swizzle {swizzle}, but tiling "
-                f"{tiling} of {ref.type} implies swizzle {implied}"
-            )
-    return Smem(tiling)
+def _user_transforms(ctx: RuleContext, op: Op, attr: ir.Attribute) -> Smem:
+    """The transforms an op states for a ref, as given (a tile alone: unswizzled)."""
+    try:
+        return ctx.decode_transforms(attr)
+    except ValueError as e:  # a swizzle JAX does not accept
+        raise InferenceError(f"{ctx.describe_op(op)} has invalid transforms {attr}: {e}") from None
 
 
 @rule("mosaic_gpu.with_transforms")
 def with_transforms(ctx: RuleContext, op: Op) -> None:
-    """The user's transforms are the ref's."""
+    """The user's transforms are the ref's; they must be valid for it."""
     var = ctx.ref(op, 0)
-    value = _swizzle_checked_tiling(ctx, op, 0, op.operation.attributes["transforms"])
+    value = _user_transforms(ctx, op, op.operation.attributes["transforms"])
+    ref = ctx.system.variables[var]
+    if not hl.smem_valid(value, ref.shape, ref.strides, ref.bitwidth):
+        tiling = (
+            f"tiling {hl.tile_transform_text(value.tiling)}"
+            if value.tiling is not None
+            else "empty tiling"
+        )
+        swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
+        shape = ctx.program.values[op.operands[0]].shape
+        raise InferenceError(
+            f"Cannot apply {tiling} with {swizzle} to memref with shape {shape}. "
+            f"({ctx.describe_op(op)}: the tiling must tile the ref, and a swizzle must "
+            "fit in its minor tile dimension)"
+        )
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
 
 @rule("mosaic_gpu.slice_smem")
 def slice_smem(ctx: RuleContext, op: Op) -> None:
-    """A new SMEM ref; slices with the same offset and alias id are one ref."""
+    """A new SMEM ref; slices with the same alias id are one ref, whatever their offsets."""
     ctx.aliased_var("smem", op, ctx.result(op, 0))
 
 
@@ -225,8 +277,10 @@ def custom_primitive(ctx: RuleContext, op: Op) -> None:
             source = ctx.ref(op, i)
             var = ctx.new_var(ctx.operand(op, i))
             ctx.require(Equal(Var(source), Var(var), op.id))
-            value = _swizzle_checked_tiling(ctx, op, i, next(in_transforms))
-            ctx.fix(var, value, op, f"operand #{i}")
+            # Checked for the ref when the equality carries it over, as for
+            # any assignment: an invalid one makes the system unsatisfiable.
+            value = _user_transforms(ctx, op, next(in_transforms))
+            ctx.fix(var, value, op, f"operand #{i}", check=False)
     out_layouts = iter(ir.ArrayAttr(op.operation.attributes["out_layouts"]))
     for i, v in enumerate(op.results):
         if values[v].kind == Kind.VECTOR:
@@ -260,39 +314,43 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     ctx.require(FullyTiled(Var(dst), len(dst_shape), op.id))
 
 
-_INDEX_OPERANDS = {
+# The operand segment of a TMA op's indices. The segments before it are the
+# refs and, for async_load, an optional barrier: read the segment sizes, as
+# the position of the first index depends on which are present.
+_INDEX_SEGMENT = {
     "mosaic_gpu.async_load": 3,
     "mosaic_gpu.async_store": 2,
     "mosaic_gpu.async_prefetch": 1,
 }
 
 
-def _index_count(op: Op) -> int:
-    """How many index operands a TMA op has.
-
-    The size of its indices segment (the segments before it hold one operand
-    each): one attribute read, where the generated accessor sums slices.
-    """
-    return op.operation.attributes["operandSegmentSizes"][_INDEX_OPERANDS[op.name]]  # type: ignore[index]
+def _index_operands(op: Op) -> range:
+    """The operand positions of a TMA op's indices (one attribute read)."""
+    return segment(op.operation, _INDEX_SEGMENT[op.name])
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
-    """Vector indices (TMA gather/scatter) live in the TMA index layouts."""
-    first = _INDEX_OPERANDS[op.name]
-    for i in range(first, first + _index_count(op)):
+    """Vector indices (TMA gather/scatter) take one of the TMA index layouts.
+
+    TMA_INDICES (16 rows per step) where the rows allow it, else (or
+    failing that) TMA_INDICES_4.
+    """
+    for i in _index_operands(op):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
+        allowed: list[Reg] = []
         if value.shape[0] % 16 == 0:
-            layout = hl.TMA_INDICES
-        elif value.shape[0] % 4 == 0:
-            layout = hl.TMA_INDICES_4
-        else:
+            allowed.append(Reg(hl.TMA_INDICES))
+        if value.shape[0] % 4 == 0:
+            allowed.append(Reg(hl.TMA_INDICES_4))
+        if not allowed:
             raise InferenceError(
-                f"`{op.name}` at {op.location}: gather/scatter indices of shape "
-                f"{value.shape} are not a multiple of 4"
+                f"Unsupported TMA index shape {value.shape} ({ctx.describe_op(op)}: "
+                "gather/scatter indices come in groups of 4 rows)"
             )
-        ctx.fix(ctx.new_var(ctx.operand(op, i)), Reg(layout), op, f"index operand #{i}")
+        var = ctx.new_var(ctx.operand(op, i))
+        ctx.require(one_of(Var(var), tuple(allowed), op.id))
 
 
 @rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")
@@ -303,7 +361,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _INDEX_OPERANDS[op.name]
+    first_index = _index_operands(op).start
     slice_lengths = ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Divides, MmaTiling, TmemTransfer, Transpose, Var
+from smalto.constraints import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Tmem
+from smalto.hw.values import Reg, Tmem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.mosaic_gpu import _is_transposed
+from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
 
 _SWIZZLE_MODES = (16, 32, 64, 128)
 
@@ -75,9 +75,7 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
     b = ctx.ref(op, 2)
     ctx.add_sites(b, ctx.operand(op, 2))
     b_transposed = _is_transposed(ctx, op.operands[2])
-    ctx.require(
-        MmaTiling(Transpose(Var(b), (1, 0)) if b_transposed else Var(b), bitwidth, False, op.id)
-    )
+    mma_operand(ctx, op, b)
 
     m = acc_value.shape[0]
     if m == 64 and not collective:
@@ -107,8 +105,7 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
             "operand A",
         )
     else:
-        a_expr = Transpose(Var(a), (1, 0)) if _is_transposed(ctx, op.operands[1]) else Var(a)
-        ctx.require(MmaTiling(a_expr, bitwidth, False, op.id))
+        mma_operand(ctx, op, a)  # with A's own element width
 
     operand_index = {v: i for i, v in reversed(list(enumerate(op.operands)))}
     if view.a_sparse_metadata is not None:
@@ -137,12 +134,30 @@ def _operand_index(op: Op, value: ir.Value) -> int:
 
 @rule("mosaic_gpu.async_load_tmem")
 def async_load_tmem(ctx: RuleContext, op: Op) -> None:
-    """TMEM to registers: the pair of layouts must be a supported transfer."""
+    """TMEM to registers: the pair of layouts must be a supported transfer.
+
+    With ``reduce``, a second result holds each row's reduction of the loaded
+    value: the loaded layout reduced over the columns. The lowering fuses the
+    reduction only into a load in the TMEM-native layout, so that layout is
+    required (JAX's constraints leave it open and its search picks TCGEN05,
+    which its own lowering then rejects).
+    """
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     value = ctx.program.values[op.operands[0]]
     ctx.require(TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id))
+    # No TMEM transfer lands in a splat or strided layout: said outright, the
+    # search need not try them.
+    ctx.not_of_kind(dest, op, LayoutKind.SPLAT, LayoutKind.STRIDED)
+    if "reduce" in op.operation.attributes:
+        if len(value.shape) != 2:
+            raise NotImplementedError(
+                f"`{op.name}` at {op.location}: a reducing load of a rank-{len(value.shape)} ref"
+            )
+        ctx.fix(dest, Reg(hl.TMEM_NATIVE), op, "the loaded value of a reducing load")
+        reduced = ctx.new_var(ctx.result(op, 1))
+        ctx.require(Equal(Var(reduced), Reduce(Var(dest), (1,), 2), op.id))
 
 
 @rule("mosaic_gpu.async_store_tmem")
@@ -164,7 +179,7 @@ def async_store_smem_to_tmem(ctx: RuleContext, op: Op) -> None:
     ctx.add_sites(dest, ctx.operand(op, 1))
     bitwidth = ctx.program.values[op.operands[1]].bitwidth or 32
     ctx.fix(dest, hl.tmem_default(32 // bitwidth), op, "the TMEM destination")
-    ctx.require(MmaTiling(Var(source), bitwidth, True, op.id))
+    mma_operand(ctx, op, source, allow_unswizzled=True)
 
 
 @rule("mosaic_gpu.async_store_sparse_metadata_smem_to_tmem")
@@ -195,7 +210,7 @@ def async_store_scales(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.slice_tmem")
 def slice_tmem(ctx: RuleContext, op: Op) -> None:
-    """A TMEM slice is its own ref, shared by slices with the same alias id."""
+    """A TMEM slice is its own ref, shared by slices with the same alias id (any offsets)."""
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     ctx.aliased_var("tmem", op, ctx.result(op, 0))

@@ -21,12 +21,11 @@ from smalto.constraints import (
     Broadcast,
     Constraint,
     Equal,
-    MmaTiling,
+    OneOf,
     Reduce,
     Relayout,
     SmemTransfer,
     TmemTransfer,
-    Transpose,
     Var,
     Variable,
 )
@@ -39,7 +38,7 @@ Candidate = tuple[int, Const]  # (variable, value)
 
 
 def is_candidate_source(c: Constraint) -> bool:
-    return isinstance(c, (Relayout, SmemTransfer, TmemTransfer, Equal, MmaTiling, Broadcast))
+    return isinstance(c, (Relayout, SmemTransfer, TmemTransfer, Equal, OneOf, Broadcast))
 
 
 def from_constraint(
@@ -76,12 +75,11 @@ def from_constraint(
                 large = variables[b.expr.id]
                 for layout in _inputs_of_reduction(a, large.shape, b.axes, b.keep_dims):
                     yield large.id, layout
-        case MmaTiling(expr=expr, bitwidth=bitwidth):
-            reduced = simplify(expr, lookup)
-            transposed = isinstance(reduced, Transpose) and isinstance(reduced.expr, Var)
-            var = reduced.expr if transposed else reduced
+        case OneOf(expr=expr, allowed=allowed):
+            var = simplify(expr, lookup)
             if isinstance(var, Var):
-                yield from _mma_tilings(variables[var.id], bitwidth, transposed)
+                for value in allowed:
+                    yield var.id, value
         case Broadcast(src=src, dst=dst, dims=dims):
             a, b = simplify(src, lookup), simplify(dst, lookup)
             if isinstance(a, Reg) and isinstance(b, Var):
@@ -91,21 +89,36 @@ def from_constraint(
 def _tilings_for_transfer(
     ref: Variable, reg: Reg, multiple: tuple[int, ...] | None
 ) -> Iterator[Candidate]:
-    """SMEM tilings (widest swizzle first) for a ref that a tiled register value moves through."""
+    """SMEM transforms (widest swizzle first) for a ref a tiled register value moves through.
+
+    Each tile (8, 8·s/bitwidth) comes with its swizzle s. Where the ref's
+    views need the tiling to divide ``multiple``, the tile is cut down to it
+    and the swizzle follows the cut tile's minor width; a cut tile narrower
+    than 32 bytes is not offered (no swizzle fits it).
+    """
     if not reg.is_tiled or len(ref.shape) < 2 or ref.bitwidth is None:
         return
-    seen: set[tuple[int, ...]] = set()
-    for tiling in _swizzled_tilings(ref):
+    seen: set[Smem] = set()
+    bitwidth = ref.bitwidth
+    for tiling, swizzle, transposed in _swizzled_tilings(ref):
         if multiple is not None:
             tiling = hl.merge_multiples(multiple, tiling)
-        if tiling not in seen:
-            seen.add(tiling)
-            yield ref.id, Smem(tiling)
+            minor_index = 0 if transposed else 1
+            if len(tiling) <= minor_index:
+                continue  # no minor tile left to swizzle
+            swizzle = tiling[minor_index] * bitwidth // 8
+            if swizzle not in hl.SWIZZLES:
+                continue
+        value = Smem(tiling, swizzle)
+        if value not in seen:
+            seen.add(value)
+            yield ref.id, value
 
 
-def _swizzled_tilings(ref: Variable) -> Iterator[tuple[int, ...]]:
+def _swizzled_tilings(ref: Variable) -> Iterator[tuple[tuple[int, ...], int, bool]]:
+    """(tile, swizzle, whether the ref is transposed) for each swizzle that fits the ref."""
     strides = ref.strides
-    if strides is None:
+    if strides is None or ref.bitwidth is None:
         return
     rank = len(strides)
     order = sorted(range(rank), key=lambda d: (strides[d], d))
@@ -119,7 +132,7 @@ def _swizzled_tilings(ref: Variable) -> Iterator[tuple[int, ...]]:
     for swizzle in hl.SWIZZLES:
         elems = 8 * swizzle // ref.bitwidth
         if minor % elems == 0:
-            yield (elems, 8) if transposed else (8, elems)
+            yield ((elems, 8) if transposed else (8, elems)), swizzle, transposed
 
 
 def _registers_for_transfer(
@@ -188,15 +201,6 @@ def _inputs_of_reduction(
         untiled = len(shape) - tile_rank
         if hl.reduce_tiled(option, tuple([a - untiled for a in axes if a >= untiled])) == layout:
             yield Reg(option)
-
-
-def _mma_tilings(ref: Variable, bitwidth: int, transposed: bool) -> Iterator[Candidate]:
-    dims = ref.shape[-2:]
-    for swizzle in hl.SWIZZLES:
-        elems = swizzle * 8 // bitwidth
-        tiling = (elems, 8) if transposed else (8, elems)
-        if all(s % t == 0 for s, t in zip(dims, tiling, strict=False)):
-            yield ref.id, Smem(tiling)
 
 
 def _broadcast_targets(src: Reg, dst: Variable, dims: tuple[int, ...]) -> Iterator[Candidate]:

@@ -13,12 +13,12 @@ an assignment or proves there is none.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Constraint, Fixed, Variable, expressions_of
+from smalto.constraints import Constraint, Fixed, OneOf, Variable, expressions_of
 from smalto.hw import layouts as hl
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
@@ -47,6 +47,9 @@ def constants_in(constraints: Iterable[Constraint], fixed: Iterable[Fixed]) -> l
     for f in fixed:
         seen.setdefault(f.value)
     for c in constraints:
+        if type(c) is OneOf:
+            for value in c.allowed:
+                seen.setdefault(value)
         for e in expressions_of(c):
             while not isinstance(e, (Reg, Smem, Tmem)) and hasattr(e, "expr"):
                 e = e.expr
@@ -57,11 +60,11 @@ def constants_in(constraints: Iterable[Constraint], fixed: Iterable[Fixed]) -> l
 
 def domain(
     variable: Variable,
-    shapes: set[tuple[int, ...]],
+    valid: Callable[[Const], bool],
     mentioned: list[Const],
     multiple: tuple[int, ...] | None = None,
 ) -> list[Const]:
-    """The variable's candidate values, most preferred first, each fitting every shape.
+    """The variable's candidate values, most preferred first, each one ``valid`` accepts.
 
     ``multiple`` is what the tiling of an SMEM ref must divide (offsets of its
     views): the swizzled tilings are also offered cut down to it.
@@ -73,7 +76,7 @@ def domain(
             values = _smem_values(variable, mentioned, multiple)
         case _:
             values = _tmem_values(variable, mentioned)
-    return [v for v in dict.fromkeys(values) if all(hl.fits(v, s) for s in shapes)]
+    return [v for v in dict.fromkeys(values) if valid(v)]
 
 
 def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
@@ -92,9 +95,10 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
     size = math.prod(shape)
-    if variable.bitwidth is not None and variable.bitwidth % 8 == 0:
+    if variable.bitwidth is not None:
+        # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
         vec = 64 // variable.bitwidth
-        while vec:
+        while vec and (vec * variable.bitwidth) % 8 == 0:
             if size % (vec * hl.WARPGROUP_SIZE) == 0:
                 values.append(hl.strided(shape, vec))
             vec //= 2
@@ -108,15 +112,24 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
 def _smem_values(
     variable: Variable, mentioned: list[Const], multiple: tuple[int, ...] | None
 ) -> list[Const]:
-    values: list[Const] = [v for v in mentioned if isinstance(v, Smem) and v.tiling is not None]
+    """The kernel's own SMEM values, then each MMA-style tile with its swizzle and without.
+
+    Validity (applied by ``domain``) drops the pairs the ref cannot take.
+    """
+    values: list[Const] = [v for v in mentioned if isinstance(v, Smem) and v != UNTILED]
     bitwidth = variable.bitwidth
     if bitwidth is not None and len(variable.shape) >= 2:
-        for swizzle in (*hl.SWIZZLES, hl.NO_SWIZZLE):
-            elems = 8 * swizzle // bitwidth
+        for width in (*hl.SWIZZLES, 16):
+            elems = 8 * width // bitwidth
+            swizzle = width if width in hl.SWIZZLES else None
             for tiling in ((8, elems), (elems, 8)):
-                values.append(Smem(tiling))
-                if multiple is not None:
-                    values.append(Smem(hl.merge_multiples(multiple, tiling)))
+                values.append(Smem(tiling, swizzle))
+                values.append(Smem(tiling, None))
+                merged = hl.merge_multiples(multiple, tiling) if multiple is not None else ()
+                if merged:
+                    for s in hl.SWIZZLES:
+                        values.append(Smem(merged, s))
+                    values.append(Smem(merged, None))
     values.append(UNTILED)
     return values
 

@@ -23,8 +23,8 @@ from smalto.constraints import (
     FullyTiled,
     LayoutKind,
     MinorTileDivisible,
-    MmaTiling,
     NotOfKind,
+    OneOf,
     Reduce,
     Relayout,
     Reshape,
@@ -93,8 +93,9 @@ def _simplify_transpose(expr: Transpose, inner: Expr | Contradiction) -> Expr | 
     if isinstance(inner, Smem):
         if inner.tiling is None:
             return inner
+        # The swizzle is physical: it stays with the memory, not the tiling.
         tiling = hl.transposed_tiling(inner.tiling, expr.permutation)
-        return CONTRADICTION if tiling is None else Smem(tiling)
+        return CONTRADICTION if tiling is None else Smem(tiling, inner.swizzle)
     return Transpose(inner, expr.permutation)
 
 
@@ -105,7 +106,7 @@ def _simplify_collapse(expr: Collapse, inner: Expr | Contradiction) -> Expr | Co
         if inner.tiling is None:
             return inner
         tiling = hl.collapsed_tiling(inner.tiling, expr.source_shape, expr.reassociation)
-        return CONTRADICTION if tiling is None else Smem(tiling)
+        return CONTRADICTION if tiling is None else Smem(tiling, inner.swizzle)
     if isinstance(inner, (Reg, Tmem)):
         return CONTRADICTION  # collapsing only applies to SMEM refs
     return Collapse(inner, expr.source_shape, expr.reassociation)
@@ -207,6 +208,7 @@ def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
     if type(s) is Smem and type(r) is Reg:
         return smem_transfer_supported(
             s.tiling,  # type: ignore[union-attr]
+            s.swizzle,  # type: ignore[union-attr]
             r.layout,  # type: ignore[union-attr]
             c.shape,
             c.strides,
@@ -225,12 +227,12 @@ def _judge_tmem_transfer(c: TmemTransfer, lookup: Lookup) -> Verdict:
     return OPEN
 
 
-def _judge_mma_tiling(c: MmaTiling, lookup: Lookup) -> Verdict:
+def _judge_one_of(c: OneOf, lookup: Lookup) -> Verdict:
     value = simplify(c.expr, lookup)
     if value is CONTRADICTION:
         return FAILS
-    if type(value) is Smem:
-        return value.tiling in hl.mma_tilings(c.bitwidth, c.allow_unswizzled)  # type: ignore[union-attr]
+    if is_value(value):
+        return value in c.allowed
     return OPEN
 
 
@@ -272,7 +274,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     NotOfKind: _judge_not_of_kind,
     SmemTransfer: _judge_smem_transfer,
     TmemTransfer: _judge_tmem_transfer,
-    MmaTiling: _judge_mma_tiling,
+    OneOf: _judge_one_of,
     Divides: _judge_divides,
     MinorTileDivisible: _judge_minor_tile_divisible,
     Broadcast: _judge_broadcast,

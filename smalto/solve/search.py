@@ -28,7 +28,7 @@ from smalto.constraints import (
     constraint_variables,
 )
 from smalto.hw import layouts as hl
-from smalto.hw.values import Const, Reg, Tmem
+from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import Kind, Program
 from smalto.records import record
 from smalto.solve import candidates as cands
@@ -38,6 +38,14 @@ from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
 # Attempts the JAX-ordered search may take before the domain search takes over.
 # Every corpus kernel JAX solves needs under 100.
 GUIDED_BUDGET = 1_000
+
+
+# What SMEM validity reads of a ref: shape, strides, element bitwidth.
+SmemType = tuple[tuple[int, ...], tuple[int, ...] | None, int | None]
+
+
+def _smem_type(v: Variable) -> SmemType:
+    return v.shape, v.strides, v.bitwidth
 
 
 class FuelExhausted(Exception):
@@ -112,7 +120,25 @@ class Solver:
             elif kind is Divides and type(c.expr) is Var:
                 var_divides.append(c)
         root = self.root = list(map(find, range(n)))
+        self._add_not_splat_closure(not_splat, var_relayouts)
+        # A strict relayout from a value that cannot be a splat holds only as
+        # the identity: its two variables share one slot from the start. JAX's
+        # pass makes these equalities before it searches; doing the same keeps
+        # both searches in step (no candidate or fuel goes to a forced value).
+        joined = False
+        for c in var_relayouts:
+            if c.strict and root[c.source.id] in self.not_splat:  # type: ignore[union-attr]
+                a, b = find(c.source.id), find(c.target.id)  # type: ignore[union-attr]
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+                    joined = True
+        if joined:
+            root = self.root = list(map(find, range(n)))
+            self.not_splat = {root[slot] for slot in self.not_splat}
         shapes: dict[int, set[tuple[int, ...]]] = {}
+        # SMEM refs: validity depends on strides and element width too.
+        smem_types: dict[int, set[SmemType]] = {}
+        smem = Kind.SMEM
         for v in variables:
             slot = root[v.id]
             same = shapes.get(slot)
@@ -120,8 +146,10 @@ class Solver:
                 shapes[slot] = {v.shape}
             else:
                 same.add(v.shape)
+            if v.kind == smem:
+                smem_types.setdefault(slot, set()).add(_smem_type(v))
         self.shapes = shapes
-        self._add_not_splat_closure(not_splat, var_relayouts)
+        self.smem_types = smem_types
         self.divides = self._merged_divides(var_divides)
 
         self.value: list[Const | None] = [None] * n
@@ -221,11 +249,25 @@ class Solver:
         return self.value[self.root[v]]
 
     def _fits(self, slot: int, value: Const) -> bool:
+        """Whether every variable of the slot can take ``value`` (JAX's valid assignment)."""
+        if type(value) is Smem:
+            valid = hl.smem_valid
+            for shape, strides, bitwidth in self.smem_types.get(slot, ()):
+                if not valid(value, shape, strides, bitwidth):  # type: ignore[arg-type]
+                    return False
+            return True
         fits = hl.fits
         for shape in self.shapes[slot]:
             if not fits(value, shape):
                 return False
         return True
+
+    def _valid_for(self, var: int, value: Const) -> bool:
+        """Whether this one variable can take ``value`` (what a candidate is tested on)."""
+        v = self.system.variables[var]
+        if type(value) is Smem:
+            return hl.smem_valid(value, *_smem_type(v))  # type: ignore[arg-type]
+        return hl.fits(value, v.shape)
 
     def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
         slot = self.root[v]
@@ -340,8 +382,13 @@ class Solver:
         mentioned = domains.constants_in(self.constraints, self.system.fixed)
         variables = self.system.variables
         self.domains = {
-            slot: domains.domain(variables[slot], shapes, mentioned, self.divides.get(slot))
-            for slot, shapes in self.shapes.items()
+            slot: domains.domain(
+                variables[slot],
+                lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
+                mentioned,
+                self.divides.get(slot),
+            )
+            for slot in self.shapes
         }
 
     def _live_values(self, slot: int) -> list[Const]:
@@ -451,11 +498,10 @@ class Solver:
         root, value_of, n = self.root, self.value, len(self.root)
         while first_unset < n and value_of[root[first_unset]] is not None:
             first_unset += 1
-        variables = self.system.variables
         for var, value, source in self._candidates(first_open, first_unset):
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
-            if not hl.fits(value, variables[var].shape):
+            if not self._valid_for(var, value):
                 continue
             self.spent += 1
             mark = len(self.trail)

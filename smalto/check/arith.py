@@ -1,0 +1,30 @@
+"""Requirements of `arith` and `math` ops: elementwise ops and constants."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+from smalto.check.core import (
+    OUT,
+    Checker,
+    rule,
+)
+from smalto.hw import layouts as hl
+from smalto.program import Kind, Op
+
+
+def elementwise(c: Checker, op: Op) -> None:
+    """Elementwise ops compute each element in place: one layout for all their vectors."""
+    c.same(op, c.vector_sites(op), "an elementwise op keeps one layout")
+
+
+@rule("arith.constant")
+def _constant(c: Checker, op: Op) -> None:
+    if not op.results or c.program.values[op.results[0]].kind != Kind.VECTOR:
+        return
+    attr = op.operation.attributes["value"]
+    shape = c.value(op, OUT, 0).shape
+    if isinstance(attr, ir.DenseElementsAttr) and ir.DenseElementsAttr(attr).is_splat:
+        c.expect(op, OUT, 0, hl.splat(shape), "a splat constant")
+    else:
+        c.not_kinds(op, OUT, 0, splat=True, strided=False)

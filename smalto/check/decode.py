@@ -1,0 +1,96 @@
+"""Reading the layout attributes of an op into the checker's sites."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+from smalto.check.core import (
+    IN,
+    LAYOUTS,
+    OPAQUE,
+    OUT,
+    PREFIX,
+    ROLE,
+    TMEM,
+    TRANSFORMS,
+    Checker,
+    Family,
+    family_of,
+    smem_positions,
+)
+from smalto.check.names import describe
+from smalto.check.semantics import Layout
+from smalto.check.smem import Transforms, decode_transforms, invalid
+from smalto.hw import encode
+from smalto.hw import layouts as hl
+from smalto.hw.values import Reg, Tmem
+from smalto.program import Op, Value
+
+
+def decode(c: Checker, op: Op) -> None:
+    values = c.program.values
+    attributes = op.operation.attributes
+    for role, ids in ((IN, op.operands), (OUT, op.results)):
+        for family in (LAYOUTS, TMEM, TRANSFORMS):
+            positions = [i for i, v in enumerate(ids) if family_of(values[v]) is family]
+            name = f"{PREFIX[role]}_{family.suffix}"
+            if name not in attributes:
+                if positions:
+                    c.report(op, f"has no {name} for its {len(positions)} {family.what}(s)")
+                continue
+            try:
+                entries = list(ir.ArrayAttr(attributes[name]))
+            except (ValueError, TypeError):
+                c.report(op, f"{name} is not an array: {attributes[name]}")
+                continue
+            if (
+                op.name in OPAQUE
+                and family is TRANSFORMS
+                and len(entries) != len(positions)
+                and len(entries) == len(smem := smem_positions(c.program, ids))
+            ):
+                # A custom primitive declares transforms for every SMEM ref
+                # it takes, barriers included (which have none).
+                entries = [e for e, i in zip(entries, smem, strict=True) if i in positions]
+            if len(entries) != len(positions):
+                c.report(
+                    op,
+                    f"{name} has {len(entries)} entries for {len(positions)} {family.what}(s)",
+                )
+                continue
+            for index, entry in zip(positions, entries, strict=True):
+                layout = decode_entry(c, op, role, index, family, entry)
+                if layout is not None:
+                    c.sites[(op.id, role, index)] = layout
+
+
+def decode_entry(
+    c: Checker, op: Op, role: int, index: int, family: Family, entry: ir.Attribute
+) -> Layout | None:
+    value = c.value(op, role, index)
+    where = f"{ROLE[role]} #{index}"
+    try:
+        if family is LAYOUTS:
+            layout: Layout = Reg(encode.decode_layout(entry))
+        elif family is TMEM:
+            layout = Tmem(encode.decode_tmem_layout(entry))
+        else:
+            layout = decode_transforms(entry)
+    except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
+        c.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
+        return None
+    if isinstance(layout, Transforms):
+        return layout if transforms_valid(c, op, where, value, layout) else None
+    if not hl.fits(layout, value.shape):
+        c.report(op, f"{where} of shape {value.shape} cannot be laid out as {describe(layout)}")
+        return None
+    return layout
+
+
+def transforms_valid(c: Checker, op: Op, where: str, value: Value, transforms: Transforms) -> bool:
+    """Reports (and returns False) where a ref cannot take these transforms."""
+    problem = invalid(transforms, value.shape, value.strides, value.bitwidth)
+    if problem is None:
+        return True
+    c.report(op, f"{where} ({value.type}) cannot be {describe(transforms)}: {problem}")
+    return False

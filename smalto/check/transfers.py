@@ -1,0 +1,117 @@
+"""Whether the lowering can move registers to or from an SMEM ref with given transforms.
+
+The lowering of ``vector_load``/``vector_store`` (jax 0.12.0.1) builds its
+schedule with ``FragmentedArray.transfer_tiled``: first through the
+``ldmatrix``/``stmatrix`` path, and only if that path declares itself
+ineligible (``TxMatrixIneligible``), through plain loads and stores. Any other
+failure is a failure of the lowering: unlike JAX's inference, which tries the
+plain path after any "no plan" error, the lowering does not fall back then.
+``async_store_smem`` uses the plain path only. An untiled ref is one tile
+spanning the whole shape; no swizzle is the 16-byte (identity) swizzle.
+
+Rather than restate that schedule, the checker runs its first step on a
+throw-away ref of the tiled type, inside a throw-away module that names the
+target architecture (the transposed 8-bit ``ldmatrix`` path reads it).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import builtin, func
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import utils as mgpu_utils
+
+from smalto.check.smem import Transforms, tiled_strides
+
+_NO_PLAN = (fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
+
+
+def smem_transfer_problem(
+    transforms: Transforms,
+    layout: fa.FragmentedLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    *,
+    optimized: bool,
+    txmatrix: bool,
+    arch: tuple[int, int],
+    store: bool,
+) -> str | None:
+    """Why the lowering cannot transfer ``layout`` through this ref; None when it can.
+
+    ``txmatrix``: the lowering tries ``ldmatrix``/``stmatrix`` first (vector
+    loads and stores; not ``async_store_smem``). ``store``: splat values are
+    stored whatever the swizzle (every element is the same), never loaded.
+    """
+    if isinstance(layout, fa.WGSplatFragLayout):
+        if not store:
+            return "a splat is never loaded from SMEM"
+        return None if transforms.tiling is None else "a splat is only stored untiled"
+    if isinstance(layout, fa.WGStridedFragLayout):
+        if transforms.tiling is None and transforms.swizzle is None:
+            return None
+        return "a strided layout moves only to and from refs with no tiling and no swizzle"
+    assert isinstance(layout, fa.TiledLayout)
+    return _tiled_problem(
+        transforms, layout, shape, strides, bitwidth, optimized, txmatrix, tuple(arch)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _tiled_problem(
+    transforms: Transforms,
+    layout: fa.TiledLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    optimized: bool,
+    txmatrix: bool,
+    arch: tuple[int, int],
+) -> str | None:
+    tiling = transforms.tiling or shape
+    ref_strides = tiled_strides(strides, tiling)
+    if ref_strides is None or any(
+        s % t for s, t in zip(shape[-len(tiling) :], tiling, strict=True)
+    ):
+        return f"tiling {tiling} does not apply to the ref"
+    ref_type = ir.MemRefType.get(
+        mgpu_utils.tile_shape(shape, tiling),
+        ir.IntegerType.get_signless(bitwidth),
+        ir.StridedLayoutAttr.get(0, list(ref_strides)),
+        mgpu_utils.smem(),
+    )
+    i32 = ir.IntegerType.get_signless(32)
+    module = ir.Module.create()
+    module.operation.attributes["mosaic_gpu.arch_major"] = ir.IntegerAttr.get(i32, arch[0])
+    module.operation.attributes["mosaic_gpu.arch_minor"] = ir.IntegerAttr.get(i32, arch[1])
+    with ir.InsertionPoint(module.body):
+        probe = func.FuncOp("smalto_check_transfer", ir.FunctionType.get([], []))
+    with ir.InsertionPoint(probe.add_entry_block()):
+        ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
+
+        def first_step(use_txmatrix: bool) -> None:
+            steps = fa.FragmentedArray.transfer_tiled(
+                ref,
+                transforms.swizzle or 16,
+                layout,
+                shape,
+                optimized=optimized,
+                ref_tiling_rank=len(tiling),
+                use_txmatrix=use_txmatrix,
+            )
+            next(steps)
+
+        try:
+            if txmatrix:
+                try:
+                    first_step(True)
+                    return None
+                except fa.TxMatrixIneligible:
+                    pass  # the lowering falls back to plain loads and stores
+            first_step(False)
+        except (*_NO_PLAN, ValueError, NotImplementedError) as error:
+            return f"{type(error).__name__}: {error}"
+    return None

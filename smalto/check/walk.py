@@ -1,0 +1,56 @@
+"""The walk: decode every annotated op, run its rule, then check what flows between ops."""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+# The per-dialect modules register their rules on import.
+from smalto.check import arith, copies, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
+from smalto.check.core import OPAQUE, RULES, Checker, Violation
+from smalto.check.decode import decode
+from smalto.check.flow import check_aliases, check_free_refs, check_uses
+from smalto.program import Op, read_program
+
+
+def check(
+    module: ir.Module, arch: tuple[int, int] = (9, 0), *, source_name: str | None = None
+) -> list[Violation]:
+    """Every violation of a lowering requirement in the annotated ``module``.
+
+    Empty when the annotations are consistent. ``source_name`` replaces the
+    parser's buffer name (``-``) in locations. Never modifies the module.
+    """
+    with module.context, ir.Location.unknown(module.context):
+        program = read_program(module)
+        checker = Checker(program, tuple(arch), source_name)  # type: ignore[arg-type]
+        run(checker)
+    return sorted(checker.violations, key=lambda v: v.op_index)
+
+
+def run(c: Checker) -> None:
+    for top in c.program.top_level:
+        _collect(c, c.program.ops[top])
+    for op in c.annotated:
+        decode(c, op)
+    for op in c.annotated:
+        rule = RULES.get(op.name)
+        if rule is None and (op.name.startswith("arith.") or op.name.startswith("math.")):
+            rule = arith.elementwise
+        if rule is not None:
+            try:
+                rule(c, op)
+            except Exception as error:  # noqa: BLE001 -- a broken op is a finding
+                c.report(op, f"cannot be checked: {type(error).__name__}: {error}")
+        check_uses(c, op)
+    check_aliases(c)
+    check_free_refs(c)
+
+
+def _collect(c: Checker, op: Op) -> None:
+    c.annotated.append(op)
+    if op.name in OPAQUE:
+        return
+    for region in op.regions:
+        for _, body in region:
+            for inner in body:
+                _collect(c, c.program.ops[inner])

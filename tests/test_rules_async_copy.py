@@ -1,0 +1,203 @@
+"""TMA copies with JAX 0.12's operands (Hopper): `mosaic_gpu.async_load` without a
+barrier or with a `gmem_peer_id`, and what is known to divide an offset.
+
+What the op requires: the SMEM tiling divides the copied slice, given what is
+statically known of each offset. Since JAX 0.12 the barrier is optional and a
+peer-device id may follow the predicate, so the indices are found through the
+op's six operand segments, not at a fixed position. A remainder (`arith.remui`,
+`arith.remsi`) of two multiples of ``n`` is a multiple of ``n``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rule_kit import (
+    BARRIER,
+    TMA_INDICES,
+    TMA_INDICES_4,
+    WGMMA,
+    gmem,
+    in_layouts,
+    in_transforms,
+    infer_like_jax,
+    kernel,
+    layout_cast,
+    op,
+    run_jax,
+    run_smalto,
+    slice_smem,
+    smem,
+    vec,
+    vector_load,
+)
+
+GMEM = gmem((256, 256), "bf16")
+REF = smem((64, 64), "bf16")
+LOAD = "mosaic_gpu.async_load"
+
+
+def _assume(name: str, value: str, multiple: int) -> str:
+    return (
+        f'%{name} = "mosaic_gpu.assume_multiple"(%{value}) <{{multiple = {multiple} : i32}}> '
+        ": (i32) -> i32"
+    )
+
+
+def async_load(
+    indices: list[str],
+    index_types: list[str],
+    barrier: bool = True,
+    predicate: bool = False,
+    peer: bool = False,
+    ref: str = "r",
+    ref_ty: str = REF,
+    gmem_ty: str = GMEM,
+    lengths: tuple[int, int] = (64, 64),
+) -> str:
+    """An `async_load` from ``%arg0`` in the 0.12 generic form (six operand segments)."""
+    operands = ["%arg0", f"%{ref}"] + (["%bar"] if barrier else []) + indices
+    types = [gmem_ty, ref_ty] + ([BARRIER] if barrier else []) + index_types
+    if predicate:
+        operands.append("%p")
+        types.append("i1")
+    if peer:
+        operands.append("%peer")
+        types.append("i32")
+    segments = f"1, 1, {int(barrier)}, {len(indices)}, {int(predicate)}, {int(peer)}"
+    # Without a barrier (the cp.async copy) only in-bounds copies are allowed.
+    fill = "" if barrier else "oob_fill_mode = 1 : i32, "
+    return (
+        f'"{LOAD}"({", ".join(operands)}) <{{collective = [], {fill}'
+        f"operandSegmentSizes = array<i32: {segments}>, "
+        f"slice_lengths = array<i64: {lengths[0]}, {lengths[1]}>}}> : "
+        f"({', '.join(types)}) -> ()"
+    )
+
+
+def _wgmma_load_kernel(pre: list[str], load: str) -> str:
+    v = vec((64, 64), "bf16")
+    return kernel(
+        [
+            slice_smem("r", REF),
+            slice_smem("bar", BARRIER, offset=65536),
+            "%z = arith.constant 0 : i32",
+            "%p = arith.constant true",
+            "%peer = arith.constant 1 : i32",
+            *pre,
+            load,
+            vector_load("v", "r", REF, v),
+            layout_cast("c", "v", v, WGMMA),
+        ],
+        [GMEM, "i32", "i32"],
+    )
+
+
+# Which optional operands are present: the offsets must be found at their
+# positions whatever precedes and follows them (read off by one, a barrier, a
+# predicate or the peer id would be taken for an offset, or the read would fail).
+OPERAND_FORMS = {
+    "barrier": dict(barrier=True),
+    "no-barrier": dict(barrier=False),
+    "no-barrier-predicate-peer": dict(barrier=False, predicate=True, peer=True),
+    "barrier-peer": dict(barrier=True, peer=True),
+}
+
+
+@pytest.mark.parametrize("form", list(OPERAND_FORMS))
+def test_wgmma_tiling_divides_the_offsets_whatever_the_operands(form: str):
+    pre = [_assume("i", "arg1", 8)]
+    module = infer_like_jax(
+        _wgmma_load_kernel(pre, async_load(["%i", "%z"], ["i32", "i32"], **OPERAND_FORMS[form]))  # type: ignore[arg-type]
+    )
+    assert in_transforms(op(module, LOAD)) == [((8, 64), 128)]
+
+
+@pytest.mark.parametrize("form", list(OPERAND_FORMS))
+def test_a_column_offset_limits_the_tiling_whatever_the_operands(form: str):
+    """A column offset of 32 (bf16: 64 bytes): the 128-byte swizzled tile is cut to 32
+    columns (whether that lowers is not the question: both passes agree on it)."""
+    pre = ["%c32 = arith.constant 32 : i32"]
+    module = infer_like_jax(
+        _wgmma_load_kernel(
+            pre,
+            async_load(["%z", "%c32"], ["i32", "i32"], **OPERAND_FORMS[form]),  # type: ignore[arg-type]
+        )
+    )
+    ((tiling, _),) = in_transforms(op(module, LOAD))
+    assert tiling == (8, 32)
+
+
+# --- remainders ------------------------------------------------------------------------------
+
+REMAINDERS = {
+    # both operands multiples of 8: so is the remainder
+    "remui-of-multiples": (
+        [_assume("a", "arg1", 16), _assume("b", "arg2", 8), "%i = arith.remui %a, %b : i32"],
+        8,
+    ),
+    "remsi-of-multiples": (
+        [
+            _assume("a", "arg1", 8),
+            "%c24 = arith.constant 24 : i32",
+            "%i = arith.remsi %a, %c24 : i32",
+        ],
+        8,
+    ),
+    # one operand unknown: nothing is known
+    "remui-of-unknown": ([_assume("b", "arg2", 8), "%i = arith.remui %arg1, %b : i32"], 1),
+    "remsi-by-4": (
+        [_assume("a", "arg1", 8), "%c4 = arith.constant 4 : i32", "%i = arith.remsi %a, %c4 : i32"],
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(REMAINDERS))
+def test_a_remainder_of_multiples_is_a_multiple(how: str):
+    pre, rows = REMAINDERS[how]
+    module = infer_like_jax(_wgmma_load_kernel(pre, async_load(["%i", "%z"], ["i32", "i32"])))
+    assert in_transforms(op(module, LOAD)) == [((rows, 64), 128)]
+
+
+# --- gather indices without a barrier ------------------------------------------------------
+
+
+def _gather_kernel(rows: int, barrier: bool) -> str:
+    ref_ty = smem((rows, 128), "bf16")
+    idx = vec((rows,), "i32")
+    return kernel(
+        [
+            slice_smem("r", ref_ty),
+            slice_smem("bar", BARRIER, offset=65536),
+            "%z = arith.constant 0 : i32",
+            f'%g = "mosaic_gpu.vector_load"(%arg1) : ({gmem((rows,), "i32")}) -> {idx}',
+            async_load(
+                ["%g", "%z"],
+                [idx, "i32"],
+                barrier=barrier,
+                ref="r",
+                ref_ty=ref_ty,
+                gmem_ty=gmem((256, 128), "bf16"),
+                lengths=(rows, 128),
+            ),
+        ],
+        [gmem((256, 128), "bf16"), gmem((rows,), "i32")],
+    )
+
+
+@pytest.mark.parametrize("rows, layout", [(32, TMA_INDICES), (8, TMA_INDICES_4)])
+def test_gather_indices_get_the_index_layout(rows: int, layout: object):
+    module = infer_like_jax(_gather_kernel(rows, barrier=True))
+    assert in_layouts(op(module, LOAD)) == [layout]
+
+
+@pytest.mark.parametrize("rows, layout", [(32, TMA_INDICES), (8, TMA_INDICES_4)])
+def test_gather_indices_without_a_barrier_are_found_after_the_refs(rows: int, layout: object):
+    """JAX 0.12.0.1 looks for gather indices from operand 3 whatever the segments, so
+    without a barrier it takes the scalar column offset for the index vector and fails
+    an assertion; smalto reads the segments and lays out the real index vector."""
+    text = _gather_kernel(rows, barrier=False)
+    with pytest.raises(AssertionError):
+        run_jax(text)
+    module = run_smalto(text)
+    assert in_layouts(op(module, LOAD)) == [layout]
