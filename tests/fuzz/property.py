@@ -56,7 +56,13 @@ FAILURES = frozenset(
 # Failures already reported, with the reason: the CI fuzz run does not fail
 # on them (each has an xfail(strict=True) regression test, which starts
 # failing once the bug is fixed: then drop its entry here).
-KNOWN_BUGS: dict[str, str] = {}
+KNOWN_BUGS: dict[str, str] = {
+    r"^checker-rejects: .*a copy with swizzle \d+ needs the minor dim": (
+        "smalto's rules do not state the TMA swizzle rule the checker enforces (a swizzled "
+        "copy's minor dim is exactly swizzle/element bytes; JAX fails it in launch_context): "
+        "user transforms that break it are annotated where smalto alone finds layouts"
+    ),
+}
 
 
 @dataclass(frozen=True)
