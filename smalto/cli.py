@@ -1,6 +1,6 @@
 """The ``smalto`` command line, in ``mlir-opt``'s habits.
 
-``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic]``
+``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--dump-system]``
 reads a Mosaic GPU module, infers its layouts and prints the annotated module.
 Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
 smalto has no rule for), with the reason on stderr; 2 on bad usage or input
@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TextIO
 
 from jax._src.lib.mlir import ir
 
@@ -123,6 +124,13 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="HTML",
         help="also write a page with each op's layouts, relayouts and pictures of the layouts",
     )
+    infer.add_argument(
+        "--dump-system",
+        action="store_true",
+        help="write the constraint system to stderr once derived, one requirement a line "
+        "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
+        "to stdout, as JAX's pass does)",
+    )
     infer.set_defaults(run=_run_infer)
     bench = commands.add_parser(
         "bench",
@@ -158,8 +166,9 @@ def _run_infer(args: argparse.Namespace) -> int:
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
         with module.context, ir.Location.unknown():
-            if args.report:
-                inference = _infer_for_report(module, fuel, arch)
+            if args.report or args.dump_system:
+                dump_to = sys.stderr if args.dump_system else None
+                inference = _infer_for_report(module, fuel, arch, dump_to)
             else:
                 infer_layout(module, fuel=fuel, arch=arch)
     except InferenceError as error:
@@ -176,12 +185,15 @@ def _run_infer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _infer_for_report(module: ir.Module, fuel: int, arch: tuple[int, int]) -> object:
-    """``infer_layout``, keeping what the report shows (the solved system)."""
+def _infer_for_report(
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+) -> object:
+    """``infer_layout``, keeping what the report shows (the solved system); the system is
+    also written to ``dump_to`` once derived, when given."""
     from smalto import annotate
     from smalto.infer import solve_module
 
-    inference = solve_module(module, fuel=fuel, arch=arch)
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
     plan = annotate.plan_attributes(
         inference.program, inference.system, inference.solver.solution()
     )

@@ -8,7 +8,6 @@ the values involved were forced to, and suggest the change that resolves it.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +40,8 @@ from smalto.constraints import (
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.program import Program
+from smalto.locations import location_name, location_text
+from smalto.program import Op, Program
 
 Element = Constraint | Fixed
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -90,25 +90,17 @@ class ConflictReport:
         return "\n".join(lines)
 
 
-_FILE_LOCATION = re.compile(r'"([^"]+)":(\d+):(\d+)')
+def op_text(op: Op) -> str:
+    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
+    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
+    where = location_text(op.location)
+    name = location_name(op.location)
+    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
+        return f"`{op.name}` at {where}"
+    return f"`{op.name}` (`{name}`) at {where}"
 
 
-def location_text(location: ir.Location) -> str:
-    """``file:line:col`` of an op's location (the user's file, through name and call sites)."""
-    text = str(location)
-    found = _FILE_LOCATION.findall(text)
-    # Pallas wraps user locations in name/callsite locations whose callees are
-    # inside JAX; the user's own file is the one to show.
-    for path, line, col in found:
-        if "site-packages" not in path:
-            return f"{path}:{line}:{col}"
-    if found:
-        path, line, col = found[0]
-        return f"{path}:{line}:{col}"
-    return text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
-
-
-class _Namer:
+class Namer:
     """SSA names and types of the values behind variables and sites."""
 
     def __init__(self, program: Program, system: System) -> None:
@@ -137,6 +129,12 @@ class _Namer:
             name = "<value>"
         return name
 
+    def site_text(self, site: Site) -> str:
+        """``%3 (result #0 of `arith.addf` at kernel.py:12:8)``."""
+        role = {Role.OPERAND: "operand", Role.RESULT: "result", Role.ARGUMENT: "argument"}
+        op = op_text(self.program.ops[site.op])
+        return f"{self.site(site)} ({role[site.role]} #{site.index} of {op})"
+
     def var(self, var: int) -> str:
         variable = self.system.variables[var]
         # Prefer a result (the value as defined) over an operand use.
@@ -148,7 +146,7 @@ class _Namer:
         for site in self.system.variables[var].sites:
             if site.role == Role.RESULT:
                 op = self.program.ops[site.op]
-                return f" (from `{op.name}` at {location_text(op.location)})"
+                return f" (from {op_text(op)})"
         return ""
 
     def expr(self, expr: object, default: str) -> str:
@@ -266,9 +264,8 @@ def _expr_var(expr: object) -> int | None:
     return expr.id if isinstance(expr, Var) else None
 
 
-def describe_element(element: Element, program: Program, namer: _Namer) -> str:
-    op, where = _op_of(program, element)
-    at = f"`{op}` at {where}"
+def describe_element(element: Element, program: Program, namer: Namer) -> str:
+    at = op_text(program.ops[element.origin])
     match element:
         case Fixed(var=var, value=value, what=what):
             return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
@@ -300,7 +297,7 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
             )
         case OneOf(expr=expr, allowed=allowed):
             v = _expr_var(expr)
-            options = ", ".join(describe_value(a) for a in allowed)
+            options = "; ".join(describe_value(a) for a in allowed)
             return (
                 f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
                 f"{options}"
@@ -347,7 +344,7 @@ def describe_element(element: Element, program: Program, namer: _Namer) -> str:
 
 
 def _derivations(
-    program: Program, system: System, arch: tuple[int, int], core: list[Element], namer: _Namer
+    program: Program, system: System, arch: tuple[int, int], core: list[Element], namer: Namer
 ) -> tuple[list[str], dict[int, Const]]:
     """What each value of the core is forced to, and by what (propagating the core alone)."""
     from smalto.solve.search import Solver
@@ -380,11 +377,10 @@ def _derivations(
             continue
         values[var] = value
         if reason.kind == "fixed" and reason.fixed is not None:
-            op, where = _op_of(program, reason.fixed)
-            why = f"it is {reason.fixed.what} of `{op}` at {where}"
+            why = f"it is {reason.fixed.what} of {op_text(program.ops[reason.fixed.origin])}"
         elif reason.kind == "forced" and reason.constraint is not None:
-            op, where = _op_of(program, solver.constraints[reason.constraint])
-            why = f"it must agree with `{op}` at {where}"
+            origin = solver.constraints[reason.constraint].origin
+            why = f"it must agree with {op_text(program.ops[origin])}"
         else:
             continue
         name = namer.var(var)
@@ -395,7 +391,7 @@ def _derivations(
 
 
 def _suggestion(
-    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: _Namer
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
 ) -> str | None:
     if len(core) == 1 and isinstance(core[0], NotOfKind):
         var = _expr_var(core[0].expr)
@@ -432,7 +428,7 @@ def _suggestion(
             op = program.ops[e.origin]
             if op.name in ("memref.subview", "mosaic_gpu.async_load", "mosaic_gpu.async_store"):
                 return (
-                    f"the offsets of `{op.name}` at {location_text(op.location)} are not known to "
+                    f"the offsets of {op_text(op)} are not known to "
                     "be multiples of the tile size: prove it with `pl.multiple_of(index, n)` "
                     "(n a multiple of the tile along that dimension), or use a smaller tiling "
                     "with `plgpu.TilingTransform`"
@@ -449,7 +445,7 @@ def _suggestion(
             ):
                 op = program.ops[e.origin]
                 return (
-                    f"`{op.name}` at {location_text(op.location)} cannot convert "
+                    f"{op_text(op)} cannot convert "
                     f"{describe_value(a)} to {describe_value(b)}: only relayouts from a splat, "
                     "between WGMMA and WGMMA_TRANSPOSED (or TCGEN05 and its transpose), and "
                     "from the WGMMA upcast layouts are supported; cast to a layout reachable "
@@ -463,9 +459,7 @@ def _suggestion(
     fixed = [e for e in core if isinstance(e, Fixed) and isinstance(e.value, Reg)]
     if len({f.value for f in fixed}) > 1:
         where = " and ".join(
-            f"{describe_value(f.value)} (`{program.ops[f.origin].name}` at "
-            f"{location_text(program.ops[f.origin].location)})"
-            for f in fixed[:2]
+            f"{describe_value(f.value)} ({op_text(program.ops[f.origin])})" for f in fixed[:2]
         )
         return (
             f"one value is required to be both {where}; make these agree, or add a "
@@ -484,7 +478,7 @@ def _suggestion(
 
 
 def _transfer_alternatives(
-    transfer: SmemTransfer, values: dict[int, Const], namer: _Namer
+    transfer: SmemTransfer, values: dict[int, Const], namer: Namer
 ) -> str | None:
     """For a transfer with no plan: the tilings that would work, and the register layouts."""
     from smalto.hw.names import REGISTER_LAYOUTS
@@ -499,7 +493,7 @@ def _transfer_alternatives(
     args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode)
     tilings = [((8, 8 * sw // transfer.bitwidth), sw) for sw in hl.SWIZZLES]
     good_tilings = [
-        t
+        describe_value(Smem(t, sw))
         for t, sw in tilings
         if hl.fits(Smem(t, sw), transfer.shape)
         and smem_transfer_supported(t, sw, reg.layout, *args)
@@ -515,7 +509,7 @@ def _transfer_alternatives(
         f"{describe_value(tiling)}; no {transfer.mode.value} transfer exists between them"
     ]
     if good_tilings:
-        parts.append(f"tilings that work with {describe_value(reg)}: {good_tilings}")
+        parts.append(f"transforms that work with {describe_value(reg)}: {'; '.join(good_tilings)}")
     if good_layouts:
         parts.append(f"register layouts that work with this ref: {', '.join(good_layouts[:4])}")
     return "; ".join(parts)
@@ -537,7 +531,7 @@ def diagnose(
     core, minimal = find_core(program, system, arch, seeds, explanation)
     # What ops impose outright first, then the rest in program order.
     core.sort(key=lambda e: (not isinstance(e, Fixed), e.origin))
-    namer = _Namer(program, system)
+    namer = Namer(program, system)
     requirements: list[Requirement] = []
     said: set[str] = set()
     for e in core:
@@ -583,11 +577,11 @@ __all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "di
 
 def _no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
     variable = system.variables[var]
-    namer = _Namer(program, system)
+    namer = Namer(program, system)
     op = program.ops[variable.key.op]
     where = location_text(op.location)
     kind = {2: "SMEM transform", 3: "TMEM layout"}.get(int(variable.kind), "register layout")
-    text = f"no {kind} fits {namer.typed(var)} (shape {variable.shape}) from `{op.name}` at {where}"
+    text = f"no {kind} fits {namer.typed(var)} (shape {variable.shape}) from {op_text(op)}"
     hint = None
     if int(variable.kind) == 3:
         hint = "TMEM refs have 128 rows (or 64, split in lane groups): allocate one of those"
@@ -601,7 +595,7 @@ def describe_fuel_exhaustion(
     program: Program, system: System, spent: int, open_variables: list[int]
 ) -> str:
     """What the search had done and what was left when fuel ran out."""
-    namer = _Namer(program, system)
+    namer = Namer(program, system)
     names = list(dict.fromkeys(namer.var(v) for v in open_variables))
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return (

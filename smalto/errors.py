@@ -8,14 +8,22 @@ FAILURE_PREFIX = "Failed to infer a possible set of layouts"
 class InferenceError(ValueError):
     """A kernel for which no valid layout assignment was found.
 
-    The message always begins with ``FAILURE_PREFIX`` (tools grep for it) and
-    then says why in smalto's own words.
+    The message always begins with ``FAILURE_PREFIX`` (tools grep for it).
+    With a ``phrase`` (JAX 0.12.0.1's own message for this kind of failure,
+    itself starting with the prefix), the message is that phrase, then, on the
+    next lines, why in smalto's words; without one, ``prefix: reason``.
     """
 
-    def __init__(self, reason: str, *, conflict: object | None = None) -> None:
-        message = f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
+    def __init__(
+        self, reason: str, *, conflict: object | None = None, phrase: str | None = None
+    ) -> None:
+        if phrase is not None:
+            message = f"{phrase}\n{reason}" if reason else phrase
+        else:
+            message = f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
         super().__init__(message)
         self.reason = reason
+        self.phrase = phrase
         # Structured facts about the failure (ops, locations, constraints) for
         # tools; ``None`` where there is nothing more to say than the message.
         self.conflict = conflict

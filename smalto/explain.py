@@ -46,6 +46,7 @@ from smalto.constraints import (
 )
 from smalto.hw.names import describe_value
 from smalto.infer import DEFAULT_FUEL, Inference, in_context, solve_module
+from smalto.locations import file_position, location_name, location_text
 from smalto.program import Kind, Program
 from smalto.validate import parse_arch
 
@@ -142,7 +143,12 @@ class Explainer:
         return describe_location(self.program.ops[op_id].location, self.source_name)
 
     def op_text(self, op_id: int) -> str:
-        return f"`{self.program.ops[op_id].name}` at {self.where(op_id)}"
+        op = self.program.ops[op_id]
+        # The name JAX gave the location (the primitive) when it says more than the op's.
+        name = location_name(op.location)
+        if name is None or name == op.name.rsplit(".", 1)[-1]:
+            return f"`{op.name}` at {self.where(op_id)}"
+        return f"`{op.name}` (`{name}`) at {self.where(op_id)}"
 
     def site_text(self, site: Site, var: int | None = None) -> str:
         """``the accumulator of `mosaic_gpu.wgmma` at line 88``, ``operand #1 of ...``."""
@@ -202,6 +208,11 @@ class Explainer:
         seen: set[int] = set()
         first = True
         relation = "is tied to"
+        # The first step that changes the layout on the way (a reduction, reshape,
+        # ...): the summary names it, since the value's layout is not the one at
+        # the end of the chain but what that step makes of it.
+        change: tuple[str, str, int] | None = None  # noun, op, index of the step
+        first_relation = ""
         while True:
             seen.add(slot)
             vias.extend(v for v in self._slot_vias(slot) if v not in vias)
@@ -222,12 +233,28 @@ class Explainer:
                         f" ({fixed.what})",
                     )  # fmt: skip
                 place = self._fixed_place(fixed)
+                if change is not None:
+                    noun, where, index = change
+                    if index == 0:
+                        lead = "is"
+                    elif first_relation == "comes from":
+                        lead = "comes from"
+                    else:
+                        lead = "is tied to"
+                    # Right after the change (and the requirement), the chain may end.
+                    ends = len(steps) == index + 2
+                    source = place if ends else f"a value that {relation} {place}"
+                    return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
                 return _Ending("fixed", f"because it {relation} {place}")
             if reason.kind == "chosen" or reason.kind == "domain":
                 return self._choice(reason.kind, reason.constraint, slot, steps)
             assert reason.constraint is not None
             constraint = self.solver.constraints[reason.constraint]
             step, relation, following = self._step(constraint, slot)
+            if change is None and (noun := _layout_change(constraint)) is not None:
+                change = (noun, self.op_text(constraint.origin), len(steps))
+            elif change is None and not first_relation:
+                first_relation = relation
             steps.append(step)
             following = [s for s in following if s not in seen]
             if not following or len(steps) >= MAX_STEPS:
@@ -384,6 +411,24 @@ class _Ending:
     summary: str
 
 
+_CHANGE_NOUNS = {
+    Reduce: "reduction",
+    Reshape: "reshape",
+    Transpose: "transpose",
+    Collapse: "collapse",
+}
+
+
+def _layout_change(c: Constraint) -> str | None:
+    """``reduction`` (...) for an equality through an expression that changes the layout."""
+    if isinstance(c, Equal):
+        for side in (c.rhs, c.lhs):
+            noun = _CHANGE_NOUNS.get(type(side))
+            if noun is not None:
+                return noun
+    return None
+
+
 def _expression_kind(expr: object) -> str | None:
     match expr:
         case Reduce():
@@ -398,30 +443,14 @@ def _expression_kind(expr: object) -> str | None:
 
 
 def describe_location(location: ir.Location, source_name: str) -> str:
-    """``line 88`` in the input itself, ``file.py:88`` elsewhere, else the location text."""
-    try:
-        file_location = ir.FileLineColLoc(location)
-    except ValueError:
-        pass
-    else:
-        name = file_location.filename
-        if name in (_PARSER_BUFFER, source_name):
-            return f"line {file_location.start_line}"
-        return f"{name}:{file_location.start_line}"
-    for kind, child in ((ir.NameLoc, "child_loc"), (ir.CallSiteLoc, "callee")):
-        try:
-            inner = getattr(kind(location), child)
-        except ValueError:
-            continue
-        return describe_location(inner, source_name)
-    try:
-        fused = ir.FusedLoc(location).locations
-    except ValueError:
-        fused = []
-    if fused:
-        return describe_location(fused[0], source_name)
-    text = str(location)
-    return text.removeprefix("loc(").removesuffix(")")
+    """``line 88`` in the input itself, ``file.py:88`` elsewhere (the innermost file position,
+    through the name and call-site locations JAX wraps it in), else the location's name."""
+    position = file_position(location)
+    if position is None:
+        return location_text(location)
+    if position.file in (_PARSER_BUFFER, source_name):
+        return f"line {position.line}"
+    return f"{position.file}:{position.line}"
 
 
 # --- command line ---------------------------------------------------------------------------

@@ -6,16 +6,20 @@ import contextlib
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
 from jax._src.lib.mlir import ir
 
 from smalto import annotate
 from smalto.constraints import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion
-from smalto.errors import InferenceError
+from smalto.dump import after_derivation
+from smalto.errors import FAILURE_PREFIX, InferenceError
+from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
 from smalto.program import Program, read_program
 from smalto.rules import derive_system
 from smalto.solve.search import FuelExhausted, Solver
+from smalto.tracebacks import with_op_traceback
 from smalto.validate import check_input
 
 # Ample for every kernel we know: the search needs a few dozen attempts at most
@@ -33,25 +37,50 @@ class Inference:
 
 
 def solve_module(
-    module: ir.Module, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int] = (9, 0)
+    module: ir.Module,
+    *,
+    fuel: int = DEFAULT_FUEL,
+    arch: tuple[int, int] = (9, 0),
+    dump_to: TextIO | None = None,
 ) -> Inference:
     """Infers layouts without writing them; raises as ``infer_layout`` does.
 
-    Must run inside the module's context (``infer_layout`` takes care of it).
+    Between the rules and the search, names the module for dumps and dumps
+    the system when asked (``dump_to``, or JAX's environment variables), as
+    JAX's pass does (see ``smalto.dump``). Must run inside the module's
+    context (``infer_layout`` takes care of it).
     """
     arch = tuple(arch)  # type: ignore[assignment]
     program = read_program(module)
     check_input(program, fuel=fuel, arch=arch)
     system = derive_system(program, arch)
+    if not conflicting_fixed(system):
+        # (JAX's pass gives up on such a system before it gets here.)
+        after_derivation(module, program, system, dump_to)
+    return search(program, system, arch, fuel)
+
+
+def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
+    """Solves a derived system; an ``InferenceError`` in JAX's words and then ours if it cannot."""
     solver = Solver(system, program, arch, fuel)
     try:
         solved = solver.solve()
     except FuelExhausted as e:
         reason = describe_fuel_exhaustion(program, system, e.spent, e.open_variables)
-        raise InferenceError(reason) from None
+        raise InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}") from None
     if not solved:
+        phrase = unsatisfiable(program, system)
         message, report = describe_conflict(program, system, solver)
-        raise InferenceError(message, conflict=report)
+        error = InferenceError(message, conflict=report, phrase=phrase.text)
+        # The op JAX blames, else the first one of the conflict: its source line
+        # ends the traceback, as in JAX's errors.
+        culprit = phrase.op
+        if culprit is None and report.requirements:
+            culprit = report.requirements[0].element.origin
+        if culprit is not None:
+            op = program.ops[culprit]
+            with_op_traceback(error, op.operation, op.name)
+        raise error
     return Inference(program, system, solver)
 
 
@@ -63,8 +92,11 @@ def infer_layout(
     Writes ``in_layouts``/``out_layouts``, ``in_transforms``/``out_transforms``
     and ``in_tmem_layouts``/``out_tmem_layouts`` on the ops, exactly as JAX's
     ``infer_layout`` does. Raises ``InferenceError`` when no assignment exists
-    or ``fuel`` attempts did not find one, ``NotImplementedError`` for ops it
-    has no rule for; in both cases the module is left unchanged.
+    or ``fuel`` attempts did not find one (the message starts with JAX's own
+    for that failure), ``NotImplementedError`` for ops it has no rule for. Like
+    JAX's pass, it sets the module's ``mosaic_gpu.dump_basename`` if absent
+    once the rules have run (so also when the search fails); otherwise a
+    failure leaves the module unchanged.
     """
     with in_context(module), _cyclic_gc_paused():
         result = solve_module(module, fuel=fuel, arch=arch)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
+from smalto.locations import location_text
+
 
 class Kind(enum.IntEnum):
     """Where a value lives, as far as layout inference is concerned."""
@@ -168,6 +170,11 @@ class Op:
     def location(self) -> ir.Location:
         # Read on demand: only error messages need it.
         return self.operation.location
+
+    @property
+    def where(self) -> str:
+        """The op's source position for messages, ``kernel.py:75:20`` (see ``locations``)."""
+        return location_text(self.operation.location)
 
     def has_kind(self, kind: Kind, program: Program) -> bool:
         values = program.values

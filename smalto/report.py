@@ -25,6 +25,7 @@ from smalto.explain import Explainer
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference
+from smalto.locations import location_name
 from smalto.program import Kind
 
 # Pictures in the report show a part of the array: enough rows for all four warps.
@@ -153,9 +154,12 @@ class _Page:
                 for v in op.results
                 if self.program.values[v].kind != Kind.OTHER
             )
-            self.rows.append(
-                _Row(op.name, self.explainer.where(op_id), results, inputs, outputs, relayouts)
-            )
+            where = self.explainer.where(op_id)
+            # JAX names each op's location after the primitive it lowers (`swap`, `dot`).
+            name = location_name(op.location)
+            if name is not None and name != op.name.rsplit(".", 1)[-1] and name != where:
+                where = f"{where} ({name})"
+            self.rows.append(_Row(op.name, where, results, inputs, outputs, relayouts))
 
     def _producer_value(self, vid: int) -> Const | None:
         producer = self.program.values[vid].producer

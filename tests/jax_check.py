@@ -33,7 +33,7 @@ def _decode_site(op_annotated: Any, is_operand: bool, index: int) -> Any:
     from jax._src.lib.mlir import ir
     from jax.experimental.mosaic.gpu import constraints as cs
     from jax.experimental.mosaic.gpu import inference_utils, layouts, tcgen05, utils
-    from jax.experimental.mosaic.gpu import layout_inference as li
+    from jax.experimental.mosaic.gpu import launch_context as lc
 
     values = list(op_annotated.operands if is_operand else op_annotated.results)
     value = values[index]
@@ -51,11 +51,11 @@ def _decode_site(op_annotated: Any, is_operand: bool, index: int) -> Any:
             tcgen05.TMEMLayout(tiled.tiling, tiled.warp_dims, tiled.lane_dims, tiled.vector_dim)
         )
     position = sum(inference_utils.is_transformable_smem_memref(v) for v in values[:index])
-    # JAX's own decoding of written transforms into (tiling, swizzle): the
-    # swizzle is part of the value since jax 0.12.
-    return li._extract_smem_transforms_from_custom_transform_attrs(
-        attrs[f"{prefix}_transforms"][position]
-    )
+    transforms = [layouts.from_transform_attr(t) for t in attrs[f"{prefix}_transforms"][position]]
+    tiles = [t for t in transforms if isinstance(t, lc.TileTransform)]
+    swizzles = [int(t) for t in transforms if not isinstance(t, lc.TileTransform)]
+    swizzle = swizzles[0] if swizzles and swizzles[0] != 16 else None
+    return cs.SMEMTransforms(tiles[0] if tiles else None, swizzle)
 
 
 def check_with_jax(text: str, arch: tuple[int, int], fuel: int = 100_000) -> list[str]:

@@ -144,6 +144,21 @@ def parse(path_or_text: Path | str, ctx: Any) -> Any:
         return ir.Module.parse(read_text(path_or_text))
 
 
+DUMP_NAME = "mosaic_gpu.dump_basename"
+
+
+def pop_dump_name(module: Any) -> str | None:
+    """Removes the module's dump name (which JAX's pass, and smalto, set once the rules
+    have run, even when the search then fails); returns it, or None if it had none."""
+    ir, _, _ = _mlir()
+    attributes = module.operation.attributes
+    if DUMP_NAME not in attributes:
+        return None
+    name = ir.StringAttr(attributes[DUMP_NAME]).value
+    del attributes[DUMP_NAME]
+    return name
+
+
 def layout_attributes(module: Any) -> Attributes:
     """The layout attributes on every op, in pre-order over all ops.
 

@@ -39,7 +39,7 @@ CASES = {
             "`mosaic_gpu.vector_store` at kernel.py:34:4",
             "`mosaic_gpu.with_transforms` at kernel.py:31:10",
         ],
-        "tilings that work with WGMMA_TRANSPOSED_LAYOUT: [(8, 64)]",
+        "transforms that work with WGMMA_LAYOUT: tiled by (8, 64), swizzled by 128 bytes",
     ),
     "dynamic_offset_not_divisible": (
         ["`memref.subview` at kernel.py:42:10", "`mosaic_gpu.with_transforms` at kernel.py:41:10"],
@@ -63,6 +63,7 @@ def _fail(name: str) -> tuple[smalto.InferenceError, str, str]:
     before = str(module)
     with pytest.raises(smalto.InferenceError) as info:
         smalto.infer_layout(module, arch=(9, 0))
+    reference.pop_dump_name(module)  # the one change a failed search leaves, as in JAX
     return info.value, before, str(module)
 
 
@@ -238,3 +239,100 @@ def test_a_value_no_layout_fits_says_so() -> None:
     message = str(info.value)
     assert "`mosaic_gpu.vector_load` at k.py:3:8" in message
     assert "no other register layout fits its shape (64, 1)" in message
+
+
+# --- locations: the user's file and line, never MLIR's location syntax ------------------------
+
+WRAPPED = {
+    # jax 0.12.0.1's Pallas lowering: the primitive's name around the user's position.
+    'loc("layout_cast:"("layout_cast"("kernel.py":75:20)))': ("kernel.py:75:20", "layout_cast"),
+    # A call stack: the innermost frame in the user's files is the one to show.
+    'loc(callsite("f"("/x/site-packages/jax/_src/a.py":1:2) at "g"("k.py":3:4)))': (
+        "k.py:3:4",
+        None,
+    ),
+    'loc(fused["a.py":1:1, "b.py":2:2])': ("a.py:1:1", None),
+    'loc("k.py":3:4)': ("k.py:3:4", None),
+    'loc("mpmd_map:"("mpmd_map"))': ("mpmd_map", "mpmd_map"),
+}
+
+
+@pytest.mark.parametrize("text", sorted(WRAPPED))
+def test_location_text_unwraps_to_the_innermost_file_position(text: str) -> None:
+    from jax._src.lib.mlir import ir
+
+    from smalto.locations import location_name, location_text
+
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        location = ir.Module.parse(f'"x.y"() : () -> () {text}').body.operations[0].location
+        assert (location_text(location), location_name(location)) == WRAPPED[text]
+
+
+def _wrap_in_pallas_names(text: str) -> str:
+    """Each op's position wrapped as jax 0.12.0.1's Pallas lowering wraps it."""
+    import re
+
+    return re.sub(
+        r'loc\("(kernel\.py)":(\d+):(\d+)\)',
+        r'loc("prim:"("prim"("\1":\2:\3)))',
+        text,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wrapped_locations_read_as_file_line_and_column(name: str) -> None:
+    ctx = reference.make_context()
+    module = reference.parse(_wrap_in_pallas_names((UNSAT / f"{name}.mlir").read_text()), ctx)
+    with pytest.raises(smalto.InferenceError) as info:
+        smalto.infer_layout(module, arch=(9, 0))
+    message = str(info.value)
+    ops, _ = CASES[name]
+    for op in ops:
+        # The op, the name JAX gave its location, then the user's position.
+        assert op.replace("` at", "` (`prim`) at") in message, message
+    assert 'loc("' not in message and "prim:" not in message
+    for location in info.value.conflict.locations:
+        assert location.startswith("kernel.py:"), location
+
+
+def test_a_captured_pallas_kernel_names_the_users_lines() -> None:
+    """A real module from jax 0.12.0.1's Pallas lowering, with its real locations."""
+    import inspect
+
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    import smalto.jax
+
+    def kernel(x: jax.Array) -> jax.Array:
+        def body(x_gmem, out_gmem, acc):  # noqa: ANN001, ANN202
+            acc[...] = plgpu.layout_cast(x_gmem[...].astype(jnp.float32), plgpu.Layout.WGMMA)
+            strided = plgpu.Layout.WG_STRIDED((64, 64), vec_size=2)
+            out_gmem[...] = plgpu.layout_cast(acc[...], strided).astype(out_gmem.dtype)  # HERE
+
+        return plgpu.kernel(
+            body,
+            out_type=jax.ShapeDtypeStruct((64, 64), jnp.float16),
+            scratch_types=[plgpu.ACC((64, 64), jnp.float32)],
+            compiler_params=plgpu.CompilerParams(
+                lowering_semantics=plgpu.LoweringSemantics.Warpgroup
+            ),
+        )(x)
+
+    (captured,) = smalto.jax.capture(kernel, jax.ShapeDtypeStruct((64, 64), jnp.float16))
+    assert 'loc("layout_cast:"' in captured.text or '"layout_cast:"' in captured.text
+    lines, first = inspect.getsourcelines(kernel)
+    here = first + next(i for i, line in enumerate(lines) if "# HERE" in line)
+    with pytest.raises(ValueError) as info:
+        smalto.infer_layout(captured.module(), arch=(9, 0))
+    message = str(info.value)
+    me = Path(__file__).name
+    assert f"{me}:{here}:" in message
+    assert "`mosaic_gpu.layout_cast` at" in message and "loc(" not in message
+    import traceback
+
+    last = traceback.extract_tb(info.value.__traceback__)[-1]
+    assert (Path(last.filename).name, last.lineno, last.name) == (me, here, "layout_cast")

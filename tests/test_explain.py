@@ -79,14 +79,16 @@ def test_fixed_and_free_values(loop_file: Path, capsys: pytest.CaptureFixture) -
 
 
 def test_flash_attention_lines_point_at_the_ops(capsys: pytest.CaptureFixture) -> None:
-    status, out, _ = _explain([str(FLASH), "%arg15", "@221"], capsys)
-    assert status == 0
     source = FLASH.read_text().splitlines()
+    # The first layout cast of the kernel: to WGMMA_ROW, for the row statistics.
+    cast = next(i for i, line in enumerate(source, 1) if '"mosaic_gpu.layout_cast"' in line)
+    status, out, _ = _explain([str(FLASH), "%arg15", f"@{cast}"], capsys)
+    assert status == 0
     found = re.search(r"accumulator of `mosaic_gpu.wgmma` at line (\d+)", out)
     assert found and "mosaic_gpu.wgmma" in source[int(found[1]) - 1]
     loop = re.search(r"iter_arg #0 of `scf.for` at line (\d+)", out)
     assert loop and '"scf.for"' in source[int(loop[1]) - 1]
-    assert "WGMMA_ROW_LAYOUT because `mosaic_gpu.layout_cast` at line 221 requires it" in out
+    assert f"WGMMA_ROW_LAYOUT because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)
@@ -112,3 +114,51 @@ def test_usage_and_inference_errors(loop_file: Path, capsys: pytest.CaptureFixtu
     assert status == 2 and "cannot read" in err
     status, _, err = _explain([str(loop_file), "--arch", "8.0"], capsys)
     assert status == 2 and "unsupported architecture" in err
+
+
+FLASH_CORPUS = ROOT / "tests" / "corpus" / "kernels" / "flash_attn_fwd_wg_hd128_b64x128.mlir"
+
+
+def _line_of(text: str, line: int) -> str:
+    return text.splitlines()[line - 1]
+
+
+def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureFixture) -> None:
+    """The row maximum of a WGMMA score matrix: WGMMA_ROW because it is that reduction."""
+    text = FLASH_CORPUS.read_text()
+    status, out, _ = _explain([str(FLASH_CORPUS)], capsys)
+    assert status == 0
+    rows = [line for line in out.splitlines() if ": WGMMA_ROW_LAYOUT because" in line]
+    through = [line for line in rows if "accumulator of `mosaic_gpu.wgmma`" in line]
+    assert through, rows
+    for line in through:
+        found = re.search(
+            r"the reduction \(`vector.multi_reduction` at line (\d+)\) of a value", line
+        )
+        assert found, line
+        assert '"vector.multi_reduction"' in _line_of(text, int(found[1]))
+    # The reduction's own result *is* the reduction; its users come from it.
+    reduced = int(found[1])
+    own = next(line for line in rows if f"(line {reduced})" in line)
+    assert "because it is the reduction" in own, own
+    assert any("because it comes from the reduction" in line for line in through)
+
+
+def test_pallas_locations_read_as_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """jax wraps positions in name locations; explain shows the file and line, and the name."""
+    module = FLASH_CORPUS.read_text()
+    text = re.sub(
+        r'("mosaic_gpu.wgmma".*)$',
+        r'\1 loc("dot:"("dot"("attention.py":88:12)))',
+        module,
+        count=1,
+        flags=re.MULTILINE,
+    )
+    path = tmp_path / "k.mlir"
+    path.write_text(text)
+    status, out, _ = _explain([str(path)], capsys)
+    assert status == 0
+    assert "`mosaic_gpu.wgmma` (`dot`) at attention.py:88" in out
+    assert "loc(" not in out

@@ -10,15 +10,14 @@ import pytest
 import reference
 from jax_check import check_with_jax
 
-import smalto
-
 ROOT = reference.corpus_root() or reference.BUNDLED_ROOT
 SATISFIABLE = [
     "custom_layernorm_rows_nohint",
     "custom_reductions_rowcol_nohint",
     "custom_softmax_rows_nohint",
 ]
-UNSATISFIABLE = ["custom_causal_mask_iota_keepdims_hint"]
+# jax 0.10.2 also ran out of fuel on custom_causal_mask_iota_keepdims_hint; in the
+# jax 0.12.0.1 corpus it is an ordinary kernel (kernels/), which JAX infers.
 
 
 def _text(name: str) -> str:
@@ -28,16 +27,6 @@ def _text(name: str) -> str:
 @pytest.mark.parametrize("name", SATISFIABLE)
 def test_solution_is_accepted_by_jax_constraints(name: str) -> None:
     assert check_with_jax(_text(name), (9, 0)) == []
-
-
-@pytest.mark.parametrize("name", UNSATISFIABLE)
-def test_unsatisfiable_kernel_is_rejected(name: str) -> None:
-    ctx = reference.make_context()
-    module = reference.parse(_text(name), ctx)
-    before = str(module)
-    with pytest.raises(smalto.InferenceError, match="^Failed to infer a possible set of layouts"):
-        smalto.infer_layout(module, arch=(9, 0))
-    assert str(module) == before
 
 
 def test_check_catches_a_wrong_answer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +39,7 @@ def test_check_catches_a_wrong_answer(monkeypatch: pytest.MonkeyPatch) -> None:
         from smalto.hw.values import Smem
 
         values = original(self)
-        return [Smem((8, 8)) if isinstance(v, Smem) and v.tiling else v for v in values]
+        return [Smem((8, 8), None) if isinstance(v, Smem) and v.tiling else v for v in values]
 
     monkeypatch.setattr(search.Solver, "solution", corrupt)
     name = "hopper_matmul_t64x64x64_s2_wgM_noepi"

@@ -148,6 +148,8 @@ def test_an_unsatisfiable_kernel_raises_inference_error_and_leaves_the_module(na
     message = str(error.value)
     assert message.startswith("Failed to infer a possible set of layouts")
     assert message.startswith(smalto.FAILURE_PREFIX)
+    # The one change a failed search leaves, as JAX's pass does: the module's dump name.
+    assert reference.pop_dump_name(module) is not None
     assert _texts(module) == before
     assert not reference.layout_attributes(module)
 
@@ -199,6 +201,7 @@ def test_little_fuel_succeeds_or_says_it_ran_out(fuel: int):
         message = str(error)
         assert message.startswith(smalto.FAILURE_PREFIX)
         assert "fuel" in message
+        assert reference.pop_dump_name(module) is not None
         assert _texts(module) == before
     else:
         assert reference.layout_attributes(module)
@@ -219,6 +222,7 @@ def test_little_fuel_on_a_real_kernel():
         smalto.infer_layout(module, fuel=1)
     except smalto.InferenceError as error:
         assert "fuel" in str(error)
+        # The corpus kernel has its dump name already: the pass keeps it.
         assert _texts(module) == before
 
 
@@ -227,6 +231,8 @@ def test_little_fuel_on_a_real_kernel():
 
 def test_two_runs_give_identical_text():
     first, second = run_smalto(NEEDS_SEARCH), run_smalto(NEEDS_SEARCH)
+    # Each run names its module with the next number of a process-wide count, as JAX's does.
+    assert reference.pop_dump_name(first) != reference.pop_dump_name(second)
     assert _texts(first) == _texts(second)
 
 
@@ -350,6 +356,7 @@ def test_failed_inference_on_an_in_memory_module_leaves_it_unchanged():
     before = _texts(module)
     with pytest.raises(smalto.InferenceError):
         smalto.infer_layout(module)
+    assert reference.pop_dump_name(module) is not None  # the search ran, as in JAX's pass
     assert _texts(module) == before
 
 

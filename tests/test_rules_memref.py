@@ -30,6 +30,7 @@ from rule_kit import (
     out_layouts,
     out_transforms,
     rejected_like_jax,
+    run_jax,
     run_smalto,
     slice_smem,
     smem,
@@ -236,6 +237,38 @@ def test_transpose_permutes_the_tiling_backward():
     assert in_transforms(op(module, "memref.transpose")) == [((8, 64), 128)]
 
 
+@pytest.mark.parametrize(
+    ("tile", "swizzle"), [((8, 64), 64), ((8, 64), None), (None, 128)], ids=str
+)
+def test_transpose_keeps_the_swizzle(tile, swizzle):
+    """The swizzle is physical: it stays as given while the tiling is permuted."""
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("q", SOURCE_64x128),
+                with_transforms("r", "q", SOURCE_64x128, tile, swizzle),
+                _transpose("t", "r"),
+            ]
+        )
+    )
+    transposed = None if tile is None else tile[::-1]
+    assert out_transforms(op(module, "memref.transpose")) == [(transposed, swizzle)]
+
+
+def test_collapse_shape_keeps_the_swizzle():
+    source, collapsed = smem((2, 64, 64), BF16), smem((128, 64), BF16)
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("q", source),
+                with_transforms("r", "q", source, (1, 8, 64), 32),
+                f"%c = memref.collapse_shape %r [[0, 1], [2]] : {source} into {collapsed}",
+            ]
+        )
+    )
+    assert out_transforms(op(module, "memref.collapse_shape")) == [((8, 64), 32)]
+
+
 def _expand(name: str, ref: str, groups: str, shape: str, source: str, expanded: str) -> str:
     return (
         f"%{name} = memref.expand_shape %{ref} {groups} output_shape [{shape}] "
@@ -305,20 +338,27 @@ def test_expand_shape_tiling_a_split_dim_is_rejected():
 
 
 def test_expand_shape_read_as_wgmma_through_a_subview():
-    """A 1D tiling (64,) with swizzle 128: only the unsplit trailing dim may be tiled."""
+    """A 1D tiling (64,) with swizzle 128: only the unsplit trailing dim may be tiled.
+
+    jax 0.12.0.1's pass crashes here (an IndexError reading the minor width
+    of the 1-D tile it conjures); smalto skips that candidate, and its
+    complete search finds the tiling jax 0.10.2 gave.
+    """
     source, expanded = smem((64, 64), BF16), smem((1, 64, 64), BF16)
     window = smem((64, 64), BF16, "strided<[64, 1]>")
-    module = infer_like_jax(
-        kernel(
-            [
-                slice_smem("r", source),
-                _expand("e", "r", "[[0, 1], [2]]", "1, 64, 64", source, expanded),
-                f"%s = memref.subview %e[0, 0, 0] [1, 64, 64] [1, 1, 1] : {expanded} to {window}",
-                *_wgmma_load("s", window),
-            ]
-        )
+    text = kernel(
+        [
+            slice_smem("r", source),
+            _expand("e", "r", "[[0, 1], [2]]", "1, 64, 64", source, expanded),
+            f"%s = memref.subview %e[0, 0, 0] [1, 64, 64] [1, 1, 1] : {expanded} to {window}",
+            *_wgmma_load("s", window),
+        ]
     )
+    module = run_smalto(text)
     assert out_transforms(op(module, "memref.expand_shape")) == [((64,), 128)]
+    assert out_layouts(op(module, "mosaic_gpu.vector_load")) == [WGMMA]
+    with pytest.raises(IndexError):
+        run_jax(text)
 
 
 def test_collapse_shape_merges_a_3d_tiling():

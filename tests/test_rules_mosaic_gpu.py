@@ -29,6 +29,7 @@ What the ops require:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,7 @@ from rule_kit import (
     out_transforms,
     parse,
     rejected_like_jax,
+    run_jax,
     run_smalto,
     slice_smem,
     smem,
@@ -348,21 +350,24 @@ def test_optimized_wgmma_load_from_a_ref_forced_untiled_is_rejected():
     )
 
 
-def test_store_without_optimized_attribute_may_fall_back_to_an_untiled_ref():
-    """Pallas stores that ask for nothing may be unoptimized on an untiled ref."""
+def test_store_without_optimized_attribute_requires_an_optimized_transfer():
+    """An unset ``optimized`` means optimized, for stores as for loads (jax 0.12.0.1).
+
+    WGMMA stored into a ref fixed untiled has no bank-conflict-free plan.
+    """
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
-    module = infer_like_jax(
-        kernel(
-            [
-                vector_load("x", "arg0", gmem((64, 64), "bf16"), v),
-                layout_cast("w", "x", v, WGMMA),
-                slice_smem("r", ref),
-                with_transforms("u", "r", ref),
-                vector_store("w", v, "u", ref),
-            ],
-            [gmem((64, 64), "bf16")],
-        )
+    body = [
+        vector_load("x", "arg0", gmem((64, 64), "bf16"), v),
+        layout_cast("w", "x", v, WGMMA),
+        slice_smem("r", ref),
+        with_transforms("u", "r", ref),
+    ]
+    rejected_like_jax(kernel([*body, vector_store("w", v, "u", ref)], [gmem((64, 64), "bf16")]))
+    # Asking for an unoptimized store makes it fine.
+    unoptimized = vector_store("w", v, "u", ref).replace(
+        '"(%w, %u)', '"(%w, %u) <{optimized = false}>'
     )
+    module = infer_like_jax(kernel([*body, unoptimized], [gmem((64, 64), "bf16")]))
     store = op(module, "mosaic_gpu.vector_store")
     assert in_layouts(store) == [WGMMA] and in_transforms(store) == [UNTILED]
 
@@ -623,15 +628,110 @@ def test_with_transforms_are_the_refs_transforms():
     assert out_layouts(op(module, "mosaic_gpu.vector_load")) == [WGMMA]
 
 
-def test_with_transforms_asking_for_another_swizzle_is_rejected():
-    ref = smem((64, 64), "bf16")
-    rejected_like_jax(
-        kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64), 64)]),
-        NotImplementedError,
+def test_with_transforms_keeps_a_valid_user_swizzle():
+    """A swizzle narrower than the minor tile is valid, and kept as given."""
+    ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("r", ref),
+                with_transforms("w", "r", ref, (8, 64), 64),
+                vector_load("v", "w", ref, v),
+                layout_cast("c", "v", v, WGMMA),
+            ]
+        )
     )
+    assert out_transforms(op(module, "mosaic_gpu.with_transforms")) == [((8, 64), 64)]
+    assert in_transforms(op(module, "mosaic_gpu.vector_load")) == [((8, 64), 64)]
 
 
-def test_slices_with_the_same_alias_id_and_offset_share_transforms():
+def test_with_transforms_tile_alone_is_unswizzled():
+    ref = smem((64, 64), "bf16")
+    module = infer_like_jax(kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64))]))
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [((8, 64), None)]
+    transforms = op(module, "mosaic_gpu.with_transforms").attributes["out_transforms"]
+    assert str(transforms) == "[[#mosaic_gpu.tile<[8, 64]>]]"
+
+
+def test_with_transforms_swizzle_alone_is_accepted_and_loads_wgmma():
+    """A ``[swizzle]`` ref is one swizzled tile: WGMMA moves through it optimized."""
+    ref, v = smem((128, 128), "bf16"), vec((128, 128), "bf16")
+    module = infer_like_jax(
+        kernel(
+            [
+                slice_smem("r", ref),
+                with_transforms("w", "r", ref, None, 128),
+                vector_load("v", "w", ref, v),
+                layout_cast("c", "v", v, WGMMA),
+            ]
+        )
+    )
+    load = op(module, "mosaic_gpu.vector_load")
+    assert in_transforms(load) == [(None, 128)]
+    assert out_layouts(load) == [WGMMA]
+    assert str(load.attributes["in_transforms"]) == "[[#mosaic_gpu.swizzle<128 : i32>]]"
+
+
+def test_with_transforms_swizzle_wider_than_the_minor_tile_is_rejected():
+    ref = smem((64, 64), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 32), 128)])
+    message = str(rejected_like_jax(text))
+    expected = (
+        "Cannot apply tiling TileTransform(tiling=(8, 32), rounding=None) with 128 swizzle "
+        "to memref with shape (64, 64)."
+    )
+    assert expected in message
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        run_jax(text)
+
+
+def test_with_transforms_swizzle_alone_on_a_narrow_ref_is_rejected():
+    ref = smem((64, 32), "bf16")  # 64 bytes a row: no 128-byte swizzle
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, None, 128)])
+    expected = "Cannot apply empty tiling with 128 swizzle to memref with shape (64, 32)."
+    assert expected in str(rejected_like_jax(text))
+
+
+def test_with_transforms_swizzle_on_a_ref_with_two_unit_strides_is_rejected():
+    ref = smem((64, 1), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 1), 32)])
+    expected = (
+        "Cannot apply tiling TileTransform(tiling=(8, 1), rounding=None) with 32 swizzle "
+        "to memref with shape (64, 1)."
+    )
+    assert expected in str(rejected_like_jax(text))
+
+
+def test_with_transforms_empty_tiling_is_not_implemented():
+    ref = smem((64, 64), "bf16")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref, ())])
+    error = rejected_like_jax(text, NotImplementedError)
+    assert "Empty tiling unsupported" in str(error)
+
+
+def test_transforms_on_a_non_contiguous_ref_are_not_implemented():
+    ref = smem((64, 32), "bf16", "strided<[64, 2]>")
+    text = kernel([slice_smem("r", ref), with_transforms("w", "r", ref)])
+    error = rejected_like_jax(text, NotImplementedError)
+    assert "We cannot apply swizzle to non-contiguous refs" in str(error)
+
+
+def test_a_swizzle_jax_does_not_accept_is_a_value_error():
+    from smalto.hw.values import Smem
+
+    with pytest.raises(ValueError, match="Swizzle 16 is not supported. Only 32, 64 and 128"):
+        Smem((8, 8), 16)
+
+
+def test_swizzle_16_reads_as_no_swizzle():
+    ref = smem((64, 64), "bf16")
+    module = infer_like_jax(
+        kernel([slice_smem("r", ref), with_transforms("w", "r", ref, (8, 64), 16)])
+    )
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [((8, 64), None)]
+
+
+def test_slices_with_the_same_alias_id_share_transforms():
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
     module = infer_like_jax(
         kernel(
@@ -655,7 +755,8 @@ def test_slices_with_the_same_alias_id_and_offset_share_transforms():
     assert out_layouts(op(module, "mosaic_gpu.vector_load", 1)) == [WGMMA]
 
 
-def test_slices_with_the_same_alias_id_at_other_offsets_are_distinct():
+def test_slices_with_the_same_alias_id_at_other_offsets_are_one_ref():
+    """The alias id alone names the ref (jax 0.12.0.1), whatever the offsets."""
     ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
     module = infer_like_jax(
         kernel(
@@ -669,7 +770,18 @@ def test_slices_with_the_same_alias_id_at_other_offsets_are_distinct():
         )
     )
     assert out_transforms(op(module, "mosaic_gpu.slice_smem", 0)) == [SWIZZLED_64x64_BF16]
-    assert out_transforms(op(module, "mosaic_gpu.slice_smem", 1)) == [UNTILED]
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem", 1)) == [SWIZZLED_64x64_BF16]
+
+
+def test_aliased_slices_of_different_shapes_are_rejected():
+    ref, other = smem((64, 64), "bf16"), smem((64, 32), "bf16")
+    text = kernel([slice_smem("r", ref, alias_id=1), slice_smem("s", other, alias_id=1)])
+    module = parse(text)
+    with pytest.raises(ValueError, match="Shape mismatch between variable and") as ours:
+        smalto.infer_layout(module)
+    assert "(64, 64) != (64, 32)" in str(ours.value)
+    with pytest.raises(ValueError, match=r"Shape mismatch .*\(64, 64\) != \(64, 32\)"):
+        run_jax(text)
 
 
 def test_aliased_slices_with_conflicting_transforms_are_rejected():
@@ -955,6 +1067,39 @@ def test_custom_primitive_given_one_ref_twice_with_two_tilings_is_rejected():
     )
 
 
+def _primitive_on(ref: str, transforms: str) -> str:
+    return kernel(
+        [
+            slice_smem("r", ref),
+            '"mosaic_gpu.custom_primitive"(%r) <{in_layouts = [], '
+            f"in_transforms = [{transforms}], out_layouts = []}}> ({{",
+            '  "mosaic_gpu.return"() : () -> ()',
+            f"}}) : ({ref}) -> ()",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("transforms", "expected"),
+    [
+        ("[#mosaic_gpu.swizzle<128 : i32>]", (None, 128)),
+        ("[#mosaic_gpu.tile<[8, 64]>]", ((8, 64), None)),
+        ("[#mosaic_gpu.tile<[8, 64]>, #mosaic_gpu.swizzle<32 : i32>]", ((8, 64), 32)),
+    ],
+    ids=["swizzle-alone", "tile-alone", "narrow-swizzle"],
+)
+def test_custom_primitive_transforms_are_kept_as_given(transforms: str, expected):
+    module = infer_like_jax(_primitive_on(smem((64, 64), "bf16"), transforms))
+    assert in_transforms(op(module, "mosaic_gpu.custom_primitive")) == [expected]
+    assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == [expected]
+
+
+def test_custom_primitive_transforms_invalid_for_the_ref_are_unsatisfiable():
+    """Checked when assigned, not at derivation: the system has no solution."""
+    transforms = "[#mosaic_gpu.tile<[8, 32]>, #mosaic_gpu.swizzle<128 : i32>]"
+    rejected_like_jax(_primitive_on(smem((64, 64), "bf16"), transforms))
+
+
 # --- warp_map ------------------------------------------------------------------------------
 
 
@@ -1073,3 +1218,265 @@ def test_multimem_reduce_scatter_kernel_matches_jax():
     assert reference.diff_attributes(expected, actual) == []
     (multimem,) = [attrs for name, attrs in actual if name.endswith("multimem_load_reduce")]
     assert "WGStridedFragLayout<[1, 1, 2048], 8>" in multimem["out_layouts"]
+
+
+# --- jax 0.12.0.1: MMA operands and gather indices take one of a few exact values ----------------
+
+
+def test_wgmma_b_with_one_fitting_tile_is_settled_without_search():
+    """B of 16 bf16 columns: only (8, 16) with 32-byte swizzle tiles it."""
+    b_ref, acc = smem((64, 16), "bf16"), vec((64, 16), F32)
+    module = infer_like_jax(
+        kernel(
+            [
+                f"%acc = arith.constant dense<0.0> : {acc}",
+                slice_smem("a", A_REF),
+                slice_smem("b", b_ref, offset=16384),
+                _wgmma("a", A_REF, "b", b_ref, acc),
+            ]
+        )
+    )
+    assert in_transforms(op(module, "mosaic_gpu.wgmma")) == [((8, 16), 32), ((8, 16), 32)]
+
+
+def test_wgmma_b_that_no_mma_tile_divides_fails_at_derivation():
+    b_ref, acc = smem((64, 8), "bf16"), vec((64, 8), F32)
+    text = kernel(
+        [
+            f"%acc = arith.constant dense<0.0> : {acc}",
+            slice_smem("a", A_REF),
+            slice_smem("b", b_ref, offset=16384),
+            _wgmma("a", A_REF, "b", b_ref, acc),
+        ]
+    )
+    expected = (
+        "No valid tiling found for SMEM reference. (64, 8) not divisible by candidate "
+        "tiling (8, 16)"
+    )
+    assert expected in str(rejected_like_jax(text))
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        run_jax(text)
+
+
+def test_wgmma_b_fixed_unswizzled_is_rejected():
+    """A tile-only ref is unswizzled, which no wgmma operand may be."""
+    rejected_like_jax(
+        kernel(
+            [
+                f"%acc = arith.constant dense<0.0> : {ACC}",
+                slice_smem("a", A_REF),
+                slice_smem("q", B_REF, offset=16384),
+                with_transforms("b", "q", B_REF, (8, 64)),
+                _wgmma("a", A_REF, "b", B_REF),
+            ]
+        )
+    )
+
+
+def test_wgmma_b_keeps_a_narrower_user_swizzle_among_the_options():
+    module = infer_like_jax(
+        kernel(
+            [
+                f"%acc = arith.constant dense<0.0> : {ACC}",
+                slice_smem("a", A_REF),
+                slice_smem("q", B_REF, offset=16384),
+                with_transforms("b", "q", B_REF, (8, 32), 64),
+                _wgmma("a", A_REF, "b", B_REF),
+            ]
+        )
+    )
+    assert in_transforms(op(module, "mosaic_gpu.wgmma")) == [((8, 32), 64), ((8, 32), 64)]
+
+
+def _gather_load(count: int, segments: str = "1, 1, 1, 2, 0, 0") -> tuple[str, str, str]:
+    idx = vec((count,), "i32")
+    ref = smem((count, 64), "bf16")
+    return (
+        idx,
+        ref,
+        f'"mosaic_gpu.async_load"(%arg0, %r, %bar, %idx, %z) <{{collective = [], '
+        f"operandSegmentSizes = array<i32: {segments}>, "
+        f"slice_lengths = array<i64: {count}, 64>}}> : "
+        f"({TMA_GMEM}, {ref}, {BARRIER}, {idx}, i32) -> ()",
+    )
+
+
+@pytest.mark.parametrize(("count", "layout"), [(32, TMA_INDICES), (8, TMA_INDICES_4)])
+def test_gather_indices_prefer_tma_indices_where_the_rows_allow(count: int, layout):
+    idx, ref, load = _gather_load(count)
+    module = infer_like_jax(
+        kernel(
+            [
+                vector_load("idx", "arg1", gmem((count,), "i32"), idx),
+                "%z = arith.constant 0 : i32",
+                slice_smem("r", ref),
+                slice_smem("bar", BARRIER, offset=65536),
+                load,
+            ],
+            [TMA_GMEM, gmem((count,), "i32")],
+        )
+    )
+    assert in_layouts(op(module, "mosaic_gpu.async_load")) == [layout]
+
+
+def test_sixteen_gather_indices_cast_to_tma_indices_4_solve():
+    """16 rows allow both index layouts; a cast to the 4-row one is honoured (jax 0.12.0.1)."""
+    idx, ref, load = _gather_load(16)
+    module = infer_like_jax(
+        kernel(
+            [
+                vector_load("x", "arg1", gmem((16,), "i32"), idx),
+                layout_cast("idx", "x", idx, TMA_INDICES_4),
+                "%z = arith.constant 0 : i32",
+                slice_smem("r", ref),
+                slice_smem("bar", BARRIER, offset=65536),
+                load,
+            ],
+            [TMA_GMEM, gmem((16,), "i32")],
+        )
+    )
+    assert in_layouts(op(module, "mosaic_gpu.async_load")) == [TMA_INDICES_4]
+
+
+def test_gather_indices_of_an_odd_count_are_rejected_with_jax_text():
+    idx = vec((6,), "i32")
+    text = kernel(
+        [
+            vector_load("idx", "arg1", gmem((6,), "i32"), idx),
+            "%z = arith.constant 0 : i32",
+            '"mosaic_gpu.async_prefetch"(%arg0, %idx, %z) <{collective = [], '
+            "operandSegmentSizes = array<i32: 1, 2, 0>, slice_lengths = array<i64: 6, 64>}> "
+            f": ({TMA_GMEM}, {idx}, i32) -> ()",
+        ],
+        [TMA_GMEM, gmem((6,), "i32")],
+    )
+    assert "Unsupported TMA index shape (6,)" in str(rejected_like_jax(text))
+
+
+# --- jax 0.12.0.1: transfers follow the lowering's own schedule ---------------------------------
+
+
+def _transposed_load(layout: fa.FragmentedLayout, dtype: str, transforms: tuple | None = None):
+    """A load in ``layout`` from the transpose of a 64x64 ref (its minor dim is dim 0)."""
+    ref = smem((64, 64), dtype)
+    t = smem((64, 64), dtype, "strided<[1, 64]>")
+    v = vec((64, 64), dtype)
+    body = [slice_smem("r", ref)]
+    src = "r"
+    if transforms is not None:
+        body.append(with_transforms("w", "r", ref, *transforms))
+        src = "w"
+    body += [
+        f"%t = memref.transpose %{src} (i, j) -> (j, i) : {ref} to {t}",
+        vector_load("v", "t", t, v),
+        layout_cast("c", "v", v, layout),
+    ]
+    return kernel(body)
+
+
+@pytest.mark.parametrize(
+    ("layout", "dtype"),
+    [(WGMMA, "bf16"), (WGMMA_ROW, "f32"), (WGMMA_TRANSPOSED, "bf16")],
+    ids=["wgmma-16bit", "row-32bit", "transposed-16bit"],
+)
+def test_loads_from_a_transposed_ref_use_the_transposed_schedule(layout, dtype):
+    """No longer only the transposed layouts: WGMMA moves through ldmatrix.trans (§4.4)."""
+    module = infer_like_jax(_transposed_load(layout, dtype))
+    assert out_layouts(op(module, "mosaic_gpu.vector_load")) == [layout]
+
+
+def test_wgmma_transposed_into_a_row_major_ref_is_never_transferable():
+    """The vectorised dim of WGMMA_TRANSPOSED needs stride 1: no schedule, in any mode."""
+    ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
+    for optimized in ("", " <{optimized = false}>"):
+        rejected_like_jax(
+            kernel(
+                [
+                    vector_load("x", "arg0", gmem((64, 64), "bf16"), v),
+                    layout_cast("w", "x", v, WGMMA_TRANSPOSED),
+                    slice_smem("r", ref),
+                    vector_store("w", v, "r", ref).replace('"(%w, %r)', f'"(%w, %r){optimized}'),
+                ],
+                [gmem((64, 64), "bf16")],
+            )
+        )
+
+
+def test_unswizzled_tiles_make_optimized_wgmma_loads_conflict():
+    """A tile-only (8, 64) bf16 ref: the 16-byte schedule has bank conflicts.
+
+    Unoptimized, it is fine."""
+    ref, v = smem((64, 64), "bf16"), vec((64, 64), "bf16")
+
+    def body(optimized: bool | None) -> str:
+        return kernel(
+            [
+                slice_smem("r", ref),
+                with_transforms("w", "r", ref, (8, 64)),
+                vector_load("v", "w", ref, v, optimized=optimized),
+                layout_cast("c", "v", v, WGMMA),
+            ]
+        )
+
+    rejected_like_jax(body(None))
+    module = infer_like_jax(body(False))
+    assert in_transforms(op(module, "mosaic_gpu.vector_load")) == [((8, 64), None)]
+
+
+def test_transfer_answers_match_jax_constraint_on_a_sweep():
+    """smalto's feasibility is JAX's ``IsTransferableSmemRegisters``, wherever JAX answers."""
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import constraints as cs
+    from jax.experimental.mosaic.gpu import launch_context as lc
+
+    from smalto.hw import layouts as hl
+    from smalto.hw.transfers import Transfer, smem_transfer_supported
+    from smalto.hw.values import Smem
+
+    layouts = [WGMMA, WGMMA_ROW, WGMMA_TRANSPOSED, WGMMA_8BIT]
+    compared = 0
+    for bitwidth in (8, 16):
+        for strides in ((64, 1), (1, 64)):
+            transposed = strides[0] == 1
+            tilings = [
+                None,
+                *(
+                    ((e, 8) if transposed else (8, e))
+                    for e in (8 * 64 // bitwidth, 8 * 32 // bitwidth)
+                ),
+            ]
+            for tiling in tilings:
+                for swizzle in (None, 32, 64):
+                    if not hl.smem_valid(Smem(tiling, swizzle), (64, 64), strides, bitwidth):
+                        continue
+                    for layout in layouts:
+                        for optimized in (True, False):
+                            with reference.shared_context(), ir.Location.unknown():
+                                theirs = cs.IsTransferableSmemRegisters(
+                                    cs.SMEMTransforms(
+                                        lc.TileTransform(tiling) if tiling else None, swizzle
+                                    ),
+                                    cs.RegisterLayout(layout),
+                                    (64, 64),
+                                    strides,
+                                    bitwidth,
+                                    optimized,
+                                )
+                                try:
+                                    expected = theirs.holds()
+                                except ValueError:
+                                    continue  # JAX's pass crashes here; smalto says no
+                            mode = Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+                            ours = smem_transfer_supported(
+                                tiling, swizzle, layout, (64, 64), strides, bitwidth, mode
+                            )
+                            assert ours == expected, (
+                                bitwidth,
+                                strides,
+                                tiling,
+                                swizzle,
+                                layout,
+                                optimized,
+                            )
+                            compared += 1
+    assert compared > 100

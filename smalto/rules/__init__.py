@@ -35,6 +35,9 @@ RULES: dict[str, Rule] = {}
 
 # Terminators belong to the op that owns their region: its rule handles them.
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
+# Ops whose block arguments are SMEM buffers JAX 0.12.0.1 neither infers (its
+# pass fails with a KeyError) nor lowers (no lowering rule for the op).
+UNSUPPORTED_BUFFER_OWNERS = frozenset({"mosaic_gpu.run_scoped"})
 # Ops whose regions are already lowered: nothing inside them is inferred.
 OPAQUE_REGIONS = frozenset({"mosaic_gpu.custom_primitive"})
 
@@ -141,6 +144,15 @@ class RuleContext:
             var = self.system.var_of_site.get(producer)
             if var is not None:
                 return var
+            owner = self.program.ops[producer.op]
+            if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
+                raise NotImplementedError(
+                    f"No layout inference rule defined for the SMEM buffers of {owner.name} "
+                    f"(used by {self.describe_op(op)}; its buffer is allocated at "
+                    f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
+                    f"has no rule for {owner.name}; allocate the buffer with the kernel's "
+                    "scratch shapes instead"
+                )
             # A ref from an op that has no layout (a function argument, an op
             # outside what we infer): it gets its own, free variable.
             return self.new_var(producer)
@@ -185,19 +197,33 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.diagnose import ConflictReport, Requirement, location_text
+            from smalto.errors import FAILURE_PREFIX
             from smalto.hw.names import describe_value
+            from smalto.phrases import does_not_fit
 
-            where = location_text(op.location)
             text = (
-                f"`{op.name}` at {where} requires {what} to be {describe_value(value)}, "
+                f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
                 f"which does not fit its shape {shape}"
             )
-            report = ConflictReport(
-                [Requirement(op.name, where, text, fixed)], [], [], None, minimal=True
-            )
-            raise InferenceError(f"{jax_text} {text}" if jax_text else text, conflict=report)
+            jax_words = jax_text or does_not_fit(op.name, what, value, shape)
+            raise self.unfit(fixed, op, text, f"{FAILURE_PREFIX}: {jax_words}")
         self.system.fixed.append(fixed)
+
+    @staticmethod
+    def unfit(fixed: Fixed, op: Op, text: str, phrase: str | None = None) -> InferenceError:
+        """The error for a value an op imposes that cannot fit: that op alone is the conflict.
+
+        ``phrase`` is JAX's message for it, put first; the traceback ends at
+        the op's source line.
+        """
+        from smalto.diagnose import ConflictReport, Requirement
+        from smalto.tracebacks import with_op_traceback
+
+        report = ConflictReport(
+            [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
+        )
+        error = InferenceError(text, conflict=report, phrase=phrase)
+        return with_op_traceback(error, op.operation, op.name)
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""
@@ -239,7 +265,9 @@ class RuleContext:
     # --- messages --------------------------------------------------------------------
 
     def describe_op(self, op: Op) -> str:
-        return f"`{op.name}` at {op.location}"
+        from smalto.diagnose import op_text
+
+        return op_text(op)
 
     def describe(self, site: Site) -> str:
         op = self.program.ops[site.op]
@@ -334,7 +362,8 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         rule_fn = rules.get(op.name)
         if rule_fn is None:
             raise NotImplementedError(
-                f"smalto has no layout rule for `{op.name}` (at {op.location})"
+                f"No layout inference rule defined for `{op.name}` at {op.where}: smalto "
+                "has no layout rule for it"
             )
         rule_fn(ctx, op)
     ctx.system.constraints.extend(_vector_relayouts(ctx))

@@ -18,7 +18,7 @@ def subview(ctx: RuleContext, op: Op) -> None:
     """A window keeps the tiling, which must divide its sizes and (known) offsets."""
     attributes = op.operation.attributes
     if any(s != 1 for s in ints(attributes["static_strides"])):
-        raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.location}")
+        raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.where}")
     source = ctx.ref(op, 0)
     result = ctx.new_var(ctx.result(op, 0))
     source_shape = ctx.program.values[op.operands[0]].shape
@@ -73,7 +73,7 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
     """Splitting dims keeps the tiling of the trailing dims that are not split."""
     source_value = ctx.program.values[op.operands[0]]
     if source_value.strides is not None and hl.is_transposed(source_value.strides):
-        raise NotImplementedError(f"`memref.expand_shape` of a transposed ref at {op.location}")
+        raise NotImplementedError(f"`memref.expand_shape` of a transposed ref at {op.where}")
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
@@ -96,13 +96,11 @@ def collapse_shape(ctx: RuleContext, op: Op) -> None:
         len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])
     )
     if not groups:
-        raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.location}")
+        raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.where}")
     source_value = ctx.program.values[op.operands[0]]
     contiguous = _contiguous_strides(source_value.shape)
     if source_value.strides != contiguous:
-        raise NotImplementedError(
-            f"`memref.collapse_shape` of a non-contiguous ref at {op.location}"
-        )
+        raise NotImplementedError(f"`memref.collapse_shape` of a non-contiguous ref at {op.where}")
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
@@ -123,6 +121,6 @@ def scalar_access(ctx: RuleContext, op: Op) -> None:
     index = 0 if op.name == "memref.load" else 1
     shape = ctx.program.values[op.operands[index]].shape
     if shape and shape != (1,):
-        raise NotImplementedError(f"`{op.name}` of a non-scalar SMEM ref {shape} at {op.location}")
+        raise NotImplementedError(f"`{op.name}` of a non-scalar SMEM ref {shape} at {op.where}")
     var = ctx.new_var(ctx.operand(op, index))
     ctx.fix(var, hl.UNTILED, op, "the ref")

@@ -8,6 +8,7 @@ from smalto.constraints import (
     Broadcast,
     Divides,
     Equal,
+    Fixed,
     FullyTiled,
     LayoutKind,
     MinorTileDivisible,
@@ -40,7 +41,7 @@ def _smem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mod
     smem_var = ctx.ref(op, ref_operand)
     ctx.add_sites(smem_var, ctx.operand(op, ref_operand))
     if ref.strides is None or ref.bitwidth is None:
-        raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.location}")
+        raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.where}")
     ctx.require(
         SmemTransfer(Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id)
     )
@@ -54,6 +55,13 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
         _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
+
+
+def _where(op: Op) -> str:
+    """The op (with the primitive's name where it says more) and its source location."""
+    from smalto.diagnose import op_text
+
+    return op_text(op)
 
 
 def _transfer_mode(op: Op) -> Transfer:
@@ -151,7 +159,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
     if not options:
         raise InferenceError(
             f"No valid tiling found for SMEM reference. {ref.shape} not divisible by "
-            f"candidate tiling {last} ({ctx.describe_op(op)}: no MMA tile of "
+            f"candidate tiling {last} ({_where(op)}: no MMA tile of "
             f"{ref.bitwidth}-bit elements fits the operand)"
         )
     ctx.require(one_of(Var(var), options, op.id))
@@ -192,7 +200,7 @@ def mma(ctx: RuleContext, op: Op) -> None:
         layouts = hl.mma_layouts(op.view.a.type.element_type, m, n)
     except ValueError as e:
         # JAX's words first, then where.
-        raise InferenceError(f"{e} (`{op.name}` at {op.location})") from None
+        raise InferenceError(f"{e} (`{op.name}` at {op.where})") from None
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
     a, b = ctx.new_var(ctx.operand(op, 1)), ctx.new_var(ctx.operand(op, 2))
     for var, layout, what, jax_what in (
@@ -231,11 +239,12 @@ def with_transforms(ctx: RuleContext, op: Op) -> None:
         )
         swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
         shape = ctx.program.values[op.operands[0]].shape
-        raise InferenceError(
+        text = (
             f"Cannot apply {tiling} with {swizzle} to memref with shape {shape}. "
-            f"({ctx.describe_op(op)}: the tiling must tile the ref, and a swizzle must "
-            "fit in its minor tile dimension)"
+            f"({_where(op)}: the tiling must tile the ref, "
+            "and a swizzle must fit in its minor tile dimension)"
         )
+        raise ctx.unfit(Fixed(var, value, op.id, "the ref"), op, text)
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 
@@ -346,8 +355,8 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
             allowed.append(Reg(hl.TMA_INDICES_4))
         if not allowed:
             raise InferenceError(
-                f"Unsupported TMA index shape {value.shape} ({ctx.describe_op(op)}: "
-                "gather/scatter indices come in groups of 4 rows)"
+                f"Unsupported TMA index shape {value.shape}: `{op.name}` at {op.where} "
+                "gathers or scatters a number of rows that is not a multiple of 4"
             )
         var = ctx.new_var(ctx.operand(op, i))
         ctx.require(one_of(Var(var), tuple(allowed), op.id))
@@ -370,9 +379,15 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         if ctx.program.values[index].kind == Kind.VECTOR:
             has_gather = True
             if i != 0:
-                raise NotImplementedError(f"gather/scatter along dim {i} (only the leading one)")
+                raise NotImplementedError(
+                    f"Only leading gather dimensions allowed. `{op.name}` at {op.where} "
+                    f"gathers along dim {i}"
+                )
             if len(gmem.shape) != 2:
-                raise NotImplementedError("gather/scatter on a non-2D ref")
+                raise NotImplementedError(
+                    "Only 2D gathers/scatters for async load/store are supported. "
+                    f"`{op.name}` at {op.where} gathers from a {len(gmem.shape)}D ref"
+                )
             multiple.append(size)
             continue
         multiple.append(ctx.divisibility.known_divisor(size, index))
@@ -384,8 +399,9 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         lengths = [s for s in slice_lengths if s != -1]
         if lengths and lengths[-1] % divisor:
             raise InferenceError(
-                f"`{op.name}` at {op.location}: a gather's minor dimension "
-                f"({lengths[-1]}) must be a multiple of {divisor} elements"
+                "Cannot assign layout to async load with gather indices since minor "
+                f"dim={lengths[-1]} is not divisible by {divisor=} bits. `{op.name}` at "
+                f"{op.where}: each row a gather writes must be a multiple of {divisor} elements"
             )
         ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
     ctx.add_sites(var, ctx.operand(op, smem_operand))

@@ -23,7 +23,8 @@ def _tmem_layout(
         return hl.tmem_for_shape(shape, collective, packing)
     except ValueError as e:
         raise InferenceError(
-            f"{ctx.describe_op(op)}: no TMEM layout for {what} of shape {shape}: {e}"
+            f"Cannot assign TMEM layout to {what} of {ctx.describe_op(op)}: no TMEM layout "
+            f"fits its shape {shape}: {e}"
         ) from None
 
 
@@ -153,7 +154,7 @@ def async_load_tmem(ctx: RuleContext, op: Op) -> None:
     if "reduce" in op.operation.attributes:
         if len(value.shape) != 2:
             raise NotImplementedError(
-                f"`{op.name}` at {op.location}: a reducing load of a rank-{len(value.shape)} ref"
+                f"`{op.name}` at {op.where}: a reducing load of a rank-{len(value.shape)} ref"
             )
         ctx.fix(dest, Reg(hl.TMEM_NATIVE), op, "the loaded value of a reducing load")
         reduced = ctx.new_var(ctx.result(op, 1))

@@ -15,7 +15,7 @@ _NOT_SPLAT_OR_STRIDED = (LayoutKind.SPLAT, LayoutKind.STRIDED)
 
 def _unit_strides(op: Op) -> None:
     if any(s != 1 for s in ints(op.operation.attributes["strides"])):
-        raise NotImplementedError(f"`{op.name}` with non-unit strides (at {op.location})")
+        raise NotImplementedError(f"`{op.name}` with non-unit strides (at {op.where})")
 
 
 @rule("vector.broadcast")
@@ -25,7 +25,7 @@ def broadcast(ctx: RuleContext, op: Op) -> None:
         ctx.program.values[op.operands[0]].type, ir.ShapedType
     ):
         raise NotImplementedError(
-            f"`vector.broadcast` of a vector (at {op.location}); use `mosaic_gpu.broadcast_in_dim`"
+            f"`vector.broadcast` of a vector (at {op.where}); use `mosaic_gpu.broadcast_in_dim`"
         )
     site = ctx.result(op, 0)
     var = ctx.new_var(site)
@@ -85,7 +85,7 @@ def extract(ctx: RuleContext, op: Op) -> None:
         return
     if len(op.operands) > 1:
         raise NotImplementedError(
-            f"`vector.extract` of a sub-vector at a dynamic position (at {op.location})"
+            f"`vector.extract` of a sub-vector at a dynamic position (at {op.where})"
         )
     result = ctx.new_var(ctx.result(op, 0))
     ctx.require(

@@ -1,0 +1,48 @@
+"""Layouts and SMEM transforms written as JAX's pass writes them in its errors.
+
+Tools and tests match JAX 0.12.0.1's failure messages word for word, and those
+name layouts with ``layouts.pprint_layout`` (``WGMMA``,
+``WGStridedFragLayout(shape=(64, 64), vec_size=2)``) and refs by their
+transforms (``ref with transforms (TilingTransform((8, 64)), SwizzleTransform(128))``).
+"""
+
+from __future__ import annotations
+
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
+
+from smalto.hw.values import Const, Reg, Smem, Tmem
+
+
+def layout_text(value: Const) -> str:
+    """A register (or TMEM) layout as JAX's messages print it."""
+    match value:
+        case Reg(layout=layout):
+            return jax_layouts.pprint_layout(layout)
+        case Tmem(layout=layout):
+            return str(layout)
+    return str(value)
+
+
+def smem_swizzle(value: Smem) -> int | None:
+    """The value's swizzle in bytes, ``None`` when unswizzled."""
+    # Read by name: the SMEM value carries its swizzle (jax 0.12 semantics);
+    # 16 bytes is how "no swizzle" used to be spelled.
+    swizzle = getattr(value, "swizzle", None)
+    return None if swizzle in (None, 16) else int(swizzle)
+
+
+def ref_text(value: Smem) -> str:
+    """An SMEM ref's transforms as JAX's transfer error names them."""
+    tiling, swizzle = value.tiling, smem_swizzle(value)
+    if tiling is None and swizzle is None:
+        return "untransformed ref"
+    if swizzle is None:
+        return f"ref with transforms (TilingTransform({tuple(tiling)}),)"  # type: ignore[arg-type]
+    if tiling is None:
+        return f"ref with transforms (SwizzleTransform({swizzle}),)"
+    return f"ref with transforms (TilingTransform({tuple(tiling)}), SwizzleTransform({swizzle}))"
+
+
+def tile_transform_text(tiling: tuple[int, ...]) -> str:
+    """A tiling as JAX prints its ``TileTransform``."""
+    return f"TileTransform(tiling={tuple(tiling)}, rounding=None)"

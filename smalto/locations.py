@@ -1,0 +1,108 @@
+"""Where an op comes from, in words: ``kernel.py:75:20``, never MLIR's location syntax.
+
+JAX wraps the user's source position in name locations (one for the
+primitive, one more with a ``:`` for its lowering), and in call sites when it
+keeps more than one frame, e.g.
+``loc("layout_cast:"("layout_cast"("kernel.py":75:20)))``. Messages show the
+innermost file position (the user's own file first, JAX's only if nothing
+else is there) and, apart, the name the location carries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jax._src.lib.mlir import ir
+
+_DEPTH = 64  # a location is a tree; nothing real nests this deep
+
+
+@dataclass(frozen=True)
+class FilePosition:
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def _as(kind: type, location: ir.Location) -> ir.Location | None:
+    try:
+        return kind(location)
+    except (ValueError, TypeError):
+        return None
+
+
+def _inner(location: ir.Location) -> list[ir.Location] | None:
+    """The locations a wrapping location holds; None for a leaf."""
+    if (name := _as(ir.NameLoc, location)) is not None:
+        return [name.child_loc]
+    if (call := _as(ir.CallSiteLoc, location)) is not None:
+        # The callee is the frame that made the op; its callers come after.
+        return [call.callee, call.caller]
+    if (fused := _as(ir.FusedLoc, location)) is not None:
+        return list(fused.locations)
+    return None
+
+
+def frames(location: ir.Location) -> list[tuple[str | None, FilePosition]]:
+    """Every file position inside ``location``, innermost call first, each with the name
+    of the name location directly around it (JAX: the Python function), if any."""
+    out: list[tuple[str | None, FilePosition]] = []
+
+    def visit(loc: ir.Location, name: str | None, depth: int) -> None:
+        if depth > _DEPTH:
+            return
+        if (file := _as(ir.FileLineColLoc, loc)) is not None:
+            out.append((name, FilePosition(file.filename, file.start_line, file.start_col)))
+            return
+        if (named := _as(ir.NameLoc, loc)) is not None:
+            visit(named.child_loc, named.name_str, depth + 1)
+            return
+        for child in _inner(loc) or ():
+            visit(child, None, depth + 1)
+
+    visit(location, None, 0)
+    return out
+
+
+def file_positions(location: ir.Location) -> list[FilePosition]:
+    """Every file position inside ``location``, innermost call first."""
+    return [position for _, position in frames(location)]
+
+
+def _is_library(path: str) -> bool:
+    return "site-packages" in path or "/jax/_src/" in path
+
+
+def file_position(location: ir.Location) -> FilePosition | None:
+    """The position to show: the innermost one in the user's files, else the innermost one."""
+    positions = file_positions(location)
+    for position in positions:
+        if not _is_library(position.file):
+            return position
+    return positions[0] if positions else None
+
+
+def location_name(location: ir.Location) -> str | None:
+    """The name a location carries (JAX: the primitive, e.g. ``layout_cast``), if any."""
+    loc, depth = _as(ir.NameLoc, location), 0
+    while loc is not None and depth <= _DEPTH:
+        name = loc.name_str.rstrip(":")
+        if name:
+            return name
+        loc, depth = _as(ir.NameLoc, loc.child_loc), depth + 1
+    return None
+
+
+def location_text(location: ir.Location) -> str:
+    """``file:line:col`` of an op's location; MLIR's own text only when it has no file."""
+    position = file_position(location)
+    if position is not None:
+        return str(position)
+    name = location_name(location)
+    if name is not None:
+        return name
+    text = str(location)
+    return text.removeprefix("loc(").removesuffix(")")
