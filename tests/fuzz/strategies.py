@@ -3,11 +3,14 @@
 A module is one function whose body is a random program over register values
 and SMEM refs: splat and dense constants, iotas, pointwise chains, casts and
 comparisons, loads and stores through SMEM refs (sliced, windowed, transposed,
-with or without explicit transforms), wgmma, reductions, broadcasts, reshapes,
-slices, layout casts (some contradicting each other on purpose), and
+with or without explicit transforms in every form jax 0.12 reads: ``[]``,
+``[tile]``, ``[tile, swizzle]``, ``[swizzle]``, valid or not for the ref),
+wgmma, Ampere ``mma``, reductions, broadcasts, reshapes, slices,
+concatenations, layout casts (strict or not, some contradicting each other on
+purpose), TMEM loads (with or without a fused row reduction) on Blackwell, and
 ``scf.for`` / ``scf.while`` / ``scf.index_switch`` carrying vectors. Every
-module parses and verifies; whether its layouts can be inferred is what the
-fuzz tests ask.
+module parses and verifies with jaxlib 0.12.0.1 (ops are written in generic
+form); whether its layouts can be inferred is what the fuzz tests ask.
 
 Shapes come from a small menu so that ops can be chained, with a few odd ones
 that no tiled layout fits.
@@ -24,10 +27,13 @@ SMEM = "#gpu.address_space<workgroup>"
 
 FLOATS = ("f32", "f16", "bf16")
 INTS = ("i32", "i16", "i8")
+# Sub-byte element types: no SMEM transfer or pointwise lowering cares for
+# them much, but they take the strided default (jax 0.12 gives them one).
+SUB_BYTE = ("i4", "i1")
 SHAPES_2D = ((64, 128), (128, 128), (128, 64), (64, 64), (256, 128), (128, 256))
 SHAPES_1D = ((64,), (128,), (256,))
 ODD_SHAPES = ((8, 128), (32, 32), (16,), (2, 128, 64), (1, 128))
-BITS = {"f32": 32, "f16": 16, "bf16": 16, "i32": 32, "i16": 16, "i8": 8, "i1": 1}
+BITS = {"f32": 32, "f16": 16, "bf16": 16, "i32": 32, "i16": 16, "i8": 8, "i4": 4, "i1": 1}
 
 WGMMA = (
     "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
@@ -48,6 +54,16 @@ WGMMA_COL = (
 TCGEN05 = (
     "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2]], warp_dims = [-7], "
     "lane_dims = [-3, -2], vector_dim = -1>"
+)
+# The layouts of TMA gather/scatter row indices (jax 0.12: either, where the
+# row count allows it).
+TMA_INDICES = (
+    "#mosaic_gpu.TiledLayout<[[16], [4]], warp_dims = [-2], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>"
+)
+TMA_INDICES_4 = (
+    "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>"
 )
 TCGEN05_ROW = (
     "#mosaic_gpu.TiledLayout<[[128], [32], [8], [1]], warp_dims = [-4], "
@@ -74,7 +90,11 @@ class VType:
 
     @property
     def is_int(self) -> bool:
-        return self.elt in INTS
+        return self.elt in INTS or self.elt == "i4"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
 
 
 @dataclass(frozen=True)
@@ -132,6 +152,42 @@ def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+# The outermost tile of each named tiled layout: a layout fits a shape whose
+# trailing dims it divides.
+_FIRST_TILE = {
+    WGMMA: (64, 8), WGMMA_TRANSPOSED: (64, 8), TCGEN05: (128, 8),
+    WGMMA_ROW: (64,), WGMMA_COL: (8,), TCGEN05_ROW: (128,),
+}  # fmt: skip
+
+
+def tiled_layouts(shape: tuple[int, ...], *, fitting: bool = True) -> list[str]:
+    """Tiled register layouts for a vector of this shape (casts name them).
+
+    ``fitting``: only those whose tile divides the shape (others make JAX's
+    ``layout_cast`` rule fail at once, which a few modules should test).
+    """
+    rank = len(shape)
+    named = (
+        [WGMMA, WGMMA, WGMMA_TRANSPOSED, TCGEN05]
+        if rank >= 2
+        else [WGMMA_ROW, WGMMA_COL, TCGEN05_ROW]
+    )
+    if not fitting:
+        return named
+    return [layout for layout in named if _tiles(_FIRST_TILE[layout], shape)]
+
+
+def _tiles(tile: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether ``tile`` divides the trailing dims of ``shape``."""
+    if len(tile) > len(shape):
+        return False
+    return all(d % t == 0 for d, t in zip(shape[len(shape) - len(tile) :], tile, strict=True))
+
+
+def _swizzle(bytes_: int) -> str:
+    return f"#mosaic_gpu.swizzle<{bytes_} : i32>"
+
+
 def _splat_literal(elt: str) -> str:
     if elt == "i1":
         return "true"
@@ -150,6 +206,8 @@ class Builder:
         self.indent = 1
         self.scope = Scope()
         self.depth = 0
+        self.args: list[str] = []  # the kernel's GMEM refs, by type
+        self.alias_ids: dict[int, str] = {}  # alias id -> the type of its first slice
 
     # --- plumbing ---------------------------------------------------------------
 
@@ -187,7 +245,10 @@ class Builder:
         if shapes is None:
             shapes = SHAPES_2D + SHAPES_1D + (ODD_SHAPES if self.flip(0.15) else ())
         shape = self.choose(shapes)
-        elt = self.choose(FLOATS + INTS if self.flip(0.3) else ("f32", "f16"))
+        if self.flip(0.06):
+            elt = self.choose(SUB_BYTE)
+        else:
+            elt = self.choose(FLOATS + INTS if self.flip(0.3) else ("f32", "f16"))
         return VType(shape, elt)  # type: ignore[arg-type]
 
     def vector(self, ty: VType) -> str:
@@ -270,9 +331,9 @@ class Builder:
             ref = Ref(name, shape, elt, ty)
         elif kind == "transforms":
             ref = self.slice(shape, elt)
-            tiling = self.tiling(shape, elt)
-            if tiling is not None:
-                ref = self.with_transforms(ref, tiling)
+            transforms = self.transforms(shape, elt)
+            if transforms is not None:
+                ref = self.with_transforms(ref, transforms)
         elif kind == "transpose" and len(shape) == 2:
             base = self.slice((shape[1], shape[0]), elt)
             ty = f"memref<{shape[0]}x{shape[1]}x{elt}, strided<[1, {shape[0]}]>, {SMEM}>"
@@ -290,33 +351,56 @@ class Builder:
     def slice(self, shape: tuple[int, ...], elt: str) -> Ref:
         name = self.fresh("r")
         ty = smem_type(shape, elt)
+        alias = ""
+        if self.flip(0.12):
+            # jax 0.12 keys aliased slices by alias_id alone: slices with one id
+            # share their transforms whatever the offset. They must have one
+            # shape (else JAX fails at once), so an id is kept to one type.
+            ids = [i for i, t in self.alias_ids.items() if t == ty]
+            if not ids or self.flip(0.3):
+                ids = [len(self.alias_ids) + 1]
+                self.alias_ids[ids[0]] = ty
+            alias = f"alias_id = {self.choose(ids)} : i64, "
         self.emit(
-            f'{name} = "mosaic_gpu.slice_smem"() <{{offset = {self.offset} : i32}}> : () -> {ty}'
+            f'{name} = "mosaic_gpu.slice_smem"() <{{{alias}offset = {self.offset} : i32}}> : '
+            f"() -> {ty}"
         )
         self.offset += 65536
         return Ref(name, shape, elt, ty)
 
-    def tiling(self, shape: tuple[int, ...], elt: str) -> tuple[int, ...] | None:
-        bits = BITS[elt]
-        options: list[tuple[int, ...] | None] = [None]
-        if len(shape) >= 2:
-            for swizzle in (128, 64, 32, 16):
-                options.append((8, swizzle * 8 // bits))
-            options.append((64, 8))
-        if len(shape) >= 1:
-            options.append((shape[-1],))
-        tiling = self.choose(options)
-        return tiling  # type: ignore[return-value]
+    def transforms(self, shape: tuple[int, ...], elt: str) -> str | None:
+        """A transforms attribute for a ref (None: no ``with_transforms``).
 
-    def with_transforms(self, ref: Ref, tiling: tuple[int, ...]) -> Ref:
-        bits = BITS[ref.elt]
-        swizzle_bytes = tiling[-1] * bits // 8
-        swizzle = swizzle_bytes if swizzle_bytes in (32, 64, 128) else 16
+        Every form jax 0.12 reads: ``[]``, ``[tile]`` (unswizzled),
+        ``[tile, swizzle]`` with a swizzle that matches the minor tile width,
+        divides it (a tile row of several swizzle widths) or does not (an
+        invalid ref), ``swizzle<16>`` (read as none) and ``[swizzle]`` alone.
+        """
+        bits = BITS[elt]
+        form = self.choose(["none", "empty", "tile", "tile+swizzle", "tile+swizzle", "swizzle"])
+        if form == "none":
+            return None
+        if form == "empty":
+            return "[]"
+        if form == "swizzle":
+            return f"[{_swizzle(self.choose((128, 64, 32)))}]"
+        tilings: list[tuple[int, ...]] = [(shape[-1],)]
+        if len(shape) >= 2:
+            tilings += [(8, width * 8 // bits) for width in (128, 64, 32, 16, 256)]
+            tilings.append((64, 8))
+        tiling = self.choose(tilings)
+        tile = f"#mosaic_gpu.tile<[{', '.join(map(str, tiling))}]>"  # type: ignore[arg-type]
+        if form == "tile":
+            return f"[{tile}]"
+        minor_bytes = tiling[-1] * bits // 8  # type: ignore[index]
+        matching = minor_bytes if minor_bytes in (32, 64, 128) else 16
+        swizzle = matching if self.flip(0.6) else self.choose((16, 32, 64, 128))
+        return f"[{tile}, {_swizzle(swizzle)}]"  # type: ignore[arg-type]
+
+    def with_transforms(self, ref: Ref, transforms: str) -> Ref:
         name = self.fresh("r")
-        tile = ", ".join(map(str, tiling))
         self.emit(
-            f'{name} = "mosaic_gpu.with_transforms"({ref.name}) <{{transforms = '
-            f"[#mosaic_gpu.tile<[{tile}]>, #mosaic_gpu.swizzle<{swizzle} : i32>]}}> : "
+            f'{name} = "mosaic_gpu.with_transforms"({ref.name}) <{{transforms = {transforms}}}> : '
             f"({ref.type}) -> {ref.type}"
         )
         return Ref(name, ref.shape, ref.elt, ref.type)
@@ -327,12 +411,14 @@ class Builder:
         kinds = [
             "binary", "binary", "unary", "convert", "select", "store", "reduce",
             "reduction", "bcast", "shape_cast", "slice", "layout_cast", "barrier",
-            "wgmma", "source",
+            "wgmma", "source", "concat", "mma",
         ]  # fmt: skip
         if self.depth < 2:
             kinds += ["for", "while", "switch"]
         if self.arch >= (10, 0):
             kinds += ["tmem", "tmem"]
+        if self.flip(0.3):
+            kinds.append("tma")
         getattr(self, f"op_{self.choose(kinds)}")()
 
     def op_source(self) -> None:
@@ -356,7 +442,9 @@ class Builder:
             ty = VType(ty.shape, "f32")
         a = self.vector(ty)
         name = self.fresh()
-        unary = self.choose(["math.exp", "math.tanh", "math.absf"])
+        unary = self.choose(
+            ["math.exp", "math.tanh", "math.absf", "arith.negf", "math.log2", "math.sqrt"]
+        )
         self.emit(f'{name} = "{unary}"({a}) : ({ty}) -> {ty}')
         self.define(name, ty)
 
@@ -369,6 +457,9 @@ class Builder:
             ("i32", "f32", "arith.sitofp"), ("f32", "i32", "arith.fptosi"),
             ("i32", "i16", "arith.trunci"), ("i16", "i32", "arith.extsi"),
             ("i8", "i32", "arith.extsi"), ("f16", "i8", "arith.fptosi"),
+            ("i4", "i32", "arith.extsi"), ("i32", "i4", "arith.trunci"),
+            ("i4", "i8", "arith.extsi"), ("i8", "i4", "arith.trunci"),
+            ("i1", "i32", "arith.extui"), ("i1", "i8", "arith.extui"),
         ]  # fmt: skip
         src_elt, dst_elt, op = self.choose(pairs)  # type: ignore[misc]
         src, dst = VType(shape, src_elt), VType(shape, dst_elt)
@@ -408,9 +499,11 @@ class Builder:
             self.offset += 65536
             slot = self.fresh("s")
             self.emit(f'{slot} = "arith.constant"() <{{value = 0 : i32}}> : () -> i32')
+            # Unset means optimized since jax 0.12 (was: downgradable).
+            optimized = self.choose(("", ", optimized = true", ", optimized = false"))
             self.emit(
                 f'"mosaic_gpu.async_store_smem"({value}, {ref.name}, {barrier}, {slot}) '
-                f"<{{cluster_dim = 0 : i32, optimized = true}}> : "
+                f"<{{cluster_dim = 0 : i32{optimized}}}> : "
                 f"({ty}, {ref.type}, {barrier_ty}, i32) -> ()"
             )
             return
@@ -498,22 +591,56 @@ class Builder:
     def op_layout_cast(self) -> None:
         ty = self.any_type()
         value = self.vector(ty)
-        shape = ty.shape
         options = []  # the verifier takes no splat layout here
         for vec in (1, 2, 4):
             options.append(
-                f"#mosaic_gpu.WGStridedFragLayout<[{', '.join(map(str, shape))}], {vec}>"
+                f"#mosaic_gpu.WGStridedFragLayout<[{', '.join(map(str, ty.shape))}], {vec}>"
             )
-        if len(shape) >= 2:
-            options += [WGMMA, WGMMA, WGMMA_TRANSPOSED, TCGEN05]
-        if len(shape) == 1:
-            options += [WGMMA_ROW, WGMMA_COL, TCGEN05_ROW]
+        options += tiled_layouts(ty.shape, fitting=self.flip(0.9)) * 2
+        name = self.cast(value, ty, self.choose(options))  # type: ignore[arg-type]
+        self.define(name, ty)
+
+    def cast(self, value: str, ty: VType, layout: str) -> str:
+        """A ``layout_cast`` of ``value`` to ``layout``: strict (jax 0.12) or not."""
+        strict = self.choose(["", "", ", strict = true", ", strict = false"])
         name = self.fresh()
         self.emit(
             f'{name} = "mosaic_gpu.layout_cast"({value}) '
-            f"<{{new_layout = {self.choose(options)}}}> : ({ty}) -> {ty}"
+            f"<{{new_layout = {layout}{strict}}}> : ({ty}) -> {ty}"
         )
-        self.define(name, ty)
+        return name
+
+    def op_concat(self) -> None:
+        """``vector_concat``: JAX's rule needs a tiled layout from elsewhere, so mostly a cast."""
+        rank = 2 if self.flip(0.8) else 1
+        shape: tuple[int, ...] = self.choose(SHAPES_2D if rank == 2 else SHAPES_1D)  # type: ignore[assignment]
+        elt: str = self.choose(("f32", "f32", "f16", "bf16", "i32"))  # type: ignore[assignment]
+        dim = self.draw(st.integers(0, rank - 1))
+        whole = shape[dim]
+        splits = [(whole // 2,) * 2, (whole // 4,) * 4, (whole // 4, 3 * whole // 4)]
+        if whole >= 128:
+            splits.append((whole - 8, 8))  # a piece thinner than any tile
+        sizes: tuple[int, ...] = self.choose(splits)  # type: ignore[assignment]
+        parts = []
+        for size in sizes:
+            part_ty = VType(shape[:dim] + (size,) + shape[dim + 1 :], elt)
+            part = self.vector(part_ty)
+            if self.flip(0.15):
+                layouts = tiled_layouts(part_ty.shape, fitting=self.flip(0.9))
+                if layouts:
+                    part = self.cast(part, part_ty, self.choose(layouts))  # type: ignore[arg-type]
+            parts.append((part, part_ty))
+        out = VType(shape, elt)
+        name = self.fresh()
+        self.emit(
+            f'{name} = "mosaic_gpu.vector_concat"({", ".join(n for n, _ in parts)}) '
+            f"<{{dimension = {dim} : i32}}> : "
+            f"({', '.join(str(t) for _, t in parts)}) -> {out}"
+        )
+        layouts = tiled_layouts(shape)
+        if layouts and self.flip(0.7):
+            name = self.cast(name, out, self.choose(layouts))  # type: ignore[arg-type]
+        self.define(name, out)
 
     def op_barrier(self) -> None:
         ty = self.any_type()
@@ -540,6 +667,22 @@ class Builder:
         self.emit(
             f'{name} = "mosaic_gpu.wgmma"({acc}, {a}, {b_ref.name}) : '
             f"({acc_ty}, {a_type}, {b_ref.type}) -> {acc_ty}"
+        )
+        self.define(name, acc_ty)
+
+    def op_mma(self) -> None:
+        """Ampere ``mma``: jax 0.12 picks 4, 2 or 1 warps along M from the accumulator shape."""
+        m = self.choose((16, 32, 64, 128))
+        n = self.choose((8, 16, 32, 64, 64))  # (16, 8) and (16, 16) fit no warp split
+        elt = self.choose(("f16", "f16", "bf16"))
+        k = self.choose((16, 32))
+        acc_ty = VType((m, n), "f32")  # type: ignore[arg-type]
+        a_ty = VType((m, k), elt)  # type: ignore[arg-type]
+        b_ty = VType((k, n), elt)  # type: ignore[arg-type]
+        acc, a, b = self.vector(acc_ty), self.vector(a_ty), self.vector(b_ty)
+        name = self.fresh()
+        self.emit(
+            f'{name} = "mosaic_gpu.mma"({acc}, {a}, {b}) : ({acc_ty}, {a_ty}, {b_ty}) -> {acc_ty}'
         )
         self.define(name, acc_ty)
 
@@ -585,10 +728,77 @@ class Builder:
                     "operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> : "
                     f"({tmem}, {a.type}, {b.type}, i1) -> ()"
                 )
-            else:
+            elif self.flip(0.6):
                 name = self.fresh()
                 self.emit(f'{name} = "mosaic_gpu.async_load_tmem"({ref}) : ({tmem}) -> {ty}')
                 self.define(name, ty)
+            else:
+                # A load with a fused row reduction (jax 0.12): a second result.
+                name, row = self.fresh("l"), VType((128,), "f32")
+                kind = self.draw(st.integers(0, 3))  # min, max, absmin, absmax
+                self.emit(
+                    f'{name}:2 = "mosaic_gpu.async_load_tmem"({ref}) <{{reduce = {kind} : i32}}> : '
+                    f"({tmem}) -> ({ty}, {row})"
+                )
+                self.define(f"{name}#0", ty)
+                self.define(f"{name}#1", row)
+
+    def gmem(self, elt: str) -> tuple[str, str]:
+        """A GMEM ref argument of the kernel (name, type)."""
+        ty = f"memref<1024x1024x{elt}>"
+        self.args.append(ty)
+        return f"%arg{len(self.args) - 1}", ty
+
+    def op_tma(self) -> None:
+        """A TMA copy between GMEM and SMEM, sometimes gathering (or scattering) rows.
+
+        A gather's row indices are a vector whose layout jax 0.12 picks among
+        TMA_INDICES (rows a multiple of 16) and TMA_INDICES_4 (of 4); a cast
+        may fix either, or something else.
+        """
+        elt = self.choose(("f16", "bf16", "f32"))
+        gather = self.flip(0.5)
+        rows = self.choose((16, 32, 64, 4, 8, 12, 6) if gather else (64, 128))
+        cols = self.choose((64, 128))
+        ref = self.ref((rows, cols), elt)  # type: ignore[arg-type]
+        gmem, gmem_ty = self.gmem(elt)  # type: ignore[arg-type]
+        indices, types = [], []
+        if gather:
+            index_ty = VType((rows,), "i32")  # type: ignore[arg-type]
+            index = self.vector(index_ty)
+            fitting = [TMA_INDICES] * (rows % 16 == 0) + [TMA_INDICES_4] * (rows % 4 == 0)
+            if self.flip(0.1) or not fitting:
+                fitting = [TMA_INDICES, TMA_INDICES_4, WGMMA_ROW]
+            if self.flip(0.5):
+                index = self.cast(index, index_ty, self.choose(fitting))  # type: ignore[arg-type]
+            indices.append(index)
+            types.append(str(index_ty))
+        for _ in range(2 - len(indices)):
+            name = self.fresh("i")
+            value = self.choose((0, 64, 8))
+            self.emit(f'{name} = "arith.constant"() <{{value = {value} : i32}}> : () -> i32')
+            indices.append(name)
+            types.append("i32")
+        lengths = f"slice_lengths = array<i64: {rows}, {cols}>"
+        if self.flip(0.7):
+            barrier_ty = f"memref<!mosaic_gpu.barrier, {SMEM}>"
+            barrier = self.fresh("b")
+            self.emit(
+                f'{barrier} = "mosaic_gpu.slice_smem"() <{{offset = {self.offset} : i32}}> : '
+                f"() -> {barrier_ty}"
+            )
+            self.offset += 65536
+            self.emit(
+                f'"mosaic_gpu.async_load"({gmem}, {ref.name}, {barrier}, {", ".join(indices)}) '
+                f"<{{collective = [], operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
+                f"{lengths}}}> : ({gmem_ty}, {ref.type}, {barrier_ty}, {', '.join(types)}) -> ()"
+            )
+        else:
+            self.emit(
+                f'"mosaic_gpu.async_store"({ref.name}, {gmem}, {", ".join(indices)}) '
+                f"<{{operandSegmentSizes = array<i32: 1, 1, 2, 0, 0>, {lengths}}}> : "
+                f"({ref.type}, {gmem_ty}, {', '.join(types)}) -> ()"
+            )
 
     # --- control flow ---------------------------------------------------------------------
 
@@ -699,7 +909,8 @@ class Builder:
         for _ in range(size):
             self.op()
         body = "\n".join(self.lines)
-        return f'func.func @kernel() {{\n{body}\n  "func.return"() : () -> ()\n}}\n'
+        args = ", ".join(f"%arg{i}: {ty}" for i, ty in enumerate(self.args))
+        return f'func.func @kernel({args}) {{\n{body}\n  "func.return"() : () -> ()\n}}\n'
 
 
 @st.composite
