@@ -158,6 +158,11 @@ class SmemTransfer:
     bitwidth: int
     mode: Transfer
     origin: int
+    # False for async_store_smem: its lowering stores through plain stores
+    # only (no stmatrix), into a tiled and swizzled ref only; JAX's
+    # constraints judge it like a vector_store, so its search can pick what
+    # the lowering rejects.
+    txmatrix: bool = True
 
 
 @record
@@ -216,6 +221,21 @@ class MinorTileDivisible:
 
 
 @record
+class TmaSwizzle:
+    """A swizzled TMA copy moves rows of exactly the swizzle's width.
+
+    The copied minor dim (the minor tile, or the ref's own ``minor`` dim when
+    untiled) times ``bitwidth`` must be the swizzle in bits. JAX's constraints
+    leave this out; its lowering (``launch_context``) rejects the copy.
+    """
+
+    expr: Expr
+    minor: int
+    bitwidth: int
+    origin: int
+
+
+@record
 class StoreRegisters:
     """Registers stored one per asynchronous SMEM store: 32 or 64 bits, no replicas.
 
@@ -233,13 +253,18 @@ class StoreRegisters:
 class FullyTiled:
     """A tiled layout of the value tiles all ``rank`` dims (not just the minor ones).
 
-    Like ``StoreRegisters``, a requirement of JAX's lowering (of reductions and
-    broadcasts) that its constraints leave out.
+    Like ``StoreRegisters``, a requirement of JAX's lowering (of broadcasts
+    and reductions) that its constraints leave out. ``reduced``: the dims a
+    reduction reduces; a tiling of fewer dims is then fine if it leaves them
+    all untiled (the lowering of a reduction reads the reduced dim's index in
+    the tiling, so a tiled one is misread, while untiled dims reduce within
+    each thread).
     """
 
     expr: Expr
     rank: int
     origin: int
+    reduced: tuple[int, ...] | None = None
 
 
 @record
@@ -261,6 +286,7 @@ Constraint = (
     | OneOf
     | Divides
     | MinorTileDivisible
+    | TmaSwizzle
     | Broadcast
     | StoreRegisters
     | FullyTiled
@@ -283,7 +309,15 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     TmemTransfer: attrgetter("tmem", "reg"),
     **{
         kind: lambda c: (c.expr,)
-        for kind in (NotOfKind, OneOf, Divides, MinorTileDivisible, StoreRegisters, FullyTiled)
+        for kind in (
+            NotOfKind,
+            OneOf,
+            Divides,
+            MinorTileDivisible,
+            TmaSwizzle,
+            StoreRegisters,
+            FullyTiled,
+        )
     },
 }
 

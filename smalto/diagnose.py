@@ -32,6 +32,7 @@ from smalto.constraints import (
     SmemTransfer,
     StoreRegisters,
     System,
+    TmaSwizzle,
     TmemTransfer,
     Var,
     Variable,
@@ -311,6 +312,12 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
         case MinorTileDivisible(expr=expr, divisor=divisor):
             ref = namer.expr(expr, "the ref")
             return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
+        case TmaSwizzle(expr=expr, bitwidth=bitwidth):
+            ref = namer.expr(expr, "the ref")
+            return (
+                f"a swizzle of {ref} must be exactly as wide as the rows {at} copies "
+                f"(its minor tile, or minor dim, of {bitwidth}-bit elements)"
+            )
         case NotOfKind(expr=expr, kind=kind):
             v = _expr_var(expr)
             return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"
@@ -330,10 +337,15 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             return f"two layouts must agree ({at})"
         case Broadcast():
             return f"the broadcast {at} must be supported for its source and result layouts"
-        case FullyTiled(expr=expr, rank=rank):
+        case FullyTiled(expr=expr, rank=rank, reduced=None):
             return (
                 f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims "
                 f"if tiled at all: {at} cannot take a row or column tile"
+            )
+        case FullyTiled(expr=expr, rank=rank, reduced=reduced):
+            return (
+                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
+                f"or leave the reduced dims {reduced} untiled ({at})"
             )
         case StoreRegisters(expr=expr):
             return (
@@ -490,7 +502,7 @@ def _transfer_alternatives(
     reg = values.get(r) if r is not None else None
     if not isinstance(tiling, Smem) or not isinstance(reg, Reg):
         return None
-    args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode)
+    args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode, transfer.txmatrix)
     tilings = [((8, 8 * sw // transfer.bitwidth), sw) for sw in hl.SWIZZLES]
     good_tilings = [
         describe_value(Smem(t, sw))

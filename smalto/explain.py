@@ -37,6 +37,7 @@ from smalto.constraints import (
     Role,
     Site,
     SmemTransfer,
+    TmaSwizzle,
     TmemTransfer,
     Transpose,
     Var,
@@ -337,7 +338,7 @@ class Explainer:
                 )
             case Broadcast():
                 return f"it is broadcast by {self.op_text(c.origin)}", "is broadcast by", others
-            case Divides() | MinorTileDivisible():
+            case Divides() | MinorTileDivisible() | TmaSwizzle():
                 return (
                     f"{self.op_text(c.origin)} needs its tiling to divide what it copies",
                     "is copied by",

@@ -127,7 +127,8 @@ class HandPass:
             if operands:
                 taken = [
                     layouts[0]
-                    if results and isinstance(produced[v], fa.WGSplatFragLayout)
+                    if results
+                    and isinstance(produced[v], fa.WGSplatFragLayout)
                     and _shape(v) == _shape(results[0])
                     else produced[v]
                     for v in operands
@@ -146,8 +147,9 @@ class HandPass:
         for name, entry in self.annotation.items():
             expected = len(entry) if isinstance(entry, list) else 1
             if used.get(name, 0) < expected:
-                raise ValueError(f"layouts given for {expected} {name} ops, the kernel has "
-                                 f"{used.get(name, 0)}")
+                raise ValueError(
+                    f"layouts given for {expected} {name} ops, the kernel has {used.get(name, 0)}"
+                )
 
 
 def _shape(value: ir.Value) -> tuple[int, ...]:
@@ -343,7 +345,6 @@ def tile_bias_3d_hint(tile: jax.Array, bias: jax.Array, *, batch: int) -> jax.Ar
     return _kernel(body, out_shape, tile.dtype)(tile, bias)
 
 
-
 # --- More target layouts ----------------------------------------------------
 
 # WGMMA at rank 3: the rank-2 WGMMA tiling with a leading size-1 tile dim, so
@@ -466,33 +467,62 @@ def _keepdims_cases() -> list[Case]:
     for arch in _ARCHS:
         for shape in ((128, 128), (64, 256), (256, 64)):
             for axis, op in ((1, "max"), (0, "sum")):
-                cases.append(Case(
-                    "keepdims", f"keepdims_{op}_axis{axis}_{_name(_F32, shape)}",
-                    partial(keepdims_reduce, axis=axis, op=op), (_sds(shape, _F32),), arch,
-                    _keepdims_layouts(WGMMA, axis, dtype=_F32), "inference", UNSATISFIABLE,
-                ))
+                cases.append(
+                    Case(
+                        "keepdims",
+                        f"keepdims_{op}_axis{axis}_{_name(_F32, shape)}",
+                        partial(keepdims_reduce, axis=axis, op=op),
+                        (_sds(shape, _F32),),
+                        arch,
+                        _keepdims_layouts(WGMMA, axis, dtype=_F32),
+                        "inference",
+                        UNSATISFIABLE,
+                    )
+                )
         for axis in (1, 0):
-            cases.append(Case(
-                "keepdims", f"keepdims_scaled_axis{axis}_{_name(_F32, (128, 128))}",
-                partial(keepdims_scaled, axis=axis), (_sds((128, 128), _F32),), arch,
-                _keepdims_layouts(WGMMA, axis, dtype=_F32, scaled=True), "inference",
-                UNSATISFIABLE,
-            ))
+            cases.append(
+                Case(
+                    "keepdims",
+                    f"keepdims_scaled_axis{axis}_{_name(_F32, (128, 128))}",
+                    partial(keepdims_scaled, axis=axis),
+                    (_sds((128, 128), _F32),),
+                    arch,
+                    _keepdims_layouts(WGMMA, axis, dtype=_F32, scaled=True),
+                    "inference",
+                    UNSATISFIABLE,
+                )
+            )
         # With a WGMMA hint: JAX's (N,) version infers; the (N, 1) one is
         # unsatisfiable, the (1, N) one gets a rank-1 layout the lowering rejects.
-        for axis, stage, says in ((1, "inference", UNSATISFIABLE),
-                                  (0, "after inference", RANK_MISMATCH)):
-            cases.append(Case(
-                "keepdims", f"keepdims_hint_axis{axis}_{_name(_F32, (128, 128))}",
-                partial(keepdims_reduce_wgmma_hint, axis=axis), (_sds((128, 128), _F32),),
-                arch, _keepdims_layouts(WGMMA, axis, dtype=_F32, hint=True), stage, says,
-            ))
+        for axis, stage, says in (
+            (1, "inference", UNSATISFIABLE),
+            (0, "after inference", RANK_MISMATCH),
+        ):
+            cases.append(
+                Case(
+                    "keepdims",
+                    f"keepdims_hint_axis{axis}_{_name(_F32, (128, 128))}",
+                    partial(keepdims_reduce_wgmma_hint, axis=axis),
+                    (_sds((128, 128), _F32),),
+                    arch,
+                    _keepdims_layouts(WGMMA, axis, dtype=_F32, hint=True),
+                    stage,
+                    says,
+                )
+            )
         for dtype in (_BF16, _F16):
-            cases.append(Case(
-                "keepdims", f"keepdims_max_axis1_{_name(dtype, (128, 128))}",
-                partial(keepdims_reduce, axis=1), (_sds((128, 128), dtype),), arch,
-                _keepdims_layouts(WIDE_16BIT, 1, dtype=dtype), "inference", UNSATISFIABLE,
-            ))
+            cases.append(
+                Case(
+                    "keepdims",
+                    f"keepdims_max_axis1_{_name(dtype, (128, 128))}",
+                    partial(keepdims_reduce, axis=1),
+                    (_sds((128, 128), dtype),),
+                    arch,
+                    _keepdims_layouts(WIDE_16BIT, 1, dtype=dtype),
+                    "inference",
+                    UNSATISFIABLE,
+                )
+            )
     return cases
 
 
@@ -500,21 +530,39 @@ def _broadcast3d_cases() -> list[Case]:
     cases = []
     for arch in _ARCHS:
         for batch in (2, 4):
-            cases.append(Case(
-                "broadcast3d", f"broadcast_tile_3d_hint_b{batch}_{_name(_F32, (64, 128))}",
-                partial(broadcast_tile_3d_hint, batch=batch), (_sds((64, 128), _F32),), arch,
-                {"mosaic_gpu.vector_load": WGMMA, "mosaic_gpu.layout_cast": WGMMA,
-                 "mosaic_gpu.broadcast_in_dim": WGMMA_3D},
-                "after inference", RANK_MISMATCH,
-            ))
-        cases.append(Case(
-            "broadcast3d", f"tile_bias_3d_hint_b2_{_name(_F32, (64, 128))}",
-            partial(tile_bias_3d_hint, batch=2), (_sds((64, 128), _F32), _sds((128,), _F32)),
-            arch,
-            {"mosaic_gpu.vector_load": [WGMMA, WGMMA_COL], "mosaic_gpu.layout_cast": WGMMA,
-             "mosaic_gpu.broadcast_in_dim": WGMMA_3D, "arith.addf": WGMMA_3D},
-            "after inference", RANK_MISMATCH,
-        ))
+            cases.append(
+                Case(
+                    "broadcast3d",
+                    f"broadcast_tile_3d_hint_b{batch}_{_name(_F32, (64, 128))}",
+                    partial(broadcast_tile_3d_hint, batch=batch),
+                    (_sds((64, 128), _F32),),
+                    arch,
+                    {
+                        "mosaic_gpu.vector_load": WGMMA,
+                        "mosaic_gpu.layout_cast": WGMMA,
+                        "mosaic_gpu.broadcast_in_dim": WGMMA_3D,
+                    },
+                    "after inference",
+                    RANK_MISMATCH,
+                )
+            )
+        cases.append(
+            Case(
+                "broadcast3d",
+                f"tile_bias_3d_hint_b2_{_name(_F32, (64, 128))}",
+                partial(tile_bias_3d_hint, batch=2),
+                (_sds((64, 128), _F32), _sds((128,), _F32)),
+                arch,
+                {
+                    "mosaic_gpu.vector_load": [WGMMA, WGMMA_COL],
+                    "mosaic_gpu.layout_cast": WGMMA,
+                    "mosaic_gpu.broadcast_in_dim": WGMMA_3D,
+                    "arith.addf": WGMMA_3D,
+                },
+                "after inference",
+                RANK_MISMATCH,
+            )
+        )
     return cases
 
 
@@ -522,19 +570,33 @@ def _index_cases() -> list[Case]:
     cases = []
     for arch in _ARCHS:
         for shape, index in (((128, 128), 3), ((64, 128), 63), ((8, 128), 0)):
-            cases.append(Case(
-                "index", f"index_{index}_{_name(_F32, shape)}",
-                partial(index_leading, index=index), (_sds(shape, _F32),), arch,
-                {"*": MINOR_ONLY}, "inference", UNSATISFIABLE,
-            ))
+            cases.append(
+                Case(
+                    "index",
+                    f"index_{index}_{_name(_F32, shape)}",
+                    partial(index_leading, index=index),
+                    (_sds(shape, _F32),),
+                    arch,
+                    {"*": MINOR_ONLY},
+                    "inference",
+                    UNSATISFIABLE,
+                )
+            )
         for dtype in (_F32, _BF16, _F16):
             for shape in ((2, 64, 128), (3, 128, 64)):
-                cases.append(Case(
-                    "index", f"index_1_{_name(dtype, shape)}",
-                    partial(index_leading, index=1), (_sds(shape, dtype),), arch,
-                    {"*": _tile_layout(dtype)}, "inference", UNSATISFIABLE,
-                    engine_pending=dtype != _F32,  # smalto finds WGMMA for f32
-                ))
+                cases.append(
+                    Case(
+                        "index",
+                        f"index_1_{_name(dtype, shape)}",
+                        partial(index_leading, index=1),
+                        (_sds(shape, dtype),),
+                        arch,
+                        {"*": _tile_layout(dtype)},
+                        "inference",
+                        UNSATISFIABLE,
+                        engine_pending=dtype != _F32,  # smalto finds WGMMA for f32
+                    )
+                )
     return cases
 
 
@@ -543,18 +605,32 @@ def _concat_cases() -> list[Case]:
     for arch in _ARCHS:
         for dtype in (_F32, _BF16, _F16):
             for shape in ((128, 128), (256, 64)):
-                cases.append(Case(
-                    "concat", f"concat_halves_{_name(dtype, shape)}", concat_halves,
-                    (_sds(shape, dtype),), arch, {"*": _tile_layout(dtype)},
-                    "inference", UNSATISFIABLE,
+                cases.append(
+                    Case(
+                        "concat",
+                        f"concat_halves_{_name(dtype, shape)}",
+                        concat_halves,
+                        (_sds(shape, dtype),),
+                        arch,
+                        {"*": _tile_layout(dtype)},
+                        "inference",
+                        UNSATISFIABLE,
+                        engine_pending=dtype != _F32,  # smalto finds WGMMA for f32
+                    )
+                )
+            cases.append(
+                Case(
+                    "concat",
+                    f"concat_inputs_{_name(dtype, (64, 128))}",
+                    concat_inputs,
+                    (_sds((64, 128), dtype), _sds((64, 128), dtype)),
+                    arch,
+                    {"*": _tile_layout(dtype)},
+                    "inference",
+                    UNSATISFIABLE,
                     engine_pending=dtype != _F32,  # smalto finds WGMMA for f32
-                ))
-            cases.append(Case(
-                "concat", f"concat_inputs_{_name(dtype, (64, 128))}", concat_inputs,
-                (_sds((64, 128), dtype), _sds((64, 128), dtype)), arch,
-                {"*": _tile_layout(dtype)}, "inference", UNSATISFIABLE,
-                engine_pending=dtype != _F32,  # smalto finds WGMMA for f32
-            ))
+                )
+            )
     return cases
 
 
@@ -566,21 +642,40 @@ def _erf_atan2_cases() -> list[Case]:
                 # What JAX gives the same kernel with exp (a product) in place
                 # of erf (atan2): 8 bytes per thread.
                 strided = fa.WGStridedFragLayout(shape, 8 // jnp.dtype(dtype).itemsize)
-                cases.append(Case(
-                    "erf_atan2", f"gelu_exact_{_name(dtype, shape)}", gelu_exact,
-                    (_sds(shape, dtype),), arch, {"*": strided}, "inference", NO_RULE,
-                    engine_pending=False,
-                ))
-                cases.append(Case(
-                    "erf_atan2", f"arctan2_{_name(dtype, shape)}", arctan2,
-                    (_sds(shape, dtype), _sds(shape, dtype)), arch, {"*": strided},
-                    "inference", NO_RULE, engine_pending=False,
-                ))
+                cases.append(
+                    Case(
+                        "erf_atan2",
+                        f"gelu_exact_{_name(dtype, shape)}",
+                        gelu_exact,
+                        (_sds(shape, dtype),),
+                        arch,
+                        {"*": strided},
+                        "inference",
+                        NO_RULE,
+                        engine_pending=False,
+                    )
+                )
+                cases.append(
+                    Case(
+                        "erf_atan2",
+                        f"arctan2_{_name(dtype, shape)}",
+                        arctan2,
+                        (_sds(shape, dtype), _sds(shape, dtype)),
+                        arch,
+                        {"*": strided},
+                        "inference",
+                        NO_RULE,
+                        engine_pending=False,
+                    )
+                )
     return cases
 
 
 CASES: tuple[Case, ...] = (
-    *_keepdims_cases(), *_broadcast3d_cases(), *_index_cases(), *_concat_cases(),
+    *_keepdims_cases(),
+    *_broadcast3d_cases(),
+    *_index_cases(),
+    *_concat_cases(),
     *_erf_atan2_cases(),
 )
 

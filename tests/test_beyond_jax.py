@@ -70,13 +70,9 @@ def test_hand_layouts_lower(case: Case) -> None:
     assert lowering.lowered.as_text().count(MOSAIC_GPU_CALL) == 1
 
 
-@pytest.mark.parametrize(
-    "case", [c for c in CASES if c.kind != "erf_atan2"], ids=lambda c: c.id
-)
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind != "erf_atan2"], ids=lambda c: c.id)
 def test_jax_constraints_hold_under_hand_layouts(case: Case) -> None:
-    (kernel,) = lower_annotated(
-        case.fn, *case.args, arch=case.arch, layouts=case.layouts
-    ).kernels
+    (kernel,) = lower_annotated(case.fn, *case.args, arch=case.arch, layouts=case.layouts).kernels
     assert kernel.inferred_text is not None
     assert jax_violations(kernel.inferred_text, case.arch) == []
 
@@ -100,7 +96,9 @@ def test_keep_dims_layouts_reduce_to_the_row_and_column_layouts() -> None:
     # The tiling the issue proposes for (N, 1) is this one before canonicalization.
     proposed = fa.TiledLayout(
         fa.Tiling(((64, 1), (16, 1), (8, 1), (1, 1))),
-        warp_dims=(-8,), lane_dims=(-4, fa.Replicated(4)), vector_dim=-1,
+        warp_dims=(-8,),
+        lane_dims=(-4, fa.Replicated(4)),
+        vector_dim=-1,
         _check_canonical=False,
     )
     assert proposed.canonicalize() == KEEP_ROWS
@@ -111,7 +109,10 @@ def test_rank3_wgmma_reduces_to_wgmma() -> None:
     assert WGMMA_3D.reduce([0, 1]) == WGMMA_COL
     proposed = fa.TiledLayout(
         fa.Tiling(((1, 64, 8), (1, 16, 8), (1, 8, 8), (2,))),
-        warp_dims=(-9,), lane_dims=(-3, -2), vector_dim=-1, _check_canonical=False,
+        warp_dims=(-9,),
+        lane_dims=(-3, -2),
+        vector_dim=-1,
+        _check_canonical=False,
     )
     assert proposed.canonicalize() == WGMMA_3D
 
@@ -132,9 +133,9 @@ def test_jax_infers_the_same_reduction_without_keepdims(arch: tuple[int, int]) -
             x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
             out_gmem[...] = x.max(axis=1)
 
-        return plgpu.kernel(
-            body, out_type=_sds((x.shape[0],), x.dtype), compiler_params=WARPGROUP
-        )(x)
+        return plgpu.kernel(body, out_type=_sds((x.shape[0],), x.dtype), compiler_params=WARPGROUP)(
+            x
+        )
 
     x = _sds((128, 128), jnp.float32)
     smalto.jax.lower(rowmax, x, arch=arch, by="jax")
@@ -163,9 +164,11 @@ def test_erf_and_atan2_get_what_jax_gives_their_twins(dtype) -> None:
         with pytest.raises(KernelLoweringError, match=NO_RULE):
             smalto.jax.lower(original, *args, by="jax")
         (ours,) = smalto.jax.lower(original, *args, by="smalto").kernels
-        assert _strided(ours.inferred_text) == _strided(theirs.inferred_text) == {
-            f"WGStridedFragLayout<[128, 128], {8 // jnp.dtype(dtype).itemsize}>"
-        }
+        assert (
+            _strided(ours.inferred_text)
+            == _strided(theirs.inferred_text)
+            == {f"WGStridedFragLayout<[128, 128], {8 // jnp.dtype(dtype).itemsize}>"}
+        )
 
 
 def _strided(text: str | None) -> set[str]:
@@ -216,9 +219,7 @@ def test_a_16bit_keepdims_column_cannot_be_stored_to_gmem(axis: int) -> None:
             out_gmem[...] = jnp.max(x_gmem[...], axis=axis, keepdims=True)
 
         shape = (1, 128) if axis == 0 else (128, 1)
-        return plgpu.kernel(
-            body, out_type=_sds(shape, x.dtype), compiler_params=WARPGROUP
-        )(x)
+        return plgpu.kernel(body, out_type=_sds(shape, x.dtype), compiler_params=WARPGROUP)(x)
 
     layouts = {
         "mosaic_gpu.vector_load": WIDE_16BIT,
@@ -241,6 +242,8 @@ def test_leading_index_of_2d_f32_lowers_in_any_rank1_tiling(layout: fa.TiledLayo
     """The extract keeps its source's layout, so any layout tiling only the minor
     dim (the named row/column layouts too) lowers for f32 from GMEM."""
     lower_annotated(
-        partial(index_leading, index=3), _sds((128, 128), jnp.float32), arch=HOPPER,
+        partial(index_leading, index=3),
+        _sds((128, 128), jnp.float32),
+        arch=HOPPER,
         layouts={"*": layout},
     )

@@ -70,10 +70,13 @@ def _vector_store(c: Checker, op: Op) -> None:
 def _async_store_smem(c: Checker, op: Op) -> None:
     c.not_kinds(op, IN, 0, splat=True, strided=True)
     transforms = c.smem(op, IN, 1)
-    if transforms is not None and transforms.tiling is None:
+    if transforms is not None and (transforms.tiling is None or transforms.swizzle is None):
+        # store_tiled_async takes one tile transform, and hands its schedule
+        # no swizzle for an unswizzled ref ("Only swizzled transfers supported").
         c.report(
             op,
-            f"the lowering stores asynchronously only into tiled refs, not {describe(transforms)}",
+            "the lowering stores asynchronously only into tiled and swizzled refs, not "
+            f"{describe(transforms)}",
         )
     # Plain st.async stores only: no stmatrix path.
     _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=False, store=True)

@@ -58,18 +58,31 @@ def smem_transfer_supported(
     strides: tuple[int, ...],
     bitwidth: int,
     mode: Transfer,
+    txmatrix: bool = True,
 ) -> bool:
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
     Splat and strided values move only through refs with neither tiling nor
     swizzle. A tiled layout needs the lowering's schedule to exist: an untiled
     ref counts as one tile spanning the whole shape, and no swizzle is the
-    16-byte (identity) swizzle.
+    16-byte (identity) swizzle. Without ``txmatrix`` (``async_store_smem``)
+    only the plain path is tried, and only into a tiled, swizzled ref: that
+    op's lowering takes one tile transform and gives its schedule no swizzle
+    otherwise ("Only swizzled transfers supported").
     """
     if not isinstance(reg, fa.TiledLayout):
         return tiling is None and swizzle is None
+    if not txmatrix and (tiling is None or swizzle is None):
+        return False
     return _schedule_starts(
-        tiling or shape, swizzle or 16, reg, shape, strides, bitwidth, mode is Transfer.OPTIMIZED
+        tiling or shape,
+        swizzle or 16,
+        reg,
+        shape,
+        strides,
+        bitwidth,
+        mode is Transfer.OPTIMIZED,
+        txmatrix,
     )
 
 
@@ -81,6 +94,7 @@ def _schedule_starts(
     strides: tuple[int, ...],
     bitwidth: int,
     optimized: bool,
+    txmatrix: bool,
 ) -> bool:
     """Runs the first step of ``transfer_tiled`` on a ref of the tiled type.
 
@@ -107,7 +121,7 @@ def _schedule_starts(
         try:
             with ir.InsertionPoint(scratch.add_entry_block()):
                 ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
-                for use_txmatrix in (True, False):
+                for use_txmatrix in (True, False) if txmatrix else (False,):
                     steps = fa.FragmentedArray.transfer_tiled(
                         ref,
                         swizzle,

@@ -16,6 +16,7 @@ from smalto.constraints import (
     Relayout,
     SmemTransfer,
     StoreRegisters,
+    TmaSwizzle,
     Transpose,
     Var,
     one_of,
@@ -36,14 +37,18 @@ def _optional_bool(op: Op, name: str) -> bool | None:
     return bool(ir.BoolAttr(attrs[name]).value)
 
 
-def _smem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mode: Transfer) -> int:
+def _smem_transfer(
+    ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mode: Transfer, txmatrix: bool = True
+) -> int:
     ref = ctx.program.values[op.operands[ref_operand]]
     smem_var = ctx.ref(op, ref_operand)
     ctx.add_sites(smem_var, ctx.operand(op, ref_operand))
     if ref.strides is None or ref.bitwidth is None:
         raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.where}")
     ctx.require(
-        SmemTransfer(Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id)
+        SmemTransfer(
+            Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id, txmatrix
+        )
     )
     return smem_var
 
@@ -70,17 +75,17 @@ def _transfer_mode(op: Op) -> Transfer:
 
 
 @rule("mosaic_gpu.vector_store")
-def vector_store(ctx: RuleContext, op: Op) -> None:
+def vector_store(ctx: RuleContext, op: Op, txmatrix: bool = True) -> None:
     """A store from registers; to SMEM, a transfer plan must exist."""
     value = ctx.new_var(ctx.operand(op, 0))
     if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 1, value, _transfer_mode(op))
+        _smem_transfer(ctx, op, 1, value, _transfer_mode(op), txmatrix)
 
 
 @rule("mosaic_gpu.async_store_smem")
 def async_store_smem(ctx: RuleContext, op: Op) -> None:
-    """An asynchronous store to SMEM needs a tiled register layout."""
-    vector_store(ctx, op)
+    """An asynchronous store to SMEM needs a tiled register layout (and a tiled ref)."""
+    vector_store(ctx, op, txmatrix=False)
     value = ctx.system.var_of_site[ctx.operand(op, 0)]
     ctx.not_of_kind(value, op, LayoutKind.STRIDED, LayoutKind.SPLAT)
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
@@ -393,6 +398,9 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
         multiple.append(ctx.divisibility.known_divisor(size, index))
     var = ctx.ref(op, smem_operand)
     ctx.require(Divides(Var(var), tuple(multiple), op.id))
+    ref = ctx.program.values[op.operands[smem_operand]]
+    if ref.shape and ref.bitwidth:
+        ctx.require(TmaSwizzle(Var(var), ref.shape[-1], ref.bitwidth, op.id))
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)

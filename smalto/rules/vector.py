@@ -47,7 +47,7 @@ def multi_reduction(ctx: RuleContext, op: Op) -> None:
     dims = tuple(sorted(ints(op.operation.attributes["reduction_dims"])))
     ctx.not_of_kind(source, op, LayoutKind.STRIDED)
     ctx.require(Equal(Var(out), Reduce(Var(source), dims, rank), op.id))
-    ctx.require(FullyTiled(Var(source), rank, op.id))
+    ctx.require(FullyTiled(Var(source), rank, op.id, dims))
 
 
 @rule("vector.shape_cast")

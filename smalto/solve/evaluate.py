@@ -30,6 +30,7 @@ from smalto.constraints import (
     Reshape,
     SmemTransfer,
     StoreRegisters,
+    TmaSwizzle,
     TmemTransfer,
     Transpose,
     Var,
@@ -197,7 +198,13 @@ def _judge_fully_tiled(c: FullyTiled, lookup: Lookup) -> Verdict:
         return FAILS
     if type(value) is Reg:
         layout = value.layout  # type: ignore[union-attr]
-        return not isinstance(layout, fa.TiledLayout) or len(layout.base_tile_shape) == c.rank
+        if not isinstance(layout, fa.TiledLayout):
+            return HOLDS
+        tiled = len(layout.base_tile_shape)
+        if tiled == c.rank:
+            return HOLDS
+        untiled = c.rank - tiled
+        return c.reduced is not None and all(d < untiled for d in c.reduced)
     return HOLDS if is_value(value) else OPEN
 
 
@@ -214,6 +221,7 @@ def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
             c.strides,
             c.bitwidth,
             c.mode,
+            c.txmatrix,
         )
     return OPEN
 
@@ -256,6 +264,18 @@ def _judge_minor_tile_divisible(c: MinorTileDivisible, lookup: Lookup) -> Verdic
     return OPEN
 
 
+def _judge_tma_swizzle(c: TmaSwizzle, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Smem:
+        swizzle = value.swizzle  # type: ignore[union-attr]
+        tiling = value.tiling  # type: ignore[union-attr]
+        minor = tiling[-1] if tiling else c.minor
+        return swizzle is None or minor * c.bitwidth == swizzle * 8
+    return OPEN
+
+
 def _judge_broadcast(c: Broadcast, lookup: Lookup) -> Verdict:
     a, b = simplify(c.src, lookup), simplify(c.dst, lookup)
     if a is CONTRADICTION or b is CONTRADICTION:
@@ -277,6 +297,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     OneOf: _judge_one_of,
     Divides: _judge_divides,
     MinorTileDivisible: _judge_minor_tile_divisible,
+    TmaSwizzle: _judge_tma_swizzle,
     Broadcast: _judge_broadcast,
     StoreRegisters: _judge_store_registers,
     FullyTiled: _judge_fully_tiled,

@@ -68,7 +68,6 @@ def _worker(examples: int, seed: int, with_jax: bool) -> dict:
 RECORDED = frozenset(
     {
         "smalto-more-complete",
-        "smalto-more-complete-not-lowerable",
         "jax-answer-rejected-by-checker",
         "jax-crash",
         "smalto-fuel-jax-ok",

@@ -1,6 +1,5 @@
 // fuzz regression: checker-rejects
 // arch: 9.0
-// known bug: smalto does not state the TMA swizzle rule; JAX says unsat (the row slice of a 64-row vector), smalto finds layouts (TMA_INDICES for the slice, accepted by JAX's constraints) but keeps the user's [swizzle<64>] on a copy whose minor dim is 128 bytes
 // detail: -:7:3: mosaic_gpu.async_load: a copy with swizzle 64 needs the minor dim to be exactly 32 elements, not 64 (untiled, swizzle 64)
 func.func @kernel(%arg0: memref<1024x1024xf16>) {
   %r1 = "mosaic_gpu.slice_smem"() <{alias_id = 1 : i64, offset = 0 : i32}> : () -> memref<16x64xf16, #gpu.address_space<workgroup>>

@@ -1,6 +1,5 @@
 // fuzz regression: checker-rejects
 // arch: 9.0
-// known bug: smalto tiles a transposed ref (8, 64) unswizzled for an async_store_smem of WGMMA (JAX says unsat; JAX's constraints accept smalto's answer, the checker's transfer_tiled refuses it)
 // detail: -:7:3: mosaic_gpu.async_store_smem: no optimized transfer between registers in WGMMA and the SMEM ref memref<128x256xf16, strided<[1, 128]>, #gpu.address_space<workgroup>> tiled (8, 64), no swizzle (UnsupportedTransferError: Tiled strides must be a multiple of the vector length, except for the load 
 func.func @kernel() {
   %v7 = "arith.constant"() <{value = dense<1.000000e+00> : vector<128x256xf16>}> : () -> vector<128x256xf16>
