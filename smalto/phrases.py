@@ -282,11 +282,9 @@ def _tiling_candidates(system: System, groups: dict[int, int]) -> dict[int, list
 def _option_tilings(c: object) -> list[tuple[int, ...]]:
     """The tilings a one-of constraint allows (an MMA operand's), in its order."""
     allowed = getattr(c, "allowed", None)
-    if allowed is not None:
-        return [v.tiling for v in allowed if isinstance(v, Smem) and v.tiling is not None]
-    if type(c).__name__ == "MmaTiling":  # before one-of constraints replaced it
-        return list(hl.mma_tilings(c.bitwidth, c.allow_unswizzled))  # type: ignore[attr-defined]
-    return []
+    if allowed is None:
+        return []
+    return [v.tiling for v in allowed if isinstance(v, Smem) and v.tiling is not None]
 
 
 def _merged(requirements: list[Divides]) -> tuple[int, ...]:
