@@ -207,12 +207,26 @@ def test_smem_untiled_is_row_major() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("tile=8x32,swizzle=128", "minor tile"), ("swizzle=64", "needs a tiling")],
+    [("tile=8x32,swizzle=128", "minor tile"), ("swizzle=128", "untiled ref's minor dimension")],
 )
 def test_smem_bad_specs(spec: str, message: str) -> None:
     tiling, swizzle = parse_smem_spec(spec)
     with pytest.raises(ValueError, match=message):
-        smem_placement((64, 64), tiling, swizzle or 16, 16)
+        smem_placement((64, 32), tiling, swizzle or 16, 16)
+
+
+def test_smem_swizzle_alone_swizzles_the_whole_ref_as_one_tile() -> None:
+    """jax 0.12 accepts ``[swizzle<S>]`` alone: the ref is one tile, swizzled."""
+    alone = smem_placement((8, 64), None, 128, 16)
+    one_tile = smem_placement((8, 64), (8, 64), 128, 16)
+    assert np.array_equal(alone.byte, one_tile.byte)
+    assert len({int(alone.bank[r, 0]) for r in range(8)}) == 8  # no bank conflict down a column
+
+
+def test_smem_tile_wider_than_the_swizzle() -> None:
+    """A minor tile that is a multiple of the swizzle width is valid in jax 0.12."""
+    placed = smem_placement((8, 128), (8, 128), 128, 16)  # 256-byte rows, 128-byte swizzle
+    assert sorted(int(b) for b in placed.byte.ravel()[::1]) == list(range(0, 8 * 256, 2))
 
 
 # --- names and attributes ------------------------------------------------------------

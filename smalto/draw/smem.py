@@ -100,20 +100,26 @@ def _check(
     if swizzle not in SWIZZLES:
         raise SmemSpecError(f"swizzle must be one of {', '.join(map(str, SWIZZLES))} bytes")
     if tiling is None:
-        if swizzle != 16:
-            raise SmemSpecError("a swizzle needs a tiling (tile=AxB)")
+        # A swizzle alone (jax 0.12): the whole ref is one tile, swizzled.
+        row_bytes = shape[-1] * bitwidth / 8
+        if swizzle != 16 and row_bytes % swizzle:
+            raise SmemSpecError(
+                f"swizzle={swizzle} swizzles rows of {swizzle} bytes, so an untiled ref's minor "
+                f"dimension must be a multiple of {swizzle * 8 // bitwidth} elements of "
+                f"{bitwidth} bits; shape {_dims(shape)} has {row_bytes:g} bytes per row"
+            )
         return
     if len(tiling) > len(shape):
         raise SmemSpecError(f"tile {_dims(tiling)} has more dimensions than shape {_dims(shape)}")
     if any(s % t for s, t in zip(shape[len(shape) - len(tiling) :], tiling, strict=True)):
         raise SmemSpecError(f"tile {_dims(tiling)} does not divide shape {_dims(shape)}")
     minor_bytes = tiling[-1] * bitwidth / 8
-    if swizzle != 16 and minor_bytes != swizzle:
+    if swizzle != 16 and minor_bytes % swizzle:
         elements = swizzle * 8 // bitwidth
         raise SmemSpecError(
             f"swizzle={swizzle} swizzles rows of {swizzle} bytes, so the minor tile dimension "
-            f"must hold {elements} elements of {bitwidth} bits; tile {_dims(tiling)} has "
-            f"{minor_bytes:g} bytes per row (use swizzle=16 for none)"
+            f"must hold a multiple of {elements} elements of {bitwidth} bits; tile "
+            f"{_dims(tiling)} has {minor_bytes:g} bytes per row (use swizzle=16 for none)"
         )
 
 
