@@ -51,7 +51,9 @@ from pallas_kernels import MOSAIC_GPU_CALL, WARPGROUP, assert_lowers
 import smalto.jax
 from smalto.jax import KernelLoweringError
 
-ENGINE_PENDING = pytest.mark.xfail(strict=True, reason="engine support for #13 pending")
+ENGINE_PENDING = pytest.mark.xfail(
+    strict=True, reason="16-bit GMEM transfers need a layout wider than WGMMA (#13)"
+)
 IDS = [case.id for case in CASES]
 
 
