@@ -49,6 +49,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from pallas_kernels import MOSAIC_GPU_CALL, WARPGROUP, assert_lowers
 
 import smalto.jax
+from smalto.check import check
 from smalto.jax import KernelLoweringError
 
 ENGINE_PENDING = pytest.mark.xfail(
@@ -89,7 +90,22 @@ def test_jax_constraints_hold_under_hand_layouts(case: Case) -> None:
     ids=IDS,
 )
 def test_smalto_infers_layouts_that_lower(case: Case) -> None:
-    assert_lowers(case.fn, *case.args, arch=case.arch)
+    (kernel,) = assert_lowers(case.fn, *case.args, arch=case.arch).kernels
+    # The independent checker accepts them too.
+    assert check(kernel.module(inferred=True), case.arch) == []
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.jax_stage == "after inference"], ids=lambda c: c.id
+)
+def test_checker_rejects_jax_answers_its_lowering_rejects(case: Case) -> None:
+    """JAX's tiled broadcast results below their own rank fail in its lowering;
+    ``smalto check`` says so from the attributes alone."""
+    with pytest.raises(KernelLoweringError) as failed:
+        smalto.jax.lower(case.fn, *case.args, arch=case.arch, by="jax")
+    assert RANK_MISMATCH in str(failed.value)
+    violations = check(failed.value.kernels[-1].module(inferred=True), case.arch)
+    assert any(v.op == "mosaic_gpu.broadcast_in_dim" for v in violations), violations
 
 
 # --- The layouts themselves ---------------------------------------------------
