@@ -262,3 +262,22 @@ def test_leading_index_of_2d_f32_lowers_in_any_rank1_tiling(layout: fa.TiledLayo
         partial(index_leading, index=3), _sds((128, 128), jnp.float32), arch=HOPPER,
         layouts={"*": layout},
     )
+
+
+# --- 16-bit GMEM transfers: a lowering requirement JAX's constraints omit ----------
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_checker_flags_16bit_gmem_transfers_that_do_not_coalesce(dtype) -> None:
+    """A 16-bit (2, 64, 128) value loaded from GMEM in WGMMA: 16 bytes a row, not
+    whole 32-byte sectors. JAX's lowering rejects it and ``smalto check`` says so;
+    in WIDE_16BIT both accept it."""
+    x = _sds((2, 64, 128), dtype)
+    fn = partial(index_leading, index=1)
+    with pytest.raises(KernelLoweringError, match="32 byte sectors") as failed:
+        lower_annotated(fn, x, arch=HOPPER, layouts={"*": WGMMA})
+    rejected = failed.value.kernels[-1]
+    violations = check(rejected.module(inferred=True), HOPPER)
+    assert any("GMEM ref" in v.message and "32 byte sectors" in v.message for v in violations)
+    (kernel,) = lower_annotated(fn, x, arch=HOPPER, layouts={"*": WIDE_16BIT}).kernels
+    assert check(kernel.module(inferred=True), HOPPER) == []
