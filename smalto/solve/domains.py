@@ -20,6 +20,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Constraint, Fixed, OneOf, Variable, expressions_of
 from smalto.hw import layouts as hl
+from smalto.hw.transfers import Transfer, gmem_transfer_supported
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
 
@@ -93,13 +94,23 @@ def _register_values(
     # alone would allow it. Where a lower-rank value shares the layout (an
     # extract of a leading index), its tilings are offered too.
     rank = len(shape)
-    low = min(rank, 2, min_rank if min_rank is not None else rank)
+    low = min(rank, 2)
     values += [
         Reg(layout) for layout in _NAMED_TILED if low <= len(layout.base_tile_shape) <= rank
     ]
     if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
-    values += _tiled_at_own_rank(shape)
+    bitwidth = variable.bitwidth
+    if min_rank is not None and min_rank < low:
+        values += [
+            Reg(layout)
+            for layout in _NAMED_TILED
+            if min_rank <= len(layout.base_tile_shape) < low
+            and _moves_through_gmem(layout, shape, bitwidth)
+        ]
+    values += [
+        v for v in _tiled_at_own_rank(shape) if _moves_through_gmem(v.layout, shape, bitwidth)
+    ]
     size = math.prod(shape)
     if variable.bitwidth is not None:
         # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
@@ -115,7 +126,24 @@ def _register_values(
     return values
 
 
-def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Const]:
+def _moves_through_gmem(
+    layout: fa.TiledLayout, shape: tuple[int, ...], bitwidth: int | None
+) -> bool:
+    """Whether a vector of ``shape`` in ``layout`` loads from / stores to a dense GMEM ref.
+
+    An optimized GMEM transfer must coalesce (4 bytes a thread and more, whole
+    32-byte sectors): JAX's lowering rejects it otherwise, and neither its
+    constraints nor smalto's rules state it yet. The layouts the complete search
+    adds beyond JAX's are offered only where they meet it, so that they do not
+    lead to answers the lowering rejects for that reason.
+    """
+    if bitwidth is None or not hl.fits(Reg(layout), shape):
+        return False
+    strides = tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
+    return gmem_transfer_supported(layout, shape, strides, bitwidth, Transfer.OPTIMIZED)
+
+
+def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Reg]:
     """Named layouts made to tile every dim of ``shape``: lifted to its rank, and
     with size-1 tiles along its size-1 dims.
 
@@ -134,7 +162,7 @@ def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Const]:
         lifted = hl.lifted(layout, rank)
         if lifted is not None:
             full.append(lifted)
-    values: list[Const] = [Reg(layout) for layout in full if layout not in _NAMED_TILED]
+    values = [Reg(layout) for layout in full if layout not in _NAMED_TILED]
     for axis, size in enumerate(shape):
         if size == 1:
             values += [Reg(hl.keep_dims(layout, axis)) for layout in full]
