@@ -49,9 +49,12 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from pallas_kernels import MOSAIC_GPU_CALL, WARPGROUP, assert_lowers
 
 import smalto.jax
+from smalto.check import check
 from smalto.jax import KernelLoweringError
 
-ENGINE_PENDING = pytest.mark.xfail(strict=True, reason="engine support for #13 pending")
+ENGINE_PENDING = pytest.mark.xfail(
+    strict=True, reason="16-bit GMEM transfers need a layout wider than WGMMA (#13)"
+)
 IDS = [case.id for case in CASES]
 
 
@@ -83,7 +86,22 @@ def test_jax_constraints_hold_under_hand_layouts(case: Case) -> None:
     ids=IDS,
 )
 def test_smalto_infers_layouts_that_lower(case: Case) -> None:
-    assert_lowers(case.fn, *case.args, arch=case.arch)
+    (kernel,) = assert_lowers(case.fn, *case.args, arch=case.arch).kernels
+    # The independent checker accepts them too.
+    assert check(kernel.module(inferred=True), case.arch) == []
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.jax_stage == "after inference"], ids=lambda c: c.id
+)
+def test_checker_rejects_jax_answers_its_lowering_rejects(case: Case) -> None:
+    """JAX's tiled broadcast results below their own rank fail in its lowering;
+    ``smalto check`` says so from the attributes alone."""
+    with pytest.raises(KernelLoweringError) as failed:
+        smalto.jax.lower(case.fn, *case.args, arch=case.arch, by="jax")
+    assert RANK_MISMATCH in str(failed.value)
+    violations = check(failed.value.kernels[-1].module(inferred=True), case.arch)
+    assert any(v.op == "mosaic_gpu.broadcast_in_dim" for v in violations), violations
 
 
 # --- The layouts themselves ---------------------------------------------------
@@ -247,3 +265,22 @@ def test_leading_index_of_2d_f32_lowers_in_any_rank1_tiling(layout: fa.TiledLayo
         arch=HOPPER,
         layouts={"*": layout},
     )
+
+
+# --- 16-bit GMEM transfers: a lowering requirement JAX's constraints omit ----------
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_checker_flags_16bit_gmem_transfers_that_do_not_coalesce(dtype) -> None:
+    """A 16-bit (2, 64, 128) value loaded from GMEM in WGMMA: 16 bytes a row, not
+    whole 32-byte sectors. JAX's lowering rejects it and ``smalto check`` says so;
+    in WIDE_16BIT both accept it."""
+    x = _sds((2, 64, 128), dtype)
+    fn = partial(index_leading, index=1)
+    with pytest.raises(KernelLoweringError, match="32 byte sectors") as failed:
+        lower_annotated(fn, x, arch=HOPPER, layouts={"*": WGMMA})
+    rejected = failed.value.kernels[-1]
+    violations = check(rejected.module(inferred=True), HOPPER)
+    assert any("GMEM ref" in v.message and "32 byte sectors" in v.message for v in violations)
+    (kernel,) = lower_annotated(fn, x, arch=HOPPER, layouts={"*": WIDE_16BIT}).kernels
+    assert check(kernel.module(inferred=True), HOPPER) == []

@@ -157,18 +157,29 @@ def _kernels() -> list[reference.CorpusEntry]:
     return [e for e in entries if e.folder == "kernels"]
 
 
+def _gmem_rejects_only(violations: list[Violation], entry: reference.CorpusEntry) -> None:
+    """No violations, but uncoalesced GMEM transfers in JAX's own answer, which
+    JAX's lowering rejects as the checker says (Pallas tests of kernels that do
+    not lower: e.g. a 16-bit row stored 2 bytes a thread)."""
+    gmem = [v for v in violations if "GMEM ref" in v.message]
+    assert [v for v in violations if v not in gmem] == [], "\n".join(map(str, violations))
+    if gmem:
+        with pytest.raises(Exception, match="GMEM transfer") as rejected:
+            lower_with_jax(jax_annotated(entry))
+        assert type(rejected.value).__name__ == "TransferPlanDerivationError"
+        assert any(str(rejected.value) in v.message for v in gmem), rejected.value
+
+
 @pytest.mark.parametrize("entry", _sample(), ids=lambda e: e.key)
 def test_jax_annotations_pass(entry: reference.CorpusEntry) -> None:
-    violations = check(jax_annotated(entry), entry.arch)
-    assert violations == [], "\n".join(map(str, violations))
+    _gmem_rejects_only(check(jax_annotated(entry), entry.arch), entry)
 
 
 @pytest.mark.parametrize("entry", _sample(), ids=lambda e: e.key)
 def test_smalto_annotations_pass(entry: reference.CorpusEntry) -> None:
     module = reference.parse(entry.path, reference.shared_context())
     smalto.infer_layout(module, arch=entry.arch)
-    violations = check(module, entry.arch)
-    assert violations == [], "\n".join(map(str, violations))
+    _gmem_rejects_only(check(module, entry.arch), entry)
 
 
 def test_all_corpus_kernels_pass_both_ways() -> None:

@@ -220,13 +220,14 @@ def test_cli_shows_the_source_lines_it_names(tmp_path: Path) -> None:
 
 
 def test_a_value_no_layout_fits_says_so() -> None:
-    """A loaded 64x1 vector: not a splat, too small to be strided, no tile divides it."""
-    small, big = "vector<64x1xf32>", "vector<64x128xf32>"
+    """A loaded 48x1 vector: not a splat, too small to be strided, no tile divides it
+    (a 64x1 one would take WGMMA with a size-1 tile, the keep-dims layout)."""
+    small, big = "vector<48x1xf32>", "vector<48x128xf32>"
     dims = "<{broadcast_dimensions = array<i64: 0, 1>}>"
     text = f"""
     module {{
-      func.func @kernel(%arg0: memref<64x1xf32>) {{
-        %x = "mosaic_gpu.vector_load"(%arg0) : (memref<64x1xf32>) -> {small} loc("k.py":3:8)
+      func.func @kernel(%arg0: memref<48x1xf32>) {{
+        %x = "mosaic_gpu.vector_load"(%arg0) : (memref<48x1xf32>) -> {small} loc("k.py":3:8)
         %b = "mosaic_gpu.broadcast_in_dim"(%x) {dims} : ({small}) -> {big} loc("k.py":4:8)
         return
       }}
@@ -238,7 +239,7 @@ def test_a_value_no_layout_fits_says_so() -> None:
         smalto.infer_layout(module, arch=(9, 0))
     message = str(info.value)
     assert "`mosaic_gpu.vector_load` at k.py:3:8" in message
-    assert "no other register layout fits its shape (64, 1)" in message
+    assert "no other register layout fits its shape (48, 1)" in message
 
 
 # --- locations: the user's file and line, never MLIR's location syntax ------------------------

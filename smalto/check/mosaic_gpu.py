@@ -13,7 +13,7 @@ from smalto.check.names import describe
 from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import reduce_layout, swap, transposed
 from smalto.check.smem import Transforms, decode_transforms
-from smalto.check.transfers import smem_transfer_problem
+from smalto.check.transfers import gmem_transfer_problem, smem_transfer_problem
 from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg
@@ -55,15 +55,42 @@ def _smem_transfer(
         )
 
 
+def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int]) -> None:
+    ref = c.value(op, IN, gmem)
+    if ref.kind != Kind.OTHER or ref.strides is None or ref.bitwidth is None:
+        return
+    if not isinstance(ref.type, ir.MemRefType) or ir.MemRefType(ref.type).memory_space is not None:
+        return
+    registers = c.reg(op, *reg)
+    if registers is None:
+        return
+    problem = gmem_transfer_problem(
+        registers.layout,
+        ref.shape,
+        ref.strides,
+        ref.bitwidth,
+        optimized=_optimized(op),
+        arch=c.arch,
+    )
+    if problem is not None:
+        c.report(
+            op,
+            f"no optimized transfer between registers in {describe(registers)} and the "
+            f"GMEM ref {ref.type} ({problem})",
+        )
+
+
 @rule("mosaic_gpu.vector_load")
 def _vector_load(c: Checker, op: Op) -> None:
     c.not_kinds(op, OUT, 0, splat=True, strided=False)
     _smem_transfer(c, op, smem=0, reg=(OUT, 0), txmatrix=True, store=False)
+    _gmem_transfer(c, op, gmem=0, reg=(OUT, 0))
 
 
 @rule("mosaic_gpu.vector_store")
 def _vector_store(c: Checker, op: Op) -> None:
     _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=True, store=True)
+    _gmem_transfer(c, op, gmem=1, reg=(IN, 0))
 
 
 @rule("mosaic_gpu.async_store_smem")

@@ -60,6 +60,37 @@ def smem_transfer_problem(
     )
 
 
+def gmem_transfer_problem(
+    layout: fa.FragmentedLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    *,
+    optimized: bool,
+    arch: tuple[int, int],
+) -> str | None:
+    """Why the lowering cannot move ``layout`` to or from a GMEM ref; None when it can.
+
+    Splat and strided values, and unoptimized transfers, always move. An
+    optimized transfer of a tiled layout must coalesce (the lowering plans it
+    with ``plan_gmem_transfer``: at least 4 bytes a thread, whole 32-byte
+    sectors a warp, whole 128-byte lines a warpgroup); the ref is untiled.
+    """
+    if not isinstance(layout, fa.TiledLayout) or not optimized:
+        return None
+    return _tiled_problem(
+        Transforms(None, None),
+        layout,
+        shape,
+        strides,
+        bitwidth,
+        True,
+        False,
+        tuple(arch),
+        gmem=True,
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _tiled_problem(
     transforms: Transforms,
@@ -70,6 +101,8 @@ def _tiled_problem(
     optimized: bool,
     txmatrix: bool,
     arch: tuple[int, int],
+    *,
+    gmem: bool = False,
 ) -> str | None:
     tiling = transforms.tiling or shape
     ref_strides = tiled_strides(strides, tiling)
@@ -81,7 +114,7 @@ def _tiled_problem(
         mgpu_utils.tile_shape(shape, tiling),
         ir.IntegerType.get_signless(bitwidth),
         ir.StridedLayoutAttr.get(0, list(ref_strides)),
-        mgpu_utils.smem(),
+        None if gmem else mgpu_utils.smem(),
     )
     i32 = ir.IntegerType.get_signless(32)
     module = ir.Module.create()

@@ -420,3 +420,81 @@ def stores_whole_registers(value: Reg, bitwidth: int) -> bool:
     if any(isinstance(d, fa.Replicated) for d in (*layout.warp_dims, *layout.lane_dims)):
         return False
     return layout.vector_length * bitwidth in (32, 64)
+
+
+@cache
+def keep_dims(layout: fa.TiledLayout, axis: int) -> fa.TiledLayout:
+    """The layout a reduction over ``axis`` of ``layout`` has when it keeps the dim.
+
+    Every tile keeps its rank with size 1 along ``axis``; the warps and lanes
+    that split ``axis`` hold copies instead. Reducing it over ``axis`` gives
+    ``layout.reduce([axis])``, which is what a ``broadcast_in_dim`` of the
+    reduced vector to the keep-dims shape needs (JAX's lowering broadcasts
+    only between layouts tiled at the rank of their own value).
+    """
+    rank = len(layout.base_tile_shape)
+    tiles = tuple(
+        tuple(1 if i == axis - (rank - len(tile)) else d for i, d in enumerate(tile))
+        for tile in layout.tiling.tiles
+    )
+    along_axis = layout.tiling.tile_dimension(axis)
+    sizes = layout.tiled_tiling_shape
+
+    def replicate(d: int | fa.Replicated) -> int | fa.Replicated:
+        return fa.Replicated(sizes[d]) if isinstance(d, int) and along_axis[d] else d
+
+    return fa.TiledLayout(
+        fa.Tiling(tiles),
+        tuple(replicate(d) for d in layout.warp_dims),  # type: ignore[arg-type]
+        tuple(replicate(d) for d in layout.lane_dims),  # type: ignore[arg-type]
+        layout.vector_dim,
+        _check_canonical=False,
+    ).canonicalize()
+
+
+@cache
+def lifted(layout: fa.TiledLayout, rank: int) -> fa.TiledLayout | None:
+    """``layout`` tiling ``rank`` dims: size-1 leading tile dims added to its full-rank tiles.
+
+    A layout tiled below the rank of its value cannot be the result of a
+    broadcast (or the source of a reduction); lifted, it can, and reducing it
+    over the added leading dims gives ``layout`` back. None where the full-rank
+    tiles do not all come first (then the added dims have no fixed place).
+    """
+    base = len(layout.base_tile_shape)
+    extra = rank - base
+    if extra <= 0:
+        return layout if extra == 0 else None
+    tiles = layout.tiling.tiles
+    full = 0
+    while full < len(tiles) and len(tiles[full]) == base:
+        full += 1
+    if any(len(t) >= base for t in tiles[full:]):
+        return None
+    # Follow both tilings dim by dim: original dims are numbered, added ones
+    # are None, so each original dim index finds its place in the lifted shape.
+    ours: list[int] = list(range(base))
+    theirs: list[int | None] = [None] * extra + list(ours)
+    fresh = base
+    for tile in tiles[1:]:
+        k = len(tile)
+        outer, inner = list(range(fresh, fresh + k)), list(range(fresh + k, fresh + 2 * k))
+        fresh += 2 * k
+        ours[-k:] = outer + inner
+        if k == base:
+            theirs[-(k + extra) :] = [None] * extra + outer + [None] * extra + inner  # type: ignore[list-item]
+        else:
+            theirs[-k:] = outer + inner  # type: ignore[assignment]
+    position = {d: i - len(theirs) for i, d in enumerate(theirs) if d is not None}
+
+    def move(d: int | fa.Replicated) -> int | fa.Replicated:
+        return position[ours[d]] if isinstance(d, int) else d
+
+    new_tiles = tuple((1,) * extra + t if len(t) == base else t for t in tiles)
+    return fa.TiledLayout(
+        fa.Tiling(new_tiles),
+        tuple(move(d) for d in layout.warp_dims),  # type: ignore[arg-type]
+        tuple(move(d) for d in layout.lane_dims),  # type: ignore[arg-type]
+        move(layout.vector_dim),  # type: ignore[arg-type]
+        _check_canonical=False,
+    ).canonicalize()

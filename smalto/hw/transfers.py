@@ -86,6 +86,27 @@ def smem_transfer_supported(
     )
 
 
+@lru_cache(maxsize=4096)
+def gmem_transfer_supported(
+    reg: fa.FragmentedLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    mode: Transfer,
+) -> bool:
+    """Whether registers in ``reg`` can move to/from a GMEM ref by ``vector_load/store``.
+
+    An optimized GMEM transfer of a tiled layout must coalesce: at least 4
+    bytes per thread, whole 32-byte sectors per warp, whole 128-byte lines
+    per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4 bytes and fails it.
+    JAX's constraints leave this out; its lowering raises. Splat and strided
+    values, and unoptimized transfers, always move.
+    """
+    if not isinstance(reg, fa.TiledLayout) or mode is Transfer.UNOPTIMIZED:
+        return True
+    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, True, gmem=True)
+
+
 def _schedule_starts(
     tiling: tuple[int, ...],
     swizzle: int,
@@ -94,7 +115,9 @@ def _schedule_starts(
     strides: tuple[int, ...],
     bitwidth: int,
     optimized: bool,
-    txmatrix: bool,
+    txmatrix: bool = True,
+    *,
+    gmem: bool = False,
 ) -> bool:
     """Runs the first step of ``transfer_tiled`` on a ref of the tiled type.
 
@@ -112,7 +135,7 @@ def _schedule_starts(
                 utils.tile_shape(shape, tiling),
                 ir.IntegerType.get_signless(bitwidth),
                 ir.StridedLayoutAttr.get(0, dialect_lowering.tile_strides(strides, tiling)),
-                utils.smem(),
+                None if gmem else utils.smem(),
             )
         except ValueError:
             return False  # the tiling does not apply: validity rules it out first

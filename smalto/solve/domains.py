@@ -20,6 +20,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Constraint, Fixed, OneOf, Variable, expressions_of
 from smalto.hw import layouts as hl
+from smalto.hw.transfers import Transfer, gmem_transfer_supported
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
 
@@ -63,15 +64,18 @@ def domain(
     valid: Callable[[Const], bool],
     mentioned: list[Const],
     multiple: tuple[int, ...] | None = None,
+    min_rank: int | None = None,
 ) -> list[Const]:
     """The variable's candidate values, most preferred first, each one ``valid`` accepts.
 
     ``multiple`` is what the tiling of an SMEM ref must divide (offsets of its
-    views): the swizzled tilings are also offered cut down to it.
+    views): the swizzled tilings are also offered cut down to it. ``min_rank``
+    is the lowest rank of the values sharing the variable's layout (a
+    ``vector.extract`` gives its source and result one layout).
     """
     match variable.kind:
         case Kind.VECTOR:
-            values = _register_values(variable, mentioned)
+            values = _register_values(variable, mentioned, min_rank)
         case Kind.SMEM:
             values = _smem_values(variable, mentioned, multiple)
         case _:
@@ -79,21 +83,32 @@ def domain(
     return [v for v in dict.fromkeys(values) if valid(v)]
 
 
-def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
+def _register_values(
+    variable: Variable, mentioned: list[Const], min_rank: int | None = None
+) -> list[Const]:
     shape = variable.shape
     values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
     # Only named layouts whose tile covers the vector's two minor dims (all of
     # them for a 1-D vector): the lowering of reductions, broadcasts and stores
     # takes no row/column tile of a larger vector, although the constraints
-    # alone would allow it.
+    # alone would allow it. Where a lower-rank value shares the layout (an
+    # extract of a leading index), its tilings are offered too.
     rank = len(shape)
-    values += [
-        Reg(layout)
-        for layout in _NAMED_TILED
-        if min(rank, 2) <= len(layout.base_tile_shape) <= rank
-    ]
+    low = min(rank, 2)
+    values += [Reg(layout) for layout in _NAMED_TILED if low <= len(layout.base_tile_shape) <= rank]
     if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
+    bitwidth = variable.bitwidth
+    if min_rank is not None and min_rank < low:
+        values += [
+            Reg(layout)
+            for layout in _NAMED_TILED
+            if min_rank <= len(layout.base_tile_shape) < low
+            and _moves_through_gmem(layout, shape, bitwidth)
+        ]
+    values += [
+        v for v in _tiled_at_own_rank(shape) if _moves_through_gmem(v.layout, shape, bitwidth)
+    ]
     size = math.prod(shape)
     if variable.bitwidth is not None:
         # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
@@ -106,6 +121,49 @@ def _register_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
         v for v in mentioned if isinstance(v, Reg) and v.is_strided and v.layout.shape == shape
     ]
     values.append(hl.splat(shape))
+    return values
+
+
+def _moves_through_gmem(
+    layout: fa.TiledLayout, shape: tuple[int, ...], bitwidth: int | None
+) -> bool:
+    """Whether a vector of ``shape`` in ``layout`` loads from / stores to a dense GMEM ref.
+
+    An optimized GMEM transfer must coalesce (4 bytes a thread and more, whole
+    32-byte sectors): JAX's lowering rejects it otherwise, and neither its
+    constraints nor smalto's rules state it yet. The layouts the complete search
+    adds beyond JAX's are offered only where they meet it, so that they do not
+    lead to answers the lowering rejects for that reason.
+    """
+    if bitwidth is None or not hl.fits(Reg(layout), shape):
+        return False
+    strides = tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
+    return gmem_transfer_supported(layout, shape, strides, bitwidth, Transfer.OPTIMIZED)
+
+
+def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Reg]:
+    """Named layouts made to tile every dim of ``shape``: lifted to its rank, and
+    with size-1 tiles along its size-1 dims.
+
+    A broadcast result and a reduction source must be tiled at their own rank
+    (``FullyTiled``): a (B, M, N) broadcast of a WGMMA tile takes WGMMA lifted
+    to rank 3, and the (N, 1) result of a keep-dims reduction of a WGMMA value
+    takes WGMMA with a size-1 tile along dim 1 (it reduces to WGMMA_ROW).
+    """
+    rank = len(shape)
+    if rank < 2:
+        return []
+    full: list[fa.TiledLayout] = []
+    for layout in _NAMED_TILED:
+        if len(layout.base_tile_shape) < 2:
+            continue
+        lifted = hl.lifted(layout, rank)
+        if lifted is not None:
+            full.append(lifted)
+    values = [Reg(layout) for layout in full if layout not in _NAMED_TILED]
+    for axis, size in enumerate(shape):
+        if size == 1:
+            values += [Reg(hl.keep_dims(layout, axis)) for layout in full]
     return values
 
 

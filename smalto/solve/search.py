@@ -387,6 +387,7 @@ class Solver:
                 lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
                 mentioned,
                 self.divides.get(slot),
+                min(map(len, self.shapes[slot])),
             )
             for slot in self.shapes
         }
