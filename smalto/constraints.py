@@ -250,6 +250,21 @@ class StoreRegisters:
 
 
 @record
+class WordRegisters:
+    """Registers an optimization barrier can pass: whole 32-bit words.
+
+    The barrier hands registers to inline assembly as 32-bit words, so a
+    narrower element type needs vector registers of a multiple of 32 bits
+    (a splat's scalar register will not do). JAX's constraints leave this
+    out; its lowering raises NotImplementedError.
+    """
+
+    expr: Expr
+    bitwidth: int
+    origin: int
+
+
+@record
 class FullyTiled:
     """A tiled layout of the value tiles all ``rank`` dims (not just the minor ones).
 
@@ -289,6 +304,7 @@ Constraint = (
     | TmaSwizzle
     | Broadcast
     | StoreRegisters
+    | WordRegisters
     | FullyTiled
 )
 
@@ -316,6 +332,7 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
             MinorTileDivisible,
             TmaSwizzle,
             StoreRegisters,
+            WordRegisters,
             FullyTiled,
         )
     },

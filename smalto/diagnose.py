@@ -36,6 +36,7 @@ from smalto.constraints import (
     TmemTransfer,
     Var,
     Variable,
+    WordRegisters,
     constraint_variables,
 )
 from smalto.hw import layouts as hl
@@ -346,6 +347,11 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             return (
                 f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
                 f"or leave the reduced dims {reduced} untiled ({at})"
+            )
+        case WordRegisters(expr=expr, bitwidth=bitwidth):
+            return (
+                f"{namer.expr(expr, 'the value')} passes {at} as 32-bit words: "
+                f"{bitwidth}-bit elements need vector registers of a multiple of 32 bits"
             )
         case StoreRegisters(expr=expr):
             return (

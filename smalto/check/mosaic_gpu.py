@@ -16,6 +16,7 @@ from smalto.check.smem import Transforms, decode_transforms
 from smalto.check.transfers import gmem_transfer_problem, smem_transfer_problem
 from smalto.hw import encode
 from smalto.hw import layouts as hl
+from smalto.hw.layouts import registers_are_words
 from smalto.hw.values import Reg
 from smalto.program import Kind, Op
 
@@ -131,8 +132,19 @@ def _not_splat_result(c: Checker, op: Op) -> None:
 @rule("mosaic_gpu.optimization_barrier")
 def _optimization_barrier(c: Checker, op: Op) -> None:
     for i, vid in enumerate(op.operands):
-        if c.program.values[vid].kind == Kind.VECTOR:
-            c.same(op, [(IN, i), (OUT, i)], "a value passes an optimization barrier unchanged")
+        value = c.program.values[vid]
+        if value.kind != Kind.VECTOR:
+            continue
+        c.same(op, [(IN, i), (OUT, i)], "a value passes an optimization barrier unchanged")
+        layout = c.reg(op, IN, i)
+        bitwidth = value.bitwidth or 32
+        if layout is not None and not registers_are_words(layout, bitwidth):
+            # fa.optimization_barrier hands registers to inline asm as 32-bit words.
+            c.report(
+                op,
+                f"operand #{i} is {describe(layout)}: the barrier passes {bitwidth}-bit "
+                "elements only in vector registers of a multiple of 32 bits",
+            )
 
 
 @rule("mosaic_gpu.layout_cast")

@@ -51,9 +51,12 @@ def smem_transfer_problem(
             return "a splat is never loaded from SMEM"
         return None if transforms.tiling is None else "a splat is only stored untiled"
     if isinstance(layout, fa.WGStridedFragLayout):
-        if transforms.tiling is None and transforms.swizzle is None:
-            return None
-        return "a strided layout moves only to and from refs with no tiling and no swizzle"
+        if transforms.tiling is not None or transforms.swizzle is not None:
+            return "a strided layout moves only to and from refs with no tiling and no swizzle"
+        if strides and strides[-1] != 1:
+            # Its vector loads and stores run along the minor dim.
+            return "a strided layout moves only to and from refs whose minor dim is contiguous"
+        return None
     assert isinstance(layout, fa.TiledLayout)
     return _tiled_problem(
         transforms, layout, shape, strides, bitwidth, optimized, txmatrix, tuple(arch)

@@ -412,6 +412,23 @@ __all__ = ["UNTILED"]
 
 
 @cache
+def registers_are_words(value: Reg, bitwidth: int) -> bool:
+    """Whether each register of ``value`` is whole 32-bit words (an optimization barrier's need).
+
+    32-bit elements pass one per word; narrower ones only packed into vector
+    registers of a multiple of 32 bits (a splat holds a scalar register).
+    """
+    if bitwidth >= 32:
+        return True
+    layout = value.layout
+    if isinstance(layout, fa.TiledLayout):
+        return layout.vector_length * bitwidth % 32 == 0
+    if isinstance(layout, fa.WGStridedFragLayout):
+        return layout.vec_size * bitwidth % 32 == 0
+    return False
+
+
+@cache
 def stores_whole_registers(value: Reg, bitwidth: int) -> bool:
     """Whether each register of a tiled layout is one 32- or 64-bit store of distinct elements."""
     layout = value.layout

@@ -63,15 +63,19 @@ def smem_transfer_supported(
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
     Splat and strided values move only through refs with neither tiling nor
-    swizzle. A tiled layout needs the lowering's schedule to exist: an untiled
-    ref counts as one tile spanning the whole shape, and no swizzle is the
-    16-byte (identity) swizzle. Without ``txmatrix`` (``async_store_smem``)
-    only the plain path is tried, and only into a tiled, swizzled ref: that
-    op's lowering takes one tile transform and gives its schedule no swizzle
-    otherwise ("Only swizzled transfers supported").
+    swizzle (strided ones with a unit minor stride too). A tiled layout needs
+    the lowering's schedule to exist: an untiled ref counts as one tile
+    spanning the whole shape, and no swizzle is the 16-byte (identity)
+    swizzle. Without ``txmatrix`` (``async_store_smem``) only the plain path
+    is tried, and only into a tiled, swizzled ref: that op's lowering takes
+    one tile transform and gives its schedule no swizzle otherwise ("Only
+    swizzled transfers supported").
     """
     if not isinstance(reg, fa.TiledLayout):
-        return tiling is None and swizzle is None
+        # A strided value moves by vector loads and stores along the minor
+        # dim, which must then be contiguous (not a transposed ref).
+        contiguous = strides[-1] == 1 or not isinstance(reg, fa.WGStridedFragLayout)
+        return tiling is None and swizzle is None and contiguous
     if not txmatrix and (tiling is None or swizzle is None):
         return False
     return _schedule_starts(

@@ -19,6 +19,7 @@ from smalto.constraints import (
     TmaSwizzle,
     Transpose,
     Var,
+    WordRegisters,
     one_of,
 )
 from smalto.errors import InferenceError
@@ -116,10 +117,13 @@ def print_layout(ctx: RuleContext, op: Op) -> None:
 
 @rule("mosaic_gpu.optimization_barrier")
 def optimization_barrier(ctx: RuleContext, op: Op) -> None:
-    """Each vector passes through with its layout."""
+    """Each vector passes through with its layout, in registers of whole 32-bit words."""
     for i, v in enumerate(op.operands):
-        if ctx.program.values[v].kind == Kind.VECTOR:
-            ctx.new_var(ctx.operand(op, i), ctx.result(op, i))
+        value = ctx.program.values[v]
+        if value.kind == Kind.VECTOR:
+            var = ctx.new_var(ctx.operand(op, i), ctx.result(op, i))
+            if value.bitwidth is not None and value.bitwidth < 32:
+                ctx.require(WordRegisters(Var(var), value.bitwidth, op.id))
 
 
 @rule("mosaic_gpu.layout_cast")

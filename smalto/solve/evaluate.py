@@ -34,6 +34,7 @@ from smalto.constraints import (
     TmemTransfer,
     Transpose,
     Var,
+    WordRegisters,
 )
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import smem_transfer_supported, tmem_transfer_supported
@@ -192,6 +193,15 @@ def _judge_store_registers(c: StoreRegisters, lookup: Lookup) -> Verdict:
     return HOLDS if is_value(value) else OPEN
 
 
+def _judge_word_registers(c: WordRegisters, lookup: Lookup) -> Verdict:
+    value = simplify(c.expr, lookup)
+    if value is CONTRADICTION:
+        return FAILS
+    if type(value) is Reg:
+        return hl.registers_are_words(value, c.bitwidth)  # type: ignore[arg-type]
+    return HOLDS if is_value(value) else OPEN
+
+
 def _judge_fully_tiled(c: FullyTiled, lookup: Lookup) -> Verdict:
     value = simplify(c.expr, lookup)
     if value is CONTRADICTION:
@@ -300,6 +310,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     TmaSwizzle: _judge_tma_swizzle,
     Broadcast: _judge_broadcast,
     StoreRegisters: _judge_store_registers,
+    WordRegisters: _judge_word_registers,
     FullyTiled: _judge_fully_tiled,
 }
 

@@ -346,6 +346,8 @@ def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
     except NotImplementedError as error:
         if "Unsupported constant op" in str(error):
             return None  # no dense constant lowers, whatever its layout
+        if "Pointwise operations on" in str(error) and "-bit types are unsupported" in str(error):
+            return None  # sub-byte arithmetic does not lower, whatever its layout
         return f"NotImplementedError: {_one_line(error)}"
     except Exception as error:  # noqa: BLE001 -- the lowering's refusal is the finding
         return f"{type(error).__name__}: {_one_line(error)}"
