@@ -177,6 +177,23 @@ class TmemTransfer:
 
 
 @record
+class GmemTransfer:
+    """Registers in ``reg`` move to/from a dense GMEM ref by an optimized vector_load/store.
+
+    The lowering needs the transfer to coalesce (``gmem_transfer_supported``).
+    JAX's constraints leave this out, and JAX's own answers break it on many
+    kernels, so only the complete search (smalto's own, after the search in
+    JAX's order found nothing) enforces it: see ``evaluate.judge``.
+    """
+
+    reg: Expr
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    bitwidth: int
+    origin: int
+
+
+@record
 class OneOf:
     """``expr`` is one of ``allowed`` (tried in that order).
 
@@ -298,6 +315,7 @@ Constraint = (
     | NotOfKind
     | SmemTransfer
     | TmemTransfer
+    | GmemTransfer
     | OneOf
     | Divides
     | MinorTileDivisible
@@ -323,6 +341,7 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
     Broadcast: attrgetter("src", "dst"),
     SmemTransfer: attrgetter("smem", "reg"),
     TmemTransfer: attrgetter("tmem", "reg"),
+    GmemTransfer: lambda c: (c.reg,),
     **{
         kind: lambda c: (c.expr,)
         for kind in (

@@ -21,6 +21,7 @@ from smalto.constraints import (
     Equal,
     Fixed,
     FullyTiled,
+    GmemTransfer,
     MinorTileDivisible,
     NotOfKind,
     OneOf,
@@ -352,6 +353,12 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             return (
                 f"{namer.expr(expr, 'the value')} passes {at} as 32-bit words: "
                 f"{bitwidth}-bit elements need vector registers of a multiple of 32 bits"
+            )
+        case GmemTransfer(reg=reg, bitwidth=bitwidth):
+            return (
+                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: an optimized "
+                f"transfer of {bitwidth}-bit elements must coalesce (at least 4 bytes a "
+                "thread, whole 32-byte sectors)"
             )
         case StoreRegisters(expr=expr):
             return (

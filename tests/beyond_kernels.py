@@ -419,8 +419,7 @@ class Case:
     layouts: Annotation
     jax_stage: str  # the stage at which smalto.jax.lower(..., by="jax") fails
     jax_says: str  # a phrase of JAX's message
-    # True where smalto does not yet infer layouts that lower: the 16-bit cases,
-    # whose GMEM loads and stores need layouts wider than WGMMA (see docs/beyond_jax.md).
+    # True where smalto does not yet infer layouts that lower (none today).
     engine_pending: bool = False
 
     @property
@@ -522,7 +521,6 @@ def _keepdims_cases() -> list[Case]:
                     _keepdims_layouts(WIDE_16BIT, 1, dtype=dtype),
                     "inference",
                     UNSATISFIABLE,
-                    engine_pending=True,
                 )
             )
     return cases
@@ -596,7 +594,6 @@ def _index_cases() -> list[Case]:
                         {"*": _tile_layout(dtype)},
                         "inference",
                         UNSATISFIABLE,
-                        engine_pending=dtype != _F32,  # 16-bit: GMEM transfers
                     )
                 )
     return cases
@@ -617,7 +614,6 @@ def _concat_cases() -> list[Case]:
                         {"*": _tile_layout(dtype)},
                         "inference",
                         UNSATISFIABLE,
-                        engine_pending=dtype != _F32,  # 16-bit: GMEM transfers
                     )
                 )
             cases.append(
@@ -630,7 +626,6 @@ def _concat_cases() -> list[Case]:
                     {"*": _tile_layout(dtype)},
                     "inference",
                     UNSATISFIABLE,
-                    engine_pending=dtype != _F32,  # 16-bit: GMEM transfers
                 )
             )
     return cases

@@ -440,6 +440,23 @@ def stores_whole_registers(value: Reg, bitwidth: int) -> bool:
 
 
 @cache
+def wide_rows(bitwidth: int) -> fa.TiledLayout:
+    """WGMMA's rows (16 a warp, 64 a warpgroup) with each row's 32 bytes in 2 lanes.
+
+    16 bytes a thread: a row is one whole 32-byte sector, so an optimized GMEM
+    transfer of it coalesces, where WGMMA's 4 lanes of 4 bytes (16-bit
+    elements) do not and the lowering rejects the transfer.
+    """
+    vec = 128 // bitwidth
+    return fa.TiledLayout(
+        fa.Tiling(((64, 2 * vec), (16, 2 * vec), (vec,))),
+        warp_dims=(-5,),
+        lane_dims=(-3, -2),
+        vector_dim=-1,
+    )
+
+
+@cache
 def keep_dims(layout: fa.TiledLayout, axis: int) -> fa.TiledLayout:
     """The layout a reduction over ``axis`` of ``layout`` has when it keeps the dim.
 

@@ -10,6 +10,7 @@ from smalto.constraints import (
     Equal,
     Fixed,
     FullyTiled,
+    GmemTransfer,
     LayoutKind,
     MinorTileDivisible,
     Reduce,
@@ -61,6 +62,18 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
         _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
+    else:
+        _gmem_transfer(ctx, op, 0, dest)
+
+
+def _gmem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int) -> None:
+    """An optimized transfer with a dense GMEM ref must coalesce (complete search only)."""
+    ref = ctx.program.values[op.operands[ref_operand]]
+    if _transfer_mode(op) is Transfer.UNOPTIMIZED or ref.strides is None or not ref.bitwidth:
+        return
+    if not isinstance(ref.type, ir.MemRefType) or ir.MemRefType(ref.type).memory_space is not None:
+        return
+    ctx.require(GmemTransfer(Var(reg_var), ref.shape, ref.strides, ref.bitwidth, op.id))
 
 
 def _where(op: Op) -> str:
@@ -81,6 +94,8 @@ def vector_store(ctx: RuleContext, op: Op, txmatrix: bool = True) -> None:
     value = ctx.new_var(ctx.operand(op, 0))
     if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
         _smem_transfer(ctx, op, 1, value, _transfer_mode(op), txmatrix)
+    elif txmatrix:
+        _gmem_transfer(ctx, op, 1, value)
 
 
 @rule("mosaic_gpu.async_store_smem")

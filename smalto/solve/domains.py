@@ -20,7 +20,6 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Constraint, Fixed, OneOf, Variable, expressions_of
 from smalto.hw import layouts as hl
-from smalto.hw.transfers import Transfer, gmem_transfer_supported
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
 
@@ -65,17 +64,19 @@ def domain(
     mentioned: list[Const],
     multiple: tuple[int, ...] | None = None,
     min_rank: int | None = None,
+    extra: tuple[fa.TiledLayout, ...] = (),
 ) -> list[Const]:
     """The variable's candidate values, most preferred first, each one ``valid`` accepts.
 
     ``multiple`` is what the tiling of an SMEM ref must divide (offsets of its
     views): the swizzled tilings are also offered cut down to it. ``min_rank``
     is the lowest rank of the values sharing the variable's layout (a
-    ``vector.extract`` gives its source and result one layout).
+    ``vector.extract`` gives its source and result one layout). ``extra``: more
+    tiled layouts to offer like the named ones (``wide_layouts``).
     """
     match variable.kind:
         case Kind.VECTOR:
-            values = _register_values(variable, mentioned, min_rank)
+            values = _register_values(variable, mentioned, min_rank, _NAMED_TILED + extra)
         case Kind.SMEM:
             values = _smem_values(variable, mentioned, multiple)
         case _:
@@ -83,8 +84,27 @@ def domain(
     return [v for v in dict.fromkeys(values) if valid(v)]
 
 
+def wide_layouts(gmem_bitwidths: Iterable[int]) -> tuple[fa.TiledLayout, ...]:
+    """Layouts whose optimized GMEM transfers coalesce where WGMMA's do not.
+
+    A 16-bit row in WGMMA moves 16 bytes, half a sector; ``wide_rows`` moves
+    32. Offered (with its row and column reductions) in kernels that move
+    16-bit values to or from GMEM, since the complete search requires those
+    transfers to coalesce (``GmemTransfer``).
+    """
+    out: list[fa.TiledLayout] = []
+    for bitwidth in sorted(set(gmem_bitwidths)):
+        if bitwidth == 16:
+            wide = hl.wide_rows(bitwidth)
+            out += [wide, wide.reduce([1]), wide.reduce([0])]
+    return tuple(out)
+
+
 def _register_values(
-    variable: Variable, mentioned: list[Const], min_rank: int | None = None
+    variable: Variable,
+    mentioned: list[Const],
+    min_rank: int | None,
+    named: tuple[fa.TiledLayout, ...],
 ) -> list[Const]:
     shape = variable.shape
     values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
@@ -95,20 +115,14 @@ def _register_values(
     # extract of a leading index), its tilings are offered too.
     rank = len(shape)
     low = min(rank, 2)
-    values += [Reg(layout) for layout in _NAMED_TILED if low <= len(layout.base_tile_shape) <= rank]
+    values += [Reg(layout) for layout in named if low <= len(layout.base_tile_shape) <= rank]
     if rank >= 2 and shape[-1] % 16 == 0:
         values.append(Reg(hl.m64_collective(shape[-1])))
-    bitwidth = variable.bitwidth
+    # Whether these move to and from GMEM is the complete search's to check
+    # (``GmemTransfer``), with the value's own element type.
     if min_rank is not None and min_rank < low:
-        values += [
-            Reg(layout)
-            for layout in _NAMED_TILED
-            if min_rank <= len(layout.base_tile_shape) < low
-            and _moves_through_gmem(layout, shape, bitwidth)
-        ]
-    values += [
-        v for v in _tiled_at_own_rank(shape) if _moves_through_gmem(v.layout, shape, bitwidth)
-    ]
+        values += [Reg(layout) for layout in named if min_rank <= len(layout.base_tile_shape) < low]
+    values += _tiled_at_own_rank(shape, named)
     size = math.prod(shape)
     if variable.bitwidth is not None:
         # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
@@ -124,24 +138,7 @@ def _register_values(
     return values
 
 
-def _moves_through_gmem(
-    layout: fa.TiledLayout, shape: tuple[int, ...], bitwidth: int | None
-) -> bool:
-    """Whether a vector of ``shape`` in ``layout`` loads from / stores to a dense GMEM ref.
-
-    An optimized GMEM transfer must coalesce (4 bytes a thread and more, whole
-    32-byte sectors): JAX's lowering rejects it otherwise, and neither its
-    constraints nor smalto's rules state it yet. The layouts the complete search
-    adds beyond JAX's are offered only where they meet it, so that they do not
-    lead to answers the lowering rejects for that reason.
-    """
-    if bitwidth is None or not hl.fits(Reg(layout), shape):
-        return False
-    strides = tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
-    return gmem_transfer_supported(layout, shape, strides, bitwidth, Transfer.OPTIMIZED)
-
-
-def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Reg]:
+def _tiled_at_own_rank(shape: tuple[int, ...], named: tuple[fa.TiledLayout, ...]) -> list[Reg]:
     """Named layouts made to tile every dim of ``shape``: lifted to its rank, and
     with size-1 tiles along its size-1 dims.
 
@@ -154,13 +151,13 @@ def _tiled_at_own_rank(shape: tuple[int, ...]) -> list[Reg]:
     if rank < 2:
         return []
     full: list[fa.TiledLayout] = []
-    for layout in _NAMED_TILED:
+    for layout in named:
         if len(layout.base_tile_shape) < 2:
             continue
         lifted = hl.lifted(layout, rank)
         if lifted is not None:
             full.append(lifted)
-    values = [Reg(layout) for layout in full if layout not in _NAMED_TILED]
+    values = [Reg(layout) for layout in full if layout not in named]
     for axis, size in enumerate(shape):
         if size == 1:
             values += [Reg(hl.keep_dims(layout, axis)) for layout in full]

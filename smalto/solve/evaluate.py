@@ -21,6 +21,7 @@ from smalto.constraints import (
     Equal,
     Expr,
     FullyTiled,
+    GmemTransfer,
     LayoutKind,
     MinorTileDivisible,
     NotOfKind,
@@ -37,7 +38,12 @@ from smalto.constraints import (
     WordRegisters,
 )
 from smalto.hw import layouts as hl
-from smalto.hw.transfers import smem_transfer_supported, tmem_transfer_supported
+from smalto.hw.transfers import (
+    Transfer,
+    gmem_transfer_supported,
+    smem_transfer_supported,
+    tmem_transfer_supported,
+)
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.records import record
 
@@ -144,8 +150,14 @@ OPEN = None  # nothing to conclude yet
 Verdict = bool | None | Forces
 
 
-def judge(c: Constraint, lookup: Lookup) -> Verdict:
-    judge_kind = _JUDGES.get(type(c))
+def judge(c: Constraint, lookup: Lookup, complete: bool = False) -> Verdict:
+    """What ``c`` says under ``lookup``.
+
+    ``complete``: for smalto's complete search, which also enforces the
+    lowering requirements JAX's answers break (``GmemTransfer``). Everywhere
+    else (the search in JAX's order, the phrasing of JAX's messages) they hold.
+    """
+    judge_kind = (_COMPLETE_JUDGES if complete else _JUDGES).get(type(c))
     if judge_kind is None:
         raise TypeError(c)
     return judge_kind(c, lookup)
@@ -245,6 +257,25 @@ def _judge_tmem_transfer(c: TmemTransfer, lookup: Lookup) -> Verdict:
     return OPEN
 
 
+def _judge_gmem_transfer(c: GmemTransfer, lookup: Lookup) -> Verdict:
+    r = simplify(c.reg, lookup)
+    if r is CONTRADICTION:
+        return FAILS
+    if type(r) is Reg:
+        return gmem_transfer_supported(
+            r.layout,  # type: ignore[union-attr]
+            c.shape,
+            c.strides,
+            c.bitwidth,
+            Transfer.OPTIMIZED,
+        )
+    return HOLDS if is_value(r) else OPEN
+
+
+def _holds(c: Constraint, lookup: Lookup) -> Verdict:
+    return HOLDS
+
+
 def _judge_one_of(c: OneOf, lookup: Lookup) -> Verdict:
     value = simplify(c.expr, lookup)
     if value is CONTRADICTION:
@@ -312,7 +343,10 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     StoreRegisters: _judge_store_registers,
     WordRegisters: _judge_word_registers,
     FullyTiled: _judge_fully_tiled,
+    # Not a requirement in JAX's order: JAX's own answers break it.
+    GmemTransfer: _holds,
 }
+_COMPLETE_JUDGES = {**_JUDGES, GmemTransfer: _judge_gmem_transfer}
 
 
 def _equal(a: Expr, b: Expr) -> Verdict:

@@ -18,6 +18,7 @@ from smalto.constraints import (
     Divides,
     Equal,
     Fixed,
+    GmemTransfer,
     LayoutKind,
     NotOfKind,
     Relayout,
@@ -160,6 +161,10 @@ class Solver:
         self.slots_of: list[tuple[int, ...]] = []
         relayouts: list[int] = []
         sources: list[int] = []
+        # The lowering requirements only the complete search enforces (they
+        # hold in JAX's order); judged again when that search starts.
+        self.complete = False
+        self.complete_only: list[int] = []
         for ci, c in enumerate(self.constraints):
             if type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
                 # Most constraints are producer/consumer relayouts between two
@@ -173,6 +178,8 @@ class Solver:
                 self.watchers[slot].append(ci)
             if type(c) is Relayout:
                 relayouts.append(ci)
+            elif type(c) is GmemTransfer:
+                self.complete_only.append(ci)
             elif cands.is_candidate_source(c):
                 sources.append(ci)
         self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
@@ -298,12 +305,13 @@ class Solver:
 
     def _propagate(self, queue: list[int]) -> bool:
         constraints, is_open, lookup = self.constraints, self.open, self.lookup
+        complete = self.complete
         while queue:
             ci = queue.pop()
             if not is_open[ci]:
                 continue
             c = constraints[ci]
-            verdict = judge(c, lookup)
+            verdict = judge(c, lookup, complete)
             if verdict is HOLDS:
                 self._close(ci)
             elif verdict is FAILS:
@@ -366,8 +374,10 @@ class Solver:
                     raise
             self._undo(root_mark)
             self.limit = self.fuel
-            self._prepare_domains()
             self.conflict = None
+            if not self._start_complete_phase():
+                return False
+            self._prepare_domains()
             for slot, values in self.domains.items():
                 if not values and self.value[slot] is None:
                     # No value of its kind fits its shape at all (e.g. TMEM rows).
@@ -378,9 +388,24 @@ class Solver:
         finally:
             sys.setrecursionlimit(limit)
 
+    def _start_complete_phase(self) -> bool:
+        """Judges the complete-search-only requirements from now on, at the root.
+
+        They held (and closed) in JAX's order; reopened here without a trail
+        entry, since nothing undoes past the root from now on.
+        """
+        self.complete = True
+        for ci in self.complete_only:
+            self.open[ci] = True
+        return self._propagate(list(self.complete_only))
+
     def _prepare_domains(self) -> None:
         mentioned = domains.constants_in(self.constraints, self.system.fixed)
         variables = self.system.variables
+        extra = domains.wide_layouts(
+            self.constraints[ci].bitwidth  # type: ignore[union-attr]
+            for ci in self.complete_only
+        )
         self.domains = {
             slot: domains.domain(
                 variables[slot],
@@ -388,6 +413,7 @@ class Solver:
                 mentioned,
                 self.divides.get(slot),
                 min(map(len, self.shapes[slot])),
+                extra,
             )
             for slot in self.shapes
         }
@@ -410,7 +436,7 @@ class Solver:
                 r = root[v]
                 return value if r == slot else value_of[r]
 
-            if all(judge(c, lookup) is not FAILS for c in checks):
+            if all(judge(c, lookup, True) is not FAILS for c in checks):
                 live.append(value)
         return live
 
@@ -480,7 +506,7 @@ class Solver:
                 r = root[v]
                 return value if r == slot else value_of[r]
 
-            if judge(c, lookup) is not FAILS:
+            if judge(c, lookup, True) is not FAILS:
                 kept.append(value)
         return kept
 
