@@ -37,6 +37,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 import smalto
 import smalto.jax
+from smalto.hw import layouts as hl
 from smalto.jax import Lowering
 
 HOPPER = (9, 0)
@@ -376,32 +377,9 @@ WIDE_16BIT = fa.TiledLayout(
 )
 
 
-def keep_dims(layout: fa.TiledLayout, axis: int) -> fa.TiledLayout:
-    """The layout of ``reduce(x, axis, keepdims=True)`` for ``x`` in ``layout``.
-
-    Every tile keeps its rank, with size 1 along ``axis``; warps and lanes that
-    partitioned ``axis`` become replicated. Its reduction over ``axis`` is
-    ``layout.reduce([axis])``, which is what ``broadcast_in_dim`` of the
-    reduced vector back to rank r requires.
-    """
-    rank = len(layout.tiling.tiles[0])
-    tiles = tuple(
-        tuple(1 if i == axis - (rank - len(tile)) else d for i, d in enumerate(tile))
-        for tile in layout.tiling.tiles
-    )
-    along_axis = layout.tiling.tile_dimension(axis)
-    sizes = layout.tiled_tiling_shape
-
-    def replicate(d: int | fa.Replicated) -> int | fa.Replicated:
-        return fa.Replicated(sizes[d]) if isinstance(d, int) and along_axis[d] else d
-
-    return fa.TiledLayout(
-        fa.Tiling(tiles),
-        tuple(replicate(d) for d in layout.warp_dims),  # type: ignore[arg-type]
-        tuple(replicate(d) for d in layout.lane_dims),  # type: ignore[arg-type]
-        layout.vector_dim,
-        _check_canonical=False,
-    ).canonicalize()
+# The keep-dims layout of a tiled layout: the engine's own (its lowering is
+# what these tests check).
+keep_dims = hl.keep_dims
 
 
 # --- The cases: kernel, arguments, arch, the hand layouts, what JAX says ----

@@ -43,24 +43,7 @@ from smalto.solve import domains
 
 F32 = "f32"
 HOPPER = (9, 0)
-KEEP_ROWS = fa.TiledLayout(
-    fa.Tiling(((64, 1), (16, 1), (8, 1))),
-    warp_dims=(-6,),
-    lane_dims=(-2, fa.Replicated(4)),
-    vector_dim=-1,
-)
-KEEP_COLS = fa.TiledLayout(
-    fa.Tiling(((1, 8), (2,))),
-    warp_dims=(fa.Replicated(4),),
-    lane_dims=(fa.Replicated(8), -2),
-    vector_dim=-1,
-)
-WGMMA_3D = fa.TiledLayout(
-    fa.Tiling(((1, 64, 8), (16, 8), (8, 8), (2,))),
-    warp_dims=(-7,),
-    lane_dims=(-3, -2),
-    vector_dim=-1,
-)
+from beyond_kernels import KEEP_COLS, KEEP_ROWS, WGMMA_3D  # noqa: E402 - the target layouts
 
 
 def _broadcast(name: str, source: str, src_ty: str, dst_ty: str, dims: str) -> str:
