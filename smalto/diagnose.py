@@ -472,9 +472,10 @@ def _suggestion(
                 return (
                     f"{op_text(op)} cannot convert "
                     f"{describe_value(a)} to {describe_value(b)}: only relayouts from a splat, "
-                    "between WGMMA and WGMMA_TRANSPOSED (or TCGEN05 and its transpose), and "
-                    "from the WGMMA upcast layouts are supported; cast to a layout reachable "
-                    f"from {describe_value(a)}, or produce the value in the layout you need"
+                    "between WGMMA and WGMMA_TRANSPOSED (or TCGEN05 and its transpose) for 16- "
+                    "and 32-bit elements, and from the WGMMA upcast layouts are supported; "
+                    f"cast to a layout reachable from {describe_value(a)}, "
+                    "or produce the value in the layout you need"
                 )
     for e in core:
         if isinstance(e, SmemTransfer):
@@ -489,8 +490,8 @@ def _suggestion(
         return (
             f"one value is required to be both {where}; make these agree, or add a "
             "`plgpu.layout_cast` between them where the relayout is supported "
-            "(from splat to anything, WGMMA <-> WGMMA_TRANSPOSED, TCGEN05 <-> "
-            "TCGEN05_TRANSPOSED, and the WGMMA upcast layouts)"
+            "(from splat to anything, WGMMA <-> WGMMA_TRANSPOSED and TCGEN05 <-> "
+            "TCGEN05_TRANSPOSED for 16- and 32-bit elements, and the WGMMA upcast layouts)"
         )
     for e in core:
         if isinstance(e, SmemTransfer):

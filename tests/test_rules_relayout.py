@@ -2,7 +2,8 @@
 and the splat-to-tiled rule, as in JAX 0.12.
 
 What the lowering implements: a splat becomes any layout whose tile divides
-the splat's trailing dims; WGMMA <-> WGMMA_TRANSPOSED; WGMMA_UPCAST_2X <->
+the splat's trailing dims; WGMMA <-> WGMMA_TRANSPOSED for 16- and 32-bit
+elements (JAX's constraints allow any width, its lowering does not); WGMMA_UPCAST_2X <->
 WGMMA for 4-, 8- and 16-bit elements (both ways since JAX 0.12); between a
 producer and its user only splats change layout. A cast marked ``strict``
 converts only from a splat: any other operand must already be in the cast's
@@ -12,9 +13,11 @@ layout. A cast to a layout that does not tile its operand is an error.
 from __future__ import annotations
 
 import pytest
+from fuzz.property import try_jax_lowering
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from rule_kit import (
+    HOPPER,
     WGMMA,
     WGMMA_TRANSPOSED,
     gmem,
@@ -28,6 +31,8 @@ from rule_kit import (
     rejected_like_jax,
     run_jax,
     run_smalto,
+    slice_smem,
+    smem,
     splat,
     vec,
     vector_load,
@@ -84,10 +89,53 @@ def test_upcast_2x_does_not_convert_32_bit_types(
     rejected_like_jax(_two_casts(dtype, first, second))
 
 
-@pytest.mark.parametrize("first, second", [(WGMMA, WGMMA_TRANSPOSED), (WGMMA_TRANSPOSED, WGMMA)])
-def test_transposes_convert_at_any_width(first: fa.TiledLayout, second: fa.TiledLayout):
-    module = infer_like_jax(_two_casts("f32", first, second))
+TRANSPOSES = [(WGMMA, WGMMA_TRANSPOSED), (WGMMA_TRANSPOSED, WGMMA)]
+
+
+def _smem_cast(dtype: str, first: fa.TiledLayout, second: fa.TiledLayout) -> str:
+    """An SMEM load cast to ``first`` then ``second``; a transposed ref for WGMMA_TRANSPOSED,
+    so that the load itself lowers in ``first``."""
+    v = vec(SHAPE, dtype)
+    plain = smem(SHAPE, dtype)
+    body = [slice_smem("r", plain)]
+    if first == WGMMA_TRANSPOSED:
+        ref_ty = smem(SHAPE, dtype, f"strided<[1, {SHAPE[0]}]>")
+        body.append(
+            f'%t = "memref.transpose"(%r) <{{permutation = affine_map<(d0, d1) -> (d1, d0)>}}> '
+            f": ({plain}) -> {ref_ty}"
+        )
+        body.append(vector_load("x", "t", ref_ty, v))
+    else:
+        body.append(vector_load("x", "r", plain, v))
+    body += [layout_cast("a", "x", v, first), layout_cast("b", "a", v, second)]
+    return kernel(body)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("first, second", TRANSPOSES)
+def test_transposes_convert_16_and_32_bit_values(
+    dtype: str, first: fa.TiledLayout, second: fa.TiledLayout
+):
+    module = infer_like_jax(_smem_cast(dtype, first, second))
     assert in_layouts(op(module, CAST, 1)) == [first]
+    assert try_jax_lowering(module, HOPPER) is None
+
+
+@pytest.mark.parametrize("dtype", ["i8", "i4"])
+@pytest.mark.parametrize("first, second", TRANSPOSES)
+def test_transposes_of_narrow_values_are_refused_as_the_lowering_refuses_them(
+    dtype: str, first: fa.TiledLayout, second: fa.TiledLayout
+):
+    """JAX's constraints allow the transpose at any width; its lowering shuffles 16 and
+    32 bits only, so JAX's own answer fails to lower and smalto says no layouts exist."""
+    text = _smem_cast(dtype, first, second)
+    jax_answer = run_jax(text)
+    assert in_layouts(op(jax_answer, CAST, 1)) == [first]
+    assert "Cannot convert from" in (try_jax_lowering(jax_answer, HOPPER) or "")
+    with pytest.raises(smalto.InferenceError, match="cannot relayout"):
+        run_smalto(text)
+    module = run_jax(text)
+    assert any("cannot relayout" in v.message for v in check(module) if v.op == CAST)
 
 
 def test_unrelated_tiled_layouts_do_not_convert():

@@ -29,7 +29,8 @@ def _tmem_native(layout: fa.TiledLayout) -> bool:
 
 def _tiled(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth: int) -> bool:
     if (src, dst) in _TRANSPOSES:
-        return True
+        # FragmentedArray.to_layout shuffles 16- and 32-bit values only.
+        return bitwidth in (16, 32)
     upcast_2x, upcast_4x, wgmma = (
         fa.WGMMA_LAYOUT_UPCAST_2X,
         fa.WGMMA_LAYOUT_UPCAST_4X,

@@ -168,6 +168,9 @@ def _tmem_native(layout: fa.TiledLayout) -> bool:
     return layout == fa.tmem_native_layout(layout.vector_length)
 
 
+# Element bitwidths whose (WGMMA|TCGEN05) <-> transposed relayout the lowering implements.
+TRANSPOSE_BITWIDTHS = (16, 32)
+
 _TRANSPOSES = (
     (WGMMA, WGMMA_TRANSPOSED),
     (WGMMA_TRANSPOSED, WGMMA),
@@ -181,7 +184,9 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
     # Compared, not hashed: hashing a layout walks all its fields in Python.
     for a, b in _TRANSPOSES:
         if src == a and dst == b:
-            return True
+            # JAX's constraints allow the transpose at any bitwidth, but its
+            # lowering implements the shuffle for 16- and 32-bit values only.
+            return bitwidth in TRANSPOSE_BITWIDTHS
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
     # The 2x <-> 1x conversion is one shuffle, implemented both ways for the
     # same bitwidths.

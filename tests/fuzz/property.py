@@ -59,13 +59,7 @@ FAILURES = frozenset(
 # Failures already reported, with the reason: the CI fuzz run does not fail
 # on them (each has an xfail(strict=True) regression test, which starts
 # failing once the bug is fixed: then drop its entry here).
-KNOWN_BUGS: dict[str, str] = {
-    r"^smalto-more-complete-not-lowerable: NotImplementedError: Cannot convert from TiledLayout": (
-        "where JAX says unsat, smalto's complete search may keep a layout_cast relayout between "
-        "tiled layouts (WGMMA_TRANSPOSED -> WGMMA) that JAX's constraints allow but its lowering "
-        "cannot convert for that element type; the relayout rule needs the lowering's limits"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

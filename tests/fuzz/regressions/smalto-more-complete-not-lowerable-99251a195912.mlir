@@ -1,6 +1,5 @@
 // fuzz regression: smalto-more-complete-not-lowerable
 // arch: 10.0
-// known bug: a layout_cast relayout WGMMA_TRANSPOSED -> WGMMA that JAX's constraints allow and its lowering cannot convert (smalto's complete search keeps it where JAX says unsat)
 // detail: NotImplementedError: Cannot convert from TiledLayout(tiling=Tiling(tiles=((64, 8), (16, 8), (8, 8), (2, 2), (2, 1))), warp_dims=(-10,), lane_dims=(-6, -3, -5), vector_dim=-2, unreduced_operation=None) to TiledLayout(tiling=Tiling(tiles=((64, 8), (16, 8), (8, 8), (2,))), warp_dims=(-7,), lane_dims=(-
 func.func @kernel() {
   %r2 = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> memref<128x64xi4, #gpu.address_space<workgroup>>
