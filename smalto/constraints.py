@@ -241,13 +241,16 @@ class MinorTileDivisible:
 class TmaSwizzle:
     """A swizzled TMA copy moves rows of exactly the swizzle's width.
 
-    The copied minor dim (the minor tile, or the ref's own ``minor`` dim when
-    untiled) times ``bitwidth`` must be the swizzle in bits. JAX's constraints
-    leave this out; its lowering (``launch_context``) rejects the copy.
+    The copied minor dim (the tile's, or the ref's when untiled; minor in
+    memory, so not the last dim of a transposed ref, of type ``shape`` and
+    ``strides``) times ``bitwidth`` must be the swizzle in bits. JAX's
+    constraints leave this out; its lowering (``launch_context``) rejects the
+    copy.
     """
 
     expr: Expr
-    minor: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
     bitwidth: int
     origin: int
 

@@ -29,7 +29,11 @@ from rule_kit import (
     smem,
     vec,
     vector_load,
+    with_transforms,
 )
+
+import smalto
+from smalto.check import check
 
 GMEM = gmem((256, 256), "bf16")
 REF = smem((64, 64), "bf16")
@@ -201,3 +205,61 @@ def test_gather_indices_without_a_barrier_are_found_after_the_refs(rows: int, la
         run_jax(text)
     module = run_smalto(text)
     assert in_layouts(op(module, LOAD)) == [layout]
+
+
+# --- a swizzled copy moves rows exactly as wide as the swizzle ---------------------------
+
+F32_GMEM = gmem((1024, 1024), "f32")
+F32_REF = smem((128, 64), "f32")
+F32_VIEW = smem((64, 128), "f32", "strided<[1, 64]>")
+
+
+def _swizzled_copy(tile: tuple[int, int], swizzle: int, *, transposed: bool) -> str:
+    """An f32 copy into a ref whose transforms are given: into its transpose if asked.
+
+    The lowering undoes a transpose before the copy, so the rows TMA moves run
+    along the dim that is minor in memory: the ref's columns, the view's rows.
+    """
+    body = [
+        slice_smem("r0", F32_REF),
+        with_transforms("r", "r0", F32_REF, tile, swizzle),
+        slice_smem("bar", BARRIER, offset=65536),
+        "%z = arith.constant 0 : i32",
+    ]
+    if transposed:
+        body.append(
+            '%t = "memref.transpose"(%r) <{permutation = affine_map<(d0, d1) -> (d1, d0)>}> '
+            f": ({F32_REF}) -> {F32_VIEW}"
+        )
+        load = async_load(
+            ["%z", "%z"],
+            ["i32", "i32"],
+            ref="t",
+            ref_ty=F32_VIEW,
+            gmem_ty=F32_GMEM,
+            lengths=(64, 128),
+        )
+    else:
+        load = async_load(
+            ["%z", "%z"], ["i32", "i32"], ref_ty=F32_REF, gmem_ty=F32_GMEM, lengths=(128, 64)
+        )
+    return kernel([*body, load], [F32_GMEM])
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_swizzled_copy_takes_rows_as_wide_as_the_swizzle(transposed: bool):
+    # 8 f32 columns of the ref are 32 bytes, the swizzle's width, transposed or not.
+    module = infer_like_jax(_swizzled_copy((16, 8), 32, transposed=transposed))
+    assert check(module) == []
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_swizzled_copy_of_wider_rows_is_refused(transposed: bool):
+    """16 f32 columns are 64 bytes: JAX's pass accepts the tiling (a valid ref) but the
+    TMA copy it lowers to does not; smalto says so, for a transposed view too, where the
+    rows are the view's minor *tile* dim of 16 rather than its last dim of 8."""
+    text = _swizzled_copy((8, 16), 32, transposed=transposed)
+    jax_answer = run_jax(text)
+    assert any("exactly 8 elements, not 16" in v.message for v in check(jax_answer))
+    with pytest.raises(smalto.InferenceError, match="as wide as the rows"):
+        run_smalto(text)

@@ -140,14 +140,32 @@ def smem_valid(
         return shape[_argmin(strides)] % swizzle_elems == 0
     try:
         lc.TileTransform(tiling).transform_shape(shape)
-        if repeated_unit_stride:
-            return swizzle_elems is None
-        tiled_strides = dialect_lowering.tile_strides(strides, tiling)
     except ValueError:
         return False
-    if swizzle_elems:
-        return tiling[_argmin(tiled_strides[-len(tiling) :])] % swizzle_elems == 0
-    return True
+    if repeated_unit_stride:
+        return swizzle_elems is None
+    minor = physical_minor(tiling, shape, strides)
+    if minor is None:
+        return False
+    return not swizzle_elems or minor % swizzle_elems == 0
+
+
+@cache
+def physical_minor(
+    tiling: tuple[int, ...] | None, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> int | None:
+    """Elements along the dim that is minor in memory: of the tile when tiled.
+
+    For a transposed ref this is not the last logical dim; the lowering undoes
+    the transpose first. None when the lowering cannot tile the strides.
+    """
+    if tiling is None:
+        return shape[_argmin(strides)] if shape else None
+    try:
+        tiled_strides = dialect_lowering.tile_strides(strides, tiling)
+    except ValueError:
+        return None
+    return tiling[_argmin(tuple(tiled_strides[-len(tiling) :]))]
 
 
 def tile_transform_text(tiling: tuple[int, ...]) -> str:

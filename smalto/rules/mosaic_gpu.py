@@ -418,8 +418,8 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     var = ctx.ref(op, smem_operand)
     ctx.require(Divides(Var(var), tuple(multiple), op.id))
     ref = ctx.program.values[op.operands[smem_operand]]
-    if ref.shape and ref.bitwidth:
-        ctx.require(TmaSwizzle(Var(var), ref.shape[-1], ref.bitwidth, op.id))
+    if ref.shape and ref.bitwidth and ref.strides:
+        ctx.require(TmaSwizzle(Var(var), ref.shape, ref.strides, ref.bitwidth, op.id))
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)

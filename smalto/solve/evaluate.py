@@ -311,9 +311,10 @@ def _judge_tma_swizzle(c: TmaSwizzle, lookup: Lookup) -> Verdict:
         return FAILS
     if type(value) is Smem:
         swizzle = value.swizzle  # type: ignore[union-attr]
-        tiling = value.tiling  # type: ignore[union-attr]
-        minor = tiling[-1] if tiling else c.minor
-        return swizzle is None or minor * c.bitwidth == swizzle * 8
+        if swizzle is None:
+            return True
+        minor = hl.physical_minor(value.tiling, c.shape, c.strides)  # type: ignore[union-attr]
+        return minor is not None and minor * c.bitwidth == swizzle * 8
     return OPEN
 
 
