@@ -34,7 +34,7 @@ from smalto.program import Kind, Program
 from smalto.records import record
 from smalto.solve import candidates as cands
 from smalto.solve import domains
-from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
+from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, simplify
 
 # Attempts the JAX-ordered search may take before the domain search takes over.
 # Every corpus kernel JAX solves needs under 100.
@@ -436,7 +436,7 @@ class Solver:
                 r = root[v]
                 return value if r == slot else value_of[r]
 
-            if all(judge(c, lookup, True) is not FAILS for c in checks):
+            if all(_admits(c, lookup) for c in checks):
                 live.append(value)
         return live
 
@@ -506,7 +506,7 @@ class Solver:
                 r = root[v]
                 return value if r == slot else value_of[r]
 
-            if judge(c, lookup, True) is not FAILS:
+            if _admits(c, lookup):
                 kept.append(value)
         return kept
 
@@ -635,3 +635,16 @@ class Solver:
             assert value is not None
             values.append(value)
         return values
+
+
+def _admits(c: Constraint, lookup: Lookup) -> bool:
+    """Whether a constraint all of whose variables ``lookup`` assigns may still hold.
+
+    With every variable set, a constraint left open can never close (its
+    expression is stuck, e.g. a reshape the layout does not allow): as good
+    as failed. Seeing it here, rather than once the whole assignment is made,
+    keeps the complete search from enumerating assignments of unrelated
+    variables around it.
+    """
+    verdict = judge(c, lookup, True)
+    return verdict is not FAILS and verdict is not OPEN
