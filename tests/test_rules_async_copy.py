@@ -11,8 +11,11 @@ op's six operand segments, not at a fixed position. A remainder (`arith.remui`,
 from __future__ import annotations
 
 import pytest
+from fuzz.property import in_launch
+from jax._src.lib.mlir import ir
 from rule_kit import (
     BARRIER,
+    HOPPER,
     TMA_INDICES,
     TMA_INDICES_4,
     WGMMA,
@@ -219,31 +222,43 @@ def _swizzled_copy(tile: tuple[int, int], swizzle: int, *, transposed: bool) -> 
 
     The lowering undoes a transpose before the copy, so the rows TMA moves run
     along the dim that is minor in memory: the ref's columns, the view's rows.
+    The GMEM ref is a kernel argument as Mosaic GPU marks one (a cast of a
+    pointer), so that JAX's lowering can build the TMA copy.
     """
     body = [
+        f"%g = builtin.unrealized_conversion_cast %arg0 : !llvm.ptr to {F32_GMEM} "
+        "{mosaic_gpu.original_kernel_arg}",
         slice_smem("r0", F32_REF),
         with_transforms("r", "r0", F32_REF, tile, swizzle),
         slice_smem("bar", BARRIER, offset=65536),
         "%z = arith.constant 0 : i32",
     ]
+    copy = dict(gmem_ty=F32_GMEM, lengths=(128, 64), ref_ty=F32_REF)
     if transposed:
         body.append(
             '%t = "memref.transpose"(%r) <{permutation = affine_map<(d0, d1) -> (d1, d0)>}> '
             f": ({F32_REF}) -> {F32_VIEW}"
         )
-        load = async_load(
-            ["%z", "%z"],
-            ["i32", "i32"],
-            ref="t",
-            ref_ty=F32_VIEW,
-            gmem_ty=F32_GMEM,
-            lengths=(64, 128),
+        copy = dict(gmem_ty=F32_GMEM, lengths=(64, 128), ref="t", ref_ty=F32_VIEW)
+    load = async_load(["%z", "%z"], ["i32", "i32"], **copy)  # type: ignore[arg-type]
+    return kernel([*body, load.replace("(%arg0,", "(%g,")], ["!llvm.ptr"])
+
+
+def _lower(module: ir.Module) -> None:
+    """JAX's dialect lowering, with a launch context: TMA copies included."""
+    from jax.experimental.mosaic.gpu import dialect_lowering, launch_context
+
+    with module.context, ir.Location.unknown():
+        launched = in_launch(module, HOPPER)
+        outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
+        launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
+        context = launch_context.LaunchContext(
+            launched,  # type: ignore[arg-type]
+            launch_context.Scratch(launch),
+            (1, 1, 1),
+            None,  # type: ignore[arg-type]  (TMA descriptors are not built here)
         )
-    else:
-        load = async_load(
-            ["%z", "%z"], ["i32", "i32"], ref_ty=F32_REF, gmem_ty=F32_GMEM, lengths=(128, 64)
-        )
-    return kernel([*body, load], [F32_GMEM])
+        dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -251,15 +266,18 @@ def test_a_swizzled_copy_takes_rows_as_wide_as_the_swizzle(transposed: bool):
     # 8 f32 columns of the ref are 32 bytes, the swizzle's width, transposed or not.
     module = infer_like_jax(_swizzled_copy((16, 8), 32, transposed=transposed))
     assert check(module) == []
+    _lower(module)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_a_swizzled_copy_of_wider_rows_is_refused(transposed: bool):
-    """16 f32 columns are 64 bytes: JAX's pass accepts the tiling (a valid ref) but the
-    TMA copy it lowers to does not; smalto says so, for a transposed view too, where the
-    rows are the view's minor *tile* dim of 16 rather than its last dim of 8."""
+    """16 f32 columns are 64 bytes: JAX's pass accepts the tiling (a valid ref) but its
+    lowering of the TMA copy does not; smalto refuses it, for a transposed view too,
+    where the rows are the view's minor *tile* dim of 16 rather than its last dim of 8."""
     text = _swizzled_copy((8, 16), 32, transposed=transposed)
     jax_answer = run_jax(text)
     assert any("exactly 8 elements, not 16" in v.message for v in check(jax_answer))
+    with pytest.raises(ValueError, match="require the last dimension of the slice to be exactly"):
+        _lower(jax_answer)
     with pytest.raises(smalto.InferenceError, match="as wide as the rows"):
         run_smalto(text)

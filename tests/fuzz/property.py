@@ -295,7 +295,7 @@ func.func @launch() {
 """
 
 
-def _in_launch(module: object, arch: tuple[int, int]) -> object:
+def in_launch(module: object, arch: tuple[int, int]) -> object:
     """A module whose kernel is ``module``'s function body (annotated ops moved, not copied).
 
     The launching function takes the same arguments (the GMEM refs of TMA
@@ -330,7 +330,7 @@ def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
 
     try:
         with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
-            launched = _in_launch(module, arch)
+            launched = in_launch(module, arch)
             dialect_lowering.lower_mgpu_dialect(launched, None)  # type: ignore[arg-type]
             launched.operation.verify()  # type: ignore[attr-defined]
     except AssertionError:
