@@ -270,17 +270,20 @@ class StoreRegisters:
 
 
 @record
-class WordRegisters:
-    """Registers an optimization barrier can pass: whole 32-bit words.
+class RegisterBits:
+    """Each register of the value holds a multiple of ``multiple`` bits.
 
-    The barrier hands registers to inline assembly as 32-bit words, so a
-    narrower element type needs vector registers of a multiple of 32 bits
-    (a splat's scalar register will not do). JAX's constraints leave this
-    out; its lowering raises NotImplementedError.
+    An optimization barrier hands registers to inline assembly as 32-bit
+    words (``multiple`` 32); a conversion into a sub-byte type makes whole
+    bytes of each register (``multiple`` 8). So ``bitwidth``-bit elements
+    narrower than that need vector registers long enough (a splat's scalar
+    register will not do). JAX's constraints leave this out; its lowering
+    raises.
     """
 
     expr: Expr
     bitwidth: int
+    multiple: int
     origin: int
 
 
@@ -325,7 +328,7 @@ Constraint = (
     | TmaSwizzle
     | Broadcast
     | StoreRegisters
-    | WordRegisters
+    | RegisterBits
     | FullyTiled
 )
 
@@ -354,7 +357,7 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
             MinorTileDivisible,
             TmaSwizzle,
             StoreRegisters,
-            WordRegisters,
+            RegisterBits,
             FullyTiled,
         )
     },

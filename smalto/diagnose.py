@@ -26,6 +26,7 @@ from smalto.constraints import (
     NotOfKind,
     OneOf,
     Reduce,
+    RegisterBits,
     Relayout,
     Reshape,
     Role,
@@ -37,7 +38,6 @@ from smalto.constraints import (
     TmemTransfer,
     Var,
     Variable,
-    WordRegisters,
     constraint_variables,
 )
 from smalto.hw import layouts as hl
@@ -349,10 +349,15 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
                 f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
                 f"or leave the reduced dims {reduced} untiled ({at})"
             )
-        case WordRegisters(expr=expr, bitwidth=bitwidth):
+        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=32):
             return (
                 f"{namer.expr(expr, 'the value')} passes {at} as 32-bit words: "
                 f"{bitwidth}-bit elements need vector registers of a multiple of 32 bits"
+            )
+        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=multiple):
+            return (
+                f"{namer.expr(expr, 'the value')} is converted by {at} into {bitwidth}-bit "
+                f"elements, in vector registers of a multiple of {multiple} bits"
             )
         case GmemTransfer(reg=reg, bitwidth=bitwidth):
             return (

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from fuzz.property import try_jax_lowering
 from jax.experimental.mosaic.gpu import layout_inference
 from rule_kit import (
+    HOPPER,
     WGMMA,
     gmem,
     in_layouts,
@@ -29,12 +31,15 @@ from rule_kit import (
     ops,
     out_layouts,
     rejected_like_jax,
+    run_jax,
     run_smalto,
     splat,
     vec,
     vector_load,
     vector_store,
 )
+
+from smalto.check import check
 
 SHAPE = (64, 128)
 
@@ -417,3 +422,39 @@ def test_scalar_constants_get_no_layout():
     )
     for constant in (op(module, "arith.constant", 0), op(module, "arith.constant", 1)):
         assert "out_layouts" not in constant.attributes
+
+
+# --- conversions into sub-byte types ----------------------------------------------------
+
+
+def _convert_splat(op_name: str, source: str, target: str) -> str:
+    v, w = vec(SHAPE, source), vec(SHAPE, target)
+    value = "2.0" if source.startswith(("f", "bf")) else "2"
+    return kernel([f"%a = arith.constant dense<{value}> : {v}", f"%r = {op_name} %a : {v} to {w}"])
+
+
+@pytest.mark.parametrize(
+    "op_name, source, target",
+    [("arith.trunci", "i32", "i4"), ("arith.trunci", "i8", "i4"), ("arith.fptosi", "f32", "i4")],
+)
+def test_a_conversion_into_a_sub_byte_type_needs_whole_bytes_per_register(
+    op_name: str, source: str, target: str
+):
+    """JAX's pass keeps the splat, whose single scalar register its lowering cannot convert
+    into 4 bits; smalto picks a layout with vector registers of whole bytes, which lowers."""
+    text = _convert_splat(op_name, source, target)
+    jax_answer = run_jax(text)
+    assert out_layouts(op(jax_answer, op_name)) == [splat(*SHAPE)]
+    assert any("whole bytes" in v.message for v in check(jax_answer))
+    assert "must be divisible by 8" in (try_jax_lowering(jax_answer, HOPPER) or "")
+    module = run_smalto(text)
+    assert out_layouts(op(module, op_name)) != [splat(*SHAPE)]
+    assert check(module) == []
+    assert try_jax_lowering(module, HOPPER) is None
+
+
+@pytest.mark.parametrize("op_name, source, target", [("arith.trunci", "i32", "i8")])
+def test_a_conversion_into_bytes_keeps_the_splat(op_name: str, source: str, target: str):
+    module = infer_like_jax(_convert_splat(op_name, source, target))
+    assert out_layouts(op(module, op_name)) == [splat(*SHAPE)]
+    assert try_jax_lowering(module, HOPPER) is None

@@ -9,6 +9,7 @@ from smalto.check.core import (
     Checker,
     rule,
 )
+from smalto.check.names import describe
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 
@@ -16,6 +17,16 @@ from smalto.program import Kind, Op
 def elementwise(c: Checker, op: Op) -> None:
     """Elementwise ops compute each element in place: one layout for all their vectors."""
     c.same(op, c.vector_sites(op), "an elementwise op keeps one layout")
+    if op.name in hl.CONVERSIONS and c.program.values[op.results[0]].kind == Kind.VECTOR:
+        bitwidth = c.value(op, OUT, 0).bitwidth
+        layout = c.reg(op, OUT, 0)
+        if bitwidth and layout is not None and not hl.registers_hold_bits(layout, bitwidth, 8):
+            c.report(
+                op,
+                f"the result is {describe(layout)}: a conversion into {bitwidth}-bit elements "
+                "makes whole bytes of each register, so needs vector registers of a multiple "
+                "of 8 bits",
+            )
 
 
 @rule("arith.constant")

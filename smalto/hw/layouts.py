@@ -434,20 +434,39 @@ def mma_layouts(element_type: object, m: int, n: int) -> object:
 __all__ = ["UNTILED"]
 
 
-@cache
-def registers_are_words(value: Reg, bitwidth: int) -> bool:
-    """Whether each register of ``value`` is whole 32-bit words (an optimization barrier's need).
+# Element type conversions: the lowering's FragmentedArray.astype converts
+# whole registers, each of whole bytes of the new type.
+CONVERSIONS = frozenset(
+    {
+        "arith.extf",
+        "arith.extsi",
+        "arith.extui",
+        "arith.truncf",
+        "arith.trunci",
+        "arith.fptosi",
+        "arith.fptoui",
+        "arith.sitofp",
+        "arith.uitofp",
+    }
+)
 
-    32-bit elements pass one per word; narrower ones only packed into vector
-    registers of a multiple of 32 bits (a splat holds a scalar register).
+
+@cache
+def registers_hold_bits(value: Reg, bitwidth: int, multiple: int) -> bool:
+    """Whether each register of ``value`` holds a multiple of ``multiple`` bits.
+
+    An optimization barrier needs whole 32-bit words, a conversion into a
+    sub-byte type whole bytes. Elements that wide are fine one per register;
+    narrower ones only packed into vector registers long enough (a splat
+    holds one scalar register).
     """
-    if bitwidth >= 32:
+    if bitwidth % multiple == 0:
         return True
     layout = value.layout
     if isinstance(layout, fa.TiledLayout):
-        return layout.vector_length * bitwidth % 32 == 0
+        return layout.vector_length * bitwidth % multiple == 0
     if isinstance(layout, fa.WGStridedFragLayout):
-        return layout.vec_size * bitwidth % 32 == 0
+        return layout.vec_size * bitwidth % multiple == 0
     return False
 
 

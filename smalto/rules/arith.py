@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import LayoutKind
+from smalto.constraints import LayoutKind, RegisterBits, Var
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
@@ -90,7 +90,11 @@ def pointwise(ctx: RuleContext, op: Op) -> None:
         if values[v].kind == vector:
             sites.append(ctx.result(op, i))
     # The result's type gives the variable's element type (for default layouts).
-    ctx.new_var(*sites, key=sites[-1])
+    var = ctx.new_var(*sites, key=sites[-1])
+    if op.name in hl.CONVERSIONS:
+        bitwidth = values[op.results[0]].bitwidth
+        if bitwidth is not None and bitwidth % 8:
+            ctx.require(RegisterBits(Var(var), bitwidth, 8, op.id))
 
 
 @rule("arith.constant")

@@ -14,13 +14,13 @@ from smalto.constraints import (
     LayoutKind,
     MinorTileDivisible,
     Reduce,
+    RegisterBits,
     Relayout,
     SmemTransfer,
     StoreRegisters,
     TmaSwizzle,
     Transpose,
     Var,
-    WordRegisters,
     one_of,
 )
 from smalto.errors import InferenceError
@@ -138,7 +138,7 @@ def optimization_barrier(ctx: RuleContext, op: Op) -> None:
         if value.kind == Kind.VECTOR:
             var = ctx.new_var(ctx.operand(op, i), ctx.result(op, i))
             if value.bitwidth is not None and value.bitwidth < 32:
-                ctx.require(WordRegisters(Var(var), value.bitwidth, op.id))
+                ctx.require(RegisterBits(Var(var), value.bitwidth, 32, op.id))
 
 
 @rule("mosaic_gpu.layout_cast")

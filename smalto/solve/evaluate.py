@@ -27,6 +27,7 @@ from smalto.constraints import (
     NotOfKind,
     OneOf,
     Reduce,
+    RegisterBits,
     Relayout,
     Reshape,
     SmemTransfer,
@@ -35,7 +36,6 @@ from smalto.constraints import (
     TmemTransfer,
     Transpose,
     Var,
-    WordRegisters,
 )
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import (
@@ -205,12 +205,12 @@ def _judge_store_registers(c: StoreRegisters, lookup: Lookup) -> Verdict:
     return HOLDS if is_value(value) else OPEN
 
 
-def _judge_word_registers(c: WordRegisters, lookup: Lookup) -> Verdict:
+def _judge_register_bits(c: RegisterBits, lookup: Lookup) -> Verdict:
     value = simplify(c.expr, lookup)
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Reg:
-        return hl.registers_are_words(value, c.bitwidth)  # type: ignore[arg-type]
+        return hl.registers_hold_bits(value, c.bitwidth, c.multiple)  # type: ignore[arg-type]
     return HOLDS if is_value(value) else OPEN
 
 
@@ -342,7 +342,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     TmaSwizzle: _judge_tma_swizzle,
     Broadcast: _judge_broadcast,
     StoreRegisters: _judge_store_registers,
-    WordRegisters: _judge_word_registers,
+    RegisterBits: _judge_register_bits,
     FullyTiled: _judge_fully_tiled,
     # Not a requirement in JAX's order: JAX's own answers break it.
     GmemTransfer: _holds,
