@@ -5,13 +5,19 @@ expression is stuck: say, a reshape that the chosen layout does not allow) can
 never hold. The complete search must drop such values as soon as it sees
 them; otherwise it enumerates every assignment of unrelated variables
 before giving up on each, and runs out of fuel on a few-op kernel.
+
+Likewise, variables that no constraint links are independent: the search
+solves them part by part, so that a part without a solution ends the search
+instead of being retried under every combination of the others' values.
 """
 
 from __future__ import annotations
 
+import pytest
 from fuzz.property import try_jax_lowering
 from rule_kit import HOPPER, run_jax, run_smalto
 
+import smalto
 from smalto.check import check
 from smalto.solve.search import GUIDED_BUDGET
 
@@ -57,3 +63,77 @@ def test_a_stuck_reshape_fails_at_once_in_the_complete_search() -> None:
     module = run_smalto(KERNEL, HOPPER, fuel=GUIDED_BUDGET + 500)
     assert check(module, HOPPER) == []
     assert try_jax_lowering(module, HOPPER) is None
+
+
+# Found by the fuzzer (seed 20261202). The 128x256 value is loaded in one branch
+# from a row-major ref and in another from a transposed one, unoptimized: no
+# register layout moves both (JAX's pass answers with a strided layout, which
+# the transposed ref cannot take). The row and tile values beside it are
+# unrelated to it and have many layouts each.
+INDEPENDENT_PARTS = """
+!big = vector<128x256xf32>
+!ref = memref<128x256xf32, #gpu.address_space<workgroup>>
+!src = memref<256x128xf32, #gpu.address_space<workgroup>>
+!view = memref<128x256xf32, strided<[1, 128]>, #gpu.address_space<workgroup>>
+!row = vector<128xf32>
+!rowref = memref<128xf32, #gpu.address_space<workgroup>>
+!tile = vector<64x64xf16>
+!stack = memref<2x64x64xf16, #gpu.address_space<workgroup>>
+!sub = memref<64x64xf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+func.func @kernel() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %pair:2 = scf.index_switch %c0 -> !row, !tile
+  case 0 {
+    %big = scf.index_switch %c1 -> !big
+    case 0 {
+      %r = "mosaic_gpu.slice_smem"() <{offset = 0 : i32}> : () -> !ref
+      %x = "mosaic_gpu.vector_load"(%r) <{optimized = false}> : (!ref) -> !big
+      scf.yield %x : !big
+    }
+    case 1 {
+      %s = arith.constant 2.0 : f32
+      %x = vector.broadcast %s : f32 to !big
+      scf.yield %x : !big
+    }
+    default {
+      %r = "mosaic_gpu.slice_smem"() <{alias_id = 1 : i64, offset = 65536 : i32}> : () -> !src
+      %t = memref.transpose %r (d0, d1) -> (d1, d0) : !src to !view
+      %x = "mosaic_gpu.vector_load"(%t) <{optimized = false}> : (!view) -> !big
+      scf.yield %x : !big
+    }
+    %rr = "mosaic_gpu.slice_smem"() <{offset = 196608 : i32}> : () -> !rowref
+    %row = "mosaic_gpu.vector_load"(%rr) <{optimized = false}> : (!rowref) -> !row
+    %st = "mosaic_gpu.slice_smem"() <{offset = 262144 : i32}> : () -> !stack
+    %sub = memref.subview %st[%c1, 0, 0] [1, 64, 64] [1, 1, 1] : !stack to !sub
+    %tile = "mosaic_gpu.vector_load"(%sub) : (!sub) -> !tile
+    scf.yield %row, %tile : !row, !tile
+  }
+  case 1 {
+    %row = arith.constant dense<1.0> : !row
+    %sum = arith.addf %row, %row : !row
+    %tile = arith.constant dense<1.0> : !tile
+    scf.yield %row, %tile : !row, !tile
+  }
+  default {
+    %row = arith.constant dense<1.0> : !row
+    %s = arith.constant 2.0 : f16
+    %tile = vector.broadcast %s : f16 to !tile
+    scf.yield %row, %tile : !row, !tile
+  }
+  return
+}
+"""
+
+
+def test_jax_answers_independent_parts_with_a_layout_a_ref_cannot_take() -> None:
+    messages = [v.message for v in check(run_jax(INDEPENDENT_PARTS), HOPPER)]
+    assert any("minor dim is contiguous" in m for m in messages), messages
+
+
+def test_an_unsatisfiable_part_ends_the_complete_search() -> None:
+    # Searching all parts as one ran out of 5000 attempts before proving this.
+    with pytest.raises(smalto.InferenceError) as failure:
+        run_smalto(INDEPENDENT_PARTS, HOPPER, fuel=GUIDED_BUDGET + 1000)
+    assert "fuel" not in str(failure.value)
+    assert "the ref supports" in str(failure.value)

@@ -441,7 +441,12 @@ class Solver:
         return live
 
     def _complete_search(self) -> bool:
-        """Most-constrained variable first, over live domains kept by forward checking."""
+        """Most-constrained variable first, over live domains kept by forward checking.
+
+        Variables that no open constraint links are solved part by part: a
+        part without a solution fails the search at once, instead of after
+        every combination of the other parts' values has been tried with it.
+        """
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
         for slot in self.domains:
@@ -449,17 +454,46 @@ class Solver:
                 self.live[slot] = self._live_values(slot)
                 if not self.live[slot]:
                     return False
-        return self._complete_step()
+        for part in self._independent_parts():
+            if not self._complete_step(part):
+                return False
+        return not any(self.open)
 
-    def _complete_step(self) -> bool:
-        if self.unassigned == 0:
-            return not any(self.open)
+    def _independent_parts(self) -> list[list[int]]:
+        """The unassigned variables, grouped by the open constraints that link them.
+
+        The most constrained part (smallest live domain) comes first, so that
+        an unsatisfiable one is met before the others are solved.
+        """
+        parent = {slot: slot for slot in self.live}
+
+        def find(slot: int) -> int:
+            while parent[slot] != slot:
+                parent[slot] = parent[parent[slot]]
+                slot = parent[slot]
+            return slot
+
+        for ci, is_open in enumerate(self.open):
+            if not is_open:
+                continue
+            linked = [s for s in self.slots_of[ci] if s in parent]
+            for other in linked[1:]:
+                parent[find(other)] = find(linked[0])
+        parts: dict[int, list[int]] = {}
+        for slot in self.live:
+            parts.setdefault(find(slot), []).append(slot)
+        return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
+
+    def _complete_step(self, part: list[int]) -> bool:
         best, best_size = -1, 1 << 30
-        for slot, values in self.live.items():
-            if self.value[slot] is None and len(values) < best_size:
-                best, best_size = slot, len(values)
+        for slot in part:
+            if self.value[slot] is None and len(self.live[slot]) < best_size:
+                best, best_size = slot, len(self.live[slot])
                 if best_size <= 1:
                     break
+        if best < 0:
+            # The part is complete: each of its constraints must have closed.
+            return not any(self.open[ci] for slot in part for ci in self.watchers[slot])
         for value in list(self.live[best]):
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
@@ -468,7 +502,11 @@ class Solver:
             queue: list[int] = []
             if self._assign(best, value, queue):
                 self.reason[best] = Reason("domain")
-                if self._propagate(queue) and self._forward_check(mark) and self._complete_step():
+                if (
+                    self._propagate(queue)
+                    and self._forward_check(mark)
+                    and self._complete_step(part)
+                ):
                     return True
             self._undo(mark)
             while len(self.live_trail) > live_mark:
