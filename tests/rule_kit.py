@@ -169,6 +169,30 @@ def infer_like_jax(text: str, arch: tuple[int, int] = HOPPER) -> ir.Module:
     return ours
 
 
+def lower_in_launch(module: ir.Module, arch: tuple[int, int] = HOPPER) -> None:
+    """Runs JAX's dialect lowering on an annotated kernel, with a launch context.
+
+    The kernel's ops move into a ``gpu.launch`` (``module`` is consumed), so
+    that ops needing the launch context (TMA copies from a GMEM ref marked as
+    a kernel argument, asynchronous SMEM stores) lower too; raises what the
+    lowering raises. TMA descriptors are not built.
+    """
+    from fuzz.property import in_launch
+    from jax.experimental.mosaic.gpu import dialect_lowering
+
+    with module.context, ir.Location.unknown():
+        launched = in_launch(module, arch)
+        outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
+        launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
+        context = lc.LaunchContext(
+            launched,  # type: ignore[arg-type]
+            lc.Scratch(launch),
+            (1, 1, 1),
+            None,  # type: ignore[arg-type]
+        )
+        dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
+
+
 def jax_fails(text: str, arch: tuple[int, int] = HOPPER) -> bool:
     """Whether JAX's pass rejects ``text`` (for kernels only smalto solves)."""
     try:

@@ -11,11 +11,8 @@ op's six operand segments, not at a fixed position. A remainder (`arith.remui`,
 from __future__ import annotations
 
 import pytest
-from fuzz.property import in_launch
-from jax._src.lib.mlir import ir
 from rule_kit import (
     BARRIER,
-    HOPPER,
     TMA_INDICES,
     TMA_INDICES_4,
     WGMMA,
@@ -25,6 +22,7 @@ from rule_kit import (
     infer_like_jax,
     kernel,
     layout_cast,
+    lower_in_launch,
     op,
     run_jax,
     run_smalto,
@@ -244,29 +242,12 @@ def _swizzled_copy(tile: tuple[int, int], swizzle: int, *, transposed: bool) -> 
     return kernel([*body, load.replace("(%arg0,", "(%g,")], ["!llvm.ptr"])
 
 
-def _lower(module: ir.Module) -> None:
-    """JAX's dialect lowering, with a launch context: TMA copies included."""
-    from jax.experimental.mosaic.gpu import dialect_lowering, launch_context
-
-    with module.context, ir.Location.unknown():
-        launched = in_launch(module, HOPPER)
-        outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
-        launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
-        context = launch_context.LaunchContext(
-            launched,  # type: ignore[arg-type]
-            launch_context.Scratch(launch),
-            (1, 1, 1),
-            None,  # type: ignore[arg-type]  (TMA descriptors are not built here)
-        )
-        dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("transposed", [False, True])
 def test_a_swizzled_copy_takes_rows_as_wide_as_the_swizzle(transposed: bool):
     # 8 f32 columns of the ref are 32 bytes, the swizzle's width, transposed or not.
     module = infer_like_jax(_swizzled_copy((16, 8), 32, transposed=transposed))
     assert check(module) == []
-    _lower(module)
+    lower_in_launch(module)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -278,6 +259,6 @@ def test_a_swizzled_copy_of_wider_rows_is_refused(transposed: bool):
     jax_answer = run_jax(text)
     assert any("exactly 8 elements, not 16" in v.message for v in check(jax_answer))
     with pytest.raises(ValueError, match="require the last dimension of the slice to be exactly"):
-        _lower(jax_answer)
+        lower_in_launch(jax_answer)
     with pytest.raises(smalto.InferenceError, match="as wide as the rows"):
         run_smalto(text)
