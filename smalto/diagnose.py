@@ -349,15 +349,12 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
                 f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
                 f"or leave the reduced dims {reduced} untiled ({at})"
             )
-        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=32):
-            return (
-                f"{namer.expr(expr, 'the value')} passes {at} as 32-bit words: "
-                f"{bitwidth}-bit elements need vector registers of a multiple of 32 bits"
-            )
         case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=multiple):
+            # 32-bit words for an optimization barrier, whole bytes for a conversion.
+            how = f"passes {at} as 32-bit words:" if multiple == 32 else f"is converted by {at}:"
             return (
-                f"{namer.expr(expr, 'the value')} is converted by {at} into {bitwidth}-bit "
-                f"elements, in vector registers of a multiple of {multiple} bits"
+                f"{namer.expr(expr, 'the value')} {how} {bitwidth}-bit elements need vector "
+                f"registers of a multiple of {multiple} bits"
             )
         case GmemTransfer(reg=reg, bitwidth=bitwidth):
             return (

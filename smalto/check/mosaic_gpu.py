@@ -16,7 +16,6 @@ from smalto.check.smem import Transforms, decode_transforms
 from smalto.check.transfers import gmem_transfer_problem, smem_transfer_problem
 from smalto.hw import encode
 from smalto.hw import layouts as hl
-from smalto.hw.layouts import registers_hold_bits
 from smalto.hw.values import Reg
 from smalto.program import Kind, Op
 
@@ -138,7 +137,7 @@ def _optimization_barrier(c: Checker, op: Op) -> None:
         c.same(op, [(IN, i), (OUT, i)], "a value passes an optimization barrier unchanged")
         layout = c.reg(op, IN, i)
         bitwidth = value.bitwidth or 32
-        if layout is not None and not registers_hold_bits(layout, bitwidth, 32):
+        if layout is not None and not hl.registers_hold_bits(layout, bitwidth, 32):
             # fa.optimization_barrier hands registers to inline asm as 32-bit words.
             c.report(
                 op,

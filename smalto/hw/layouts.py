@@ -187,7 +187,7 @@ def _tmem_native(layout: fa.TiledLayout) -> bool:
 
 
 # Element bitwidths whose (WGMMA|TCGEN05) <-> transposed relayout the lowering implements.
-TRANSPOSE_BITWIDTHS = (16, 32)
+_TRANSPOSE_BITWIDTHS = (16, 32)
 
 _TRANSPOSES = (
     (WGMMA, WGMMA_TRANSPOSED),
@@ -204,7 +204,7 @@ def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth
         if src == a and dst == b:
             # JAX's constraints allow the transpose at any bitwidth, but its
             # lowering implements the shuffle for 16- and 32-bit values only.
-            return bitwidth in TRANSPOSE_BITWIDTHS
+            return bitwidth in _TRANSPOSE_BITWIDTHS
     upcast_2x, upcast_4x = fa.WGMMA_LAYOUT_UPCAST_2X, fa.WGMMA_LAYOUT_UPCAST_4X
     # The 2x <-> 1x conversion is one shuffle, implemented both ways for the
     # same bitwidths.
@@ -436,18 +436,16 @@ __all__ = ["UNTILED"]
 
 # Element type conversions: the lowering's FragmentedArray.astype converts
 # whole registers, each of whole bytes of the new type.
-CONVERSIONS = frozenset(
-    {
-        "arith.extf",
-        "arith.extsi",
-        "arith.extui",
-        "arith.truncf",
-        "arith.trunci",
-        "arith.fptosi",
-        "arith.fptoui",
-        "arith.sitofp",
-        "arith.uitofp",
-    }
+CONVERSIONS = (
+    "arith.extf",
+    "arith.extsi",
+    "arith.extui",
+    "arith.truncf",
+    "arith.trunci",
+    "arith.fptosi",
+    "arith.fptoui",
+    "arith.sitofp",
+    "arith.uitofp",
 )
 
 

@@ -45,15 +45,7 @@ POINTWISE = (
     "arith.select",
     "arith.bitcast",
     "arith.negf",
-    "arith.extf",
-    "arith.extsi",
-    "arith.extui",
-    "arith.truncf",
-    "arith.trunci",
-    "arith.fptosi",
-    "arith.fptoui",
-    "arith.sitofp",
-    "arith.uitofp",
+    *hl.CONVERSIONS,  # casts between element types
     # math: transcendental and rounding functions
     "math.exp",
     "math.exp2",
