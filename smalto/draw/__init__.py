@@ -2,6 +2,8 @@
 and the SMEM bank conflicts of a transfer.
 
 Names are imported on first use, so that ``smalto draw --help`` does not load JAX.
+(``smalto.draw.ownership`` is the module; its function is ``smalto.draw.ownership.ownership``,
+since importing a submodule sets the package attribute of its name.)
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ _EXPORTS = {
     "draw_main": "smalto.draw.cli",
     "Ownership": "smalto.draw.ownership",
     "TmemPlacement": "smalto.draw.ownership",
-    "ownership": "smalto.draw.ownership",
     "tmem_placement": "smalto.draw.ownership",
     "SmemPlacement": "smalto.draw.smem",
     "smem_placement": "smalto.draw.smem",
