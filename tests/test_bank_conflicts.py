@@ -276,7 +276,10 @@ def test_cli_prints_the_numbers(tmp_path: Path, capsys: pytest.CaptureFixture) -
     text = capsys.readouterr().out
     assert "store of 64x64 bf16 in WGMMA to SMEM tiled 8x64, no swizzle" in text
     assert "wavefronts per warp: 128 (ideal 16): 8-way bank conflicts" in text
-    assert "phase 0 (lanes 0-7): 8 wavefronts; bank 0 serves 8 words, to lanes 0-7" in text
+    assert (
+        "phase 0 (lanes 0-7): 8 wavefronts; banks 0-3 each serve 8 words (bank 0: lanes 0-7)"
+        in text
+    )
     assert out.read_bytes().startswith(b"\x89PNG")
     json_args = ["WGMMA", "--smem", "tile=8x64", "--bank-conflicts", "--shape", "64x64",
                  "--dtype", "BF16", "--load", "--json", "--no-picture"]  # fmt: skip

@@ -49,6 +49,14 @@ class Phase:
     def ideal(self) -> int:
         return -(-len(self.words) // BANKS) if self.words else 0
 
+    def busiest_banks(self) -> list[int]:
+        """The banks that must deliver the most distinct words (as many as the wavefronts)."""
+        counts: dict[int, int] = {}
+        for word in self.words:
+            counts[word.bank] = counts.get(word.bank, 0) + 1
+        most = max(counts.values(), default=0)
+        return sorted(b for b, n in counts.items() if n == most)
+
     def worst_bank(self) -> tuple[int, tuple[Word, ...]]:
         """The bank asked for the most distinct words, and those words."""
         by_bank: dict[int, list[Word]] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -153,17 +154,22 @@ def _run(args: argparse.Namespace) -> int:
     output = args.output or ""
     try:
         panels, default_name, text = _pictures(args)
-        if text:
-            print(text)
-        if args.no_picture:
-            return EXIT_OK
-        output = args.output or default_name
-        save(panels, output)
+        if not args.no_picture:
+            output = args.output or default_name
+            save(panels, output)
     except (SpecError, SmemSpecError, LayoutShapeError, TransferError, ValueError) as error:
         return _usage(str(error))
     except OSError as error:
         return _usage(f"cannot write '{output}': {error.strerror}")
-    print(f"wrote {output}")
+    try:
+        if text:
+            print(text)
+        if not args.no_picture:
+            print(f"wrote {output}")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (| head): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return EXIT_OK
 
 

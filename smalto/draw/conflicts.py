@@ -103,7 +103,9 @@ class BankConflicts:
             f"FragmentedArray.{self.method}" + (f", {self.plan} transfer plan" if self.plan else "")
         )
         if not self.optimized and not self.refused:
-            lines.append("  unoptimized transfer (optimized=false): no transfer plan")
+            lines.append(
+                "  unoptimized (optimized=false): the trivial plan, whatever its conflicts"
+            )
         if self.refused:
             lines.append(
                 f"  JAX refuses the optimized transfer ({self.refused}); these are the numbers "
@@ -136,12 +138,20 @@ class BankConflicts:
             for number, phase in enumerate(request.phases):
                 if phase.wavefronts == phase.ideal:
                     continue
-                bank, words = phase.worst_bank()
-                lanes = sorted({lane for word in words for lane in word.lanes})
+                banks = phase.busiest_banks()
+                first = sorted(
+                    {lane for w in phase.words if w.bank == banks[0] for lane in w.lanes}
+                )
+                served = phase.wavefronts
+                where = (
+                    f"bank {banks[0]} serves {served} words, to lanes {lane_list(first)}"
+                    if len(banks) == 1
+                    else f"banks {lane_list(banks)} each serve {served} words "
+                    f"(bank {banks[0]}: lanes {lane_list(first)})"
+                )
                 lines.append(
                     f"    phase {number} (lanes {lane_list(list(phase.lanes))}): "
-                    f"{phase.wavefronts} wavefronts; bank {bank} serves {len(words)} words, "
-                    f"to lanes {lane_list(lanes)}"
+                    f"{phase.wavefronts} wavefronts; {where}"
                 )
         return "\n".join(lines)
 

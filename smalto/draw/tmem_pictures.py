@@ -57,12 +57,13 @@ def tmem_grid(
     name: str,
     dtype: str,
     max_cols: int = LABELLED_COLUMNS,
-    max_lanes: int = TMEM_LANES,
+    max_lanes: int = 64,
     *,
     thread: int | None = None,
 ) -> Grid:
-    """TMEM lanes x columns (the first ``max_lanes`` x ``max_cols``), coloured by the row
-    of the element held, labelled ``row,col``."""
+    """TMEM lanes x columns (the first ``max_lanes`` x ``max_cols``; by default two lane
+    quarters, enough to see how a layout spreads rows), coloured by the row of the
+    element held, labelled ``row,col``."""
     columns = min(placed.columns, max_cols)
     lanes = min(TMEM_LANES, max_lanes)
     held = _holdings(placed, columns)
