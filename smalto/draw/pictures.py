@@ -176,8 +176,9 @@ def _register_panel(
     if view.note:
         title += f"\n{view.note}"
     if labels:
+        split = any("." in text for *_, text in spans)  # some vector not drawn in one run
         title += "\nlabels: T<thread>:R<register>" + (
-            " (.<k>: element k of the register's vector)" if held.vector_length > 1 else ""
+            " (.<k>: element k of the register's vector)" if split else ""
         )
     return Grid(
         colors,
