@@ -508,3 +508,26 @@ def test_new_usage_errors(args: list[str], message: str, capsys: pytest.CaptureF
     assert draw_main(args) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_tmem_thread_highlights_its_lane() -> None:
+    placed = tmem_placement(tcgen05.tmem_half_lane_layout(64), (64, 64))
+    items = tmem_pictures(placed, "t", "f32", thread=20)
+    array, tmem, labelled = _panels(items)[1:]
+    # Thread 20 is lane 20 of quarter 0: half_lane puts row 4's right half there.
+    rows, cols = np.nonzero(array.marks)
+    assert set(rows.tolist()) == {4} and set(cols.tolist()) == set(range(32, 64))
+    assert np.array_equal(np.nonzero(tmem.marks)[0], np.full(tmem.marks.sum(), 20))
+    assert labelled.marks[20].all() and labelled.marks.sum() == labelled.marks.shape[1]
+
+
+def test_smem_picture_shows_the_swizzle_as_colours() -> None:
+    from smalto.draw.smem_pictures import smem_pictures
+
+    swizzled = _panels(smem_pictures(smem_placement((64, 128), (8, 64), 128, 16), "bf16"))
+    plain = _panels(smem_pictures(smem_placement((64, 128), (8, 64), 16, 16), "bf16"))
+    # Down the first column of a tile, 8 rows land in 8 different bank groups (colours)...
+    assert len({_colour(swizzled[0], (r, 0)) for r in range(8)}) == 8
+    # ... and without the swizzle all in the same one.
+    assert len({_colour(plain[0], (r, 0)) for r in range(8)}) == 1
+    assert np.array_equal(swizzled[0].regions, smem_placement((64, 128), (8, 64), 128, 16).tile)

@@ -90,11 +90,11 @@ def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
         "--load", action="store_true", help="a load from SMEM (default: a store)"
     )
     conflicts.add_argument(
-        "--arch", default="9.0", choices=sorted(ARCHS), help="target (default 9.0, Hopper)"
+        "--arch", default="9.0", choices=list(ARCHS), help="target (default 9.0, Hopper)"
     )
     conflicts.add_argument(
         "--unoptimized", action="store_true",
-        help="the transfer of an op with optimized=false (no transfer plan)",
+        help="the transfer of an op with optimized=false (JAX's plain order, conflicts or not)",
     )  # fmt: skip
     conflicts.add_argument(
         "--json", action="store_true", help="print the numbers as JSON instead of text"
@@ -145,7 +145,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from smalto.draw.access import TransferError
+    from smalto.draw.access import AddressModelError, TransferError
     from smalto.draw.ownership import LayoutShapeError
     from smalto.draw.render import save
     from smalto.draw.smem import SmemSpecError
@@ -161,6 +161,10 @@ def _run(args: argparse.Namespace) -> int:
         return _usage(str(error))
     except OSError as error:
         return _usage(f"cannot write '{output}': {error.strerror}")
+    except AddressModelError as error:  # smalto's limit, not the user's mistake
+        print(f"smalto draw: error: cannot follow JAX's address arithmetic: {error}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     try:
         if text:
             print(text)

@@ -38,12 +38,6 @@ class Window:
         lead = (0,) * (rank - 2)
         return array[lead][: self.rows, : self.cols]
 
-    def index(self, row: int, col: int) -> tuple[int, ...]:
-        """The array index shown at grid cell (row, col)."""
-        if self.wrap is not None:
-            return (row * self.wrap + col,)
-        return (*(0,) * (len(self.shape) - 2), row, col)
-
     @property
     def row_scale(self) -> int:
         return self.wrap or 1

@@ -10,7 +10,7 @@ Two panels, after CuTe's ``print_latex`` and Triton's layout plots:
   each register labelled ``T<thread>:R<register>`` (``.<k>`` for one element of a
   vector that is not drawn in one run).
 
-A small arrays is drawn once, labelled. ``--thread``/``--warp`` fade everything
+A small array is drawn once, labelled. ``--thread``/``--warp`` fade everything
 else and outline the chosen thread's (warp's) elements in red.
 
 SMEM and TMEM pictures live in ``smem_pictures`` and ``tmem_pictures``; this

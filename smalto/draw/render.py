@@ -73,8 +73,6 @@ class Grid:
     row_label: str = "row"
     col_label: str = "column"
     row_scale: int = 1  # a row stands for index row * row_scale (wrapped 1D arrays)
-    row_offset: int = 0  # the first row's index
-    col_offset: int = 0
     regions: np.ndarray | None = None  # heavy outlines between cells of different ids (< 0: none)
     marks: np.ndarray | None = None  # bool: cells outlined as highlighted
     groups: np.ndarray | None = None  # thin lines between cells of different ids; None: spans
@@ -424,12 +422,12 @@ def _ticks(ax: Axes, grid: Grid) -> None:
         xs = grid.col_ticks
     else:
         step = _step(cell_w, 3.5 * TICK_PX, cols)
-        xs = [(x, str(x + grid.col_offset)) for x in range(0, cols, step)]
+        xs = [(x, str(x)) for x in range(0, cols, step)]
     if grid.row_ticks is not None:
         ys = grid.row_ticks
     else:
         step = _step(cell_h, 1.6 * TICK_PX, rows)
-        ys = [(y, str(y * grid.row_scale + grid.row_offset)) for y in range(0, rows, step)]
+        ys = [(y, str(y * grid.row_scale)) for y in range(0, rows, step)]
     ax.set_xticks([x + 0.5 for x, _ in xs], [t for _, t in xs], fontsize=_pt(TICK_PX))
     ax.set_yticks([y + 0.5 for y, _ in ys], [t for _, t in ys], fontsize=_pt(TICK_PX))
     ax.tick_params(length=2, pad=2)
