@@ -628,3 +628,24 @@ def test_the_readme_check_example_runs_as_written(solver: None, tmp_path: Path) 
         )
         assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [shown]
+
+
+def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None:
+    """A keep-dims row maximum: JAX's pass finds no layouts (docs/beyond_jax.md), smalto's does."""
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        "import sys\n"
+        "from functools import partial\n"
+        f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
+        "from beyond_kernels import keepdims_reduce\n"
+        "row_max = partial(keepdims_reduce, axis=1)\n"
+    )
+    target = [f"{script}:row_max", "--arg", "f32[128,128]"]
+    rejected = smalto_process("capture", *target, "-o", str(tmp_path / "jax"))
+    assert rejected.returncode == 1 and "Traceback" not in rejected.stderr
+    error, note = rejected.stderr.splitlines()
+    assert error.startswith("smalto: error: kernel body: Failed to infer")
+    assert note.startswith("smalto: note: JAX's layout inference rejected it; with --smalto")
+    accepted = smalto_process("capture", *target, "--smalto", "--inferred", "-o", str(tmp_path))
+    assert accepted.returncode == 0, accepted.stderr
+    assert "out_layouts" in (tmp_path / "body.inferred.mlir").read_text()

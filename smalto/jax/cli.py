@@ -145,6 +145,14 @@ def _run_capture(args: argparse.Namespace) -> int:
     failed = [c for c in captured if not c.ok]
     for kernel in failed:
         print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
+    if failed and not args.smalto:
+        # JAX's pass gives up on kernels that have layouts (docs/beyond_jax.md).
+        print(
+            "smalto: note: JAX's layout inference rejected it; with --smalto, `smalto "
+            "capture` lowers it with smalto's instead, which finds layouts where JAX's "
+            "gives up, or says why there are none",
+            file=sys.stderr,
+        )
     return EXIT_FAILED if failed else EXIT_OK
 
 
