@@ -11,8 +11,8 @@ stderr. With several files, the worst status of them all.
 
 This module parses arguments only, and imports no JAX: ``smalto --help``,
 ``--version`` and every argument error answer at once; each command loads what
-it needs once its arguments are known. ``smalto draw`` and ``smalto capture``
-parse their own arguments (see DELEGATED).
+it needs once its arguments are known. ``smalto draw`` parses its own
+arguments (see DELEGATED).
 
 ``smalto bench [FILE...] [--repeat N]`` times smalto against JAX's pass and
 the IR floor (``bench/run.py``; default: the corpus kernels). The benchmarks
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,7 +45,6 @@ class UsageError(Exception):
 
 # Subcommands that parse their own arguments: name -> (module, function).
 DELEGATED = {
-    "capture": ("smalto.jax.cli", "capture_main"),
     "draw": ("smalto.draw", "draw_main"),
 }
 
@@ -53,6 +53,7 @@ COMMANDS = {
     "infer": ("smalto.infer_command", "run_infer"),
     "explain": ("smalto.explain", "run_explain"),
     "check": ("smalto.check.command", "run_check"),
+    "capture": ("smalto.jax.cli", "run_capture_command"),
 }
 
 
@@ -139,12 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_check_arguments(check)
     _runs(check, "check")
-    # Listed for --help; their own parsers take over (see DELEGATED).
+    capture = commands.add_parser(
+        "capture",
+        help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules",
+        description=CAPTURE_DESCRIPTION,
+    )
+    add_capture_arguments(capture)
+    _runs(capture, "capture")
+    # Listed for --help; its own parser takes over (see DELEGATED).
     commands.add_parser(
         "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"
-    )
-    commands.add_parser(
-        "capture", help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules"
     )
     bench = commands.add_parser(
         "bench",
@@ -288,6 +293,60 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+CAPTURE_DESCRIPTION = (
+    "Lower a JAX function for the GPU (no GPU needed) and write the Mosaic GPU modules JAX "
+    "hands to layout inference, before inference, as .mlir files."
+)
+_ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="SCRIPT.py:FUNCTION", help="the function to lower, in a Python file"
+    )
+    parser.add_argument(
+        "--arg",
+        dest="args",
+        action="append",
+        default=[],
+        type=_dtype_and_shape,
+        metavar="DTYPE[SHAPE]",
+        help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order; none: FUNCTION "
+        "takes no arguments)",
+    )
+    parser.add_argument(
+        "--arch",
+        choices=["10.0", "9.0"],
+        help="target architecture (default: the GPU's, or 9.0 without one)",
+    )
+    parser.add_argument(
+        "--smalto",
+        action="store_true",
+        help="run smalto as the inference pass while lowering (default: JAX's)",
+    )
+    parser.add_argument(
+        "--inferred",
+        action="store_true",
+        help="also write each module after inference, as NAME.inferred.mlir",
+    )
+    parser.add_argument(
+        "-o",
+        dest="output",
+        metavar="DIR",
+        help="write NAME.mlir files here and list them on stdout (default: print the "
+        "modules to stdout, separated by '// -----')",
+    )
+
+
+def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``f16[128,64]`` as ``("f16", (128, 64))``; the dtype is looked up when the command
+    runs (that needs JAX)."""
+    match = _ARG.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected DTYPE[SHAPE] such as f16[128,64], got {text!r}")
+    return match[1], tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
+
+
 def _add_arch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--arch",
@@ -304,8 +363,13 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         "infer": add_infer_arguments,
         "explain": add_explain_arguments,
         "check": add_check_arguments,
+        "capture": add_capture_arguments,
     }
-    descriptions = {"explain": EXPLAIN_DESCRIPTION, "check": CHECK_DESCRIPTION}
+    descriptions = {
+        "explain": EXPLAIN_DESCRIPTION,
+        "check": CHECK_DESCRIPTION,
+        "capture": CAPTURE_DESCRIPTION,
+    }
     parser = argparse.ArgumentParser(
         prog=f"smalto {command}", description=descriptions.get(command)
     )

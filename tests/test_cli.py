@@ -484,6 +484,8 @@ LIGHT = [
     ["infer", "k.mlir", "--no-such-flag"],
     ["explain"],
     ["check", "--arch", "7.5", "k.mlir"],
+    ["capture", "--help"],
+    ["capture", "kernel.py:f", "--arg", "f16(128)"],
 ]
 
 
@@ -646,6 +648,9 @@ def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None
     error, note = rejected.stderr.splitlines()
     assert error.startswith("smalto: error: kernel body: Failed to infer")
     assert note.startswith("smalto: note: JAX's layout inference rejected it; with --smalto")
+    unknown = smalto_process("capture", f"{script}:row_max", "--arg", "q7[128,128]")
+    assert unknown.returncode == 2
+    assert_one_line_error(unknown.stderr, "smalto: error: argument --arg: unknown dtype 'q7'")
     accepted = smalto_process("capture", *target, "--smalto", "--inferred", "-o", str(tmp_path))
     assert accepted.returncode == 0, accepted.stderr
     assert "out_layouts" in (tmp_path / "body.inferred.mlir").read_text()
