@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (MLIR fixtures read best one op per line)
 """``smalto infer --report``: the HTML page, checked as text and in headless Chromium."""
 
 from __future__ import annotations
@@ -206,3 +207,29 @@ def test_page_loads_in_headless_chromium(
     loaded = re.search(r'data-images-loaded="(\d+)"', dom)
     assert loaded, "the load handler did not run"
     assert int(loaded[1]) == len(outline.images) > 0
+
+
+def test_a_failure_without_a_conflict_still_writes_the_page(tmp_path: Path) -> None:
+    """An op with no rule: no conflict to show, the message and the module are."""
+    source = tmp_path / "no_rule.mlir"
+    source.write_text(
+        "func.func @k() {\n"
+        '  %c = "arith.constant"() <{value = dense<1.0> : vector<128x64xf32>}> : () -> vector<128x64xf32>\n'
+        '  %t = "vector.transpose"(%c) <{permutation = array<i64: 1, 0>}> : (vector<128x64xf32>) -> vector<64x128xf32>\n'
+        "  return\n"
+        "}\n"
+    )
+    page = tmp_path / "page.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "smalto", "infer", str(source), "--report", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1 and "vector.transpose" in done.stderr
+    outline = _Outline()
+    outline.feed(page.read_text(encoding="utf-8"))
+    assert outline.sections == ["error", "diagnosis", "module"]
+    assert "vector.transpose" in page.read_text(encoding="utf-8")
+    assert len(outline.lines) == 5 and outline.marked == []
