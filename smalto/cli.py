@@ -83,7 +83,14 @@ def parse_arguments(
     """The parsed arguments, or the exit status argparse asked for (0 after --help, 2 on
     bad usage, its message printed)."""
     try:
-        return parser.parse_args(list(argv))
+        args, extras = parser.parse_known_args(list(argv))
+        # `explain FILE --json %12`: argparse gives the positionals after an option to
+        # nothing; they are values to explain.
+        if extras and hasattr(args, "values") and not any(e.startswith("-") for e in extras):
+            args.values = [*args.values, *extras]
+        elif extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
     except SystemExit as exit_request:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_USAGE

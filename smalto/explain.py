@@ -144,7 +144,21 @@ class Explainer:
 
     def name(self, vid: int) -> str:
         """The value's SSA name as the printed module has it (``%12``, ``%95#0``, ``%arg3``)."""
-        return self.printed.names.get(vid) or f"<value {vid}>"
+        name = self.printed.names.get(vid)
+        if name is None:  # a module whose printed form did not parse back: ask the printer
+            name = self.printed.names[vid] = self._asm_name(vid)
+        return name
+
+    def _asm_name(self, vid: int) -> str:
+        producer = self.program.values[vid].producer
+        if producer is None:
+            return f"<value {vid}>"
+        operation = self.program.ops[producer.op].operation
+        if producer.region is None:
+            value = operation.results[producer.index]
+        else:
+            value = operation.regions[producer.region].blocks[0].arguments[producer.index]
+        return value.get_name(ir.AsmState(self._top_operation()))
 
     def _top_operation(self) -> ir.Operation:
         operation = self.program.ops[self.program.top_level[0]].operation

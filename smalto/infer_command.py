@@ -15,7 +15,9 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+from jax._src.lib.mlir import ir
 
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
@@ -25,6 +27,9 @@ from smalto.inputs import STDIN, Input, read_input
 from smalto.mlir import MlirInputError, module_arch, print_module
 from smalto.printed import PrintedModule
 from smalto.validate import SUPPORTED_ARCHS
+
+if TYPE_CHECKING:
+    from smalto.summary import Summary
 
 DEFAULT_ARCH = (9, 0)
 SPLIT_MARKER = "// -----\n"  # between modules on stdout, as mlir-opt --split-input-file reads
@@ -57,12 +62,24 @@ def run_infer(args: argparse.Namespace) -> int:
     destinations = Destinations(args.output, args.report, len(inputs) > 1)
     _check_destinations(inputs, destinations)
     status = EXIT_OK
-    for index, name in enumerate(inputs):
-        status = max(status, _infer_one(name, args, destinations, first=index == 0))
+    stdout = _Stdout()
+    for name in inputs:
+        status = max(status, _infer_one(name, args, destinations, stdout))
     return status
 
 
-def _infer_one(name: str, args: argparse.Namespace, to: Destinations, *, first: bool) -> int:
+@dataclass
+class _Stdout:
+    """Whether a module or summary was printed yet: the next one is set apart from it."""
+
+    used: bool = False
+
+    def print(self, text: str, separator: str) -> None:
+        _print(separator + text if self.used else text)
+        self.used = True
+
+
+def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _Stdout) -> int:
     try:
         source = read_input(name)
         arch = args.arch or _arch_of(source)
@@ -109,9 +126,13 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, *, first: 
             _write_file(module_path, text)
         if args.summary:
             assert inference is not None and printed is not None
-            _print_summary(source, inference, printed, arch, json_lines=args.json, first=first)
+            summary = _summary(source, inference, printed, arch)
+            if args.json:
+                stdout.print(json.dumps(summary.as_json()) + "\n", "")
+            else:
+                stdout.print(summary.text(), "\n")
         elif module_path is None:
-            _print(text if first else SPLIT_MARKER + text)
+            stdout.print(text, SPLIT_MARKER)
     except BrokenPipeError:
         raise  # stdout's reader left: the command line ends quietly
     except OSError as error:  # a file checked writable at the start, yet not written
@@ -120,14 +141,14 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, *, first: 
 
 
 def _infer_keeping_the_solution(
-    module: object, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
     from smalto import annotate
     from smalto.infer import solve_module
 
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)  # type: ignore[arg-type]
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
     plan = annotate.plan_attributes(
         inference.program, inference.system, inference.solver.solution()
     )
@@ -149,23 +170,13 @@ def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedMo
         )
 
 
-def _print_summary(
-    source: Input,
-    inference: Inference,
-    printed: PrintedModule,
-    arch: tuple[int, int],
-    *,
-    json_lines: bool,
-    first: bool,
-) -> None:
+def _summary(
+    source: Input, inference: Inference, printed: PrintedModule, arch: tuple[int, int]
+) -> Summary:
     from smalto.summary import summarize
 
     with in_context(source.module):
-        summary = summarize(inference, printed, source.name, arch)
-    if json_lines:
-        _print(json.dumps(summary.as_json()) + "\n")
-    else:
-        _print(("" if first else "\n") + summary.text())
+        return summarize(inference, printed, source.name, arch)
 
 
 def _arch_of(source: Input) -> tuple[int, int]:

@@ -601,7 +601,7 @@ def test_infer_several_files_to_stdout_and_failures(
     captured = capsys.readouterr()
     assert f"smalto: error: {UNSAT}: Failed to infer" in captured.err
     assert f"smalto: error: cannot read '{tmp_path / 'nope.mlir'}'" in captured.err
-    assert "out_layouts" in captured.out
+    assert captured.out.startswith("module attributes {") and "// -----" not in captured.out
     # Two inputs of one name cannot share a directory; stdin is read alone.
     twin = tmp_path / "sub" / "kernel.mlir"
     twin.parent.mkdir()

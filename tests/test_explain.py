@@ -249,7 +249,15 @@ def test_at_line_is_a_line_of_the_printed_module(capsys: pytest.CaptureFixture) 
     names = [h[1] for line in out.splitlines() if (h := HEADER.match(line))]
     assert names == ["%159#0", "%159#1", "%159#2", "%arg15", "%arg16", "%arg17"]
     status, _, err = _explain([str(FLASH), "@1"], capsys)
-    assert status == 2 and "no value at line 1 of the printed module has a layout" in err
+    assert status == 2 and "error: no value at line 1 of the printed module (in" in err
+    printed = infer_output(FLASH).splitlines()
+    scalar = next(
+        i for i, line in enumerate(printed, 1) if re.search(r"= arith.constant \d+ : i32", line)
+    )
+    status, _, err = _explain([str(FLASH), f"@{scalar}"], capsys)
+    assert status == 2
+    assert f"no value at line {scalar} of the printed module has a layout: %c" in err
+    assert "is i32" in err
 
 
 def test_json(capsys: pytest.CaptureFixture) -> None:
