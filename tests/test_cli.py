@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from cli_run import run
 
 import smalto
 from smalto.cli import main
@@ -378,12 +378,10 @@ def test_bad_report_path_through_the_process_has_no_traceback(tmp_path: Path) ->
     "args",
     [
         ["infer", str(FLASH)],
-        ["infer", str(FLASH), "--summary"],
-        ["explain", str(FLASH), "--all"],
         ["explain", str(FLASH), "--json"],
         ["check", str(MATMUL)],
     ],
-    ids=["infer", "summary", "explain", "explain-json", "check"],
+    ids=["infer", "explain-json", "check"],
 )
 def test_a_closed_pipe_is_no_error(args: list[str], solver: None) -> None:
     """`smalto infer k.mlir | head -1`: the reader leaves; no traceback, status 0."""
@@ -507,17 +505,20 @@ def test_help_and_argument_errors_import_no_jax(args: list[str]) -> None:
 
 
 def test_import_smalto_is_light_and_its_api_loads_on_use() -> None:
-    probe = (
-        "import sys, smalto\n"
-        "light = 'jax' not in sys.modules\n"
-        "from smalto import infer_layout, InferenceError, DEFAULT_FUEL, FAILURE_PREFIX\n"
-        "print(light, callable(smalto.check), issubclass(InferenceError, ValueError),"
-        " DEFAULT_FUEL, smalto.infer_layout is infer_layout)\n"
-    )
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", "import sys, smalto; print('jax' in sys.modules)"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert done.stdout.split() == ["True", "True", "True", str(smalto.DEFAULT_FUEL), "True"]
+    assert done.stdout.split() == ["False"], done.stderr
+    # Here (JAX loaded by now or not), each name loads on use, as before.
+    from smalto import DEFAULT_FUEL, FAILURE_PREFIX, InferenceError, infer_layout
+
+    assert smalto.infer_layout is infer_layout and callable(smalto.check)
+    assert issubclass(InferenceError, ValueError) and FAILURE_PREFIX.startswith("Failed to infer")
+    assert DEFAULT_FUEL == 100_000 and {"infer_layout", "check", "__version__"} <= set(dir(smalto))
 
 
 def test_check_says_what_it_checked(solver: None, tmp_path: Path, capsys) -> None:
@@ -612,24 +613,20 @@ def test_infer_several_files_to_stdout_and_failures(
     assert "'-' (stdin) can only be read alone" in capsys.readouterr().err
 
 
-def test_the_readme_check_example_runs_as_written(solver: None, tmp_path: Path) -> None:
+def test_the_readme_check_example_runs_as_written(
+    solver: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     readme = (REPO / "README.md").read_text()
     command, shown = re.search(
         r"^\$ (smalto infer .* && smalto check .*)\n(.*)$", readme, re.M
     ).groups()
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / MATMUL.name).write_text(MATMUL.read_text())
+    monkeypatch.chdir(tmp_path)
     for part in command.split(" && "):
-        done = subprocess.run(
-            [sys.executable, "-m", "smalto", *part.split()[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
-        assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [shown]
+        ran = run(*part.split()[1:])
+        assert ran.status == 0, ran.err
+    assert ran.out.splitlines() == [shown]
 
 
 def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None:
@@ -643,14 +640,14 @@ def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None
         "row_max = partial(keepdims_reduce, axis=1)\n"
     )
     target = [f"{script}:row_max", "--arg", "f32[128,128]"]
-    rejected = smalto_process("capture", *target, "-o", str(tmp_path / "jax"))
-    assert rejected.returncode == 1 and "Traceback" not in rejected.stderr
-    error, note = rejected.stderr.splitlines()
+    rejected = run("capture", *target, "-o", tmp_path / "jax")
+    assert rejected.status == 1 and "Traceback" not in rejected.err
+    error, note = rejected.err.splitlines()
     assert error.startswith("smalto: error: kernel body: Failed to infer")
     assert note.startswith("smalto: note: JAX's layout inference rejected it; with --smalto")
-    unknown = smalto_process("capture", f"{script}:row_max", "--arg", "q7[128,128]")
-    assert unknown.returncode == 2
-    assert_one_line_error(unknown.stderr, "smalto: error: argument --arg: unknown dtype 'q7'")
-    accepted = smalto_process("capture", *target, "--smalto", "--inferred", "-o", str(tmp_path))
-    assert accepted.returncode == 0, accepted.stderr
+    unknown = run("capture", f"{script}:row_max", "--arg", "q7[128,128]")
+    assert unknown.status == 2
+    assert_one_line_error(unknown.err, "smalto: error: argument --arg: unknown dtype 'q7'")
+    accepted = run("capture", *target, "--smalto", "--inferred", "-o", tmp_path)
+    assert accepted.status == 0, accepted.err
     assert "out_layouts" in (tmp_path / "body.inferred.mlir").read_text()

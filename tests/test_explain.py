@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import infer_output, run
 
 from smalto.explain import Explainer, explain_main
 from smalto.infer import in_context, solve_module
@@ -38,19 +37,6 @@ module {
   }
 }
 """  # noqa: E501
-
-
-def infer_output(path: Path, *args: str) -> str:
-    """What `smalto infer PATH ARGS` prints."""
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", "infer", str(path), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def _explain(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
@@ -299,12 +285,6 @@ def test_the_readme_example_runs_as_written() -> None:
     examples = re.findall(r"^\$ (smalto explain [^\n]+)\n([^\n]+)", README.read_text(), re.M)
     assert examples, "the README shows no explain example"
     for command, shown in examples:
-        done = subprocess.run(
-            [sys.executable, "-m", "smalto", *command.split()[1:]],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=ROOT,
-        )
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.splitlines()[0] == shown, command
+        ran = run(*command.split()[1:])
+        assert ran.status == 0, ran.err
+        assert ran.out.splitlines()[0] == shown, command

@@ -7,11 +7,11 @@ import html
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_run import run
 from test_summary import TRANSPOSED
 
 from smalto.errors import InferenceError
@@ -110,14 +110,8 @@ def test_a_failed_inference_writes_the_diagnosis_and_the_module(tmp_path: Path) 
     source = tmp_path / "unsat.mlir"
     source.write_text(re.sub(r" loc\([^)]*\)\)*", "", UNSAT.read_text()))
     page = tmp_path / "page.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", "infer", str(source), "--report", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    done = run("infer", source, "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
     text = page.read_text(encoding="utf-8")
     outline = _Outline()
     outline.feed(text)
@@ -146,14 +140,8 @@ def test_a_failure_page_shows_the_python_source(tmp_path: Path) -> None:
     source = tmp_path / "unsat.mlir"
     source.write_text(UNSAT.read_text().replace('"kernel.py"', f'"{kernel_py}"'))
     page = tmp_path / "page.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", "infer", str(source), "--report", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 1
+    done = run("infer", source, "--report", page)
+    assert done.status == 1
     text = page.read_text(encoding="utf-8")
     assert '<section id="source">' in text and "line_11 = 11" in text
 
@@ -220,14 +208,8 @@ def test_a_failure_without_a_conflict_still_writes_the_page(tmp_path: Path) -> N
         "}\n"
     )
     page = tmp_path / "page.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", "infer", str(source), "--report", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 1 and "vector.transpose" in done.stderr
+    done = run("infer", source, "--report", page)
+    assert done.status == 1 and "vector.transpose" in done.err
     outline = _Outline()
     outline.feed(page.read_text(encoding="utf-8"))
     assert outline.sections == ["error", "diagnosis", "module"]

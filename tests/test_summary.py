@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import infer_output, run
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
@@ -61,15 +60,7 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def _printed(path: Path) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", "infer", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return infer_output(path).splitlines()
 
 
 def _rows(text: str) -> list[re.Match[str]]:
@@ -224,15 +215,9 @@ def test_the_readme_example_runs_as_written() -> None:
     command, shown = re.search(
         r"^\$ (smalto infer \S+ --summary)\n(.*?)\n```", readme, re.M | re.S
     ).groups()
-    done = subprocess.run(
-        [sys.executable, "-m", "smalto", *command.split()[1:]],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    printed = done.stdout.splitlines()
+    ran = run(*command.split()[1:])
+    assert ran.status == 0, ran.err
+    printed = ran.out.splitlines()
     shown_lines = shown.splitlines()
     assert printed[:4] == shown_lines[:4]
     # The rows it shows, between the elisions, are rows of the output.
