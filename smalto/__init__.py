@@ -5,7 +5,13 @@
 """
 
 from smalto.check import check as check  # the independent checker (smalto.check.check)
-from smalto.errors import FAILURE_PREFIX, InferenceError
+from smalto.errors import FAILURE_PREFIX, InferenceError, UnitDimRewriteWarning
 from smalto.infer import DEFAULT_FUEL, infer_layout
 
-__all__ = ["DEFAULT_FUEL", "FAILURE_PREFIX", "InferenceError", "infer_layout"]
+__all__ = [
+    "DEFAULT_FUEL",
+    "FAILURE_PREFIX",
+    "InferenceError",
+    "UnitDimRewriteWarning",
+    "infer_layout",
+]
