@@ -1,7 +1,9 @@
 """The ``smalto`` command line, in ``mlir-opt``'s habits.
 
-``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--dump-system]``
-reads a Mosaic GPU module, infers its layouts and prints the annotated module.
+``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--dump-system]
+[--no-rewrite]`` reads a Mosaic GPU module, infers its layouts and prints the annotated
+module (rewritten by the unit-dim rewrite where the module as written has no layouts, a
+note per changed op on stderr).
 Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
 smalto has no rule for), with the reason on stderr; 2 on bad usage or input
 that cannot be read or parsed, with one line on stderr.
@@ -19,11 +21,13 @@ only, and says so (exit status 2) elsewhere.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TextIO
@@ -131,6 +135,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
         "to stdout, as JAX's pass does)",
     )
+    infer.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="where the module as written has no layouts, do not try the unit-dim rewrite "
+        "(computing keepdims values without their unit dims); by default smalto tries it, "
+        "prints the rewritten module and a note per changed op on stderr",
+    )
     infer.set_defaults(run=_run_infer)
     bench = commands.add_parser(
         "bench",
@@ -163,16 +174,18 @@ def _run_infer(args: argparse.Namespace) -> int:
     module = parse_module(text, source_name=source_name)
     arch = args.arch or _arch_of(module)
     fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    rewrite = not args.no_rewrite
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
-        with module.context, ir.Location.unknown():
+        with module.context, ir.Location.unknown(), _rewrite_notes():
             if args.report or args.dump_system:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = _infer_for_report(module, fuel, arch, dump_to)
+                inference = _infer_for_report(module, fuel, arch, dump_to, rewrite)
             else:
-                infer_layout(module, fuel=fuel, arch=arch)
+                infer_layout(module, fuel=fuel, arch=arch, rewrite=rewrite)
     except InferenceError as error:
-        return _fail(str(error) + _source_excerpts(error), EXIT_INFERENCE_FAILED)
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+        return _fail(str(error) + notes + _source_excerpts(error), EXIT_INFERENCE_FAILED)
     except NotImplementedError as error:
         return _fail(str(error) or "unsupported operation", EXIT_INFERENCE_FAILED)
     if args.report:
@@ -185,15 +198,42 @@ def _run_infer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _rewrite_notes() -> Iterator[None]:
+    """The unit-dim rewrite's warning as notes on stderr, one per changed op."""
+    from smalto import UnitDimRewriteWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnitDimRewriteWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                if isinstance(warning.message, UnitDimRewriteWarning):
+                    for record in warning.message.rewritten:
+                        print(f"smalto: note: {record}", file=sys.stderr)
+                else:
+                    warnings.showwarning(
+                        warning.message,
+                        warning.category,
+                        warning.filename,
+                        warning.lineno,
+                    )
+
+
 def _infer_for_report(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+    module: ir.Module,
+    fuel: int,
+    arch: tuple[int, int],
+    dump_to: TextIO | None = None,
+    rewrite: bool = True,
 ) -> object:
     """``infer_layout``, keeping what the report shows (the solved system); the system is
     also written to ``dump_to`` once derived, when given."""
     from smalto import annotate
     from smalto.infer import solve_module
 
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to, rewrite=rewrite)
     plan = annotate.plan_attributes(
         inference.program, inference.system, inference.solver.solution()
     )
