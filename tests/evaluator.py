@@ -396,6 +396,14 @@ class Evaluator:
     def op(self, op: ir.Operation) -> None:
         name = op.name
         handler = _HANDLERS.get(name)
+        with np.errstate(all="ignore"):  # NaNs and infinities are values like any other
+            results = self._results(op, name, handler)
+        for result, value in zip(op.results, results, strict=True):
+            self.values[result] = value
+
+    def _results(
+        self, op: ir.Operation, name: str, handler: Callable[..., Any] | None
+    ) -> list[Any]:
         if handler is not None:
             results = handler(self, op)
         elif name in BINARY:
@@ -409,8 +417,7 @@ class Evaluator:
             results = [_cast(name, x, self._dtype(op.results[0]))]
         else:
             results = self.unknown(op)
-        for result, value in zip(op.results, results, strict=True):
-            self.values[result] = value
+        return results
 
     def operands(self, op: ir.Operation) -> list[Any]:
         return [self.values[v] for v in op.operands]
