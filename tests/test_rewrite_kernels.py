@@ -22,12 +22,15 @@ import functools
 import warnings
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 import user_kernels_keepdims
 from evaluator import assert_same_results, run
 from jax._src.lib.mlir import ir
 from reference import layout_attributes
-from user_kernels_keepdims import BLACKWELL, HOPPER, KERNELS, Kernel
+from user_kernels_keepdims import BLACKWELL, HOPPER, KERNELS, REFERENCES, Kernel, row_softmax_lse
 
 import smalto
 import smalto.jax
@@ -189,3 +192,37 @@ def test_every_kind_runs_on_both_archs_in_every_dtype() -> None:
     for arch in (HOPPER, BLACKWELL):
         for dtype in ("bfloat16", "float16"):
             assert ("attention", arch, dtype) in covered
+
+
+_TOLERANCE = {"float32": 2e-5, "bfloat16": 2e-2, "float16": 2e-3}
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [k for k in _one_per_variant() if k.name in REFERENCES and k.kind != "attention"],
+    ids=lambda k: k.id,
+)
+def test_the_rewritten_kernel_computes_what_jnp_does(kernel: Kernel) -> None:
+    """The evaluator runs the whole rewritten kernel (its operands straight from
+    GMEM): the result is the plain jnp one, so the kernels test what they say."""
+    (captured,) = _lowered(kernel)[0].kernels
+    buffers = run(captured.module(inferred=True))
+    inputs, outputs = buffers[: len(kernel.args)], buffers[len(kernel.args) :]
+    expected = REFERENCES[kernel.name](*(jnp.asarray(x) for x in inputs))
+    tolerance = _TOLERANCE[kernel.dtype]
+    np.testing.assert_allclose(
+        outputs[0].astype(np.float32),
+        np.asarray(expected).astype(np.float32),
+        rtol=tolerance,
+        atol=tolerance,
+    )
+
+
+def test_a_keepdims_kernel_that_infers_as_written_is_not_rewritten() -> None:
+    """The statistics are stored or broadcast straight from their expansion (which
+    JAX's canonicalizer folds): nothing to rewrite, and nothing is."""
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", smalto.UnitDimRewriteWarning)
+        (captured,) = smalto.jax.lower(row_softmax_lse, x, arch=HOPPER, by="smalto").kernels
+    assert "vector<128x1xf32>" in (captured.inferred_text or "")

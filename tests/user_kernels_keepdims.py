@@ -348,9 +348,56 @@ def attention_blackwell(
     )(q, k, v)
 
 
+# --- References in plain jnp (f32 math, the kernels' output dtype) -------------------
+
+
+def _f32(x: jax.Array) -> jax.Array:
+    return x.astype(jnp.float32)
+
+
+def rms_norm_reference(x: jax.Array, w: jax.Array, *, eps: float = 1e-6, **_: Any) -> jax.Array:
+    xf = _f32(x)
+    return (xf * lax.rsqrt(jnp.mean(xf * xf, -1, keepdims=True) + eps) * _f32(w)).astype(x.dtype)
+
+
+def rms_norm_columns_reference(x: jax.Array, *, eps: float = 1e-6) -> jax.Array:
+    xf = _f32(x)
+    return (xf * lax.rsqrt(jnp.mean(xf * xf, 0, keepdims=True) + eps)).astype(x.dtype)
+
+
+def layer_norm_reference(x: jax.Array, *, eps: float = 1e-5, **_: Any) -> jax.Array:
+    xf = _f32(x)
+    mu = jnp.mean(xf, -1, keepdims=True)
+    return ((xf - mu) * lax.rsqrt(jnp.var(xf, -1, keepdims=True) + eps)).astype(x.dtype)
+
+
+def log_softmax_reference(x: jax.Array) -> jax.Array:
+    return jax.nn.log_softmax(_f32(x), axis=-1).astype(x.dtype)
+
+
+def masked_normalize_reference(x: jax.Array) -> jax.Array:
+    xf = _f32(x)
+    top, low = jnp.max(xf, -1, keepdims=True), jnp.min(xf, -1, keepdims=True)
+    scale = jnp.where(top > 0, 1.0 / jnp.maximum(top, 1e-3), 0.0)
+    return ((xf - jnp.minimum(low, 0.0)) * scale).astype(x.dtype)
+
+
 def attention_reference(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
     s = (q.astype(jnp.float32) @ k.astype(jnp.float32).T) / math.sqrt(q.shape[-1])
     return (jax.nn.softmax(s, axis=-1) @ v.astype(jnp.float32)).astype(q.dtype)
+
+
+REFERENCES: dict[str, Callable[..., jax.Array]] = {
+    "rms_norm": rms_norm_reference,
+    "rms_norm_scale": rms_norm_reference,
+    "rms_norm_columns": rms_norm_columns_reference,
+    "layer_norm": layer_norm_reference,
+    "layer_norm_stats": layer_norm_reference,  # its first output
+    "log_softmax": log_softmax_reference,
+    "masked_normalize": masked_normalize_reference,
+    "attention_hopper": attention_reference,
+    "attention_blackwell": attention_reference,
+}
 
 
 # --- The cases ------------------------------------------------------------------
