@@ -166,6 +166,33 @@ def masked_normalize(x: jax.Array, *, keepdims: bool = True) -> jax.Array:
     return plgpu.kernel(body, out_type=_sds(x.shape, x.dtype), compiler_params=WARPGROUP)(x)
 
 
+def shifted_exp_reshaped(x: jax.Array, *, keepdims: bool = True) -> jax.Array:
+    """``exp(x - max(x, 1).reshape(N, 1) / 2)``: the (N, 1) value from a reshape."""
+    rows = x.shape[0]
+
+    def body(x_gmem, o_gmem):
+        xf = x_gmem[...].astype(jnp.float32)
+        m = jnp.max(xf, axis=1)
+        if keepdims:
+            m = m.reshape(rows, 1)
+        o_gmem[...] = jnp.exp(xf - _against(m * 0.5, -1, keepdims)).astype(o_gmem.dtype)
+
+    return plgpu.kernel(body, out_type=_sds(x.shape, x.dtype), compiler_params=WARPGROUP)(x)
+
+
+def centered_with_row_max(x: jax.Array, *, keepdims: bool = True) -> tuple[jax.Array, jax.Array]:
+    """``x - 2 max(x, 1, keepdims=True)``, and that (N, 1) maximum stored as ``m[:, 0]``."""
+
+    def body(x_gmem, o_gmem, m_gmem):
+        xf = x_gmem[...].astype(jnp.float32)
+        m = jnp.max(xf, axis=1, keepdims=keepdims) * 2.0
+        o_gmem[...] = (xf - _against(m, -1, keepdims)).astype(o_gmem.dtype)
+        m_gmem[...] = m[:, 0] if keepdims else m
+
+    out_type = (_sds(x.shape, x.dtype), _sds((x.shape[0],), jnp.float32))
+    return plgpu.kernel(body, out_type=out_type, compiler_params=WARPGROUP)(x)
+
+
 def row_softmax_lse(x: jax.Array, *, keepdims: bool = True) -> tuple[jax.Array, jax.Array]:
     """Softmax over rows, and the row log-sum-exp stored as an (N, 1) f32 array."""
     rows = x.shape[0]
@@ -387,6 +414,16 @@ def attention_reference(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
     return (jax.nn.softmax(s, axis=-1) @ v.astype(jnp.float32)).astype(q.dtype)
 
 
+def shifted_exp_reshaped_reference(x: jax.Array) -> jax.Array:
+    xf = _f32(x)
+    return jnp.exp(xf - jnp.max(xf, 1, keepdims=True) * 0.5).astype(x.dtype)
+
+
+def centered_with_row_max_reference(x: jax.Array) -> jax.Array:
+    xf = _f32(x)
+    return (xf - jnp.max(xf, 1, keepdims=True) * 2.0).astype(x.dtype)
+
+
 REFERENCES: dict[str, Callable[..., jax.Array]] = {
     "rms_norm": rms_norm_reference,
     "rms_norm_scale": rms_norm_reference,
@@ -395,6 +432,8 @@ REFERENCES: dict[str, Callable[..., jax.Array]] = {
     "layer_norm_stats": layer_norm_reference,  # its first output
     "log_softmax": log_softmax_reference,
     "masked_normalize": masked_normalize_reference,
+    "shifted_exp_reshaped": shifted_exp_reshaped_reference,
+    "centered_with_row_max": centered_with_row_max_reference,  # its first output
     "attention_hopper": attention_reference,
     "attention_blackwell": attention_reference,
 }
@@ -459,6 +498,8 @@ def _kernels() -> list[Kernel]:
                 ),
                 Kernel("softmax", "log_softmax", log_softmax, (x,), arch),
                 Kernel("softmax", "masked_normalize", masked_normalize, (x,), arch),
+                Kernel("softmax", "shifted_exp_reshaped", shifted_exp_reshaped, (x,), arch),
+                Kernel("softmax", "centered_with_row_max", centered_with_row_max, (x,), arch),
                 Kernel(
                     "rms_norm",
                     "rms_norm_batched",
