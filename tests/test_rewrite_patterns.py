@@ -311,6 +311,22 @@ def test_a_branch_result_is_computed_without_it(branch: str) -> None:
     assert "vector<128x1xf32>" not in text
 
 
+def test_an_optimization_barrier_passes_the_statistic_on() -> None:
+    """``lax.optimization_barrier((acc, m, l))``, as JAX's own attention kernel writes it."""
+    body = f"""
+%e = {BID}(%r : vector<128xf32>) <broadcast_dimensions = [0]> -> vector<128x1xf32>
+%m = math.exp %e : vector<128x1xf32>
+%b:2 = "mosaic_gpu.optimization_barrier"(%x, %m)
+  : (vector<128x64xf32>, vector<128x1xf32>) -> (vector<128x64xf32>, vector<128x1xf32>)
+%w = {BID}(%b#1 : vector<128x1xf32>) <broadcast_dimensions = [0, 1]> -> vector<128x64xf32>
+%o = arith.mulf %b#0, %w : vector<128x64xf32>
+{_store("o", "128x64xf32")}
+"""
+    text, records = rewrite_checked(body, [ROW, ("x", "vector<128x64xf32>"), OUT])
+    assert ("mosaic_gpu.optimization_barrier", "now") in changed(records)
+    assert "-> (vector<128x64xf32>, vector<128xf32>)" in text
+
+
 # --- What the rewrite leaves alone ------------------------------------------------
 
 

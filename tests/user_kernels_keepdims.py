@@ -221,9 +221,12 @@ def attention_hopper(
     block_q: int = 64,
     block_kv: int = 64,
     keepdims: bool = True,
+    barrier: bool = False,
 ) -> jax.Array:
     """Flash attention forward on Hopper: ``s = q @ k.T`` by wgmma, the running
-    row maximum and sum carried as (block_q, 1) values."""
+    row maximum and sum carried as (block_q, 1) values; ``barrier`` passes the
+    carries through ``lax.optimization_barrier`` (as JAX's own attention kernel
+    does)."""
     seq_q, head_dim = q.shape
     seq_kv = k.shape[0]
     scale = 1.0 / math.sqrt(head_dim)
@@ -258,6 +261,8 @@ def attention_hopper(
                 plgpu.wgmma(acc_ref, p.astype(dtype), v_smem)
 
             acc = pl.run_state(accumulate)(plgpu.ACC.init(acc))
+            if barrier:
+                acc, m_new, row_sum = lax.optimization_barrier((acc, m_new, row_sum))
             return acc, m_new, row_sum
 
         stat_shape = (block_q, 1) if keepdims else (block_q,)
@@ -436,6 +441,7 @@ REFERENCES: dict[str, Callable[..., jax.Array]] = {
     "centered_with_row_max": centered_with_row_max_reference,  # its first output
     "attention_hopper": attention_reference,
     "attention_blackwell": attention_reference,
+    "attention_hopper_barrier": attention_reference,
 }
 
 
@@ -517,6 +523,13 @@ def _kernels() -> list[Kernel]:
                 ("attention_blackwell", attention_blackwell, BLACKWELL),
             ):
                 cases.append(Kernel("attention", name, fn, (q, kv, kv), arch, twin_by_jax=True))
+        q, kv = _sds((128, 64), dtype), _sds((256, 64), dtype)
+        barrier = partial(attention_hopper, barrier=True)
+        cases.append(
+            Kernel(
+                "attention", "attention_hopper_barrier", barrier, (q, kv, kv), HOPPER, None, True
+            )
+        )
     return cases
 
 

@@ -95,4 +95,6 @@ WHILE = "scf.while"
 IF = "scf.if"
 INDEX_SWITCH = "scf.index_switch"
 YIELD = "scf.yield"
+# Passes each operand through as the result of the same position.
+OPTIMIZATION_BARRIER = "mosaic_gpu.optimization_barrier"
 CONDITION = "scf.condition"

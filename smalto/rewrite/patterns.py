@@ -75,7 +75,7 @@ def squeeze_values(op: ir.Operation, values: list[ir.Value], web: Web) -> Rewrit
     each index of ``Q`` names the same elements before and after. Loops and
     branches: a carried value is only passed on (init, block argument, yield,
     result), never looked into, so passing the same data at ``Q`` everywhere
-    is the same loop.
+    is the same loop. An optimization barrier returns its operands as they are.
     """
     for value in values:
         value.set_type(_squeezed_type(value, web))

@@ -4,7 +4,8 @@ A *web* is a set of vector values of one shape ``S`` with a size-1 dim that
 the module computes as one: the operands and results of an elementwise op,
 and everything a loop or branch carries from one place to another (an
 ``scf.for`` init, iteration argument, yielded value and result; the same for
-``scf.while``, ``scf.if`` and ``scf.index_switch``). Either every value of a
+``scf.while``, ``scf.if`` and ``scf.index_switch``; an operand of
+``mosaic_gpu.optimization_barrier`` and its result). Either every value of a
 web is rewritten or none is.
 
 A web is rewritten (computed on the shape ``Q``, ``S`` without some of its
@@ -208,6 +209,8 @@ def _carried_groups(op: ir.Operation) -> list[list[ir.Value]] | None:
             for group in zip(list(condition.operands)[1:], op.results, after_args, strict=True)
         ]
         return entering + leaving
+    if name == names.OPTIMIZATION_BARRIER:
+        return [[operand, result] for operand, result in zip(op.operands, op.results, strict=True)]
     if name in (names.IF, names.INDEX_SWITCH):
         yields = [_terminator(region) for region in op.regions]
         if any(y is None for y in yields):
