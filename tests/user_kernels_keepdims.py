@@ -193,6 +193,40 @@ def centered_with_row_max(x: jax.Array, *, keepdims: bool = True) -> tuple[jax.A
     return plgpu.kernel(body, out_type=out_type, compiler_params=WARPGROUP)(x)
 
 
+def row_max_cast(x: jax.Array, *, keepdims: bool = True) -> jax.Array:
+    """``x - max(x, -1, keepdims=True).astype(f32) / 2``: the statistic reduced in the
+    input's dtype (bf16, f16) and cast as an (N, 1) value."""
+
+    def body(x_gmem, o_gmem):
+        x = x_gmem[...]
+        shift = jnp.max(x, axis=-1, keepdims=keepdims).astype(jnp.float32) * 0.5
+        o_gmem[...] = (x.astype(jnp.float32) - _against(shift, -1, keepdims)).astype(o_gmem.dtype)
+
+    return plgpu.kernel(body, out_type=_sds(x.shape, x.dtype), compiler_params=WARPGROUP)(x)
+
+
+def column_mean_smem(x: jax.Array, *, keepdims: bool = True) -> tuple[jax.Array, jax.Array]:
+    """Columns centered by their (1, N) mean, which also goes to GMEM through SMEM
+    (a TMA copy), doubled."""
+    cols = x.shape[1]
+
+    def body(x_gmem, o_gmem, mean_gmem, mean_smem):
+        xf = x_gmem[...].astype(jnp.float32)
+        mu = jnp.mean(xf, axis=0, keepdims=keepdims)
+        o_gmem[...] = (xf - _against(mu, 0, keepdims)).astype(o_gmem.dtype)
+        mean_smem[...] = _against(mu * 2.0, 0, keepdims)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(mean_smem, mean_gmem)
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(
+        body,
+        out_type=(_sds(x.shape, x.dtype), _sds((1, cols), jnp.float32)),
+        scratch_types=[plgpu.SMEM((1, cols), jnp.float32)],
+        compiler_params=WARPGROUP,
+    )(x)
+
+
 def row_softmax_lse(x: jax.Array, *, keepdims: bool = True) -> tuple[jax.Array, jax.Array]:
     """Softmax over rows, and the row log-sum-exp stored as an (N, 1) f32 array."""
     rows = x.shape[0]
@@ -429,6 +463,16 @@ def centered_with_row_max_reference(x: jax.Array) -> jax.Array:
     return (xf - jnp.max(xf, 1, keepdims=True) * 2.0).astype(x.dtype)
 
 
+def row_max_cast_reference(x: jax.Array) -> jax.Array:
+    shift = jnp.max(x, -1, keepdims=True).astype(jnp.float32) * 0.5
+    return (_f32(x) - shift).astype(x.dtype)
+
+
+def column_mean_smem_reference(x: jax.Array) -> jax.Array:
+    xf = _f32(x)
+    return (xf - jnp.mean(xf, 0, keepdims=True)).astype(x.dtype)
+
+
 REFERENCES: dict[str, Callable[..., jax.Array]] = {
     "rms_norm": rms_norm_reference,
     "rms_norm_scale": rms_norm_reference,
@@ -439,6 +483,8 @@ REFERENCES: dict[str, Callable[..., jax.Array]] = {
     "masked_normalize": masked_normalize_reference,
     "shifted_exp_reshaped": shifted_exp_reshaped_reference,
     "centered_with_row_max": centered_with_row_max_reference,  # its first output
+    "row_max_cast": row_max_cast_reference,
+    "column_mean_smem": column_mean_smem_reference,  # its first output
     "attention_hopper": attention_reference,
     "attention_blackwell": attention_reference,
     "attention_hopper_barrier": attention_reference,
@@ -506,6 +552,8 @@ def _kernels() -> list[Kernel]:
                 Kernel("softmax", "masked_normalize", masked_normalize, (x,), arch),
                 Kernel("softmax", "shifted_exp_reshaped", shifted_exp_reshaped, (x,), arch),
                 Kernel("softmax", "centered_with_row_max", centered_with_row_max, (x,), arch),
+                Kernel("softmax", "row_max_cast", row_max_cast, (x,), arch),
+                Kernel("layer_norm", "column_mean_smem", column_mean_smem, (x,), arch),
                 Kernel(
                     "rms_norm",
                     "rms_norm_batched",
