@@ -175,6 +175,22 @@ def test_two_statistics_meet() -> None:
     assert changed(records).count((BID, "removed:")) == 2
 
 
+def test_expansions_that_insert_the_unit_dim_at_different_places() -> None:
+    """(1, N) -> (1, 1, N) along dims [0, 2] and along [1, 2]: the same data, so one web;
+    the rewrite keeps the first one's dims and the broadcast folds along them."""
+    body = f"""
+%e1 = {BID}(%p : vector<1x8xf32>) <broadcast_dimensions = [0, 2]> -> vector<1x1x8xf32>
+%e2 = {BID}(%q : vector<1x8xf32>) <broadcast_dimensions = [1, 2]> -> vector<1x1x8xf32>
+%s = arith.subf %e1, %e2 : vector<1x1x8xf32>
+%b = {BID}(%s : vector<1x1x8xf32>) <broadcast_dimensions = [0, 1, 2]> -> vector<2x4x8xf32>
+"{STORE}"(%b, %out) : (vector<2x4x8xf32>, memref<2x4x8xf32>) -> ()
+"""
+    args = [("p", "vector<1x8xf32>"), ("q", "vector<1x8xf32>"), ("out", "memref<2x4x8xf32>")]
+    text, records = rewrite_checked(body, args)
+    assert changed(records).count((BID, "removed:")) == 2
+    assert "<broadcast_dimensions = [0, 2]> -> vector<2x4x8xf32>" in text
+
+
 def test_a_reshape_expands_and_a_reshape_squeezes() -> None:
     """``x.reshape(N, 1)`` is an expansion; ``m[:, 0]`` (a shape_cast back) folds away."""
     body = f"""
