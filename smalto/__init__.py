@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from smalto import check as check  # the checker (callable: smalto.check(module, arch))
-    from smalto.errors import FAILURE_PREFIX, InferenceError
+    from smalto.errors import FAILURE_PREFIX, InferenceError, UnitDimRewriteWarning
     from smalto.infer import DEFAULT_FUEL, infer_layout
 
-__all__ = ["DEFAULT_FUEL", "FAILURE_PREFIX", "InferenceError", "__version__", "infer_layout"]
+__all__ = [
+    "DEFAULT_FUEL",
+    "FAILURE_PREFIX",
+    "InferenceError",
+    "UnitDimRewriteWarning",
+    "__version__",
+    "infer_layout",
+]
 
 # Public name -> the module that defines it.
 _LAZY = {
@@ -26,6 +33,7 @@ _LAZY = {
     "infer_layout": "smalto.infer",
     "FAILURE_PREFIX": "smalto.errors",
     "InferenceError": "smalto.errors",
+    "UnitDimRewriteWarning": "smalto.errors",
 }
 
 

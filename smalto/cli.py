@@ -2,7 +2,9 @@
 
 ``smalto infer FILE... [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--summary]``
 reads Mosaic GPU modules, infers their layouts and prints the annotated modules
-(or a summary of the layouts). ``smalto explain FILE [%value...]`` says why each
+(or a summary of the layouts); where a module as written has no layouts, the
+unit-dim rewrite is tried (``--no-rewrite``: not), with a note on stderr per
+changed op. ``smalto explain FILE [%value...]`` says why each
 value got its layout; ``smalto check FILE...`` checks annotated modules op by op.
 Exit status: 0 on success; 1 when a kernel cannot be inferred (or uses an op
 smalto has no rule for), or has violations (``check``), with the reason; 2 on
@@ -244,6 +246,13 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the constraint system to stderr once derived, one requirement a line "
         "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
         "to stdout, as JAX's pass does)",
+    )
+    parser.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="where a module as written has no layouts, do not try the unit-dim rewrite "
+        "(computing keepdims values without their unit dims); by default smalto tries it, "
+        "prints the rewritten module and a note per changed op on stderr",
     )
 
 

@@ -27,3 +27,14 @@ class InferenceError(ValueError):
         # Structured facts about the failure (ops, locations, constraints) for
         # tools; ``None`` where there is nothing more to say than the message.
         self.conflict = conflict
+
+
+class UnitDimRewriteWarning(UserWarning):
+    """smalto changed ops of a module that has no layouts as written (the unit-dim
+    rewrite, ``smalto.rewrite``); ``rewritten`` lists them (``RewrittenOp``s, in
+    program order). ``infer_layout(..., rewrite=False)``, or the CLI's
+    ``--no-rewrite``, turns the rewrite off."""
+
+    def __init__(self, message: str, rewritten: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.rewritten = rewritten

@@ -42,15 +42,39 @@ def solve_module(
     fuel: int = DEFAULT_FUEL,
     arch: tuple[int, int] = (9, 0),
     dump_to: TextIO | None = None,
+    rewrite: bool = False,
 ) -> Inference:
     """Infers layouts without writing them; raises as ``infer_layout`` does.
 
     Between the rules and the search, names the module for dumps and dumps
     the system when asked (``dump_to``, or JAX's environment variables), as
-    JAX's pass does (see ``smalto.dump``). Must run inside the module's
-    context (``infer_layout`` takes care of it).
+    JAX's pass does (see ``smalto.dump``). With ``rewrite``, a module with no
+    layouts as written is tried again after the unit-dim rewrite
+    (``smalto.rewrite``), and rewritten in place if that infers. Must run
+    inside the module's context (``infer_layout`` takes care of it).
     """
     arch = tuple(arch)  # type: ignore[assignment]
+    try:
+        return _solve_as_written(module, fuel, arch, dump_to)
+    except InferenceError as error:
+        if not rewrite:
+            raise
+        failed = error
+    # Only here, where the module has no layouts: a module that infers never
+    # even imports the rewrite.
+    from smalto.rewrite.fallback import solve_rewritten
+
+    return solve_rewritten(
+        module,
+        failed,
+        solve_copy=lambda copy: search(*_derived(copy, arch), arch, fuel),
+        solve=lambda rewritten: _solve_as_written(rewritten, fuel, arch, dump_to),
+    )
+
+
+def _solve_as_written(
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None
+) -> Inference:
     program = read_program(module)
     check_input(program, fuel=fuel, arch=arch)
     system = derive_system(program, arch)
@@ -58,6 +82,11 @@ def solve_module(
         # (JAX's pass gives up on such a system before it gets here.)
         after_derivation(module, program, system, dump_to)
     return search(program, system, arch, fuel)
+
+
+def _derived(module: ir.Module, arch: tuple[int, int]) -> tuple[Program, System]:
+    program = read_program(module)
+    return program, derive_system(program, arch)
 
 
 def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
@@ -85,7 +114,11 @@ def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -
 
 
 def infer_layout(
-    module: ir.Module, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int] = (9, 0)
+    module: ir.Module,
+    *,
+    fuel: int = DEFAULT_FUEL,
+    arch: tuple[int, int] = (9, 0),
+    rewrite: bool = True,
 ) -> None:
     """Infers register layouts, SMEM transforms and TMEM layouts for ``module``.
 
@@ -97,9 +130,17 @@ def infer_layout(
     JAX's pass, it sets the module's ``mosaic_gpu.dump_basename`` if absent
     once the rules have run (so also when the search fails); otherwise a
     failure leaves the module unchanged.
+
+    Where the module as written has no layouts, and ``rewrite`` is true,
+    smalto tries the unit-dim rewrite (``smalto.rewrite``): values expanded
+    by unit dims (``keepdims=True`` statistics) computed without them. If the
+    rewritten module infers, the module is rewritten in place, its layouts
+    written, and a ``smalto.UnitDimRewriteWarning`` names every changed op;
+    if not, the module is left as it came and the error is the one about the
+    module as written.
     """
     with in_context(module), _cyclic_gc_paused():
-        result = solve_module(module, fuel=fuel, arch=arch)
+        result = solve_module(module, fuel=fuel, arch=arch, rewrite=rewrite)
         plan = annotate.plan_attributes(result.program, result.system, result.solver.solution())
         annotate.write_attributes(result.program, plan)
         # Freed here, while the collector is paused: they hold no cycles, so

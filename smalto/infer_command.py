@@ -10,9 +10,12 @@ worst of them. Paths that cannot be written are found before any inference.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -89,14 +92,15 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     module = source.module
     report = to.report_path(name)
     inference: Inference | None = None
+    rewrite = not args.no_rewrite
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
-        with in_context(module):
+        with in_context(module), _rewrite_notes():
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = _infer_keeping_the_solution(module, fuel, arch, dump_to)
+                inference = _infer_keeping_the_solution(module, fuel, arch, dump_to, rewrite)
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=arch)
+                smalto.infer_layout(module, fuel=fuel, arch=arch, rewrite=rewrite)
     except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
@@ -108,6 +112,8 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
             except OSError as write_error:
                 return fail(_cannot_write(report, write_error), EXIT_USAGE)
         message = str(error) or "unsupported operation"
+        # (The unit-dim rewrite, tried and failed, says so in a note.)
+        message += "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
         if to.many:
             message = f"{source.name}: {message}"
         return fail(message + source_excerpts(error), EXIT_INFERENCE_FAILED)
@@ -141,19 +147,43 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
 
 
 def _infer_keeping_the_solution(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+    module: ir.Module,
+    fuel: int,
+    arch: tuple[int, int],
+    dump_to: TextIO | None = None,
+    rewrite: bool = True,
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
     from smalto import annotate
     from smalto.infer import solve_module
 
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to, rewrite=rewrite)
     plan = annotate.plan_attributes(
         inference.program, inference.system, inference.solver.solution()
     )
     annotate.write_attributes(inference.program, plan)
     return inference
+
+
+@contextlib.contextmanager
+def _rewrite_notes() -> Iterator[None]:
+    """The unit-dim rewrite's warning as notes on stderr, one per changed op."""
+    from smalto.errors import UnitDimRewriteWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnitDimRewriteWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                if isinstance(warning.message, UnitDimRewriteWarning):
+                    for record in warning.message.rewritten:
+                        print(f"smalto: note: {record}", file=sys.stderr)
+                else:
+                    warnings.showwarning(
+                        warning.message, warning.category, warning.filename, warning.lineno
+                    )
 
 
 def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedModule:

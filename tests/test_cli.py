@@ -45,7 +45,9 @@ class RecordingInfer:
         self.calls: list[dict[str, object]] = []
         self.error = error
 
-    def __call__(self, module: object, *, fuel: int, arch: tuple[int, int]) -> None:
+    def __call__(
+        self, module: object, *, fuel: int, arch: tuple[int, int], rewrite: bool = True
+    ) -> None:
         self.calls.append({"fuel": fuel, "arch": arch})
         if self.error is not None:
             raise self.error

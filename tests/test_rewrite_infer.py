@@ -1,0 +1,239 @@
+"""The unit-dim rewrite inside ``smalto.infer_layout`` and the CLI: when it runs,
+what it says, how to turn it off, and that a failure leaves the module as it came."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+from evaluator import assert_same_results, run
+from jax._src.lib.mlir import ir
+from mlir_snippets import parse
+
+import smalto
+import smalto.rewrite.webs
+from smalto.check import check
+from smalto.cli import main
+
+BID = "mosaic_gpu.broadcast_in_dim"
+WGMMA = (
+    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>"
+)
+
+
+def _loc(line: int, column: int = 5) -> str:
+    return f'loc("rms.py":{line}:{column})'
+
+
+# RMS norm as a Pallas user writes it, ``x * rsqrt(mean(x * x, -1, keepdims=True) + eps)``:
+# the module as written has no layouts; after the rewrite it infers.
+RMS_NORM = f"""
+module attributes {{mosaic_gpu.dump_basename = "rms"}} {{
+  func.func @kernel(%x_ref: memref<128x256xf32>, %out: memref<128x256xf32>) {{
+    %x = "mosaic_gpu.vector_load"(%x_ref) <{{optimized = true}}>
+      : (memref<128x256xf32>) -> vector<128x256xf32>
+      {_loc(10)}
+    %sq = arith.mulf %x, %x : vector<128x256xf32> {_loc(11, 22)}
+    %zero = arith.constant dense<0.0> : vector<128xf32> {_loc(11)}
+    %sum = vector.multi_reduction <add>, %sq, %zero [1] : vector<128x256xf32> to vector<128xf32>
+      {_loc(11, 13)}
+    %keep = {BID}(%sum : vector<128xf32>) <broadcast_dimensions = [0]> -> vector<128x1xf32>
+      {_loc(11, 13)}
+    %n = arith.constant dense<256.0> : vector<128x1xf32> {_loc(11)}
+    %mean = arith.divf %keep, %n : vector<128x1xf32> {_loc(11, 13)}
+    %eps = arith.constant dense<1.0e-6> : vector<128x1xf32> {_loc(12)}
+    %plus = arith.addf %mean, %eps : vector<128x1xf32> {_loc(12, 33)}
+    %inv = math.rsqrt %plus : vector<128x1xf32> {_loc(12, 23)}
+    %wide = {BID}(%inv : vector<128x1xf32>) <broadcast_dimensions = [0, 1]> -> vector<128x256xf32>
+      {_loc(12, 19)}
+    %y = arith.mulf %x, %wide : vector<128x256xf32> {_loc(12, 19)}
+    "mosaic_gpu.vector_store"(%y, %out) <{{optimized = true}}>
+      : (vector<128x256xf32>, memref<128x256xf32>) -> ()
+      {_loc(12)}
+    return
+  }}
+}}
+"""
+
+# (A dump name of its own: a failed inference leaves the module exactly as it came.)
+
+# The same, with a layout cast no layout satisfies (WGMMA, then a strided cast):
+# rewritten or not, no layouts; the error is about the module as written.
+UNSAT = RMS_NORM.replace(
+    '    "mosaic_gpu.vector_store"(%y, %out)',
+    f'    %w = "mosaic_gpu.layout_cast"(%y) <{{new_layout = {WGMMA}}}> '
+    f": (vector<128x256xf32>) -> vector<128x256xf32> {_loc(13)}\n"
+    '    %s = "mosaic_gpu.layout_cast"(%w) '
+    "<{new_layout = #mosaic_gpu.WGStridedFragLayout<[128, 256], 2>}> "
+    f": (vector<128x256xf32>) -> vector<128x256xf32> {_loc(14)}\n"
+    '    "mosaic_gpu.vector_store"(%s, %out)',
+)
+
+# Written without keepdims: infers as written.
+NO_KEEPDIMS = (
+    RMS_NORM.replace(
+        f"%keep = {BID}(%sum : vector<128xf32>) <broadcast_dimensions = [0]> -> vector<128x1xf32>",
+        "%keep = arith.addf %sum, %zero : vector<128xf32>",
+    )
+    .replace("vector<128x1xf32>", "vector<128xf32>")
+    .replace("<broadcast_dimensions = [0, 1]>", "<broadcast_dimensions = [0]>")
+)
+
+
+def _text(module: ir.Module) -> str:
+    return str(module.operation.get_asm(enable_debug_info=True))
+
+
+def _infer(module: ir.Module, **kwargs) -> None:
+    with module.context, ir.Location.unknown():
+        smalto.infer_layout(module, arch=(9, 0), **kwargs)
+
+
+def test_a_keepdims_module_is_rewritten_and_inferred() -> None:
+    module = parse(RMS_NORM)
+    with pytest.warns(smalto.UnitDimRewriteWarning) as warned:
+        _infer(module)
+    (warning,) = warned
+    # Shown at the first user line it names, every rewritten op listed with its place.
+    assert (warning.filename, warning.lineno) == ("rms.py", 11)
+    message = str(warning.message)
+    assert "rewrite=False" in message
+    rewritten = warning.message.rewritten
+    assert [r.op for r in rewritten] == [
+        BID,
+        "arith.constant",
+        "arith.divf",
+        "arith.constant",
+        "arith.addf",
+        "math.rsqrt",
+        BID,
+    ]
+    for record in rewritten:
+        assert f"{record.location}: `{record.op}`" in message
+    assert rewritten[0].location == "rms.py:11:13"
+    assert "removed" in rewritten[0].change and "(128,)" in rewritten[0].change
+    # The module itself: rewritten in place, verifies, annotated, and the checker agrees.
+    text = _text(module)
+    assert "vector<128x1xf32>" not in text
+    assert module.operation.verify()
+    assert "out_layouts" in text
+    assert check(module, (9, 0)) == []
+
+
+def test_the_rewritten_module_stores_what_the_module_as_written_does() -> None:
+    written, rewritten = parse(RMS_NORM), parse(RMS_NORM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", smalto.UnitDimRewriteWarning)
+        _infer(rewritten)
+    for seed in (0, 1, 2):
+        assert_same_results(run(written, seed), run(rewritten, seed))
+
+
+def test_rewrite_false_turns_it_off() -> None:
+    module = parse(RMS_NORM)
+    before = _text(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", smalto.UnitDimRewriteWarning)
+        with pytest.raises(smalto.InferenceError) as failed:
+            _infer(module, rewrite=False)
+    assert str(failed.value).startswith(smalto.FAILURE_PREFIX)
+    assert not getattr(failed.value, "__notes__", [])
+    assert _text(module) == before
+
+
+def test_a_failure_leaves_the_module_as_it_came_and_names_the_module_as_written() -> None:
+    module = parse(UNSAT)
+    before = _text(module)
+    with pytest.raises(smalto.InferenceError) as without:
+        _infer(parse(UNSAT), rewrite=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", smalto.UnitDimRewriteWarning)
+        with pytest.raises(smalto.InferenceError) as failed:
+            _infer(module)
+    assert _text(module) == before
+    # The error about the module as written (the same words), with a note.
+    assert str(failed.value) == str(without.value)
+    (note,) = failed.value.__notes__
+    assert "unit-dim rewrite" in note
+    # Its traceback still ends at the user's line, as without the rewrite.
+    assert failed.value.__traceback__ is not None
+    last = failed.value.__traceback__
+    while last.tb_next is not None:
+        last = last.tb_next
+    assert last.tb_frame.f_code.co_filename == "rms.py"
+
+
+def test_a_module_that_infers_as_written_is_never_even_walked(monkeypatch) -> None:
+    """The rewrite costs nothing where it is not needed: it does not look at the module."""
+
+    def walked(*_args, **_kwargs):
+        raise AssertionError("the rewrite looked at a module that infers as written")
+
+    monkeypatch.setattr(smalto.rewrite.webs, "find_webs", walked)
+    monkeypatch.setattr(smalto.rewrite.webs, "ops_in_order", walked)
+    module = parse(NO_KEEPDIMS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", smalto.UnitDimRewriteWarning)
+        _infer(module)
+    assert "out_layouts" in _text(module)
+
+
+def test_an_op_without_a_rule_is_not_a_reason_to_rewrite(monkeypatch) -> None:
+    def walked(*_args, **_kwargs):
+        raise AssertionError("the rewrite ran on a module with an op smalto has no rule for")
+
+    monkeypatch.setattr(smalto.rewrite.webs, "find_webs", walked)
+    text = RMS_NORM.replace(
+        "%inv = math.rsqrt %plus",
+        '%inv = "math.cbrt"(%plus) : (vector<128x1xf32>) -> vector<128x1xf32> '
+        f"{_loc(12, 23)}\n    %unused = math.rsqrt %plus",
+    )
+    with pytest.raises(NotImplementedError, match="math.cbrt"):
+        _infer(parse(text))
+
+
+def test_the_rewrite_is_deterministic() -> None:
+    first, second = parse(RMS_NORM), parse(RMS_NORM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", smalto.UnitDimRewriteWarning)
+        _infer(first)
+        _infer(second)
+    assert _text(first) == _text(second)
+
+
+# --- The CLI ------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "kernel.mlir"
+    path.write_text(text)
+    return str(path)
+
+
+def test_cli_prints_the_rewritten_module_and_a_note_per_op(tmp_path, capsys) -> None:
+    assert main(["infer", _write(tmp_path, RMS_NORM)]) == 0
+    out, err = capsys.readouterr()
+    assert "vector<128x1xf32>" not in out and "out_layouts" in out
+    notes = [line for line in err.splitlines() if line.startswith("smalto: note: ")]
+    assert len(notes) == 7
+    assert notes[0].startswith("smalto: note: rms.py:11:13: `mosaic_gpu.broadcast_in_dim` removed")
+    assert all(re.match(r"smalto: note: rms.py:\d+:\d+: `", n) for n in notes)
+
+
+def test_cli_no_rewrite(tmp_path, capsys) -> None:
+    assert main(["infer", "--no-rewrite", _write(tmp_path, RMS_NORM)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"smalto: error: {smalto.FAILURE_PREFIX}")
+    assert "note:" not in err
+
+
+def test_cli_failure_says_the_rewrite_was_tried(tmp_path, capsys) -> None:
+    assert main(["infer", _write(tmp_path, UNSAT)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"smalto: error: {smalto.FAILURE_PREFIX}")
+    assert "unit-dim rewrite" in err
