@@ -27,3 +27,8 @@ class InferenceError(ValueError):
         # Structured facts about the failure (ops, locations, constraints) for
         # tools; ``None`` where there is nothing more to say than the message.
         self.conflict = conflict
+
+    def restate(self, reason: str, conflict: object | None) -> None:
+        """Says more after JAX's phrase (a diagnosis that found a fix), keeping the traceback."""
+        fresh = InferenceError(reason, conflict=conflict, phrase=self.phrase)
+        self.args, self.reason, self.conflict = fresh.args, reason, conflict
