@@ -56,14 +56,14 @@ def test_loop_carried_accumulator_names_the_wgmma_and_the_loop(
     status, out, _ = _explain([str(loop_file), "%arg4"], capsys)
     assert status == 0
     first = out.splitlines()[0]
-    assert first.startswith("%arg4 (kernel.py:7): WGMMA_LAYOUT because it ")
+    assert first.startswith("%arg4 (kernel.py:7): WGMMA because it ")
     assert "the accumulator of `mosaic_gpu.wgmma` at kernel.py:9" in first
     assert "via iter_arg #0 of `scf.for` at kernel.py:7" in first
     # The steps end at the op that fixed the layout.
     assert (
         out.rstrip()
         .splitlines()[-1]
-        .endswith("`mosaic_gpu.wgmma` at kernel.py:9 requires the accumulator to be WGMMA_LAYOUT")
+        .endswith("`mosaic_gpu.wgmma` at kernel.py:9 requires the accumulator to be WGMMA")
     )
 
 
@@ -88,7 +88,7 @@ def test_flash_attention_lines_point_at_the_ops(capsys: pytest.CaptureFixture) -
     assert found and "mosaic_gpu.wgmma" in source[int(found[1]) - 1]
     loop = re.search(r"iter_arg #0 of `scf.for` at line (\d+)", out)
     assert loop and '"scf.for"' in source[int(loop[1]) - 1]
-    assert f"WGMMA_ROW_LAYOUT because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
+    assert f"WGMMA_ROW because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)
@@ -128,7 +128,7 @@ def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureF
     text = FLASH_CORPUS.read_text()
     status, out, _ = _explain([str(FLASH_CORPUS)], capsys)
     assert status == 0
-    rows = [line for line in out.splitlines() if ": WGMMA_ROW_LAYOUT because" in line]
+    rows = [line for line in out.splitlines() if ": WGMMA_ROW because" in line]
     through = [line for line in rows if "accumulator of `mosaic_gpu.wgmma`" in line]
     assert through, rows
     for line in through:

@@ -72,14 +72,14 @@ def test_page_has_sections_pictures_and_relayouts(flash_report: tuple[Path, _Out
     assert outline.relayout_rows > 0
     assert set(outline.links) <= set(outline.figures)
     text = path.read_text(encoding="utf-8")
-    assert "WGMMA_LAYOUT" in text and "WGMMA_ROW_LAYOUT" in text
+    assert "WGMMA" in text and "WGMMA_ROW" in text
     assert "mosaic_gpu.wgmma" in text and "&rarr;" in text
 
 
 def test_tmem_layouts_are_drawn(tmp_path: Path) -> None:
     outline = _report(TCGEN05, tmp_path / "tcgen05.html")
     text = (tmp_path / "tcgen05.html").read_text(encoding="utf-8")
-    assert "TMEM layout" in text
+    assert "TMEM default" in text
     assert len(outline.images) >= 2
 
 
