@@ -188,12 +188,14 @@ class EditWords:
         )
 
     def _attributes(self, edit: Edit) -> tuple[str | None, str | None, str | None]:
-        if edit.kind != RETARGET:
-            if edit.kind == ADD_CAST and edit.new is not None:
-                return "new_layout", None, str(attribute_of(edit.new, AttributeCache()))
-            return None, None, None
         op = self.program.ops[edit.ops[0]]
         attrs = op.operation.attributes
+        if edit.kind == ADD_CAST:
+            assert edit.new is not None
+            return "new_layout", None, str(attribute_of(edit.new, AttributeCache()))
+        if edit.kind == DROP:
+            name = "transforms" if op.name == "mosaic_gpu.with_transforms" else "new_layout"
+            return name, str(attrs[name]), None
         assert edit.new is not None
         new = attribute_of(edit.new, AttributeCache())
         if edit.attribute is not None:
@@ -297,6 +299,7 @@ _DTYPES = {
     "i1": "jnp.bool_",
     "f8E4M3FN": "jnp.float8_e4m3fn",
     "f8E5M2": "jnp.float8_e5m2",
+    "f8E8M0FNU": "jnp.float8_e8m0fnu",
 }
 
 

@@ -86,8 +86,8 @@ def _parametrized_name(layout: fa.TiledLayout) -> str | None:
         if layout == tcgen05.fa_m64_collective_layout(columns):
             return f"TCGEN05_M64_COLLECTIVE({columns})"
         for packing in (1, 2, 4, 8):
-            native = tcgen05.tmem_m64_collective_layout(columns, packing).as_tiled_layout()
-            if layout == native:
+            native = _built(tcgen05.tmem_m64_collective_layout, columns, packing)
+            if native is not None and layout == native.as_tiled_layout():
                 return f"TCGEN05_M64_COLLECTIVE_NATIVE({columns})"
     vector = layout.vector_length
     if vector and layout == fa.tmem_native_layout(vector):
@@ -111,6 +111,15 @@ def _derived_names() -> dict[fa.TiledLayout, str]:
             names.setdefault(reduced, reduced_name)
             names.setdefault(keep_dims(layout, axis), f"{reduced_name} keepdims")
     return names
+
+
+def _built(builder: object, *args: int) -> fa.TiledLayout | None:
+    """``builder(*args)``, or None where JAX refuses those arguments (a name is never worth
+    an error)."""
+    try:
+        return builder(*args)  # type: ignore[operator]
+    except ValueError:
+        return None
 
 
 def pallas_layout(value: Reg) -> str | None:
@@ -161,11 +170,9 @@ def tmem_name(layout: tcgen05.TMEMLayout) -> TmemName | None:
     if len(tiles[0]) == 2 and tiles[0][0] == 64 and tiles[0][1] % 16 == 0:
         columns = tiles[0][1]
         for packing in (1, 2, 4, 8):
-            if packing <= columns // 2 and layout == tcgen05.tmem_half_lane_layout(
-                columns, packing
-            ):
+            if layout == _built(tcgen05.tmem_half_lane_layout, columns, packing):
                 return TmemName("half_lane", columns, packing)
-            if layout == tcgen05.tmem_m64_collective_layout(columns, packing):
+            if layout == _built(tcgen05.tmem_m64_collective_layout, columns, packing):
                 return TmemName("m64_collective", columns, packing)
     for kind, builder in (
         ("scales", tcgen05.scales_layout),

@@ -245,11 +245,12 @@ def _store_tile(acc_tmem, out_smem) -> None:
     out_smem[...] = plgpu.async_load_tmem(acc_tmem).astype(out_smem.dtype)
 
 
-def tmem_acc_declared_collective(a: jax.Array, b: jax.Array) -> jax.Array:
-    """An M=64 accumulator declared ``collective=True`` for an MMA that is not collective."""
+def tmem_acc_m64_layout_not_collective(a: jax.Array, b: jax.Array) -> jax.Array:
+    """An M=64 accumulator given the collective (2-CTA) TMEM layout, for a 1-CTA MMA."""
     m, n = a.shape[0], b.shape[1]
-    acc = plgpu.TMEM((m, n), jnp.float32, collective=True)
-    return _tcgen05_matmul(_store_tile, a, b, acc, cluster=(2,), cluster_names=("x",))
+    layout = plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(n)
+    acc = plgpu.TMEM((m, n), jnp.float32, layout=layout)
+    return _tcgen05_matmul(_store_tile, a, b, acc)
 
 
 def tmem_acc_m64_layout_on_128_rows(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -342,8 +343,8 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
         HOPPER,
     ),
     "strided_loop_carry": (strided_loop_carry, (_sds(64, 128),), HOPPER),
-    "tmem_acc_declared_collective": (
-        tmem_acc_declared_collective,
+    "tmem_acc_m64_layout_not_collective": (
+        tmem_acc_m64_layout_not_collective,
         (_sds(64, 64, dtype=jnp.float16), _sds(64, 128, dtype=jnp.float16)),
         BLACKWELL,
     ),
