@@ -454,3 +454,16 @@ def test_an_unnamed_layout_is_compact_and_no_repr() -> None:
     assert text == "tiled (64, 16)(16, 16)(8) warps -5 lanes -3,-2 vector -1"
     odd = tcgen05.TMEMLayout(fa.Tiling(((128, 8), (32, 8), (2,))), (-5,), (-3,), -1)
     assert describe_value(Tmem(odd)) == "TMEM tiled (128, 8)(32, 8)(2) warps -5 lanes -3 vector -1"
+
+
+@pytest.mark.parametrize("name", PALLAS)
+def test_jax_s_phrase_stays_first(name: str, failures: dict) -> None:
+    """JAX's pass rejects each Pallas kernel too; smalto's message starts with its words."""
+    from jax.experimental.mosaic.gpu import layout_inference
+
+    error, text = failures[name]
+    module = reference.parse(text, reference.make_context())
+    with module.context, ir.Location.unknown(), pytest.raises(ValueError) as jax_error:
+        layout_inference.infer_layout(module, arch=arch_of(text))
+    jax_words = str(jax_error.value).split(" in %", 1)[0]
+    assert str(error).splitlines()[0].startswith(jax_words)

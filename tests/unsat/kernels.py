@@ -281,17 +281,15 @@ def tcgen05_row_sum_cast_to_columns(a: jax.Array, b: jax.Array) -> jax.Array:
         sums = jnp.sum(acc, axis=1)
         out_smem[...] = plgpu.layout_cast(sums, plgpu.Layout.TCGEN05.reduce(0))
 
-    return _tcgen05_matmul(
-        epilogue, a, b, plgpu.TMEM((m, n), jnp.float32), out_dtype=jnp.float32
-    )
+    return _tcgen05_matmul(epilogue, a, b, plgpu.TMEM((m, n), jnp.float32), out_dtype=jnp.float32)
 
 
 def tmem_store_strided(a: jax.Array, b: jax.Array, bias: jax.Array) -> jax.Array:
     """A bias written into the TMEM accumulator from a strided layout before the MMA."""
     m, n = a.shape[0], b.shape[1]
 
-    def body(a_gmem, b_gmem, bias_gmem, out_gmem, a_smem, b_smem, acc_tmem, out_smem, loaded,
-             mma_done):  # fmt: skip
+    def body(a_gmem, b_gmem, bias_gmem, out_gmem, a_smem, b_smem, acc_tmem, out_smem, *bars):
+        loaded, mma_done = bars
         plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
         plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
         bias = plgpu.layout_cast(bias_gmem[...], plgpu.Layout.WG_STRIDED((m, n), vec_size=4))
