@@ -30,6 +30,9 @@ TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 WITH_TRANSFORMS = "mosaic_gpu.with_transforms"
 INLINE = "mosaic_gpu.custom_primitive"
 ANNOTATIONS = frozenset({LAYOUT_CAST, TMEM_CAST, WITH_TRANSFORMS, INLINE})
+# A value's layout without its annotation: a search that needs more steps than
+# this is not worth the wait (the target is only a preference).
+_RELAXED_FUEL = 2_000
 # Layouts only special ops produce: never a useful cast target.
 _NOT_TARGETS = frozenset({"TMA_INDICES", "TMA_INDICES_4", "WGMMA_ACC_32BIT"})
 
@@ -129,8 +132,29 @@ class Candidates:
             return
         value = self.program.values[op.results[0]]
         ops = self._same_ref_transforms(op_id) if op.name == WITH_TRANSFORMS else (op_id,)
-        for new in self._targets(old, value.shape, value.bitwidth, value.strides):
+        var = self.system.var_of_site.get(_result_site(op_id))
+        free = self._unannotated_value(ops, var)
+        for new in self._targets(old, value.shape, value.bitwidth, value.strides, free):
             yield Edit(RETARGET, ops, old=old, new=new)
+
+    def _unannotated_value(self, ops: tuple[int, ...], var: int | None) -> Const | None:
+        """The layout the rest of the kernel gives a value once ``ops`` state none for it
+        (from a solution of the system without what they fix): the likeliest target."""
+        from smalto.solve.search import FuelExhausted, Solver
+
+        if var is None:
+            return None
+        fixed = [f for f in self.system.fixed if not (f.origin in ops and f.var == var)]
+        if len(fixed) == len(self.system.fixed):
+            return None
+        sub = System(self.system.variables, self.system.constraints, fixed, self.system.var_of_site)
+        solver = Solver(sub, self.program, self.arch, _RELAXED_FUEL)
+        try:
+            if not solver.solve():
+                return None
+        except FuelExhausted:
+            return None
+        return solver.solution()[var]
 
     def _inline_retargets(self, op_id: int) -> Iterator[Edit]:
         """Each layout or transforms an ``inline_mgpu`` states for a value of the conflict."""
@@ -172,7 +196,13 @@ class Candidates:
         except (ValueError, NotImplementedError):
             return
         value = self.program.values[vid]
-        for new in self._targets(old, value.shape, value.bitwidth, value.strides):
+        var = self.system.var_of_site.get(
+            _result_site(op_id, argument)
+            if attribute == "out_layouts"
+            else _operand_site(op_id, argument)
+        )
+        free = self._unannotated_value((op_id,), var)
+        for new in self._targets(old, value.shape, value.bitwidth, value.strides, free):
             yield Edit(
                 RETARGET,
                 (op_id,),
@@ -189,8 +219,10 @@ class Candidates:
         shape: tuple[int, ...],
         bitwidth: int | None,
         strides: tuple[int, ...] | None,
+        free: Const | None = None,
     ) -> Iterator[Const]:
-        return targets(old, shape, bitwidth, strides, self.arch, self.wanted)
+        wanted = self.wanted if free is None else [free, *self.wanted]
+        return targets(old, shape, bitwidth, strides, self.arch, wanted)
 
     # --- removals and new casts ------------------------------------------------------
 
@@ -300,9 +332,11 @@ def register_targets(
     shape: tuple[int, ...], bitwidth: int | None, arch: tuple[int, int]
 ) -> list[Reg]:
     """The named register layouts of ``arch`` a value of this shape and width can take."""
+    # Blackwell's own layouts first: there, TMEM and tcgen05 speak them.
+    order = HOPPER_NAMES if arch[0] < 10 else sorted(REGISTER_LAYOUTS, key=_hopper_name)
     names = [
         name
-        for name in (HOPPER_NAMES if arch[0] < 10 else REGISTER_LAYOUTS)
+        for name in order
         if name not in _NOT_TARGETS
         and ("8BIT" not in name or bitwidth == 8)
         and ("UPCAST" not in name or (bitwidth or 32) < 8)
@@ -314,6 +348,10 @@ def register_targets(
     if strided is not None:
         targets.append(strided)
     return [t for t in targets if _fits_register(t, shape)]
+
+
+def _hopper_name(name: str) -> bool:
+    return name in HOPPER_NAMES
 
 
 def tmem_targets(shape: tuple[int, ...], bitwidth: int | None) -> list[Tmem]:

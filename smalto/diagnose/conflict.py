@@ -42,6 +42,7 @@ from smalto.constraints import (
     constraint_variables,
 )
 from smalto.diagnose.origins import Origins, defining_value
+from smalto.diagnose.subsystem import subsystem
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
@@ -199,14 +200,8 @@ def _satisfiable(
 ) -> bool | None:
     from smalto.solve.search import FuelExhausted, Solver
 
-    sub = System(
-        variables=system.variables,
-        constraints=[e for e in elements if not isinstance(e, Fixed)],
-        fixed=[e for e in elements if isinstance(e, Fixed)],
-        var_of_site=system.var_of_site,
-    )
     try:
-        return Solver(sub, program, arch, fuel=5_000).solve(guided=False)
+        return Solver(subsystem(system, elements), program, arch, fuel=5_000).solve(guided=False)
     except FuelExhausted:
         return None
 

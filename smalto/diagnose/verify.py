@@ -66,6 +66,8 @@ def try_edits(
     for edit in candidates:
         if _place(edit) in fixed_places:
             continue  # another target for a cast already fixed: no news for the author
+        if edit.kind == ADD_CAST and trial.verified:
+            continue  # new code where an edit of the author's own does: not worth the time
         if trial.tried >= budget.candidates or time.monotonic() > deadline:
             trial.complete = False
             break
