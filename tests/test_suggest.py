@@ -467,3 +467,32 @@ def test_jax_s_phrase_stays_first(name: str, failures: dict) -> None:
         layout_inference.infer_layout(module, arch=arch_of(text))
     jax_words = str(jax_error.value).split(" in %", 1)[0]
     assert str(error).splitlines()[0].startswith(jax_words)
+
+
+# Hand-written fixtures JAX's dialect lowering can take in a test launch (rule_kit): the
+# others hold ops it cannot lower there whatever their layouts (an empty custom_primitive
+# body; a TMA copy from a function argument).
+LOWERABLE = [
+    "cast_does_not_fit",
+    "cast_strided_then_wgmma",
+    "custom_primitive_conflicting_transforms",
+    "dynamic_offset_not_divisible",
+    "relayout_unsupported",
+    "smem_transfer_no_plan",
+    "with_transforms_does_not_fit",
+]
+
+
+@pytest.mark.parametrize("name", LOWERABLE)
+def test_each_verified_edit_makes_jax_s_dialect_lowering_accept(
+    name: str, failures: dict
+) -> None:
+    from rule_kit import lower_in_launch
+
+    error, text = failures[name]
+    arch = arch_of(text)
+    for edit in error.conflict.edits:
+        module = reference.parse(text, reference.make_context())
+        make_edit(module, edit)
+        smalto.infer_layout(module, arch=arch)
+        lower_in_launch(module, arch)  # raises what JAX's lowering raises

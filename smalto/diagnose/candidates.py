@@ -221,7 +221,9 @@ class Candidates:
         strides: tuple[int, ...] | None,
         free: Const | None = None,
     ) -> Iterator[Const]:
-        wanted = self.wanted if free is None else [free, *self.wanted]
+        wanted = self.wanted
+        if free is not None and free in _named_targets(old, shape, bitwidth, strides, self.arch):
+            wanted = [free, *wanted]  # (an odd layout the search happened on is no suggestion)
         return targets(old, shape, bitwidth, strides, self.arch, wanted)
 
     # --- removals and new casts ------------------------------------------------------
@@ -271,20 +273,33 @@ def targets(
 ) -> Iterator[Const]:
     """Layouts of ``old``'s family a value of this type can take, ``wanted`` ones first."""
     fit: list[Const]
+    options = [*wanted, *_named_targets(old, shape, bitwidth, strides, arch)]
     if isinstance(old, Reg):
-        options: list[Const] = [*wanted, *register_targets(shape, bitwidth, arch)]
         fit = [o for o in options if isinstance(o, Reg) and _fits_register(o, shape)]
     elif isinstance(old, Tmem):
-        options = [*wanted, *tmem_targets(shape, bitwidth)]
         fit = [o for o in options if isinstance(o, Tmem) and hl.fits(o, shape)]
     else:
-        options = [*wanted, *smem_targets(shape, bitwidth, strides)]
         fit = [
             o for o in options if isinstance(o, Smem) and hl.smem_valid(o, shape, strides, bitwidth)
         ]
     for option in dict.fromkeys(fit):
         if option != old:
             yield option
+
+
+def _named_targets(
+    old: Const,
+    shape: tuple[int, ...],
+    bitwidth: int | None,
+    strides: tuple[int, ...] | None,
+    arch: tuple[int, int],
+) -> list[Const]:
+    """The layouts of ``old``'s family an author would write for such a value."""
+    if isinstance(old, Reg):
+        return list(register_targets(shape, bitwidth, arch))
+    if isinstance(old, Tmem):
+        return list(tmem_targets(shape, bitwidth))
+    return list(smem_targets(shape, bitwidth, strides))
 
 
 def annotation_edits(program: Program, arch: tuple[int, int], op_id: int) -> Iterator[Edit]:
