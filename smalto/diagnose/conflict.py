@@ -601,17 +601,21 @@ def diagnose(
     lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
     hint = _suggestion(program, system, core, values, namer)
     proof = _divisibility_hint(program, system, core) is not None
-    found = suggest(program, system, arch, list(core), values, namer, hint, hint_first=proof)
+    try:
+        found = suggest(program, system, arch, list(core), values, namer, hint, hint_first=proof)
+        text, edits, tried = found.text, found.edits, found.tried
+    except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
+        text, edits, tried = hint, [], 0
     return ConflictReport(
         requirements,
         names,
         derivations,
-        found.text,
+        text,
         minimal,
         core,
         origins=list(dict.fromkeys(lines)),
-        edits=found.edits,
-        edits_tried=found.tried,
+        edits=edits,
+        edits_tried=tried,
     )
 
 
