@@ -25,6 +25,7 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 from jax.experimental.pallas import mosaic_gpu as plgpu
 from mlir_snippets import func_module
@@ -484,9 +485,7 @@ LOWERABLE = [
 
 
 @pytest.mark.parametrize("name", LOWERABLE)
-def test_each_verified_edit_makes_jax_s_dialect_lowering_accept(
-    name: str, failures: dict
-) -> None:
+def test_each_verified_edit_makes_jax_s_dialect_lowering_accept(name: str, failures: dict) -> None:
     from rule_kit import lower_in_launch
 
     error, text = failures[name]
@@ -496,3 +495,55 @@ def test_each_verified_edit_makes_jax_s_dialect_lowering_accept(
         make_edit(module, edit)
         smalto.infer_layout(module, arch=arch)
         lower_in_launch(module, arch)  # raises what JAX's lowering raises
+
+
+def test_adding_a_cast_is_verified_where_a_relayout_exists() -> None:
+    """A WGMMA value an inline_mgpu reads as WGMMA_TRANSPOSED: besides the annotations'
+    own edits, a `layout_cast` just before that use fixes it (16-bit WGMMA <->
+    WGMMA_TRANSPOSED is a relayout JAX has), and the edit is made as smalto says."""
+    from smalto.diagnose.candidates import Candidates
+    from smalto.diagnose.conflict import Namer, find_core
+    from smalto.diagnose.edits import ADD_CAST
+    from smalto.diagnose.suggest import EditWords
+    from smalto.diagnose.verify import try_edits
+    from smalto.infer import in_context
+    from smalto.program import read_program
+    from smalto.rules import derive_system
+
+    vec = "vector<128x128xf16>"
+    with reference.shared_context():
+        transposed = str(jax_layouts.to_layout_attr(fa.WGMMA_TRANSPOSED_LAYOUT))
+        wgmma = str(jax_layouts.to_layout_attr(fa.WGMMA_LAYOUT))
+    text = func_module(
+        [
+            f'%c = "arith.constant"() <{{value = dense<1.0> : {vec}}}> : () -> {vec} '
+            'loc("k.py":1:1)',
+            f'%a = "mosaic_gpu.layout_cast"(%c) <{{new_layout = {wgmma}}}> : ({vec}) -> {vec} '
+            'loc("k.py":2:1)',
+            f'%b = "arith.addf"(%a, %a) : ({vec}, {vec}) -> {vec} loc("k.py":3:1)',
+            f'"mosaic_gpu.custom_primitive"(%b) <{{in_layouts = [{transposed}], '
+            'in_transforms = [], out_layouts = []}> ({\n  "mosaic_gpu.return"() : () -> ()\n'
+            f'}}) : ({vec}) -> () loc("k.py":4:1)',
+        ]
+    )
+    module = reference.parse(text, reference.make_context())
+    with pytest.raises(smalto.InferenceError):
+        smalto.infer_layout(module, arch=(9, 0))
+    with in_context(module):
+        program = read_program(module)
+        system = derive_system(program, (9, 0))
+        core, _ = find_core(program, system, (9, 0), set())
+        every = Candidates(program, system, (9, 0), list(core), {})
+        casts = [e for e in every if e.kind == ADD_CAST]
+        assert casts
+        trial = try_edits(program, system, (9, 0), casts)
+        assert trial.verified
+        words = EditWords(program, system, Namer(program, system))
+        edit = words.suggested(trial.verified[0])
+    assert edit.text.startswith("cast %") and "to WGMMA_TRANSPOSED" in edit.text, edit.text
+    assert edit.pallas is not None and edit.pallas.startswith("plgpu.layout_cast(x, plgpu.Layout.")
+    fixed = reference.parse(text, reference.make_context())
+    make_edit(fixed, edit)
+    assert str(fixed).count("mosaic_gpu.layout_cast") == 2
+    smalto.infer_layout(fixed, arch=(9, 0))
+    assert check(fixed, (9, 0)) == []
