@@ -3,10 +3,13 @@
 Only the user's own annotations are edited (a ``layout_cast``, a TMEM ref's
 layout, an SMEM ref's transforms, the layouts an ``inline_mgpu`` states), and
 only those the conflict involves: those that imposed one of its requirements
-or that define or read one of its values. Each may get another target (the
-layouts the conflict's values are forced to first: they are what the rest of
-the kernel wants; then the named layouts of the architecture that fit), or go
-away; a value of the conflict may get a new ``layout_cast``.
+or that define or read one of its values. Each may get another target: first
+the layout the rest of the kernel gives the value once the annotation states
+none (a solution of the system without it), then the layouts the conflict's
+values are forced to, then the named layouts of the architecture that fit;
+or go away; and a value of the conflict may get a new ``layout_cast``.
+Retargets come before removals, removals before new casts: the smallest
+change of the author's own code first.
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ from collections.abc import Iterator
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Fixed, Role, Site, System, constraint_variables, value_at
+from smalto.constraints import (
+    Constraint,
+    Fixed,
+    Role,
+    Site,
+    System,
+    constraint_variables,
+    value_at,
+)
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit
 from smalto.diagnose.origins import cast_layout
 from smalto.hw import encode
@@ -25,6 +36,7 @@ from smalto.hw.names import HOPPER_NAMES, REGISTER_LAYOUTS
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import Kind, Op, Program
 
+Element = Constraint | Fixed
 LAYOUT_CAST = "mosaic_gpu.layout_cast"
 TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 WITH_TRANSFORMS = "mosaic_gpu.with_transforms"
@@ -37,11 +49,11 @@ _RELAXED_FUEL = 2_000
 _NOT_TARGETS = frozenset({"TMA_INDICES", "TMA_INDICES_4", "WGMMA_ACC_32BIT"})
 
 
-def elements_variables(elements: list[object]) -> list[int]:
+def elements_variables(elements: list[Element]) -> list[int]:
     """The variables the elements involve, in order of first mention."""
     found: dict[int, None] = {}
     for e in elements:
-        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):  # type: ignore[arg-type]
+        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
             found.setdefault(v)
     return list(found)
 
@@ -55,7 +67,7 @@ class Candidates:
         program: Program,
         system: System,
         arch: tuple[int, int],
-        elements: list[object],
+        elements: list[Element],
         forced: dict[int, Const],
     ) -> None:
         self.program = program
@@ -96,8 +108,8 @@ class Candidates:
         ops: dict[int, None] = {}
         ordered = sorted(self.elements, key=lambda e: not isinstance(e, Fixed))
         for e in ordered:
-            if self.program.ops[e.origin].name in ANNOTATIONS:  # type: ignore[attr-defined]
-                ops.setdefault(e.origin)  # type: ignore[attr-defined]
+            if self.program.ops[e.origin].name in ANNOTATIONS:
+                ops.setdefault(e.origin)
         for var in self.variables:
             for site in self.system.variables[var].sites:
                 if self.program.ops[site.op].name in ANNOTATIONS:
@@ -239,7 +251,7 @@ class Candidates:
     def _new_casts(self) -> Iterator[Edit]:
         """A ``layout_cast`` to a wanted layout on a register value of the conflict: where
         it is defined (for every use), or just before the op of the conflict that uses it."""
-        consumers = {e.origin for e in self.elements}  # type: ignore[attr-defined]
+        consumers = {e.origin for e in self.elements}
         for var in self.variables:
             variable = self.system.variables[var]
             if variable.kind != Kind.VECTOR:

@@ -41,14 +41,14 @@ from smalto.constraints import (
     Variable,
     constraint_variables,
 )
-from smalto.diagnose.origins import Origins, defining_value
+from smalto.diagnose.origins import Origins, defining_value, op_text
 from smalto.diagnose.subsystem import subsystem
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_name, location_text
-from smalto.program import Op, Program
+from smalto.locations import location_text
+from smalto.program import Program
 
 Element = Constraint | Fixed
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -104,16 +104,6 @@ class ConflictReport:
         if self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return "\n".join(lines)
-
-
-def op_text(op: Op) -> str:
-    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
-    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
-    where = location_text(op.location)
-    name = location_name(op.location)
-    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
-        return f"`{op.name}` at {where}"
-    return f"`{op.name}` (`{name}`) at {where}"
 
 
 class Namer:
@@ -596,7 +586,7 @@ def diagnose(
         for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
             involved.setdefault(v)
     names = list(dict.fromkeys(namer.typed(v) for v in involved))
-    origins = Origins(program, namer.value, op_text)
+    origins = Origins(program, namer.value)
     defined = [defining_value(program, system, v) for v in involved]
     lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
     hint = _suggestion(program, system, core, values, namer)

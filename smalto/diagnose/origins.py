@@ -8,17 +8,30 @@ value and where, and follow a cast back to the value it casts (the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import Role, System, value_at
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const
-from smalto.program import Program
+from smalto.locations import location_name, location_text
+from smalto.program import Op, Program
 
 # Ops whose result is their operand under a layout the op states.
 CASTS = frozenset(
     {"mosaic_gpu.layout_cast", "mosaic_gpu.tmem_layout_cast", "mosaic_gpu.with_transforms"}
 )
+
+
+def op_text(op: Op) -> str:
+    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
+    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
+    where = location_text(op.location)
+    name = location_name(op.location)
+    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
+        return f"`{op.name}` at {where}"
+    return f"`{op.name}` (`{name}`) at {where}"
 
 
 def defining_value(program: Program, system: System, var: int) -> int:
@@ -51,10 +64,9 @@ def cast_layout(program: Program, op_id: int) -> Const | None:
 class Origins:
     """Says where values are defined, naming them as the conflict's namer does."""
 
-    def __init__(self, program: Program, name_of: object, op_text: object) -> None:
+    def __init__(self, program: Program, name_of: Callable[[int], str]) -> None:
         self.program = program
         self._name = name_of  # value id -> "%12"
-        self._op_text = op_text  # Op -> "`op` at file:line:col"
 
     def producer_text(self, vid: int) -> str:
         """`` `arith.addf` at k.py:3:4``, ``iter_arg #0 of `scf.for` at ...``, or
@@ -64,14 +76,14 @@ class Origins:
             return "an argument of the kernel"
         op = self.program.ops[producer.op]
         if producer.region is not None:
-            return f"block argument #{producer.index} of {self._op_text(op)}"  # type: ignore[operator]
-        return str(self._op_text(op))  # type: ignore[operator]
+            return f"block argument #{producer.index} of {op_text(op)}"
+        return op_text(op)
 
     def line(self, vid: int) -> str:
         """``%54 : vector<128xf32> is defined by `mosaic_gpu.layout_cast` at k.py:52:24:
         the cast of %53 (from `vector.multi_reduction` at k.py:51:12) to WGMMA_COL``."""
         value = self.program.values[vid]
-        name = self._name(vid)  # type: ignore[operator]
+        name = self._name(vid)
         text = f"{name} : {value.type} "
         producer = value.producer
         if producer is None or producer.region is not None:
@@ -84,10 +96,9 @@ class Origins:
             target = f" to {describe_value(layout)}" if layout is not None else ""
             kind = "transforms" if op.name == "mosaic_gpu.with_transforms" else "cast"
             text += (
-                f": the {kind} of {self._name(source)} (from {self.producer_text(source)})"  # type: ignore[operator]
-                f"{target}"
+                f": the {kind} of {self._name(source)} (from {self.producer_text(source)}){target}"
             )
         return text
 
 
-__all__ = ["CASTS", "Origins", "cast_layout", "defining_value"]
+__all__ = ["CASTS", "Origins", "cast_layout", "defining_value", "op_text"]

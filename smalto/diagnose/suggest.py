@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
@@ -21,15 +22,20 @@ from smalto.diagnose.candidates import (
     LAYOUT_CAST,
     TMEM_CAST,
     Candidates,
+    Element,
     annotation_edits,
 )
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
+from smalto.diagnose.origins import op_text
 from smalto.diagnose.verify import Budget, Trial, try_edits
 from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.locations import location_text
 from smalto.program import Program
+
+if TYPE_CHECKING:
+    from smalto.diagnose.conflict import Namer
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
 
@@ -73,9 +79,9 @@ def suggest(
     program: Program,
     system: System,
     arch: tuple[int, int],
-    elements: list[object],
+    elements: list[Element],
     forced: dict[int, Const],
-    namer: object,
+    namer: Namer,
     hint: str | None,
     budget: Budget | None = None,
     *,
@@ -105,7 +111,7 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
     op_id = report.requirements[0].element.origin
     try:
         trial = try_edits(program, None, arch, annotation_edits(program, arch, op_id))
-        words = EditWords(program, None, Namer(program, None))  # type: ignore[arg-type]
+        words = EditWords(program, None, Namer(program, None))
         edits = [words.suggested(edit) for edit in trial.verified]
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         return
@@ -152,7 +158,7 @@ def _text(
 class EditWords:
     """Says an edit the way an author would make it, in Pallas terms."""
 
-    def __init__(self, program: Program, system: System | None, namer: object) -> None:
+    def __init__(self, program: Program, system: System | None, namer: Namer) -> None:
         self.program = program
         self.system = system
         self.namer = namer
@@ -166,7 +172,7 @@ class EditWords:
         value = result = use = None
         if edit.kind == ADD_CAST:
             assert edit.value is not None
-            value = self.namer.value(edit.value)  # type: ignore[attr-defined]
+            value = self.namer.value(edit.value)
             result = edit.position if edit.use is None else None
             if edit.use is not None:
                 consumer, operand = edit.use
@@ -235,11 +241,11 @@ class EditWords:
         if edit.kind == DROP:
             return f"declare the SMEM ref {self._ref_place(edit)} without transforms (not {old})"
         assert edit.kind == ADD_CAST and edit.value is not None
-        name = self.namer.value(edit.value)  # type: ignore[attr-defined]
+        name = self.namer.value(edit.value)
         if edit.use is not None:
             consumer = self.program.ops[edit.use[0]]
-            return f"cast {name} to {new} just before {_op_words(consumer)} uses it{tail}"
-        return f"cast {name} to {new} right where {_op_words(op)} defines it{tail}"
+            return f"cast {name} to {new} just before {op_text(consumer)} uses it{tail}"
+        return f"cast {name} to {new} right where {op_text(op)} defines it{tail}"
 
     def pallas(self, edit: Edit) -> str | None:
         """The Pallas code of the edited line (or argument)."""
@@ -265,7 +271,7 @@ class EditWords:
         """``%67 (64×128 f32, at kernels.py:40:8)``: a ref by name, type and where it is
         stated, else where it is used (Pallas states scratch refs at no line of the kernel)."""
         op = self.program.ops[edit.ops[0]]
-        name = self.namer.value(op.results[0])  # type: ignore[attr-defined]
+        name = self.namer.value(op.results[0])
         value = self.program.values[op.results[0]]
         kind = _element_type(value.type)
         shape = "×".join(map(str, value.shape))
@@ -274,18 +280,12 @@ class EditWords:
             return f"{name} ({shape} {kind}, at {', '.join(dict.fromkeys(located))})"
         var = self.system.var_of_site.get(Site(op.id, Role.RESULT, 0)) if self.system else None
         users = [
-            _op_words(self.program.ops[s.op])
+            op_text(self.program.ops[s.op])
             for s in (self.system.variables[var].sites if self.system and var is not None else [])
             if s.role == Role.OPERAND and ":" in self.where(s.op)
         ]
         used = f", used by {users[0]}" if users else ""
         return f"{name} ({shape} {kind}{used})"
-
-
-def _op_words(op: object) -> str:
-    from smalto.diagnose.conflict import op_text
-
-    return op_text(op)  # type: ignore[arg-type]
 
 
 _DTYPES = {
