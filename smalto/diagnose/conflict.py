@@ -83,6 +83,9 @@ class ConflictReport:
     # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
     edits: list[Any] = field(default_factory=list)
     edits_tried: int = 0
+    # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
+    # the module has no launch to lower it in).
+    edits_lowered: bool | None = None
 
     @property
     def ops(self) -> list[str]:
@@ -593,9 +596,9 @@ def diagnose(
     proof = _divisibility_hint(program, system, core) is not None
     try:
         found = suggest(program, system, arch, list(core), values, namer, hint, hint_first=proof)
-        text, edits, tried = found.text, found.edits, found.tried
+        text, edits, tried, lowered = found.text, found.edits, found.tried, found.lowered
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
-        text, edits, tried = hint, [], 0
+        text, edits, tried, lowered = hint, [], 0, None
     return ConflictReport(
         requirements,
         names,
@@ -606,6 +609,7 @@ def diagnose(
         origins=list(dict.fromkeys(lines)),
         edits=edits,
         edits_tried=tried,
+        edits_lowered=lowered,
     )
 
 

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from smalto.diagnose.conflict import Namer
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
+LOWERED = (
+    "smalto infers the kernel with this change, its checker accepts the layouts and JAX's "
+    "Mosaic GPU dialect lowering takes them"
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Suggestion:
     tried: int
     complete: bool
     seconds: float
+    lowered: bool | None = None  # JAX's lowering took the first edit's answer (None: not run)
 
 
 def suggest(
@@ -93,8 +98,8 @@ def suggest(
     trial = try_edits(program, system, arch, candidates, budget)
     words = EditWords(program, system, namer)
     edits = [words.suggested(edit) for edit in trial.verified]
-    text = _text(edits, trial, hint, hint_first=hint_first)
-    return Suggestion(text, edits, trial.tried, trial.complete, trial.seconds)
+    text = _text(edits, trial, hint, words, hint_first=hint_first)
+    return Suggestion(text, edits, trial.tried, trial.complete, trial.seconds, trial.lowered)
 
 
 def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
@@ -115,20 +120,32 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
         edits = [words.suggested(edit) for edit in trial.verified]
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         return
-    text = _text(edits, trial, None)
-    updated = dataclasses.replace(report, suggestion=text, edits=edits, edits_tried=trial.tried)
+    text = _text(edits, trial, None, words)
+    updated = dataclasses.replace(
+        report,
+        suggestion=text,
+        edits=edits,
+        edits_tried=trial.tried,
+        edits_lowered=trial.lowered,
+    )
     error.restate(f"{error.reason}\nsuggestion: {text}", updated)
 
 
 def _text(
-    edits: list[SuggestedEdit], trial: Trial, hint: str | None, *, hint_first: bool = False
+    edits: list[SuggestedEdit],
+    trial: Trial,
+    hint: str | None,
+    words: EditWords,
+    *,
+    hint_first: bool = False,
 ) -> str:
+    claim = LOWERED if trial.lowered else VERIFIED
     if edits and hint and hint_first:
-        return f"{hint}\n  or: {edits[0].text} ({VERIFIED})" + "".join(
+        return f"{hint}\n  or: {edits[0].text} ({claim})" + "".join(
             f"\n  or: {e.text}" for e in edits[1:]
         )
     if edits:
-        text = f"{edits[0].text} ({VERIFIED})"
+        text = f"{edits[0].text} ({claim})"
         if len(edits) > 1:
             text += "\n  or: " + "\n  or: ".join(e.text for e in edits[1:])
         if hint:
@@ -138,7 +155,7 @@ def _text(
         none = "no layout annotation of the kernel is involved, so no single edit of one helps"
     elif trial.complete:
         none = (
-            f"no single edit of the layout annotations involved makes the kernel infer "
+            f"no single edit of the layout annotations involved fixes the kernel "
             f"(smalto tried {trial.tried}: other targets for each cast and for the SMEM/TMEM "
             "refs' layouts, removing each cast, adding one)"
         )
@@ -147,6 +164,15 @@ def _text(
             f"none of the {trial.tried} single edits smalto tried within its budget makes "
             "the kernel infer"
         )
+    if trial.rejected:
+        # The closest miss says what else stands in the way, in JAX's words.
+        edit, why = trial.rejected[0]
+        none += (
+            f". The closest: {words.text(edit)}; with it smalto infers the kernel and its "
+            f"checker accepts the layouts, but JAX's Mosaic GPU lowering rejects them: "
+            f"{why.rstrip('.')}"
+        )
+        return f"{hint}\nnote: {none}" if hint else none
     if hint:
         return f"{hint}\nnote: {none}"
     return (

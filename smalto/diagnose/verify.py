@@ -47,6 +47,24 @@ class Trial:
     on_module: int = 0  # of which made on a copy of the module
     complete: bool = True  # every candidate was looked at (no budget ran out)
     seconds: float = 0.0
+    # Whether JAX's dialect lowering took the first verified edit's answer (None: not run,
+    # the module has no launch to lower it in).
+    lowered: bool | None = None
+    # Edits smalto's checker accepted but JAX's lowering rejected, with its reason.
+    rejected: list[tuple[Edit, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An edit made on a copy: whether the copy inferred and checked, and JAX's lowering's
+    word on it (None where it was not asked or cannot run on the module)."""
+
+    ok: bool
+    lowered: bool | None = None
+    rejected: str = ""  # why JAX's lowering rejected an answer the checker accepted
+
+    def __bool__(self) -> bool:
+        return self.ok
 
 
 def try_edits(
@@ -75,7 +93,14 @@ def try_edits(
         if not _system_allows(program, system, arch, edit):
             continue
         trial.on_module += 1
-        if works_on_copy(module, edit, arch):
+        # The first edit found is the one suggested: JAX's own lowering runs on it too
+        # (where the module has its launch), the others are checked by smalto's checker.
+        verdict = works_on_copy(module, edit, arch, lower=not trial.verified)
+        if verdict.rejected:
+            trial.rejected.append((edit, verdict.rejected))
+        if verdict:
+            if not trial.verified:
+                trial.lowered = verdict.lowered
             trial.verified.append(edit)
             fixed_places.add(_place(edit))
             if len(trial.verified) >= budget.verified:
@@ -147,10 +172,14 @@ def _same_entry(system: System, fixed: Fixed, edit: Edit) -> bool:
     return system.var_of_site.get(site) == fixed.var
 
 
-def works_on_copy(module: ir.Operation, edit: Edit, arch: tuple[int, int]) -> bool:
-    """Makes ``edit`` on a clone of ``module``: does the clone infer, and its answer check?"""
+def works_on_copy(
+    module: ir.Operation, edit: Edit, arch: tuple[int, int], *, lower: bool = False
+) -> Verdict:
+    """Makes ``edit`` on a clone of ``module``: does the clone infer, and its answer check?
+    With ``lower``, JAX's dialect lowering must take the answer too where it can run."""
     from smalto import annotate
     from smalto.check import check
+    from smalto.diagnose.lowering import jax_lowering_accepts
     from smalto.errors import InferenceError
     from smalto.program import read_program
     from smalto.rules import derive_system
@@ -164,16 +193,21 @@ def works_on_copy(module: ir.Operation, edit: Edit, arch: tuple[int, int]) -> bo
             system = derive_system(program, arch)
             solver = Solver(system, program, arch, _FUEL)
             if not solver.solve():
-                return False
+                return Verdict(False)
             plan = annotate.plan_attributes(program, system, solver.solution())
             annotate.write_attributes(program, plan)
-        return not check(clone, arch)  # type: ignore[arg-type]
+        if check(clone, arch):  # type: ignore[arg-type]
+            return Verdict(False)
+        if not lower:
+            return Verdict(True)
+        lowered, why = jax_lowering_accepts(clone.operation)
+        return Verdict(lowered is not False, lowered, why)
     except (InferenceError, NotImplementedError, ValueError, FuelExhausted):
-        return False  # the edited kernel fails some other way: not a fix
+        return Verdict(False)  # the edited kernel fails some other way: not a fix
     except Exception:  # noqa: BLE001 -- an edit the pipeline cannot take is no fix either
-        return False
+        return Verdict(False)
     finally:
         clone.operation.erase()
 
 
-__all__ = ["Budget", "Trial", "module_of", "try_edits", "works_on_copy"]
+__all__ = ["Budget", "Trial", "Verdict", "module_of", "try_edits", "works_on_copy"]

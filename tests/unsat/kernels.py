@@ -253,6 +253,15 @@ def tmem_acc_m64_layout_not_collective(a: jax.Array, b: jax.Array) -> jax.Array:
     return _tcgen05_matmul(_store_tile, a, b, acc)
 
 
+def tmem_acc_declared_collective(a: jax.Array, b: jax.Array) -> jax.Array:
+    """An M=64 accumulator declared ``collective=True`` (in a 2-CTA cluster) for an MMA
+    that is not collective: its TMEM layout is the collective one, and so is its
+    allocation, which JAX's lowering will not mix with a 1-CTA MMA whatever the layouts."""
+    m, n = a.shape[0], b.shape[1]
+    acc = plgpu.TMEM((m, n), jnp.float32, collective=True)
+    return _tcgen05_matmul(_store_tile, a, b, acc, cluster=(2,), cluster_names=("x",))
+
+
 def tmem_acc_m64_layout_on_128_rows(a: jax.Array, b: jax.Array) -> jax.Array:
     """A 128-row accumulator given the M=64 collective TMEM layout by hand."""
     m, n = a.shape[0], b.shape[1]
@@ -343,6 +352,11 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
     "strided_loop_carry": (strided_loop_carry, (_sds(64, 128),), HOPPER),
     "tmem_acc_m64_layout_not_collective": (
         tmem_acc_m64_layout_not_collective,
+        (_sds(64, 64, dtype=jnp.float16), _sds(64, 128, dtype=jnp.float16)),
+        BLACKWELL,
+    ),
+    "tmem_acc_declared_collective": (
+        tmem_acc_declared_collective,
         (_sds(64, 64, dtype=jnp.float16), _sds(64, 128, dtype=jnp.float16)),
         BLACKWELL,
     ),
