@@ -34,8 +34,11 @@ class Budget:
     """How much a diagnosis may spend on trying edits."""
 
     candidates: int = 48  # candidates looked at, at most
-    seconds: float = 0.6  # wall time, at most
+    on_module: int = 4  # of which made on a copy of the module (the dear part), at most
     verified: int = 3  # stop once this many edits are verified
+    # A safety net only: the counts above bound the work, and keep the message the
+    # same on a busy machine as on an idle one.
+    seconds: float = 3.0
 
 
 @dataclass
@@ -86,7 +89,8 @@ def try_edits(
             continue  # another target for a cast already fixed: no news for the author
         if edit.kind == ADD_CAST and trial.verified:
             continue  # new code where an edit of the author's own does: not worth the time
-        if trial.tried >= budget.candidates or time.monotonic() > deadline:
+        out_of_budget = trial.tried >= budget.candidates or trial.on_module >= budget.on_module
+        if out_of_budget or time.monotonic() > deadline:
             trial.complete = False
             break
         trial.tried += 1
