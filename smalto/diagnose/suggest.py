@@ -161,8 +161,8 @@ def _text(
         )
     else:
         none = (
-            f"none of the {trial.tried} single edits smalto tried within its budget makes "
-            "the kernel infer"
+            f"none of the {trial.tried} single edits smalto tried within its budget fixes "
+            "the kernel"
         )
     if trial.rejected:
         # The closest miss says what else stands in the way, in JAX's words.
