@@ -1,14 +1,18 @@
 """The ``smalto`` command line, in ``mlir-opt``'s habits.
 
-``smalto infer FILE|- [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--dump-system]``
-reads a Mosaic GPU module, infers its layouts and prints the annotated module.
-Exit status: 0 on success; 1 when the kernel cannot be inferred (or uses an op
-smalto has no rule for), with the reason on stderr; 2 on bad usage or input
-that cannot be read or parsed, with one line on stderr.
+``smalto infer FILE... [-o OUT] [--arch 9.0|10.0] [--fuel N] [--generic] [--summary]``
+reads Mosaic GPU modules, infers their layouts and prints the annotated modules
+(or a summary of the layouts). ``smalto explain FILE [%value...]`` says why each
+value got its layout; ``smalto check FILE...`` checks annotated modules op by op.
+Exit status: 0 on success; 1 when a kernel cannot be inferred (or uses an op
+smalto has no rule for), or has violations (``check``), with the reason; 2 on
+bad usage or input that cannot be read, parsed or used, with one line on
+stderr. With several files, the worst status of them all.
 
-``smalto explain FILE [%value...|--all]``, ``smalto draw LAYOUT --shape RxC`` and
-``smalto capture SCRIPT.py:FUNCTION`` parse their own arguments (see DELEGATED).
-``smalto infer --report page.html`` also writes an HTML report.
+This module parses arguments only, and imports no JAX: ``smalto --help``,
+``--version`` and every argument error answer at once; each command loads what
+it needs once its arguments are known. ``smalto draw`` parses its own
+arguments (see DELEGATED).
 
 ``smalto bench [FILE...] [--repeat N]`` times smalto against JAX's pass and
 the IR floor (``bench/run.py``; default: the corpus kernels). The benchmarks
@@ -23,21 +27,16 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
 
-from jax._src.lib.mlir import ir
-
-from smalto.mlir import MlirInputError, module_arch, parse_module, print_module
-from smalto.validate import SUPPORTED_ARCHS, parse_arch
-
-DEFAULT_ARCH = (9, 0)
+from smalto.archs import parse_arch
 
 EXIT_OK = 0
 EXIT_INFERENCE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -46,92 +45,119 @@ class UsageError(Exception):
 
 # Subcommands that parse their own arguments: name -> (module, function).
 DELEGATED = {
-    "capture": ("smalto.jax.cli", "capture_main"),
     "draw": ("smalto.draw", "draw_main"),
-    "explain": ("smalto.explain", "explain_main"),
-    "check": ("smalto.check", "check_main"),
+}
+
+# Commands with a parser here: name -> (module, function run on the parsed arguments).
+COMMANDS = {
+    "infer": ("smalto.infer_command", "run_infer"),
+    "explain": ("smalto.explain", "run_explain"),
+    "check": ("smalto.check.command", "run_check"),
+    "capture": ("smalto.jax.cli", "run_capture_command"),
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in DELEGATED:
-        module, function = DELEGATED[argv[0]]
-        try:
-            return getattr(importlib.import_module(module), function)(argv[1:])
-        except KeyboardInterrupt:
-            return 130
-    parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_request:  # argparse: --help (0) or bad usage (2)
+        if argv and argv[0] in DELEGATED:
+            module, function = DELEGATED[argv[0]]
+            return getattr(importlib.import_module(module), function)(argv[1:])
+        args = parse_arguments(build_parser(), argv)
+        if isinstance(args, int):
+            return args
+        return args.run(args)
+    except UsageError as error:
+        return fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader left early (`smalto infer k.mlir | head`): not an error.
+        return stdout_closed()
+
+
+def parse_arguments(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit status argparse asked for (0 after --help, 2 on
+    bad usage, its message printed)."""
+    try:
+        args, extras = parser.parse_known_args(list(argv))
+        # `explain FILE --json %12`: argparse gives the positionals after an option to
+        # nothing; they are values to explain.
+        if extras and hasattr(args, "values") and not any(e.startswith("-") for e in extras):
+            args.values = [*args.values, *extras]
+        elif extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
+    except SystemExit as exit_request:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_USAGE
+
+
+def stdout_closed() -> int:
+    """Points stdout at /dev/null, so that the interpreter's last flush does not fail
+    again on the closed pipe; returns the exit status for a reader that left (0)."""
     try:
-        return args.run(args)
-    except (UsageError, MlirInputError) as error:
-        return _fail(str(error), EXIT_USAGE)
-    except KeyboardInterrupt:
-        return 130
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout with no file descriptor (tests)
+        pass
+    return EXIT_OK
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def fail(message: str, status: int, prog: str = "smalto") -> int:
+    """Prints ``prog: error: message`` on stderr; returns ``status``."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return status
+
+
+# --- parsers ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smalto", description="Layout inference for Mosaic GPU kernels."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    # Listed for --help; their own parsers take over (see DELEGATED).
-    commands.add_parser(
-        "capture", help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules"
+    parser.add_argument(
+        "--version", action=_Version, help="print smalto's version (and JAX's) and exit"
     )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    infer = commands.add_parser(
+        "infer",
+        help="infer layouts and print the annotated module (or a --summary)",
+        description="Infer register layouts, SMEM transforms and TMEM layouts for Mosaic GPU "
+        "modules and print them with in_layouts/out_layouts/in_transforms/out_transforms "
+        "(and TMEM layouts) set.",
+    )
+    add_infer_arguments(infer)
+    _runs(infer, "infer")
+    explain = commands.add_parser(
+        "explain",
+        help="say why each value got its layout",
+        description=EXPLAIN_DESCRIPTION,
+    )
+    add_explain_arguments(explain)
+    _runs(explain, "explain")
+    check = commands.add_parser(
+        "check",
+        help="check annotated modules op by op (independently of the solver)",
+        description=CHECK_DESCRIPTION,
+    )
+    add_check_arguments(check)
+    _runs(check, "check")
+    capture = commands.add_parser(
+        "capture",
+        help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules",
+        description=CAPTURE_DESCRIPTION,
+    )
+    add_capture_arguments(capture)
+    _runs(capture, "capture")
+    # Listed for --help; its own parser takes over (see DELEGATED).
     commands.add_parser(
         "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"
     )
-    commands.add_parser("explain", help="say why each value got its layout")
-    commands.add_parser(
-        "check", help="check an annotated module op by op (independently of the solver)"
-    )
-    infer = commands.add_parser(
-        "infer",
-        help="infer layouts and print the annotated module",
-        description="Infer register layouts and SMEM transforms for a Mosaic GPU module "
-        "and print it with in_layouts/out_layouts/in_transforms/out_transforms set.",
-    )
-    infer.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
-    infer.add_argument(
-        "-o", dest="output", metavar="OUT", help="write the module here (default: stdout)"
-    )
-    infer.add_argument(
-        "--arch",
-        type=_parse_arch,
-        metavar="MAJOR.MINOR",
-        help="target architecture, 9.0 (Hopper) or 10.0 (Blackwell); default: the "
-        "module's mosaic_gpu.arch_major/arch_minor attributes, else 9.0",
-    )
-    infer.add_argument(
-        "--fuel",
-        type=_parse_fuel,
-        metavar="N",
-        help="bound on the solver's search steps (default: smalto.DEFAULT_FUEL)",
-    )
-    infer.add_argument(
-        "--generic", action="store_true", help="print the generic op form instead of pretty"
-    )
-    infer.add_argument("--debug-info", action="store_true", help="print each op's loc(...) as well")
-    infer.add_argument(
-        "--report",
-        metavar="HTML",
-        help="also write a page with each op's layouts, relayouts and pictures of the layouts",
-    )
-    infer.add_argument(
-        "--dump-system",
-        action="store_true",
-        help="write the constraint system to stderr once derived, one requirement a line "
-        "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
-        "to stdout, as JAX's pass does)",
-    )
-    infer.set_defaults(run=_run_infer)
     bench = commands.add_parser(
         "bench",
         help="time smalto against JAX's pass and the IR floor (source checkout only)",
@@ -147,7 +173,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--repeat",
-        type=_parse_repeat,
+        type=_positive,
         default=5,
         metavar="N",
         help="runs per figure; each figure is their median (default: 5)",
@@ -156,49 +182,244 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_infer(args: argparse.Namespace) -> int:
-    from smalto import DEFAULT_FUEL, InferenceError, infer_layout
+def _runs(parser: argparse.ArgumentParser, command: str) -> None:
+    """Sets what runs the command: its module is imported only then."""
+    module, function = COMMANDS[command]
 
-    text, source_name = _read_input(args.input)
-    module = parse_module(text, source_name=source_name)
-    arch = args.arch or _arch_of(module)
-    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    def run(args: argparse.Namespace) -> int:
+        runner: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(module), function
+        )
+        return runner(args)
+
+    parser.set_defaults(run=run)
+
+
+def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="FILE",
+        help="MLIR modules to read ('-' for stdin); with several, -o and --report name directories",
+    )
+    parser.add_argument(
+        "-o",
+        dest="output",
+        metavar="OUT",
+        help="write the module here (default: stdout); with several FILEs, a directory that "
+        "gets one FILE-named .mlir each",
+    )
+    _add_arch(parser)
+    parser.add_argument(
+        "--fuel",
+        type=_positive,
+        metavar="N",
+        help="bound on the solver's search steps (default: smalto.DEFAULT_FUEL)",
+    )
+    parser.add_argument(
+        "--generic", action="store_true", help="print the generic op form instead of pretty"
+    )
+    parser.add_argument(
+        "--debug-info", action="store_true", help="print each op's loc(...) as well"
+    )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print, instead of the module, each value's layout by name, its type and the "
+        "line that defines it, and the relayouts that cost something (the module still "
+        "goes to -o)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the summary as JSON (implies --summary)"
+    )
+    parser.add_argument(
+        "--report",
+        metavar="HTML",
+        help="also write a page with each op's layouts, relayouts and pictures of the "
+        "layouts; on failure, the diagnosis and the module",
+    )
+    parser.add_argument(
+        "--dump-system",
+        action="store_true",
+        help="write the constraint system to stderr once derived, one requirement a line "
+        "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
+        "to stdout, as JAX's pass does)",
+    )
+
+
+EXPLAIN_DESCRIPTION = (
+    "Infer layouts for a module and say why a value has its layout: the chain of ops and "
+    "requirements that forced it, or that nothing did. Values and lines are those of the "
+    "module `smalto infer FILE` prints."
+)
+
+
+def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
+    parser.add_argument(
+        "values",
+        nargs="*",
+        metavar="%VALUE",
+        help="values to explain: an SSA name as `smalto infer FILE` prints the module "
+        "(%%12, %%95#0, or %%95 for all results of an op; %%arg3), or as FILE itself names "
+        "it; or @LINE for the values defined at that line of the printed module",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="explain every value that has a layout (the default)"
+    )
+    _add_arch(parser)
+    parser.add_argument(
+        "--generic",
+        action="store_true",
+        help="name values and lines as `smalto infer --generic` prints the module",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON object: each value's name, line, location, type, layout, summary "
+        "and steps",
+    )
+    parser.add_argument("--fuel", type=_positive, default=None, help=argparse.SUPPRESS)
+
+
+CHECK_DESCRIPTION = (
+    "Check the layout annotations of Mosaic GPU modules, op by op, against the "
+    "requirements of JAX's lowering: one line per violation, then what was checked."
+)
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "inputs", nargs="+", metavar="FILE", help="annotated MLIR modules ('-' for stdin)"
+    )
+    _add_arch(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per FILE (JSON Lines): what was checked and each violation",
+    )
+
+
+CAPTURE_DESCRIPTION = (
+    "Lower a JAX function for the GPU (no GPU needed) and write the Mosaic GPU modules JAX "
+    "hands to layout inference, before inference, as .mlir files."
+)
+_ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="SCRIPT.py:FUNCTION", help="the function to lower, in a Python file"
+    )
+    parser.add_argument(
+        "--arg",
+        dest="args",
+        action="append",
+        default=[],
+        type=_dtype_and_shape,
+        metavar="DTYPE[SHAPE]",
+        help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order; none: FUNCTION "
+        "takes no arguments)",
+    )
+    parser.add_argument(
+        "--arch",
+        choices=["10.0", "9.0"],
+        help="target architecture (default: the GPU's, or 9.0 without one)",
+    )
+    parser.add_argument(
+        "--smalto",
+        action="store_true",
+        help="run smalto as the inference pass while lowering (default: JAX's)",
+    )
+    parser.add_argument(
+        "--inferred",
+        action="store_true",
+        help="also write each module after inference, as NAME.inferred.mlir",
+    )
+    parser.add_argument(
+        "-o",
+        dest="output",
+        metavar="DIR",
+        help="write NAME.mlir files here and list them on stdout (default: print the "
+        "modules to stdout, separated by '// -----')",
+    )
+
+
+def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``f16[128,64]`` as ``("f16", (128, 64))``; the dtype is looked up when the command
+    runs (that needs JAX)."""
+    match = _ARG.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected DTYPE[SHAPE] such as f16[128,64], got {text!r}")
+    return match[1], tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
+
+
+def _add_arch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--arch",
+        type=_arch,
+        metavar="MAJOR.MINOR",
+        help="target architecture, 9.0 (Hopper) or 10.0 (Blackwell); default: the "
+        "module's mosaic_gpu.arch_major/arch_minor attributes, else 9.0",
+    )
+
+
+def command_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of one command on its own (``smalto explain``), for its ``*_main``."""
+    adders = {
+        "infer": add_infer_arguments,
+        "explain": add_explain_arguments,
+        "check": add_check_arguments,
+        "capture": add_capture_arguments,
+    }
+    descriptions = {
+        "explain": EXPLAIN_DESCRIPTION,
+        "check": CHECK_DESCRIPTION,
+        "capture": CAPTURE_DESCRIPTION,
+    }
+    parser = argparse.ArgumentParser(
+        prog=f"smalto {command}", description=descriptions.get(command)
+    )
+    adders[command](parser)
+    return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: read from the package metadata only when asked (it costs an import)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from smalto.version import dependency_version, version
+
+        jax = ", ".join(
+            f"{name} {found}"
+            for name in ("jax", "jaxlib")
+            if (found := dependency_version(name)) is not None
+        )
+        print(f"smalto {version()}" + (f" ({jax})" if jax else ""))
+        parser.exit()
+
+
+def _arch(text: str) -> tuple[int, int]:
     try:
-        # JAX's pass builds attributes from the ambient context; so may ours.
-        with module.context, ir.Location.unknown():
-            if args.report or args.dump_system:
-                dump_to = sys.stderr if args.dump_system else None
-                inference = _infer_for_report(module, fuel, arch, dump_to)
-            else:
-                infer_layout(module, fuel=fuel, arch=arch)
-    except InferenceError as error:
-        return _fail(str(error) + _source_excerpts(error), EXIT_INFERENCE_FAILED)
-    except NotImplementedError as error:
-        return _fail(str(error) or "unsupported operation", EXIT_INFERENCE_FAILED)
-    if args.report:
-        from smalto.report import write_report
-
-        write_report(module, inference, args.report, source_name=source_name)
-    _write_output(
-        args.output, print_module(module, generic=args.generic, debug_info=args.debug_info)
-    )
-    return EXIT_OK
+        return parse_arch(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _infer_for_report(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
-) -> object:
-    """``infer_layout``, keeping what the report shows (the solved system); the system is
-    also written to ``dump_to`` once derived, when given."""
-    from smalto import annotate
-    from smalto.infer import solve_module
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return number
 
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
-    plan = annotate.plan_attributes(
-        inference.program, inference.system, inference.solver.solution()
-    )
-    annotate.write_attributes(inference.program, plan)
-    return inference
+
+# --- bench -----------------------------------------------------------------------------------
 
 
 def _run_bench(args: argparse.Namespace) -> int:
@@ -221,101 +442,3 @@ def _load_bench() -> ModuleType:
             f"the benchmarks are not available ({error}); `smalto bench` runs from a smalto "
             "source checkout, which has bench/ and tests/reference.py"
         ) from None
-
-
-def _parse_repeat(text: str) -> int:
-    try:
-        repeat = int(text)
-    except ValueError:
-        repeat = 0
-    if repeat <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return repeat
-
-
-def _parse_arch(text: str) -> tuple[int, int]:
-    try:
-        return parse_arch(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _parse_fuel(text: str) -> int:
-    try:
-        fuel = int(text)
-    except ValueError:
-        fuel = 0
-    if fuel <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return fuel
-
-
-def _arch_of(module: ir.Module) -> tuple[int, int]:
-    arch = module_arch(module)
-    if arch is None:
-        return DEFAULT_ARCH
-    if arch not in SUPPORTED_ARCHS:
-        raise UsageError(
-            f"the module targets architecture {arch[0]}.{arch[1]}, which smalto does not "
-            f"support ({_supported_archs()}); pass --arch to override"
-        )
-    return arch
-
-
-def _supported_archs() -> str:
-    return " or ".join(f"{major}.{minor}" for major, minor in SUPPORTED_ARCHS)
-
-
-def _read_input(name: str) -> tuple[str, str]:
-    """The text to parse and the name to call it in messages."""
-    if name == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        return Path(name).read_text(encoding="utf-8"), name
-    except OSError as error:
-        raise UsageError(f"cannot read '{name}': {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"cannot read '{name}': not UTF-8 text") from None
-
-
-def _write_output(name: str | None, text: str) -> None:
-    if name is not None and name != "-":
-        try:
-            Path(name).write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise UsageError(f"cannot write '{name}': {error.strerror or error}") from None
-        return
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader left early (`smalto infer k.mlir | head`); that is not an
-        # error. Point stdout at /dev/null so the interpreter's final flush
-        # does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
-_LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
-
-
-def _source_excerpts(error: Exception) -> str:
-    """The source lines an error names, under each location, as compilers show them."""
-    report = getattr(error, "conflict", None)
-    lines: list[str] = []
-    for location in getattr(report, "locations", [])[:8]:
-        match = _LOCATION.match(location)
-        if match is None:
-            continue
-        path, line, column = match[1], int(match[2]), int(match[3])
-        try:
-            source = Path(path).read_text(encoding="utf-8").splitlines()[line - 1]
-        except (OSError, UnicodeDecodeError, IndexError):
-            continue  # not a readable file (e.g. "-" for stdin): nothing to show
-        lines += [f"{location}:", f"  {source}", "  " + " " * max(column - 1, 0) + "^"]
-    return "\n" + "\n".join(lines) if lines else ""
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"smalto: error: {message}", file=sys.stderr)
-    return status

@@ -9,15 +9,18 @@ chain a person can follow:
     %12: WGMMA_LAYOUT because it flows into the accumulator of
     `mosaic_gpu.wgmma` at line 88 via iter_arg #0 of `scf.for` at line 61
 
-    smalto explain FILE.mlir [%VALUE|@LINE ...] [--all] [--arch 9.0|10.0]
+    smalto explain FILE.mlir [%VALUE|@LINE ...] [--all] [--arch 9.0|10.0] [--json]
+
+Values and lines are those of the module ``smalto infer FILE`` prints (see
+``smalto.printed``); names of FILE itself are accepted too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from jax._src.lib.mlir import ir
 
@@ -48,8 +51,9 @@ from smalto.constraints import (
 from smalto.hw.names import describe_value
 from smalto.infer import DEFAULT_FUEL, Inference, in_context, solve_module
 from smalto.locations import file_position, location_name, location_text
+from smalto.printed import PrintedModule, printed_module
 from smalto.program import Kind, Program
-from smalto.validate import parse_arch
+from smalto.validate import SUPPORTED_ARCHS
 
 EXIT_OK = 0
 EXIT_INFERENCE_FAILED = 1
@@ -63,30 +67,58 @@ class Explanation:
     """Why one value has its layout: a one-line ``summary`` and the ``steps`` behind it."""
 
     value: int
-    name: str
-    place: str  # where the value is defined: "line 12"
+    name: str  # as the printed module names it
+    place: str  # where the value is defined: "line 12" (of the printed module), "kernel.py:7"
     type: str
     layout: str
     summary: str
     steps: list[str] = field(default_factory=list)
     free: bool = False
+    line: int | None = None  # the printed module's line that defines the value
+    location: str | None = None  # the defining op's source position, ``file:line:col``
+    input_name: str | None = None  # the name the input file gave the value
 
     def text(self, detailed: bool = True) -> str:
         lines = [f"{self.name} ({self.place}): {self.summary}"]
         if detailed:
             lines.append(f"  type: {self.type}")
+            if self.input_name is not None and self.input_name != self.name:
+                lines.append(f"  in the input: {self.input_name}")
             lines.extend(f"  {i}. {step}" for i, step in enumerate(self.steps, 1))
         return "\n".join(lines)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "input_name": self.input_name,
+            "line": self.line,
+            "location": self.location,
+            "type": self.type,
+            "layout": self.layout,
+            "summary": self.summary,
+            "steps": self.steps,
+            "free": self.free,
+        }
 
 
 class Explainer:
     """Explains the layouts of one solved module."""
 
-    def __init__(self, inference: Inference, source_name: str = "<input>") -> None:
+    def __init__(
+        self,
+        inference: Inference,
+        source_name: str = "<input>",
+        printed: PrintedModule | None = None,
+    ) -> None:
+        """``printed``: the module as ``smalto infer`` prints it, whose names and lines the
+        explanations use (default: the pretty form of the module the program was read from)."""
         self.program: Program = inference.program
         self.system = inference.system
         self.solver = inference.solver
         self.source_name = source_name
+        if printed is None:
+            printed = printed_module(self._top_operation(), self.program)
+        self.printed = printed
         self.fixed_of: dict[int, Fixed] = {}
         for fixed in self.system.fixed:
             self.fixed_of.setdefault(fixed.var, fixed)
@@ -101,37 +133,32 @@ class Explainer:
         self.members: dict[int, list[int]] = {}
         for variable in self.system.variables:
             self.members.setdefault(self.solver.root[variable.id], []).append(variable.id)
-        self._names: dict[int, str] = {}
-        self._state: ir.AsmState | None = None
+        # Notes on names the user gave (a name of the input file that the printed
+        # module gives another value), for the command line to print.
+        self.notes: list[str] = []
 
     # --- names and places ----------------------------------------------------------
 
     def _value_at(self, site: Site) -> int:
         return value_at(self.program, site)
 
-    def _ir_value(self, vid: int) -> ir.Value | None:
+    def name(self, vid: int) -> str:
+        """The value's SSA name as the printed module has it (``%12``, ``%95#0``, ``%arg3``)."""
+        name = self.printed.names.get(vid)
+        if name is None:  # a module whose printed form did not parse back: ask the printer
+            name = self.printed.names[vid] = self._asm_name(vid)
+        return name
+
+    def _asm_name(self, vid: int) -> str:
         producer = self.program.values[vid].producer
         if producer is None:
-            return None
+            return f"<value {vid}>"
         operation = self.program.ops[producer.op].operation
         if producer.region is None:
-            return operation.results[producer.index]
-        return operation.regions[producer.region].blocks[0].arguments[producer.index]
-
-    def name(self, vid: int) -> str:
-        """The value's SSA name as the module prints it (``%12``, ``%arg3``)."""
-        cached = self._names.get(vid)
-        if cached is not None:
-            return cached
-        value = self._ir_value(vid)
-        if value is None:
-            name = f"<value {vid}>"
+            value = operation.results[producer.index]
         else:
-            if self._state is None:
-                self._state = ir.AsmState(self._top_operation())
-            name = value.get_name(self._state)
-        self._names[vid] = name
-        return name
+            value = operation.regions[producer.region].blocks[0].arguments[producer.index]
+        return value.get_name(ir.AsmState(self._top_operation()))
 
     def _top_operation(self) -> ir.Operation:
         operation = self.program.ops[self.program.top_level[0]].operation
@@ -139,9 +166,38 @@ class Explainer:
             operation = operation.parent
         return operation
 
+    def in_input(self, op_id: int) -> bool:
+        """Whether the op is located in the input module itself (not in a Python file)."""
+        position = file_position(self.program.ops[op_id].location)
+        return position is None or position.file in (_PARSER_BUFFER, self.source_name)
+
     def where(self, op_id: int) -> str:
-        """``line 88`` for an op of the input itself, else its location (``f.py:88``)."""
+        """``line 88`` (of the printed module) for an op of the input itself, else its
+        source position (``kernel.py:88``)."""
+        line = self.printed.line_of_op(op_id)
+        if line is not None and self.in_input(op_id):
+            return f"line {line}"
         return describe_location(self.program.ops[op_id].location, self.source_name)
+
+    def place(self, vid: int) -> str:
+        """Where a value is defined: ``line 260`` of the printed module, and its source
+        position when it has one (``line 9, kernel.py:7``)."""
+        value = self.program.values[vid]
+        if value.producer is None:
+            return "an argument"
+        line = self.printed.value_lines.get(vid, self.printed.line_of_op(value.producer.op))
+        if line is None:
+            return self.where(value.producer.op)
+        if self.in_input(value.producer.op):
+            return f"line {line}"
+        return f"line {line}, {self.where(value.producer.op)}"
+
+    def source_location(self, vid: int) -> str | None:
+        """``file:line:col`` of the op that defines a value, where it has one."""
+        producer = self.program.values[vid].producer
+        if producer is None:
+            return None
+        return str(file_position(self.program.ops[producer.op].location) or "") or None
 
     def op_text(self, op_id: int) -> str:
         op = self.program.ops[op_id]
@@ -187,20 +243,21 @@ class Explainer:
     def explain_value(self, vid: int) -> Explanation:
         value = self.program.values[vid]
         var = self.var_of_value.get(vid)
-        name = self.name(vid)
-        place = self.where(value.producer.op) if value.producer is not None else "an argument"
+        facts = {
+            "line": self.printed.value_lines.get(vid),
+            "location": self.source_location(vid),
+            "input_name": self.printed.input_names.get(vid),
+        }
+        name, place, ty = self.name(vid), self.place(vid), str(value.type)
         if var is None:
-            return Explanation(
-                vid, name, place, str(value.type), "none", "has no layout", free=True
-            )
+            return Explanation(vid, name, place, ty, "none", "has no layout", free=True, **facts)
         layout = self.layout_of(var)
         steps: list[str] = []
         vias: list[str] = []
         ending = self._follow(var, steps, vias)
         summary = f"{layout} {_summary(ending, steps, vias)}"
-        return Explanation(
-            vid, name, place, str(value.type), layout, summary, steps, free=ending.kind == "free"
-        )
+        free = ending.kind == "free"
+        return Explanation(vid, name, place, ty, layout, summary, steps, free=free, **facts)
 
     def _follow(self, var: int, steps: list[str], vias: list[str]) -> _Ending:
         """Appends the chain behind ``var``'s slot to ``steps`` (and the loops it passes
@@ -376,17 +433,51 @@ class Explainer:
         )
 
     def find(self, name: str) -> list[int]:
-        """Ids of the values named ``%name`` (names restart in each function, so there may
-        be several), or defined by the op at line N of the input for ``@N``."""
+        """Ids of the values (with a layout) that ``name`` names; raises ``LookupError``
+        saying why when there is none.
+
+        ``name``: an SSA name of the printed module (``%12``, ``%95#0``, or ``%95`` for
+        every result of a multi-result op), else of the input file (MLIR names values
+        afresh when it prints, so the two may differ: the printed module's names win,
+        with a note in ``notes``); ``@N``: the values defined at line N of the printed
+        module. Names restart in each function, so a name may find several.
+        """
+        with_layout = set(self.values())
         if name.startswith("@") and name[1:].isdigit():
-            wanted = f"line {int(name[1:])}"
-            return [
-                vid
-                for vid in self.values()
-                if self.where(self.program.values[vid].producer.op) == wanted  # type: ignore[union-attr]
-            ]
+            found = self.printed.values_at_line(int(name[1:]))
+            kept = [v for v in found if v in with_layout]
+            return kept or self._none(found, f"at line {name[1:]} of the printed module")
         wanted = name if name.startswith("%") else f"%{name}"
-        return [vid for vid in self.values() if self.name(vid) == wanted]
+        printed = self.printed.values_named(wanted)
+        from_input = self.printed.values_named_in_input(wanted)
+        kept = [v for v in printed if v in with_layout]
+        kept_in_input = [v for v in from_input if v in with_layout]
+        if kept:
+            if kept_in_input and set(kept_in_input) != set(kept):
+                self.notes.append(
+                    f"{wanted} of {self.source_name} is {self._listed(kept_in_input)} in the "
+                    f"printed module; explaining the printed {wanted}"
+                )
+            return kept
+        if kept_in_input:
+            if printed:
+                self.notes.append(
+                    f"{wanted} of {self.source_name} is {self._listed(kept_in_input)} in the "
+                    f"printed module (whose {wanted} has no layout)"
+                )
+            return kept_in_input
+        return self._none(printed or from_input, f"named {wanted}")
+
+    def _listed(self, values: list[int]) -> str:
+        return ", ".join(f"{self.name(v)} ({self.place(v)})" for v in values)
+
+    def _none(self, found: list[int], what: str) -> list[int]:
+        if not found:
+            raise LookupError(f"no value {what}")
+        held = ", ".join(
+            f"{self.name(v)} ({self.place(v)}) is {self.program.values[v].type}" for v in found[:4]
+        )
+        raise LookupError(f"no value {what} has a layout: {held}")
 
 
 MAX_VIAS = 3
@@ -457,78 +548,77 @@ def describe_location(location: ir.Location, source_name: str) -> str:
 # --- command line ---------------------------------------------------------------------------
 
 
-def build_parser(prog: str = "smalto explain") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Infer layouts for a module and say why a value has its layout: the "
-        "chain of ops and requirements that forced it, or that nothing did.",
-    )
-    parser.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
-    parser.add_argument(
-        "values",
-        nargs="*",
-        metavar="%VALUE",
-        help="values to explain: an SSA name as `smalto infer` prints the module (e.g. %%12, "
-        "%%arg3), or @LINE for the values the op at that line of FILE defines",
-    )
-    parser.add_argument(
-        "--all", action="store_true", help="explain every value that has a layout (the default)"
-    )
-    parser.add_argument(
-        "--arch",
-        metavar="MAJOR.MINOR",
-        help="9.0 (Hopper) or 10.0 (Blackwell); default: the module's attributes, else 9.0",
-    )
-    parser.add_argument("--fuel", type=int, default=DEFAULT_FUEL, help=argparse.SUPPRESS)
-    return parser
-
-
 def explain_main(argv: list[str]) -> int:
     """Runs ``smalto explain`` on ``argv`` (the arguments after ``explain``); returns its status."""
-    from smalto.errors import InferenceError
-    from smalto.mlir import MlirInputError, module_arch, parse_module
+    from smalto.cli import command_parser, parse_arguments
 
-    parser = build_parser()
+    args = parse_arguments(command_parser("explain"), argv)
+    if isinstance(args, int):
+        return args
+    return run_explain(args)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
+    from smalto import annotate
+    from smalto.errors import InferenceError
+    from smalto.inputs import read_input
+    from smalto.mlir import MlirInputError, module_arch
+
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_request:
-        code = exit_request.code
-        return code if isinstance(code, int) else EXIT_USAGE
-    try:
-        text, source_name = _read(args.input)
-        module = parse_module(text, source_name=source_name)
-        arch = parse_arch(args.arch) if args.arch else (module_arch(module) or (9, 0))
-    except (MlirInputError, ValueError, OSError) as error:
+        source = read_input(args.input)
+        arch = args.arch or module_arch(source.module) or (9, 0)
+        if arch not in SUPPORTED_ARCHS:
+            raise ValueError(
+                f"the module targets architecture {arch[0]}.{arch[1]}, which smalto does not "
+                "support (9.0 or 10.0); pass --arch to override"
+            )
+    except (MlirInputError, ValueError) as error:
         return _fail(str(error), EXIT_USAGE)
+    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
     try:
-        with in_context(module):
-            inference = solve_module(module, fuel=args.fuel, arch=arch)
-            explainer = Explainer(inference, source_name)
-            if args.values and not args.all:
-                wanted = []
+        with in_context(source.module):
+            inference = solve_module(source.module, fuel=fuel, arch=arch)
+            # Written as `smalto infer` writes them, so that the printed module is its output.
+            solution = inference.solver.solution()
+            plan = annotate.plan_attributes(inference.program, inference.system, solution)
+            annotate.write_attributes(inference.program, plan)
+            printed = printed_module(
+                source.module,
+                inference.program,
+                generic=args.generic,
+                input_text=source.text,
+                input_files=source.files,
+            )
+            explainer = Explainer(inference, source.name, printed)
+            detailed = bool(args.values) and not args.all
+            if detailed:
+                wanted: list[int] = []
                 for name in args.values:
-                    found = explainer.find(name)
-                    if not found:
-                        return _fail(f"no value named {name} has a layout in {source_name}", 2)
-                    wanted.extend(found)
-                output = "\n\n".join(explainer.explain_value(v).text() for v in wanted)
+                    wanted.extend(v for v in explainer.find(name) if v not in wanted)
             else:
-                output = "\n".join(
-                    explainer.explain_value(v).text(detailed=False) for v in explainer.values()
-                )
+                wanted = explainer.values()
+            explanations = [explainer.explain_value(v) for v in wanted]
+    except LookupError as error:
+        return _fail(f"{error.args[0]} (in {source.name})", EXIT_USAGE)
+    except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
+        return _fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
         return _fail(str(error), EXIT_INFERENCE_FAILED)
-    print(output)
+    for note in explainer.notes:
+        print(f"smalto explain: note: {note}", file=sys.stderr)
+    if args.json:
+        document = {
+            "file": source.name,
+            "arch": f"{arch[0]}.{arch[1]}",
+            "values": [e.as_json() for e in explanations],
+        }
+        print(json.dumps(document, indent=1))
+    elif detailed:
+        print("\n\n".join(e.text() for e in explanations))
+    else:
+        print("\n".join(e.text(detailed=False) for e in explanations))
     return EXIT_OK
-
-
-def _read(name: str) -> tuple[str, str]:
-    if name == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        return Path(name).read_text(encoding="utf-8"), name
-    except OSError as error:
-        raise OSError(f"cannot read '{name}': {error.strerror or error}") from None
 
 
 def _fail(message: str, status: int) -> int:

@@ -2,8 +2,16 @@
 
 Sections: a summary; every distinct layout, transform and TMEM layout the
 kernel uses, each with a picture (PNG, embedded as a data URI) and the values
-that use it; every op with its in/out layouts and transforms, relayouts marked;
-and why each value has its layout (``smalto explain --all``).
+that use it; every op with its in/out layouts and transforms, the relayouts
+that cost something marked (a splat used in another layout is a free
+broadcast: noted, not marked; see ``smalto.summary.conversions``); why each
+value has its layout (``smalto explain --all``); and the module as ``smalto
+infer`` prints it, whose lines the page names.
+
+When inference fails, ``write_failure_report`` writes the page that helps
+most then: the diagnosis (the requirements that cannot hold together, with
+their ops and locations, the values involved, the suggestion) and the input
+module, its lines that the diagnosis names marked.
 """
 
 from __future__ import annotations
@@ -25,8 +33,11 @@ from smalto.explain import Explainer
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference
+from smalto.inputs import Input
 from smalto.locations import location_name
+from smalto.printed import PrintedModule
 from smalto.program import Kind
+from smalto.summary import Conversion, conversions, layout_name
 
 # Pictures in the report show a part of the array: enough rows for all four warps.
 PICTURE_ROWS = 64
@@ -57,21 +68,29 @@ class _Layout:
 class _Row:
     op: str
     where: str
+    line: int | None  # in the printed module
     results: str
     inputs: list[str]
     outputs: list[str]
-    relayouts: list[str]
+    relayouts: list[str]  # conversions that cost something
+    broadcasts: list[str]  # splats used in another layout: free
 
 
 class _Page:
-    def __init__(self, inference: Inference, source_name: str) -> None:
+    def __init__(
+        self, inference: Inference, source_name: str, printed: PrintedModule | None = None
+    ) -> None:
         self.inference = inference
         self.program = inference.program
         self.system = inference.system
         self.solver = inference.solver
-        self.explainer = Explainer(inference, source_name)
+        self.explainer = Explainer(inference, source_name, printed)
+        self.printed = self.explainer.printed
         self.layouts: dict[object, _Layout] = {}
         self.rows: list[_Row] = []
+        self.conversions: dict[int, list[Conversion]] = {}
+        for conversion in conversions(inference):
+            self.conversions.setdefault(conversion.op, []).append(conversion)
 
     def value_of_site(self, site: Site) -> Const | None:
         var = self.system.var_of_site.get(site)
@@ -124,19 +143,23 @@ class _Page:
         for op_id in ops_with_layouts:
             op = self.program.ops[op_id]
             inputs = []
-            relayouts = []
+            relayouts: list[str] = []
+            broadcasts: list[str] = []
+            for conversion in self.conversions.get(op_id, ()):
+                text = (
+                    f"{html.escape(self.explainer.name(conversion.value))}: "
+                    f"{html.escape(layout_name(conversion.source))} &rarr; "
+                    f"{html.escape(layout_name(conversion.target))}"
+                )
+                if conversion.free:
+                    broadcasts.append(f"{text} (free: a splat broadcast)")
+                else:
+                    relayouts.append(f"{text} ({html.escape(conversion.how)})")
             for i, vid in enumerate(op.operands):
                 value = self.value_of_site(Site(op_id, Role.OPERAND, i))
                 if value is None:
                     continue
                 inputs.append(self.cell(value, vid))
-                produced = self._producer_value(vid)
-                if produced is not None and produced != value:
-                    relayouts.append(
-                        f"{html.escape(self.explainer.name(vid))}: "
-                        f"{html.escape(describe_value(produced))} &rarr; "
-                        f"{html.escape(describe_value(value))}"
-                    )
             outputs = []
             for i, vid in enumerate(op.results):
                 value = self.value_of_site(Site(op_id, Role.RESULT, i))
@@ -159,17 +182,10 @@ class _Page:
             name = location_name(op.location)
             if name is not None and name != op.name.rsplit(".", 1)[-1] and name != where:
                 where = f"{where} ({name})"
-            self.rows.append(_Row(op.name, where, results, inputs, outputs, relayouts))
-
-    def _producer_value(self, vid: int) -> Const | None:
-        producer = self.program.values[vid].producer
-        if producer is None:
-            return None
-        if producer.region is None:
-            site = Site(producer.op, Role.RESULT, producer.index)
-        else:
-            site = Site(producer.op, Role.ARGUMENT, producer.index, producer.region)
-        return self.value_of_site(site)
+            line = self.printed.line_of_op(op_id)
+            self.rows.append(
+                _Row(op.name, where, line, results, inputs, outputs, relayouts, broadcasts)
+            )
 
 
 def _memory_order(strides: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
@@ -215,7 +231,11 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border: 1px solid #ddd; padding: 2px 6px; vertical-align: top; text-align: left; }
-tr.relayout { background: #fff3cd; }
+tr.relayout { background: #fff3cd; } .free { color: #777; }
+pre.module { font-size: 11px; line-height: 1.35; overflow-x: auto; }
+pre.module .n { color: #999; user-select: none; } pre.module .hit { background: #fde2e1; }
+.error { white-space: pre-wrap; font-family: ui-monospace, monospace; background: #fde2e1;
+  padding: 0.5em; }
 code, .mono { font-family: ui-monospace, monospace; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { margin-bottom: 0.5em; }
@@ -239,11 +259,13 @@ def _html(page: _Page, title: str) -> str:
         f"<script>{_SCRIPT}</script></head><body>",
         f"<h1>Layouts of {html.escape(title)}</h1>",
     ]
-    relayout_rows = sum(1 for r in page.rows if r.relayouts)
+    relayouts = sum(len(r.relayouts) for r in page.rows)
+    broadcasts = sum(len(r.broadcasts) for r in page.rows)
     out.append('<section id="summary"><h2>Summary</h2><ul>')
     out.append(f"<li>{len(page.rows)} ops with layouts</li>")
     out.append(f"<li>{len(page.layouts)} distinct layouts and transforms</li>")
-    out.append(f"<li>{relayout_rows} ops with a relayout on an operand</li></ul></section>")
+    out.append(f"<li>{relayouts} relayouts that cost something</li>")
+    out.append(f"<li>{broadcasts} splats broadcast to another layout (free)</li></ul></section>")
     out.append('<section id="layouts"><h2>Layouts used</h2>')
     for entry in page.layouts.values():
         users = ", ".join(entry.users[:12]) + (" ..." if len(entry.users) > 12 else "")
@@ -269,29 +291,155 @@ def _html(page: _Page, title: str) -> str:
     )
     for row in page.rows:
         css = ' class="relayout"' if row.relayouts else ""
+        where = html.escape(row.where)
+        if row.line is not None:
+            where = f'<a href="#L{row.line}">{where}</a>'
+        notes = row.relayouts + [f'<span class="free">{b}</span>' for b in row.broadcasts]
         out.append(
-            f"<tr{css}><td>{html.escape(row.where)}</td><td><code>{html.escape(row.op)}</code>"
+            f"<tr{css}><td>{where}</td><td><code>{html.escape(row.op)}</code>"
             f"</td><td class=mono>{row.results}</td><td>{'<br>'.join(row.inputs)}</td>"
-            f"<td>{'<br>'.join(row.outputs)}</td><td>{'<br>'.join(row.relayouts)}</td></tr>"
+            f"<td>{'<br>'.join(row.outputs)}</td><td>{'<br>'.join(notes)}</td></tr>"
         )
     out.append("</table></section>")
     out.append('<section id="why"><h2>Why each value has its layout</h2><div class="why">')
     for vid in page.explainer.values():
         out.append(html.escape(page.explainer.explain_value(vid).text(detailed=False)))
-    out.append("</div></section></body></html>")
+    out.append("</div></section>")
+    out.append('<section id="module"><h2>The module</h2><details><summary>as `smalto infer` ')
+    out.append(f"prints it ({len(page.printed.text.splitlines())} lines)</summary>")
+    out.append(_listing(page.printed.text, set()))
+    out.append("</details></section></body></html>")
+    return "\n".join(out)
+
+
+def _listing(text: str, marked: set[int]) -> str:
+    """A module's text with numbered lines, each an anchor (``#L12``); ``marked`` lines
+    highlighted."""
+    lines = text.splitlines()
+    width = len(str(len(lines)))
+    out = ['<pre class="module">']
+    for number, line in enumerate(lines, 1):
+        css = ' class="hit"' if number in marked else ""
+        out.append(
+            f'<span id="L{number}"{css}><span class="n">{number:>{width}}  </span>'
+            f"{html.escape(line)}</span>"
+        )
+    out.append("</pre>")
     return "\n".join(out)
 
 
 def write_report(
-    module: ir.Module, inference: Inference, path: str | Path, *, source_name: str = "<input>"
+    module: ir.Module,
+    inference: Inference,
+    path: str | Path,
+    *,
+    source_name: str = "<input>",
+    printed: PrintedModule | None = None,
 ) -> None:
     """Writes the HTML report of a solved ``module`` (from ``solve_module``) to ``path``.
 
     Works before or after the attributes are written, inside or outside the
-    module's context. ``source_name`` names the input file, so that ops parsed from it are placed by
-    line ("line 88").
+    module's context. ``source_name`` names the input file, so that ops parsed
+    from it are placed by line of the printed module ("line 88"); ``printed``
+    is that module (default: ``module`` in pretty form).
     """
     del module  # the inference holds the ops; the parameter keeps the call site explicit
-    page = _Page(inference, source_name)
+    page = _Page(inference, source_name, printed)
     page.collect()
     Path(path).write_text(_html(page, source_name), encoding="utf-8")
+
+
+# --- when inference fails --------------------------------------------------------------------
+
+
+def write_failure_report(source: Input, error: Exception, path: str | Path) -> None:
+    """Writes the page of a failed inference to ``path``: the diagnosis on ``error`` (an
+    ``InferenceError``'s ``conflict``, when it has one) and ``source``'s module."""
+    conflict = getattr(error, "conflict", None)
+    message = str(error) or type(error).__name__
+    title = source.name
+    in_input = _input_lines(conflict, source)
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}: no layouts</title><style>{_STYLE}</style></head><body>",
+        f"<h1>No layouts for {html.escape(title)}</h1>",
+        '<section id="error"><h2>What failed</h2>',
+        f'<p class="error">{html.escape(message.splitlines()[0])}</p></section>',
+    ]
+    if conflict is not None:
+        out += _diagnosis(conflict, source, in_input)
+    else:
+        out.append('<section id="diagnosis"><h2>Diagnosis</h2>')
+        out.append(f'<div class="why">{html.escape(message)}</div></section>')
+    out.append('<section id="module"><h2>The module</h2>')
+    out.append(f"<p>{html.escape(source.name)}, as given; the lines named above are marked.</p>")
+    out.append(_listing(source.text, set(in_input.values())))
+    out.append("</section></body></html>")
+    Path(path).write_text("\n".join(out), encoding="utf-8")
+
+
+def _diagnosis(conflict: object, source: Input, in_input: dict[str, int]) -> list[str]:
+    def place(location: str) -> str:
+        line = in_input.get(location)
+        text = html.escape(location)
+        return f'<a href="#L{line}">{text}</a>' if line is not None else text
+
+    out = ['<section id="diagnosis"><h2>These requirements cannot all hold</h2><table>']
+    out.append("<tr><th>where</th><th>op</th><th>requirement</th></tr>")
+    for requirement in getattr(conflict, "requirements", []):
+        out.append(
+            f"<tr><td>{place(requirement.location)}</td><td><code>"
+            f"{html.escape(requirement.op)}</code></td><td>{html.escape(requirement.text)}</td></tr>"
+        )
+    out.append("</table>")
+    derivations = getattr(conflict, "derivations", [])
+    if derivations:
+        out.append("<h3>Where the values' layouts come from</h3><ul>")
+        out += [f"<li>{html.escape(d)}</li>" for d in derivations]
+        out.append("</ul>")
+    suggestions = list(getattr(conflict, "suggestions", None) or [])
+    suggestion = getattr(conflict, "suggestion", None)
+    if not suggestions and suggestion:
+        suggestions = [suggestion]
+    out.append('</section><section id="suggestion"><h2>Suggestion</h2>')
+    if suggestions:
+        out.append("<ul>" + "".join(f"<li>{html.escape(str(s))}</li>" for s in suggestions))
+        out.append("</ul>")
+    else:
+        out.append("<p>(none)</p>")
+    out.append("</section>")
+    excerpts = _python_excerpts(getattr(conflict, "locations", []), source)
+    if excerpts:
+        out.append('<section id="source"><h2>Source</h2>')
+        out += excerpts
+        out.append("</section>")
+    return out
+
+
+def _input_lines(conflict: object, source: Input) -> dict[str, int]:
+    """The diagnosis's locations that are lines of the input module: location -> line."""
+    lines = {}
+    for location in getattr(conflict, "locations", None) or []:
+        file, _, rest = location.rpartition(":")
+        file, _, line = file.rpartition(":")
+        if file in (*source.files, source.name) and line.isdigit() and rest.isdigit():
+            lines[location] = int(line)
+    return lines
+
+
+def _python_excerpts(locations: list[str], source: Input) -> list[str]:
+    """The source lines of the locations in other files (the user's Python)."""
+    out = []
+    for location in locations[:8]:
+        file, _, rest = location.rpartition(":")
+        file, _, line = file.rpartition(":")
+        if file in (*source.files, source.name) or not line.isdigit():
+            continue
+        try:
+            text = Path(file).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+        except (OSError, UnicodeDecodeError, IndexError):
+            continue
+        out.append(f"<p><code>{html.escape(location)}</code></p>")
+        out.append(f'<pre class="module">{html.escape(text)}</pre>')
+    return out

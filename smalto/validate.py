@@ -15,14 +15,12 @@ read them and overwrites them, so running smalto twice gives the same module.
 
 from __future__ import annotations
 
-import re
-
 from jax._src.lib.mlir import ir
 
+from smalto.archs import SUPPORTED_ARCHS, parse_arch  # noqa: F401 (this module's API)
 from smalto.mlir import MlirInputError
 from smalto.program import Kind, Op, Program, Value, within
 
-SUPPORTED_ARCHS = ((9, 0), (10, 0))
 # Far beyond any kernel (a warpgroup's registers hold about 32K 32-bit values,
 # SMEM and TMEM 256 KiB each) yet small enough that no size computation
 # overflows or takes long.
@@ -108,12 +106,3 @@ def _where(op: Op) -> str:
         return str(location).removeprefix("loc(").removesuffix(")")
     name = "<input>" if file.filename == "-" else file.filename
     return f"{name}:{file.start_line}:{file.start_col}"
-
-
-def parse_arch(text: str) -> tuple[int, int]:
-    """``MAJOR.MINOR`` as an arch tuple; ValueError unless smalto supports it."""
-    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
-    arch = (int(match[1]), int(match[2])) if match else None
-    if arch not in SUPPORTED_ARCHS:
-        raise ValueError(f"unsupported architecture {text!r} (expected 9.0 or 10.0)")
-    return arch

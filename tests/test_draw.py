@@ -14,8 +14,13 @@ from jax._src.lib.mlir.dialects import func
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.draw import draw_main, ownership, smem_placement, tmem_placement
+from smalto.draw import draw_main, smem_placement, tmem_placement
+from smalto.draw.names import REGISTER_LAYOUT_NAMES
+from smalto.draw.ownership import ownership
+from smalto.draw.pictures import atom_extent, register_pictures
+from smalto.draw.render import BASE_DPI, MAX_SIDE, MIN_LABEL_PX, Grid, figure, text_width
 from smalto.draw.spec import SpecError, parse_register_layout, parse_smem_spec
+from smalto.draw.tmem_pictures import tmem_pictures
 from smalto.mlir import make_context
 
 THREADS = 128
@@ -301,3 +306,228 @@ def test_large_shapes_draw_a_window(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
     assert draw_main(args) == 2
     assert message in capsys.readouterr().err
+
+
+# --- pictures read at a glance (issue 19) ----------------------------------------------------
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _panels(items: list) -> list[Grid]:
+    return [g for item in items for g in (item if isinstance(item, tuple) else (item,))]
+
+
+PICTURE_ARGS = [
+    # The issue's examples (6192x3733, 3120x10848, 3216x7189 before) and large arrays.
+    ["WGMMA", "--shape", "64x64", "--dtype", "bf16"],
+    ["--smem", "tile=8x64,swizzle=128", "--shape", "64x128", "--dtype", "bf16"],
+    ["--tmem", "--shape", "128x64"],
+    ["WGMMA", "--shape", "1024x1024", "--dtype", "bf16"],
+    ["strided:1", "--shape", "128x128"],
+    ["TCGEN05", "--shape", "256x128", "--dtype", "bf16", "--thread", "5"],
+    ["WGMMA_ROW", "--shape", "1024"],
+    ["WGMMA", "--shape", "4x64x64"],
+    ["--smem", "tile=8x64,swizzle=128", "--shape", "512x512", "--dtype", "bf16"],
+    ["--tmem", "--shape", "128x512"],
+    ["WGMMA", "--smem", "tile=8x64,swizzle=16", "--bank-conflicts", "--shape", "256x256",
+     "--dtype", "bf16"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", PICTURE_ARGS, ids=lambda a: "_".join(a)[:40])
+def test_pictures_fit_in_2400_pixels(args: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "picture.png"
+    assert draw_main([*args, "-o", str(out)]) == 0
+    width, height = _png_size(out.read_bytes())
+    assert max(width, height) <= MAX_SIDE == 2400
+    assert min(width, height) >= 300  # a picture, not a thumbnail
+
+
+def test_svg_is_small(tmp_path: Path) -> None:
+    out = tmp_path / "wgmma.svg"
+    assert draw_main(["WGMMA", "--shape", "64x64", "--dtype", "bf16", "-o", str(out)]) == 0
+    assert out.stat().st_size < 700_000  # 4.8 MB before: the array is one image, labels few
+
+
+def _text_px(fig) -> list[float]:  # noqa: ANN001
+    sizes = [t.get_fontsize() for t in fig.texts]
+    for ax in fig.axes:
+        labels = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label]
+        sizes += [t.get_fontsize() for t in labels if t.get_text()]
+    return [pt * BASE_DPI / 72 for pt in sizes]
+
+
+@pytest.mark.parametrize(
+    ("layout", "shape", "dtype"),
+    [(fa.WGMMA_LAYOUT, (64, 64), "bf16"), (fa.WGStridedFragLayout((64, 64), 8), (64, 64), "bf16"),
+     (fa.WGMMA_TRANSPOSED_LAYOUT, (64, 64), "bf16"), (fa.WGMMA_ROW_LAYOUT, (128,), "f32"),
+     (fa.WGMMA_LAYOUT, (256, 256), "f32")],
+)  # fmt: skip
+def test_text_is_at_least_10_pixels_and_labels_fit_their_cells(
+    layout: object, shape: tuple, dtype: str
+) -> None:
+    items = register_pictures(ownership(layout, shape), layout, "L", dtype)
+    assert min(_text_px(figure(items))) >= 10
+    labelled = [g for g in _panels(items) if g.spans]
+    assert labelled, "some panel carries the thread/register labels"
+    for grid in labelled:
+        assert grid.label_px >= MIN_LABEL_PX >= 10
+        for _, start, stop, text in grid.spans:
+            assert text_width(text, grid.label_px) <= (stop - start) * grid.cell_px[0]
+
+
+def test_large_arrays_are_a_colour_map_beside_a_labelled_atom() -> None:
+    held = ownership(fa.WGMMA_LAYOUT, (64, 64))
+    key, (overview, atom) = register_pictures(held, fa.WGMMA_LAYOUT, "WGMMA", "bf16")
+    assert key.shape == (1, 32)
+    assert overview.shape == (64, 64)  # the whole array
+    assert all(text in ("w0", "w1", "w2", "w3") for *_, text in overview.spans)
+    # The atom is WGMMA's first tile, (64, 8): every thread, both registers of a tile.
+    assert atom_extent(fa.WGMMA_LAYOUT, (64, 64))[:2] == (64, 8) == atom.shape
+    labels = {text for *_, text in atom.spans}
+    assert {"T0:R0", "T0:R1", "T127:R1"} <= labels
+    assert len(labels) == 128 * 2  # one label per register vector (a pair of elements)
+    # A small array is drawn once, labelled.
+    small = register_pictures(ownership(fa.WGMMA_LAYOUT, (64, 8)), fa.WGMMA_LAYOUT, "W", "f32")
+    assert len(small) == 2 and small[1].shape == (64, 8) and len(small[1].spans) == 256
+
+
+def _colour(grid: Grid, cell: tuple[int, int]) -> tuple[float, ...]:
+    return tuple(np.round(grid.colors[cell], 6))
+
+
+def test_cells_are_coloured_by_lane_and_outlined_by_warp() -> None:
+    held = ownership(fa.WGMMA_LAYOUT, (64, 64))
+    _, (overview, _) = register_pictures(held, fa.WGMMA_LAYOUT, "WGMMA", "bf16")
+    # Element (0, 0) is lane 0 of warp 0, (16, 0) lane 0 of warp 1: the same colour.
+    assert held.owner((0, 0))[0] == (0,) and held.owner((16, 0))[0] == (32,)
+    assert _colour(overview, (0, 0)) == _colour(overview, (16, 0))
+    # The 32 lanes of warp 0 (rows 0-7 x pairs of columns 0-7) have 32 different colours.
+    lanes = {
+        int(held.threads[r, c, 0]): _colour(overview, (r, c)) for r in range(8) for c in range(8)
+    }
+    assert sorted(lanes) == list(range(32)) and len(set(lanes.values())) == 32
+    # Heavy outlines follow the warps.
+    assert np.array_equal(overview.regions, held.threads[..., 0] // 32)
+    # Strided layouts look different: lane l holds 8 consecutive elements of a row.
+    strided = ownership(fa.WGStridedFragLayout((64, 64), 8), (64, 64))
+    s_items = register_pictures(strided, fa.WGStridedFragLayout((64, 64), 8), "s", "bf16")
+    assert not np.array_equal(_panels(s_items)[1].colors, overview.colors)
+
+
+def test_thread_highlight(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    held = ownership(fa.WGMMA_LAYOUT, (64, 64))
+    items = register_pictures(held, fa.WGMMA_LAYOUT, "WGMMA", "bf16", thread=37)
+    overview, atom = _panels(items)[1:]
+    mine = np.any(held.threads == 37, axis=-1)
+    assert mine.sum() == 32  # 16 registers of 2
+    assert np.array_equal(overview.marks, mine)
+    assert np.array_equal(atom.marks, mine[:64, :8])
+    # The others fade towards white; thread 37's keep their lane colour.
+    plain = _panels(register_pictures(held, fa.WGMMA_LAYOUT, "WGMMA", "bf16"))[1]
+    assert np.allclose(overview.colors[mine], plain.colors[mine])
+    assert np.all(overview.colors[~mine].mean(axis=-1) > plain.colors[~mine].mean(axis=-1))
+    # The command line lists what the thread holds, register by register.
+    out = tmp_path / "t.png"
+    args = ["WGMMA", "--shape", "64x64", "--dtype", "bf16", "--thread", "37", "-o", str(out)]
+    assert draw_main(args) == 0
+    text = capsys.readouterr().out
+    assert "thread 37 (warp 1, lane 5) holds:" in text
+    assert "  R0: (17, 2), (17, 3)" in text  # row 16 + 5 // 4, columns 2 * (5 % 4) + 0..1
+    warp = register_pictures(held, fa.WGMMA_LAYOUT, "WGMMA", "bf16", warp=2)
+    assert np.array_equal(_panels(warp)[1].marks, held.threads[..., 0] // 32 == 2)
+
+
+def test_tmem_layouts_that_differ_look_different() -> None:
+    def colors(layout: tcgen05.TMEMLayout, shape: tuple) -> list[np.ndarray]:
+        items = tmem_pictures(tmem_placement(layout, shape), "t", "f32")
+        return [g.colors for g in _panels(items)[1:]]
+
+    half = colors(tcgen05.tmem_half_lane_layout(64), (64, 64))
+    m64 = colors(tcgen05.tmem_m64_collective_layout(64), (64, 64))
+    assert all(a.shape == b.shape for a, b in zip(half, m64, strict=True))
+    assert all(not np.array_equal(a, b) for a, b in zip(half, m64, strict=True))
+    # default puts row r in lane r; half_lane puts rows 0-15 in lanes 0-15 and 16-31.
+    default = colors(tcgen05.tmem_default_layout(1), (128, 32))
+    wide = colors(tcgen05.tmem_half_lane_layout(64), (64, 64))
+    assert not np.array_equal(default[1], wide[1])  # TMEM itself, 128 lanes x 32 columns
+    tmem = wide[1]
+    assert np.allclose(tmem[0, 0], tmem[16, 0])  # lanes 0 and 16 both hold row 0
+    assert not np.allclose(default[1][0, 0], default[1][16, 0])
+    # The array panel outlines lane quarters: half_lane's are 16 rows high.
+    items = tmem_pictures(tmem_placement(tcgen05.tmem_half_lane_layout(64), (64, 64)), "t", "f32")
+    array = _panels(items)[1]
+    assert np.array_equal(array.regions[:, 0], np.arange(64) // 16)
+
+
+def test_register_layout_names_match_jax() -> None:
+    from smalto.draw.spec import named_register_layouts
+
+    assert REGISTER_LAYOUT_NAMES == tuple(named_register_layouts())
+
+
+def test_draw_parses_arguments_without_jax() -> None:
+    """``smalto.draw.cli`` reads its arguments and prints --help before importing JAX (the
+    package's own ``smalto/__init__`` is bypassed: it loads the inference engine)."""
+    import subprocess
+    import sys
+
+    import smalto
+
+    code = (
+        "import sys, types\n"
+        f"package = types.ModuleType('smalto'); package.__path__ = [{smalto.__path__[0]!r}]\n"
+        "sys.modules['smalto'] = package\n"
+        "from smalto.draw.cli import draw_main\n"
+        "assert draw_main(['--help']) == 0\n"
+        "assert draw_main(['WGMMA', '--shape', '64x64', '--thread', '300']) == 2\n"
+        "assert not [m for m in sys.modules if m == 'jax' or m.startswith('jax.')]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "--bank-conflicts" in done.stdout and "WGMMA_TRANSPOSED" in done.stdout
+    assert "--thread must be 0-127" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["WGMMA", "--shape", "64x64", "--thread", "128"], "--thread must be 0-127"),
+        (["WGMMA", "--shape", "64x64", "--thread", "1", "--warp", "1"], "choose one"),
+        (["WGMMA", "--shape", "64x64", "--bank-conflicts"], "needs a register LAYOUT and --smem"),
+        (["WGMMA", "--shape", "64x64", "--load"], "go with --bank-conflicts"),
+        (["WGMMA", "--smem", "tile=8x64", "--shape", "64x64"], "add --bank-conflicts"),
+        (["WGMMA_TRANSPOSED", "--smem", "tile=8x64", "--bank-conflicts", "--shape", "64x64",
+          "--dtype", "bf16"], "UnsupportedTransferError"),
+    ],
+)  # fmt: skip
+def test_new_usage_errors(args: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    assert draw_main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_tmem_thread_highlights_its_lane() -> None:
+    placed = tmem_placement(tcgen05.tmem_half_lane_layout(64), (64, 64))
+    items = tmem_pictures(placed, "t", "f32", thread=20)
+    array, tmem, labelled = _panels(items)[1:]
+    # Thread 20 is lane 20 of quarter 0: half_lane puts row 4's right half there.
+    rows, cols = np.nonzero(array.marks)
+    assert set(rows.tolist()) == {4} and set(cols.tolist()) == set(range(32, 64))
+    assert np.array_equal(np.nonzero(tmem.marks)[0], np.full(tmem.marks.sum(), 20))
+    assert labelled.marks[20].all() and labelled.marks.sum() == labelled.marks.shape[1]
+
+
+def test_smem_picture_shows_the_swizzle_as_colours() -> None:
+    from smalto.draw.smem_pictures import smem_pictures
+
+    swizzled = _panels(smem_pictures(smem_placement((64, 128), (8, 64), 128, 16), "bf16"))
+    plain = _panels(smem_pictures(smem_placement((64, 128), (8, 64), 16, 16), "bf16"))
+    # Down the first column of a tile, 8 rows land in 8 different bank groups (colours)...
+    assert len({_colour(swizzled[0], (r, 0)) for r in range(8)}) == 8
+    # ... and without the swizzle all in the same one.
+    assert len({_colour(plain[0], (r, 0)) for r in range(8)}) == 1
+    assert np.array_equal(swizzled[0].regions, smem_placement((64, 128), (8, 64), 128, 16).tile)

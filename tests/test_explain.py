@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from cli_run import infer_output, run
 
 from smalto.explain import Explainer, explain_main
 from smalto.infer import in_context, solve_module
@@ -56,7 +58,9 @@ def test_loop_carried_accumulator_names_the_wgmma_and_the_loop(
     status, out, _ = _explain([str(loop_file), "%arg4"], capsys)
     assert status == 0
     first = out.splitlines()[0]
-    assert first.startswith("%arg4 (kernel.py:7): WGMMA because it ")
+    # Line 7 of the printed module, from line 7 of kernel.py.
+    assert first.startswith("%arg4 (line 7, kernel.py:7): WGMMA because it ")
+    assert "iter_args(%arg4 = %cst)" in infer_output(loop_file).splitlines()[6]
     assert "the accumulator of `mosaic_gpu.wgmma` at kernel.py:9" in first
     assert "via iter_arg #0 of `scf.for` at kernel.py:7" in first
     # The steps end at the op that fixed the layout.
@@ -79,15 +83,15 @@ def test_fixed_and_free_values(loop_file: Path, capsys: pytest.CaptureFixture) -
 
 
 def test_flash_attention_lines_point_at_the_ops(capsys: pytest.CaptureFixture) -> None:
-    source = FLASH.read_text().splitlines()
+    printed = infer_output(FLASH).splitlines()
     # The first layout cast of the kernel: to WGMMA_ROW, for the row statistics.
-    cast = next(i for i, line in enumerate(source, 1) if '"mosaic_gpu.layout_cast"' in line)
+    cast = next(i for i, line in enumerate(printed, 1) if "mosaic_gpu.layout_cast" in line)
     status, out, _ = _explain([str(FLASH), "%arg15", f"@{cast}"], capsys)
     assert status == 0
     found = re.search(r"accumulator of `mosaic_gpu.wgmma` at line (\d+)", out)
-    assert found and "mosaic_gpu.wgmma" in source[int(found[1]) - 1]
+    assert found and "mosaic_gpu.wgmma" in printed[int(found[1]) - 1]
     loop = re.search(r"iter_arg #0 of `scf.for` at line (\d+)", out)
-    assert loop and '"scf.for"' in source[int(loop[1]) - 1]
+    assert loop and "scf.for" in printed[int(loop[1]) - 1]
     assert f"WGMMA_ROW because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
 
 
@@ -125,7 +129,7 @@ def _line_of(text: str, line: int) -> str:
 
 def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureFixture) -> None:
     """The row maximum of a WGMMA score matrix: WGMMA_ROW because it is that reduction."""
-    text = FLASH_CORPUS.read_text()
+    text = infer_output(FLASH_CORPUS)
     status, out, _ = _explain([str(FLASH_CORPUS)], capsys)
     assert status == 0
     rows = [line for line in out.splitlines() if ": WGMMA_ROW because" in line]
@@ -136,7 +140,7 @@ def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureF
             r"the reduction \(`vector.multi_reduction` at line (\d+)\) of a value", line
         )
         assert found, line
-        assert '"vector.multi_reduction"' in _line_of(text, int(found[1]))
+        assert "vector.multi_reduction" in _line_of(text, int(found[1]))
     # The reduction's own result *is* the reduction; its users come from it.
     reduced = int(found[1])
     own = next(line for line in rows if f"(line {reduced})" in line)
@@ -162,3 +166,125 @@ def test_pallas_locations_read_as_file_and_line(
     assert status == 0
     assert "`mosaic_gpu.wgmma` (`dot`) at attention.py:88" in out
     assert "loc(" not in out
+
+
+# --- the printed module's names and lines (issue #19, item 2) -------------------------------
+
+MATMUL = ROOT / "examples" / "hopper_matmul.mlir"
+README = ROOT / "README.md"
+HEADER = re.compile(r"^(%[\w$.\-#]+) \(line (\d+)(?:, [^)]*)?\): ")
+OP_AT_LINE = re.compile(r"`([\w.]+)` at line (\d+)")
+
+
+@pytest.mark.parametrize("path", [FLASH, MATMUL, FLASH_CORPUS], ids=lambda p: p.stem)
+def test_every_name_and_line_is_the_printed_modules(
+    path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Each value `explain --all` names is defined at the line it gives in `smalto infer`'s
+    output, under that name; each op it places at a line is on that line."""
+    printed = infer_output(path).splitlines()
+    status, out, _ = _explain([str(path), "--all"], capsys)
+    assert status == 0
+    named = 0
+    for line in out.splitlines():
+        header = HEADER.match(line)
+        assert header, line
+        name, number = header[1], int(header[2])
+        base, _, result = name.partition("#")
+        at = printed[number - 1]
+        if result:  # %95#0: the op defines %95:N
+            assert re.search(rf"{re.escape(base)}:\d+ = ", at), (line, at)
+        else:
+            assert re.search(rf"{re.escape(name)}\b", at), (line, at)
+        for op, op_line in OP_AT_LINE.findall(line):
+            assert op in printed[int(op_line) - 1], (line, printed[int(op_line) - 1])
+        named += 1
+    assert named > 20
+
+
+def test_a_multi_result_op_is_found_by_its_plain_name(capsys: pytest.CaptureFixture) -> None:
+    """`%159` of flash attention is a 3-result scf.for: `%159` explains each result."""
+    status, out, _ = _explain([str(FLASH), "%159"], capsys)
+    assert status == 0
+    headers = [HEADER.match(line) for line in out.splitlines()]
+    names = [h[1] for h in headers if h]
+    assert names == ["%159#0", "%159#1", "%159#2"]
+    assert {h[2] for h in headers if h} == {"251"}
+    status, out, _ = _explain([str(FLASH), "%159#2"], capsys)
+    assert status == 0 and out.startswith("%159#2 (line 251): WGMMA_ROW because")
+
+
+def test_names_of_the_input_file_are_accepted(capsys: pytest.CaptureFixture) -> None:
+    """The generic-form input calls the splat constant %2 and the loop %251:3; the printed
+    module, %cst_1 and %159:3. Both spellings find the value, the printed one is shown."""
+    source = FLASH.read_text().splitlines()
+    assert any(line.strip().startswith("%251:3 = ") for line in source)
+    status, out, err = _explain([str(FLASH), "%251#0"], capsys)
+    assert status == 0
+    assert out.startswith("%159#0 (line 251): WGMMA because")
+    assert "  in the input: %251#0" in out
+    # %2 is also a name of the printed module, of a value with no layout: a note says which.
+    status, out, err = _explain([str(FLASH), "%2"], capsys)
+    assert status == 0 and out.startswith("%cst_1 (line 8): splat")
+    assert "note: %2 of" in err and "is %cst_1 (line 8) in the printed module" in err
+
+
+def test_at_line_is_a_line_of_the_printed_module(capsys: pytest.CaptureFixture) -> None:
+    status, out, _ = _explain([str(FLASH), "@251"], capsys)
+    assert status == 0
+    names = [h[1] for line in out.splitlines() if (h := HEADER.match(line))]
+    assert names == ["%159#0", "%159#1", "%159#2", "%arg15", "%arg16", "%arg17"]
+    status, _, err = _explain([str(FLASH), "@1"], capsys)
+    assert status == 2 and "error: no value at line 1 of the printed module (in" in err
+    printed = infer_output(FLASH).splitlines()
+    scalar = next(
+        i for i, line in enumerate(printed, 1) if re.search(r"= arith.constant \d+ : i32", line)
+    )
+    status, _, err = _explain([str(FLASH), f"@{scalar}"], capsys)
+    assert status == 2
+    assert f"no value at line {scalar} of the printed module has a layout: %c" in err
+    assert "is i32" in err
+
+
+def test_json(capsys: pytest.CaptureFixture) -> None:
+    printed = infer_output(FLASH).splitlines()
+    status, out, _ = _explain([str(FLASH), "%159", "--json"], capsys)
+    assert status == 0
+    document = json.loads(out)
+    assert document["file"] == str(FLASH) and document["arch"] == "9.0"
+    first, *_ = document["values"]
+    assert first["name"] == "%159#0" and first["input_name"] == "%251#0"
+    assert first["line"] == 251 and "scf.for" in printed[250]
+    line = _source_line(FLASH, "%251:3 = ")
+    column = FLASH.read_text().splitlines()[line - 1].index('"scf.for"') + 1
+    assert first["location"] == f"{FLASH}:{line}:{column}"  # the input's own position
+    assert first["type"] == "vector<64x128xf32>" and first["layout"] == "WGMMA"
+    assert first["summary"].startswith("WGMMA because")
+    assert first["steps"][-1].endswith("requires the accumulator to be WGMMA")
+    assert first["free"] is False
+    # --all as JSON: every value with a layout.
+    status, out, _ = _explain([str(FLASH), "--json"], capsys)
+    assert len(json.loads(out)["values"]) == out.count('"name"') > 50
+
+
+def _source_line(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_generic_names_and_lines_match_infer_generic(capsys: pytest.CaptureFixture) -> None:
+    printed = infer_output(MATMUL, "--generic").splitlines()
+    status, out, _ = _explain([str(MATMUL), "--generic", "%204"], capsys)
+    assert status == 0
+    header = HEADER.match(out)
+    assert header and header[1] == "%204#0"
+    assert printed[int(header[2]) - 1].lstrip().startswith('%204:3 = "scf.for"')
+
+
+def test_the_readme_example_runs_as_written() -> None:
+    """Every `$ smalto explain ...` line of the README prints what the README shows next."""
+    examples = re.findall(r"^\$ (smalto explain [^\n]+)\n([^\n]+)", README.read_text(), re.M)
+    assert examples, "the README shows no explain example"
+    for command, shown in examples:
+        ran = run(*command.split()[1:])
+        assert ran.status == 0, ran.err
+        assert ran.out.splitlines()[0] == shown, command

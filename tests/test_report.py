@@ -1,7 +1,9 @@
+# ruff: noqa: E501  (MLIR fixtures read best one op per line)
 """``smalto infer --report``: the HTML page, checked as text and in headless Chromium."""
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -9,7 +11,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_run import run
+from test_summary import TRANSPOSED
 
+from smalto.errors import InferenceError
 from smalto.infer import in_context, solve_module
 from smalto.mlir import module_arch, parse_module
 from smalto.report import write_report
@@ -17,7 +22,8 @@ from smalto.report import write_report
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "examples" / "flash_attention_fwd.mlir"
 TCGEN05 = ROOT / "tests" / "corpus" / "kernels" / "custom_tcgen05_mma_tmem_epilogue.mlir"
-SECTIONS = ("summary", "layouts", "ops", "why")
+UNSAT = ROOT / "tests" / "unsat" / "cast_strided_then_wgmma.mlir"
+SECTIONS = ("summary", "layouts", "ops", "why", "module")
 
 
 class _Outline(HTMLParser):
@@ -29,7 +35,10 @@ class _Outline(HTMLParser):
         self.figures: list[str] = []
         self.images: list[str] = []
         self.relayout_rows = 0
+        self.free = 0  # splat broadcasts, noted but not marked
         self.links: list[str] = []
+        self.lines: list[str] = []  # line anchors: L1, L2...
+        self.marked: list[str] = []  # lines marked in the module
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -43,6 +52,12 @@ class _Outline(HTMLParser):
             self.relayout_rows += 1
         elif tag == "a" and (a.get("href") or "").startswith("#"):
             self.links.append((a.get("href") or "")[1:])
+        elif tag == "span" and a.get("class") == "free":
+            self.free += 1
+        elif tag == "span" and (a.get("id") or "").startswith("L"):
+            self.lines.append(a.get("id") or "")
+            if a.get("class") == "hit":
+                self.marked.append(a.get("id") or "")
 
 
 def _report(source: Path, out: Path) -> _Outline:
@@ -68,12 +83,67 @@ def test_page_has_sections_pictures_and_relayouts(flash_report: tuple[Path, _Out
     assert len(outline.figures) >= 4
     assert outline.images and all(s.startswith("data:image/png;base64,") for s in outline.images)
     assert len(outline.images) < len(outline.figures)  # the splat constants have no picture
-    # The splat constants that seed the loop are converted: marked as relayouts.
-    assert outline.relayout_rows > 0
-    assert set(outline.links) <= set(outline.figures)
+    # The splat constants that seed the loop are broadcast: free, noted, not marked.
+    assert outline.relayout_rows == 0 and outline.free == 8
+    assert set(outline.links) <= set(outline.figures) | set(outline.lines)
+    assert any(link.startswith("L") for link in outline.links)
     text = path.read_text(encoding="utf-8")
     assert "WGMMA" in text and "WGMMA_ROW" in text
-    assert "mosaic_gpu.wgmma" in text and "&rarr;" in text
+    assert "mosaic_gpu.wgmma" in text and "splat &rarr; WGMMA (free: a splat broadcast)" in text
+    assert "<li>0 relayouts that cost something</li>" in text
+
+
+def test_only_relayouts_that_cost_something_are_marked(tmp_path: Path) -> None:
+    source = tmp_path / "transposed.mlir"
+    source.write_text(TRANSPOSED)
+    outline = _report(source, tmp_path / "transposed.html")
+    text = (tmp_path / "transposed.html").read_text(encoding="utf-8")
+    assert outline.relayout_rows == 2 and outline.free == 1
+    assert "%2: WGMMA &rarr; WGMMA_TRANSPOSED (registers shuffled between threads)" in text
+    assert "<li>2 relayouts that cost something</li>" in text
+
+
+def test_a_failed_inference_writes_the_diagnosis_and_the_module(tmp_path: Path) -> None:
+    """The page that helps most: the requirements, where they come from, the suggestion,
+    and the module with the lines the diagnosis names marked."""
+    # The unsat kernel without its Python locations: the diagnosis names lines of the file.
+    source = tmp_path / "unsat.mlir"
+    source.write_text(re.sub(r" loc\([^)]*\)\)*", "", UNSAT.read_text()))
+    page = tmp_path / "page.html"
+    done = run("infer", source, "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
+    text = page.read_text(encoding="utf-8")
+    outline = _Outline()
+    outline.feed(text)
+    assert outline.sections == ["error", "diagnosis", "suggestion", "module"]
+    module = parse_module(source.read_text(), path=str(source), source_name=str(source))
+    with in_context(module):
+        try:
+            solve_module(module)
+        except InferenceError as error:
+            conflict = error.conflict
+    assert conflict is not None and conflict.suggestion
+    for requirement in conflict.requirements:
+        assert html.escape(requirement.text) in text
+    assert html.escape(conflict.suggestion) in text
+    # Each location in the file links to its line, which is marked in the listing.
+    lines = sorted({int(loc.rsplit(":", 2)[1]) for loc in conflict.locations})
+    assert outline.marked == [f"L{n}" for n in lines]
+    assert {f"L{n}" for n in lines} <= set(outline.links)
+    assert len(outline.lines) == len(source.read_text().splitlines())
+
+
+def test_a_failure_page_shows_the_python_source(tmp_path: Path) -> None:
+    # A kernel located in a Python file that exists: its lines are shown.
+    kernel_py = tmp_path / "kernel.py"
+    kernel_py.write_text("\n".join(f"line_{n} = {n}" for n in range(1, 20)) + "\n")
+    source = tmp_path / "unsat.mlir"
+    source.write_text(UNSAT.read_text().replace('"kernel.py"', f'"{kernel_py}"'))
+    page = tmp_path / "page.html"
+    done = run("infer", source, "--report", page)
+    assert done.status == 1
+    text = page.read_text(encoding="utf-8")
+    assert '<section id="source">' in text and "line_11 = 11" in text
 
 
 def test_tmem_layouts_are_drawn(tmp_path: Path) -> None:
@@ -125,3 +195,23 @@ def test_page_loads_in_headless_chromium(
     loaded = re.search(r'data-images-loaded="(\d+)"', dom)
     assert loaded, "the load handler did not run"
     assert int(loaded[1]) == len(outline.images) > 0
+
+
+def test_a_failure_without_a_conflict_still_writes_the_page(tmp_path: Path) -> None:
+    """An op with no rule: no conflict to show, the message and the module are."""
+    source = tmp_path / "no_rule.mlir"
+    source.write_text(
+        "func.func @k() {\n"
+        '  %c = "arith.constant"() <{value = dense<1.0> : vector<128x64xf32>}> : () -> vector<128x64xf32>\n'
+        '  %t = "vector.transpose"(%c) <{permutation = array<i64: 1, 0>}> : (vector<128x64xf32>) -> vector<64x128xf32>\n'
+        "  return\n"
+        "}\n"
+    )
+    page = tmp_path / "page.html"
+    done = run("infer", source, "--report", page)
+    assert done.status == 1 and "vector.transpose" in done.err
+    outline = _Outline()
+    outline.feed(page.read_text(encoding="utf-8"))
+    assert outline.sections == ["error", "diagnosis", "module"]
+    assert "vector.transpose" in page.read_text(encoding="utf-8")
+    assert len(outline.lines) == 5 and outline.marked == []

@@ -27,8 +27,26 @@ schedule; ``relayouts``; ``mma``), and ``command`` (``smalto check``).
 The requirements are jax 0.12.0.1's lowering's.
 """
 
+import sys
+import types
+
 from smalto.check.command import check_main
 from smalto.check.core import Violation
 from smalto.check.walk import check
 
 __all__ = ["Violation", "check", "check_main"]
+
+
+class _CallableModule(types.ModuleType):
+    """This package, callable as its ``check``: ``smalto.check(module, arch)``.
+
+    ``smalto`` loads its names lazily, so ``smalto.check`` is this package
+    (Python binds a subpackage to its parent's attribute on import); calling it
+    runs the checker, as when ``smalto.check`` was the function itself.
+    """
+
+    def __call__(self, *args: object, **kwargs: object) -> list[Violation]:
+        return check(*args, **kwargs)  # type: ignore[arg-type]
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,69 +1,134 @@
-"""``smalto check``: the command line of the checker."""
+"""``smalto check``: the command line of the checker.
+
+``smalto check FILE... [--arch 9.0|10.0] [--json]`` prints one line per
+violation, ``LOCATION: op: message``, then for each file what it checked:
+
+    k.mlir: ok: 37 ops with layouts checked (of 412 ops); 85 values: 52 vectors,
+    31 SMEM refs, 2 TMEM refs; arch 9.0
+
+(on one line).
+With ``--json``, one JSON object per file (JSON Lines) instead. Exit status: 0
+when no file has a violation, 1 when one has, 2 when one cannot be read,
+parsed or used (one line on stderr); the worst of them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 
+from smalto.check.core import Violation
 from smalto.check.walk import check
-from smalto.validate import SUPPORTED_ARCHS, parse_arch
+from smalto.validate import SUPPORTED_ARCHS
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def check_main(argv: Sequence[str]) -> int:
-    """``smalto check FILE|- [--arch 9.0|10.0]``; ``argv`` is what follows ``check``.
+    """``smalto check FILE... [--arch 9.0|10.0] [--json]``; ``argv`` is what follows ``check``."""
+    from smalto.cli import command_parser, parse_arguments
 
-    Prints one line per violation, ``LOCATION: op: message``, on stdout and
-    returns 1; returns 0 when there is none; on unreadable or unparsable input
-    or bad usage prints one line on stderr and returns 2.
-    """
-    from smalto.mlir import MlirInputError, module_arch, parse_module
+    args = parse_arguments(command_parser("check"), argv)
+    if isinstance(args, int):
+        return args
+    return run_check(args)
 
-    parser = argparse.ArgumentParser(
-        prog="smalto check",
-        description="Check the layout annotations of a Mosaic GPU module, op by op.",
-    )
-    parser.add_argument("input", metavar="FILE", help="annotated MLIR module ('-' for stdin)")
-    parser.add_argument(
-        "--arch",
-        metavar="MAJOR.MINOR",
-        help="9.0 (Hopper) or 10.0 (Blackwell); default: the "
-        "module's mosaic_gpu.arch_major/arch_minor, else 9.0",
-    )
+
+def run_check(args: argparse.Namespace) -> int:
+    """Runs ``smalto check`` on parsed arguments (see ``smalto.cli``); returns its status."""
+    status = EXIT_OK
+    for name in args.inputs:
+        status = max(status, _check_one(name, args.arch, as_json=args.json))
+    return status
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What one check covered and found."""
+
+    file: str
+    arch: tuple[int, int]
+    ops: int  # ops of the module
+    annotated: int  # ops that carry layouts (or should), each checked
+    values: dict[str, int]  # values with layouts, by kind: "vector", "SMEM ref", "TMEM ref"
+    violations: list[Violation]
+
+    def text(self) -> str:
+        verdict = "ok" if not self.violations else _count(len(self.violations), "violation")
+        kinds = ", ".join(_count(n, kind) for kind, n in self.values.items() if n)
+        values = _count(sum(self.values.values()), "value") + (f": {kinds}" if kinds else "")
+        return (
+            f"{self.file}: {verdict}: {_count(self.annotated, 'op')} with layouts checked "
+            f"(of {self.ops} ops); {values}; arch {self.arch[0]}.{self.arch[1]}"
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "arch": f"{self.arch[0]}.{self.arch[1]}",
+            "ok": not self.violations,
+            "ops": self.ops,
+            "ops_with_layouts": self.annotated,
+            "values": {_key(kind): n for kind, n in self.values.items()},
+            "violations": [
+                {"location": v.location, "op": v.op, "message": _one_line(v.message)}
+                for v in self.violations
+            ],
+        }
+
+
+def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int:
+    from smalto.inputs import read_input
+    from smalto.mlir import MlirInputError, module_arch
+
     try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exit_request:
-        code = exit_request.code
-        return code if isinstance(code, int) else EXIT_BAD_INPUT
-    try:
-        arch = parse_arch(args.arch) if args.arch is not None else None
-        if args.input == "-":
-            text, name = sys.stdin.read(), "<stdin>"
-        else:
-            try:
-                text, name = Path(args.input).read_text(encoding="utf-8"), args.input
-            except OSError as error:
-                raise ValueError(f"cannot read '{args.input}': {error.strerror or error}") from None
-            except UnicodeDecodeError:
-                raise ValueError(f"cannot read '{args.input}': not UTF-8 text") from None
-        module = parse_module(text, source_name=name)
+        source = read_input(name)
         if arch is None:
-            arch = module_arch(module) or (9, 0)
+            arch = module_arch(source.module) or (9, 0)
             if arch not in SUPPORTED_ARCHS:
                 raise ValueError(
-                    f"the module targets architecture {arch[0]}.{arch[1]}, which smalto does "
-                    "not support (9.0 or 10.0); pass --arch to override"
+                    f"{source.name}: the module targets architecture {arch[0]}.{arch[1]}, "
+                    "which smalto does not support (9.0 or 10.0); pass --arch to override"
                 )
-        violations = check(module, arch, source_name=name)
+        violations = check(source.module, arch, source_name=source.name)
     except (MlirInputError, ValueError) as error:
         print(f"smalto: error: {_one_line(str(error))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for violation in violations:
-        print(_one_line(str(violation)))
+    checked = Checked(source.name, arch, *_coverage(source.module), violations)
+    if as_json:
+        print(json.dumps(checked.as_json()))
+    else:
+        for violation in violations:
+            print(_one_line(str(violation)))
+        print(checked.text())
     return EXIT_VIOLATIONS if violations else EXIT_OK
+
+
+def _coverage(module: object) -> tuple[int, int, dict[str, int]]:
+    """(ops, ops that carry layouts, values with layouts by kind) of a module."""
+    from smalto.infer import in_context
+    from smalto.program import Kind, read_program
+
+    with in_context(module):  # type: ignore[arg-type]
+        program = read_program(module)  # type: ignore[arg-type]
+    kinds = {Kind.VECTOR: "vector", Kind.SMEM: "SMEM ref", Kind.TMEM: "TMEM ref"}
+    values = dict.fromkeys(kinds.values(), 0)
+    for value in program.values:
+        if value.kind in kinds and (value.kind != Kind.SMEM or value.transformable):
+            values[kinds[value.kind]] += 1
+    return len(program.ops), len(program.layout_ops), values
+
+
+def _key(kind: str) -> str:
+    """``SMEM ref`` -> ``smem_refs``: a JSON key."""
+    return kind.lower().replace(" ", "_") + "s"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _one_line(text: str) -> str:

@@ -1,15 +1,32 @@
-"""Pictures of layouts: register layouts, SMEM transforms, TMEM layouts (``smalto draw``)."""
+"""Pictures of layouts: register layouts, SMEM transforms, TMEM layouts (``smalto draw``),
+and the SMEM bank conflicts of a transfer.
 
-from smalto.draw.cli import draw_main
-from smalto.draw.ownership import Ownership, TmemPlacement, ownership, tmem_placement
-from smalto.draw.smem import SmemPlacement, smem_placement
+Names are imported on first use, so that ``smalto draw --help`` does not load JAX.
+(``smalto.draw.ownership`` is the module; its function is ``smalto.draw.ownership.ownership``,
+since importing a submodule sets the package attribute of its name.)
+"""
 
-__all__ = [
-    "Ownership",
-    "SmemPlacement",
-    "TmemPlacement",
-    "draw_main",
-    "ownership",
-    "smem_placement",
-    "tmem_placement",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "draw_main": "smalto.draw.cli",
+    "Ownership": "smalto.draw.ownership",
+    "TmemPlacement": "smalto.draw.ownership",
+    "tmem_placement": "smalto.draw.ownership",
+    "SmemPlacement": "smalto.draw.smem",
+    "smem_placement": "smalto.draw.smem",
+    "BankConflicts": "smalto.draw.conflicts",
+    "bank_conflicts": "smalto.draw.conflicts",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smalto.draw' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

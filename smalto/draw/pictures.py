@@ -1,94 +1,63 @@
-"""From ownership and placement to grids: the three kinds of picture.
+"""Pictures of register layouts: which thread and register hold each element.
 
-- register layouts: array elements, coloured by warp, labelled ``T<thread>:R<register>``;
-- SMEM transforms: array elements, coloured by the banks their 16-byte chunk
-  lands in, one label per chunk, heavy lines between tiles;
-- TMEM layouts: TMEM lanes x columns, coloured by sub-partition (the warp that
-  may access it), labelled with the element each cell holds.
+Two panels, after CuTe's ``print_latex`` and Triton's layout plots:
+
+- the whole array as a colour map: each element coloured by the lane (thread
+  within its warp) that holds it, warps outlined heavily. The lane pattern is
+  what tells layouts apart (WGMMA's 8 rows x 4 lanes of pairs, a strided
+  layout's runs of vectors), so it is what the colours show;
+- the layout's atom (its first tile; a strided layout's first register), large,
+  each register labelled ``T<thread>:R<register>`` (``.<k>`` for one element of a
+  vector that is not drawn in one run).
+
+A small array is drawn once, labelled. ``--thread``/``--warp`` fade everything
+else and outline the chosen thread's (warp's) elements in red.
+
+SMEM and TMEM pictures live in ``smem_pictures`` and ``tmem_pictures``; this
+module re-exports their builders for callers of the old single module.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.draw.ownership import WARP_SIZE, Ownership, TmemPlacement
+from smalto.draw.frame import Window, map_window, window
+from smalto.draw.ownership import THREADS, WARP_SIZE, Ownership
 from smalto.draw.render import (
-    BANK_GROUP_COLORS,
+    MAX_SIDE,
     SHARED_COLOR,
-    TILE_COLORS,
-    WARP_COLORS,
     Grid,
+    faded,
+    figure_size,
+    label_cell_px,
+    lane_colors,
     rgb,
-    shade,
 )
-from smalto.draw.smem import CHUNK_BYTES, LINE_BYTES, SmemPlacement
+from smalto.draw.smem_pictures import smem_grid, smem_memory_grid
+from smalto.draw.tmem_pictures import tmem_grid
 
-MAX_ROWS = 64
-MAX_COLS = 64
-MAX_SMEM_COLS = 128
-MAX_TMEM_COLS = 32
+__all__ = [
+    "atom_extent",
+    "lane_key",
+    "register_grid",
+    "register_pictures",
+    "smem_grid",
+    "smem_memory_grid",
+    "tmem_grid",
+]
 
-
-@dataclass(frozen=True)
-class Window:
-    """Which part of an array a picture shows, as a 2D grid."""
-
-    shape: tuple[int, ...]
-    rows: int
-    cols: int
-    wrap: int | None  # rank 1: elements per grid row
-    note: str  # "" when the whole array is shown
-
-    def take(self, array: np.ndarray) -> np.ndarray:
-        """The (rows, cols, ...) window of an array indexed like the shape (extra dims kept)."""
-        rank = len(self.shape)
-        if self.wrap is not None:
-            flat = array[: self.rows * self.wrap]
-            return flat.reshape(self.rows, self.wrap, *array.shape[1:])
-        lead = (0,) * (rank - 2)
-        return array[lead][: self.rows, : self.cols]
-
-    @property
-    def row_scale(self) -> int:
-        return self.wrap or 1
-
-    @property
-    def row_label(self) -> str:
-        return "element" if self.wrap is not None else "row"
-
-
-def window(shape: tuple[int, ...], max_rows: int, max_cols: int) -> Window:
-    """The part of an array of ``shape`` to draw: at most ``max_rows`` x ``max_cols`` cells."""
-    if len(shape) == 1:
-        (n,) = shape
-        wrap = min(n, max_cols)
-        rows_needed = math.ceil(n / wrap)
-        rows = min(rows_needed, max_rows)
-        if n % wrap:
-            rows = min(rows, n // wrap) or 1
-        shown = rows * wrap
-        note = "" if shown == n else f"showing elements 0..{shown - 1} of {n}"
-        if rows > 1 and not note:
-            note = f"{wrap} elements per row"
-        return Window(shape, rows, wrap, wrap, note)
-    rows, cols = min(shape[-2], max_rows), min(shape[-1], max_cols)
-    notes = []
-    if len(shape) > 2:
-        notes.append("[" + ", ".join("0" for _ in shape[:-2]) + ", :, :]")
-    if rows < shape[-2] or cols < shape[-1]:
-        notes.append(f"rows 0..{rows - 1} of {shape[-2]}, columns 0..{cols - 1} of {shape[-1]}")
-    note = "showing " + ", ".join(notes) if notes else ""
-    return Window(shape, rows, cols, None, note)
+OVERVIEW_BUDGET = (1400.0, 1000.0)  # pixels (width, height) of a grid
+ATOM_BUDGET = (1100.0, 1100.0)
+SIDE_BY_SIDE_WIDTH = 2000  # panels go side by side when the picture stays this narrow
 
 
 def _dims(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def _threads_text(threads: np.ndarray) -> str:
+def threads_text(threads: np.ndarray) -> str:
+    """``T5``, ``T0-3`` (a run) or ``T0x32`` (the lowest of 32 holders)."""
     first, count = int(threads[0]), len(threads)
     if count == 1:
         return f"T{first}"
@@ -97,204 +66,271 @@ def _threads_text(threads: np.ndarray) -> str:
     return f"T{first}x{count}"
 
 
-# --- register layouts --------------------------------------------------------------
-
-
-def register_grid(
-    held: Ownership, name: str, dtype: str, max_rows: int = MAX_ROWS, max_cols: int = MAX_COLS
-) -> Grid:
-    """Cells coloured by warp (grey: held by several warps), labelled T<thread>:R<register>."""
-    view = window(held.shape, max_rows, max_cols)
+def _cells(held: Ownership, view: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per grid cell: the holders (rows, cols, copies), register, slot and warp (-1: several)."""
     threads = view.take(held.threads)
     registers = view.take(held.register)
     slots = view.take(held.slot)
+    warps = threads // WARP_SIZE
+    single = np.all(warps == warps[..., :1], axis=-1)
+    warp = np.where(single, warps[..., 0], -1)
+    return threads, registers, slots, warp
+
+
+def _colors(threads: np.ndarray, warp: np.ndarray) -> np.ndarray:
+    colors = lane_colors(threads[..., 0] % WARP_SIZE)
+    everyone = threads.shape[-1] == THREADS
+    if everyone:  # a splat: one value, every thread
+        colors[...] = rgb(SHARED_COLOR)
+    return colors
+
+
+def register_spans(
+    held: Ownership, view: Window, threads: np.ndarray, registers: np.ndarray, slots: np.ndarray
+) -> list[tuple[int, int, int, str]]:
+    """Labels: one per run of cells holding a whole register vector in order
+    (``T5:R3``), else one per cell (``T5:R3.1``)."""
     rows, cols = registers.shape
-    colors = np.zeros((rows, cols, 3))
-    spans: list[tuple[int, int, int, str]] = []
-    used_warps: set[int] = set()
-    shared = False
+    vector = held.vector_length
+    spans = []
     for r in range(rows):
-        for c in range(cols):
+        c = 0
+        while c < cols:
             holders = threads[r, c]
-            warps = np.unique(holders // WARP_SIZE)
-            register = int(registers[r, c])
-            if len(warps) == 1:
-                warp = int(warps[0])
-                used_warps.add(warp)
-                # Alternate shades by register, so each register's elements stand out.
-                colors[r, c] = shade(WARP_COLORS[warp], 0.35 if register % 2 else 0.0)
+            text = f"{threads_text(holders)}:R{int(registers[r, c])}"
+            run = 1
+            if vector > 1 and int(slots[r, c]) == 0:
+                while (
+                    run < vector
+                    and c + run < cols
+                    and int(registers[r, c + run]) == int(registers[r, c])
+                    and int(slots[r, c + run]) == run
+                    and np.array_equal(threads[r, c + run], holders)
+                ):
+                    run += 1
+            if run == vector:
+                spans.append((r, c, c + run, text))
             else:
-                shared = True
-                colors[r, c] = shade(SHARED_COLOR, 0.35 if register % 2 else 0.0)
-            text = f"{_threads_text(holders)}:R{register}"
-            if held.vector_length > 1:
-                text += f".{int(slots[r, c])}"
-            spans.append((r, c, c + 1, text))
-    legend = [
-        (WARP_COLORS[w], f"warp {w} (T{w * WARP_SIZE}-{w * WARP_SIZE + WARP_SIZE - 1})")
-        for w in sorted(used_warps)
-    ]
-    if shared:
-        legend.append((SHARED_COLOR, "held by several warps"))
-    facts = [
-        f"{held.registers_per_thread} register(s) of {held.vector_length} element(s) per thread"
-    ]
-    if held.copies > 1:
-        facts.append(f"each element held by {held.copies} threads (replicated)")
-    title = f"{name}: {_dims(held.shape)} {dtype}; " + "; ".join(facts)
-    if view.note:
-        title += f"\n{view.note}"
-    title += "\nlabel T<thread>:R<register>" + (
-        ".<element in register>" if held.vector_length > 1 else ""
-    )
-    return Grid(
-        colors,
-        spans,
-        title,
-        legend,
-        row_label=view.row_label,
-        col_label="column" if view.wrap is None else "",
-        row_scale=view.row_scale,
-    )
+                run = 1
+                suffix = f".{int(slots[r, c])}" if vector > 1 else ""
+                spans.append((r, c, c + 1, text + suffix))
+            c += run
+    return spans
 
 
-# --- SMEM --------------------------------------------------------------------------
+def _highlight(
+    threads: np.ndarray, warp: np.ndarray, thread: int | None, warp_choice: int | None
+) -> np.ndarray | None:
+    if thread is not None:
+        return np.any(threads == thread, axis=-1)
+    if warp_choice is not None:
+        return np.any(threads // WARP_SIZE == warp_choice, axis=-1)
+    return None
 
 
-def smem_grid(
-    placed: SmemPlacement, dtype: str, max_rows: int = MAX_ROWS, max_cols: int = MAX_SMEM_COLS
+def register_grid(
+    held: Ownership,
+    name: str,
+    dtype: str,
+    max_rows: int = 64,
+    max_cols: int = 64,
+    *,
+    thread: int | None = None,
+    warp: int | None = None,
+    labels: bool = True,
 ) -> Grid:
-    """Array elements, coloured by bank group, one label per 16-byte chunk, tile borders."""
-    view = window(placed.shape, max_rows, max_cols)
-    chunk = view.take(placed.chunk)
-    tiles = view.take(placed.tile)
-    rows, cols = chunk.shape
-    position = chunk % (LINE_BYTES // CHUNK_BYTES)
-    colors = np.array([rgb(BANK_GROUP_COLORS[int(p)]) for p in position.reshape(-1)])
-    colors = colors.reshape(rows, cols, 3)
-    spans = []
-    for r in range(rows):
-        start = 0
-        for c in range(1, cols + 1):
-            if c == cols or chunk[r, c] != chunk[r, start]:
-                p = int(position[r, start])
-                text = f"B{4 * p}-{4 * p + 3}"
-                if c - start >= 4:
-                    text = f"t{int(tiles[r, start])} " + text
-                spans.append((r, start, c, text))
-                start = c
-    row_lines = [r for r in range(1, rows) if np.any(tiles[r] != tiles[r - 1])]
-    col_lines = [c for c in range(1, cols) if np.any(tiles[:, c] != tiles[:, c - 1])]
-    tiling = "untiled" if placed.tiling is None else f"tile {_dims(placed.tiling)}"
-    swizzle = "no swizzle" if placed.swizzle == 16 else f"{placed.swizzle}-byte swizzle"
-    title = (
-        f"SMEM {_dims(placed.shape)} {dtype}, {tiling}, {swizzle}: each box is a 16-byte chunk, "
-        "labelled t<tile> and the 4 banks it lands in"
-    )
+    """The top-left ``max_rows`` x ``max_cols`` of the array, cells coloured by lane, warps
+    outlined, each register labelled (``labels``) with its thread and index."""
+    view = window(held.shape, max_rows, max_cols)
+    return _register_panel(held, view, name, dtype, labels, None, thread, warp)
+
+
+def _register_panel(
+    held: Ownership,
+    view: Window,
+    name: str,
+    dtype: str,
+    labels: bool,
+    map_side: float | None,
+    thread: int | None,
+    warp_choice: int | None,
+    heading: str = "",
+) -> Grid:
+    threads, registers, slots, warp = _cells(held, view)
+    colors = _colors(threads, warp)
+    keep = _highlight(threads, warp, thread, warp_choice)
+    if keep is not None:
+        colors = faded(colors, keep)
+    groups = None
+    if labels:
+        spans = register_spans(held, view, threads, registers, slots)
+        cell = label_cell_px(spans)
+    else:
+        side = map_side or 12.0
+        cell = (side, side)
+        if side >= 7:  # thin lines between register vectors: only where cells are large
+            spans = register_spans(held, view, threads, registers, slots)
+            groups = _span_groups(spans, warp.shape)
+        spans = _warp_names(warp, cell)
+    title = heading or _title(held, name, dtype)
     if view.note:
         title += f"\n{view.note}"
-    legend = [
-        (BANK_GROUP_COLORS[p], f"banks {4 * p}-{4 * p + 3}")
-        for p in range(LINE_BYTES // CHUNK_BYTES)
-    ]
+    if labels:
+        split = any("." in text for *_, text in spans)  # some vector not drawn in one run
+        title += "\nlabels: T<thread>:R<register>" + (
+            " (.<k>: element k of the register's vector)" if split else ""
+        )
     return Grid(
         colors,
         spans,
         title,
-        legend,
-        row_lines,
-        col_lines,
+        _legend(held, warp, thread, warp_choice),
         row_label=view.row_label,
+        col_label=view.col_label,
         row_scale=view.row_scale,
-        # A label per 16-byte chunk, not per element: narrow cells suffice.
-        cell_width=min(0.62, max(0.12, 1.2 * placed.bitwidth / (8 * CHUNK_BYTES))),
+        regions=warp if np.any(warp >= 0) else None,
+        marks=keep,
+        cell_px=cell,
+        groups=groups,
+        label_halo=not labels,
     )
 
 
-def smem_memory_grid(placed: SmemPlacement, dtype: str) -> Grid:
-    """SMEM itself: 128-byte lines x eight 16-byte chunks, each labelled with its elements."""
-    lines = min(math.ceil(placed.total_bytes / LINE_BYTES), 2 * MAX_ROWS)
-    per_line = LINE_BYTES // CHUNK_BYTES
-    first: dict[int, tuple[int, ...]] = {}
-    last: dict[int, tuple[int, ...]] = {}
-    tile_of: dict[int, int] = {}
-    chunks = placed.chunk.reshape(-1)
-    order = np.argsort(placed.unswizzled_byte.reshape(-1), kind="stable")
-    for flat in order:
-        chunk = int(chunks[flat])
-        if chunk >= lines * per_line:
-            continue
-        index = tuple(int(i) for i in np.unravel_index(flat, placed.shape))
-        first.setdefault(chunk, index)
-        last[chunk] = index
-        tile_of[chunk] = int(placed.tile.reshape(-1)[flat])
-    colors = np.ones((lines, per_line, 3))
+def _span_groups(spans: list[tuple[int, int, int, str]], shape: tuple[int, ...]) -> np.ndarray:
+    """Cell group ids: the cells of one register vector share one (thin lines go between)."""
+    groups = np.arange(int(np.prod(shape))).reshape(shape)
+    for row, start, stop, _ in spans:
+        groups[row, start:stop] = groups[row, start]
+    return groups
+
+
+def _warp_names(warp: np.ndarray, cell: tuple[float, float]) -> list[tuple[int, int, int, str]]:
+    """On a colour map, ``w<k>`` at the middle of each warp's region (when it is big
+    enough to hold the text and the middle is its own)."""
     spans = []
-    for chunk, start in first.items():
-        r, c = divmod(chunk, per_line)
-        colors[r, c] = rgb(TILE_COLORS[tile_of[chunk] % len(TILE_COLORS)])
-        end = last[chunk]
-        text = f"t{tile_of[chunk]} [{','.join(map(str, start))}]"
-        if end[-1] != start[-1]:
-            text += f"..{end[-1]}"
-        spans.append((r, c, c + 1, text))
-    shown = "" if lines * LINE_BYTES >= placed.total_bytes else f" (first {lines} lines)"
-    title = (
-        f"SMEM bytes of {_dims(placed.shape)} {dtype}{shown}: rows are 128-byte lines "
-        "(all 32 banks), boxes are 16-byte chunks (banks 4c..4c+3), labelled "
-        "t<tile> [first element]..last column"
-    )
+    for w in range(4):
+        rows, cols = np.nonzero(warp == w)
+        if rows.size == 0:
+            continue
+        r, c = int(np.median(rows)), int(np.median(cols))
+        height = (rows.max() - rows.min() + 1) * cell[1]
+        width = (cols.max() - cols.min() + 1) * cell[0]
+        if warp[r, c] == w and height >= 18 and width >= 40:
+            span = max(1, int(np.ceil(28 / cell[0])))
+            start = max(0, min(c - span // 2, warp.shape[1] - span))
+            spans.append((r, start, start + span, f"w{w}"))
+    return spans
+
+
+def _title(held: Ownership, name: str, dtype: str) -> str:
+    facts = f"{held.registers_per_thread} register(s) of {held.vector_length} element(s) per thread"
+    if held.copies == THREADS:
+        facts = "every thread holds the one value"
+    elif held.copies > 1:
+        facts += f"; each element held by {held.copies} threads"
+    return f"{name}: {_dims(held.shape)} {dtype} in registers; {facts}"
+
+
+def _legend(
+    held: Ownership, warp: np.ndarray, thread: int | None, warp_choice: int | None
+) -> list[tuple[object, str]]:
+    legend: list[tuple[object, str]] = []
+    if held.copies == THREADS:
+        return [(SHARED_COLOR, "all 128 threads")]
+    if np.any(warp >= 0):
+        legend.append(("black", "heavy outline: a warp"))
+    if np.any(warp < 0):
+        legend.append(("white", "no outline: held by threads of several warps"))
+    if thread is not None:
+        legend.append(("#d00000", f"red outline: thread {thread}'s elements"))
+    elif warp_choice is not None:
+        legend.append(("#d00000", f"red outline: warp {warp_choice}'s elements"))
+    return legend
+
+
+def lane_key() -> Grid:
+    """A strip of the 32 lane colours, numbered: the key to every lane-coloured panel."""
+    lanes = np.arange(WARP_SIZE)
+    spans = [(0, lane, lane + 1, str(lane)) for lane in lanes]
     return Grid(
-        colors,
+        lane_colors(lanes)[None, :, :],
         spans,
-        title,
-        row_label="byte offset / 128",
-        col_label="16-byte chunk in line",
-        cell_width=1.6,
+        "lane key (thread % 32): hue runs once round the wheel over a warp; even lanes deeper",
+        row_label="",
+        col_label="lane",
+        cell_px=(24.0, 18.0),
+        row_ticks=[],
+        col_ticks=[],
     )
 
 
-# --- TMEM --------------------------------------------------------------------------
+def atom_extent(layout: object, shape: tuple[int, ...]) -> tuple[int, int, str] | None:
+    """(rows, cols) of the grid cells that make a layout's repeating unit, and what it is:
+    a tiled layout's first tile, a strided layout's first register (all 128 threads'
+    first vectors); None for a splat."""
+    whole = window(shape, 1 << 30, 1 << 30)
+    if isinstance(layout, fa.TiledLayout):
+        tile = layout.base_tile_shape
+        if len(shape) == 1:
+            return max(1, tile[-1] // whole.cols), min(tile[-1], whole.cols), "its first tile"
+        rows = min(tile[-2] if len(tile) > 1 else 1, shape[-2])
+        return rows, min(tile[-1], shape[-1]), "its first tile"
+    if isinstance(layout, fa.WGStridedFragLayout):
+        elements = THREADS * layout.vec_size
+        rows = max(1, min(elements // whole.cols, whole.rows))
+        return rows, whole.cols, "its first register (every thread's first vector)"
+    return None
 
 
-def tmem_grid(placed: TmemPlacement, name: str, dtype: str, max_cols: int = MAX_TMEM_COLS) -> Grid:
-    """TMEM lanes x columns, coloured by sub-partition, labelled with the element held."""
-    lanes = 128
-    columns = min(placed.columns, max_cols)
-    held: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-    for flat in range(placed.column.size):
-        index = np.unravel_index(flat, placed.shape)
-        column = int(placed.column[index])
-        if column >= columns:
-            continue
-        for lane in placed.lane[index]:
-            held.setdefault((int(lane), column), []).append(tuple(int(i) for i in index))
-    colors = np.ones((lanes, columns, 3))
-    spans = []
-    for lane in range(lanes):
-        base = WARP_COLORS[lane // WARP_SIZE]
-        for column in range(columns):
-            colors[lane, column] = shade(base, 0.35 if column % 2 else 0.0)
-            elements = sorted(held.get((lane, column), []))
-            if not elements:
-                continue
-            start = elements[0]
-            text = f"{start[0]},{start[1]}"
-            if len(elements) > 1:
-                text += f"+{len(elements) - 1}"
-            spans.append((lane, column, column + 1, text))
-    note = (
-        ""
-        if columns == placed.columns
-        else f"\nshowing columns 0..{columns - 1} of {placed.columns}"
-    )
-    packing = f", {placed.packing} elements per 32-bit column" if placed.packing > 1 else ""
-    title = (
-        f"{name}: TMEM for {_dims(placed.shape)} {dtype}, {placed.columns} columns{packing}; "
-        f"cell = element row,column held (+n: more packed in the column){note}"
-    )
-    legend = [
-        (WARP_COLORS[w], f"lanes {32 * w}-{32 * w + 31} (warp {w} of the warpgroup)")
-        for w in range(4)
-    ]
-    return Grid(colors, spans, title, legend, row_label="TMEM lane", col_label="TMEM column")
+def register_pictures(
+    held: Ownership,
+    layout: object,
+    name: str,
+    dtype: str,
+    *,
+    thread: int | None = None,
+    warp: int | None = None,
+) -> list[Grid | tuple[Grid, ...]]:
+    """The panels of ``smalto draw LAYOUT``: a lane key, the array as a colour map, and
+    the atom labelled (or, for a small array, the whole array labelled)."""
+    full = window(held.shape, 1 << 30, 1 << 30)
+    labelled = _register_panel(held, full, name, dtype, True, None, thread, warp)
+    width, height = labelled.grid_px
+    if width <= OVERVIEW_BUDGET[0] and height <= OVERVIEW_BUDGET[1] * 1.3:
+        return [lane_key(), labelled]
+    extent = atom_extent(layout, held.shape)
+    budget = OVERVIEW_BUDGET
+    while True:
+        view, side = map_window(held.shape, budget)
+        overview = _register_panel(held, view, name, dtype, False, side, thread, warp)
+        overview.title += "\nthe whole array: colour = lane, heavy outline = warp"
+        if extent is None:
+            return [lane_key(), overview]
+        atom = _atom_panel(held, extent, thread, warp)
+        panels: list[Grid | tuple[Grid, ...]] = [lane_key(), (overview, atom)]
+        if figure_size(panels)[0] > SIDE_BY_SIDE_WIDTH:
+            panels = [lane_key(), overview, atom]
+        if max(figure_size(panels)) <= MAX_SIDE or budget[1] < 200:
+            return panels
+        budget = (budget[0] * 0.8, budget[1] * 0.8)
+
+
+def _atom_panel(
+    held: Ownership, extent: tuple[int, int, str], thread: int | None, warp: int | None
+) -> Grid:
+    rows, cols, what = extent
+    for _ in range(8):
+        view = window(held.shape, rows, cols)
+        heading = f"the layout's atom, labelled: {what}"
+        if view.rows < extent[0] or view.cols < extent[1]:
+            heading += f"; its first {view.rows} x {view.cols} of {extent[0]} x {extent[1]} cells"
+        panel = _register_panel(held, view, "", "", True, None, thread, warp, heading)
+        lines = panel.title.split("\n")
+        panel.title = "\n".join(line for line in lines if not line.startswith("showing"))
+        width, height = panel.grid_px
+        if width <= ATOM_BUDGET[0] and height <= ATOM_BUDGET[1]:
+            return panel
+        cell_w, cell_h = panel.cell_px
+        rows = max(1, min(rows, int(ATOM_BUDGET[1] // cell_h)))
+        cols = max(1, min(cols, int(ATOM_BUDGET[0] // cell_w)))
+    return panel

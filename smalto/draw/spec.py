@@ -9,6 +9,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.draw.names import TMEM_LAYOUT_NAMES
 from smalto.mlir import make_context
 
 
@@ -30,8 +31,6 @@ def named_register_layouts() -> dict[str, fa.TiledLayout]:
 
 _NAMES = named_register_layouts()
 _LAYOUT_NAME = {layout: name for name, layout in reversed(list(_NAMES.items()))}
-
-TMEM_LAYOUT_NAMES = ("default", "half_lane", "m64_collective")
 
 
 def layout_name(layout: object) -> str:
@@ -96,6 +95,29 @@ def parse_dtype(text: str) -> int:
     if bits is None or bits <= 0 or bits > 64 or bits & (bits - 1):
         raise SpecError(f"unknown element type {text!r} (try f32, bf16, f16, f8E4M3FN, i8, i4)")
     return bits
+
+
+def mlir_element_type(text: str) -> str:
+    """The MLIR spelling of an element type (``bf16``, ``f32``, ``i8``, ``f8E4M3FN``), whatever
+    the case it is written in."""
+    name = text.strip()
+    with make_context():
+        for candidate in (name, name.lower(), *_FLOAT8_NAMES.get(name.lower(), ())):
+            try:
+                ir.Type.parse(candidate)
+            except ir.MLIRError:
+                continue
+            return candidate
+    raise SpecError(f"unknown element type {text!r} (try f32, bf16, f16, f8E4M3FN, i8, i4)")
+
+
+_FLOAT8_NAMES = {
+    name.lower(): (name,)
+    for name in (
+        "f8E4M3FN", "f8E5M2", "f8E4M3", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ", "f8E3M4",
+        "f8E8M0FNU", "f4E2M1FN", "f6E2M3FN", "f6E3M2FN",
+    )
+}  # fmt: skip
 
 
 def parse_register_layout(text: str, shape: tuple[int, ...], bitwidth: int) -> fa.FragmentedLayout:

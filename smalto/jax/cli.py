@@ -48,12 +48,16 @@ class _Usage(Exception):
 
 def capture_main(argv: Sequence[str] | None = None) -> int:
     """``smalto capture``: runs on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    parser = _capture_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_request:
-        code = exit_request.code
-        return code if isinstance(code, int) else EXIT_USAGE
+    from smalto.cli import command_parser, parse_arguments
+
+    args = parse_arguments(command_parser("capture"), sys.argv[1:] if argv is None else argv)
+    if isinstance(args, int):
+        return args
+    return run_capture_command(args)
+
+
+def run_capture_command(args: argparse.Namespace) -> int:
+    """``smalto capture`` on parsed arguments (see ``smalto.cli``); returns the exit status."""
     try:
         return _run_capture(args)
     except _Usage as error:
@@ -62,77 +66,29 @@ def capture_main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _capture_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="smalto capture",
-        description="Lower a JAX function for the GPU (no GPU needed) and write the Mosaic "
-        "GPU modules JAX hands to layout inference, before inference, as .mlir files.",
-    )
-    parser.add_argument(
-        "target", metavar="SCRIPT.py:FUNCTION", help="the function to lower, in a Python file"
-    )
-    parser.add_argument(
-        "--arg",
-        dest="args",
-        action="append",
-        default=[],
-        type=_parse_arg,
-        metavar="DTYPE[SHAPE]",
-        help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order; none: FUNCTION "
-        "takes no arguments)",
-    )
-    parser.add_argument(
-        "--arch",
-        choices=sorted(_ARCHS),
-        help="target architecture (default: the GPU's, or 9.0 without one)",
-    )
-    parser.add_argument(
-        "--smalto",
-        action="store_true",
-        help="run smalto as the inference pass while lowering (default: JAX's)",
-    )
-    parser.add_argument(
-        "--inferred",
-        action="store_true",
-        help="also write each module after inference, as NAME.inferred.mlir",
-    )
-    parser.add_argument(
-        "-o",
-        dest="output",
-        metavar="DIR",
-        help="write NAME.mlir files here and list them on stdout (default: print the "
-        "modules to stdout, separated by '// -----')",
-    )
-    return parser
-
-
-def _parse_arg(text: str) -> Any:
+def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
+    """``jax.ShapeDtypeStruct`` of a ``--arg`` (``f16``, ``bfloat16``...)."""
     import jax
     import jax.numpy as jnp
 
-    match = re.fullmatch(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*", text)
-    if match is None:
-        raise argparse.ArgumentTypeError(f"expected DTYPE[SHAPE] such as f16[128,64], got {text!r}")
-    name = _SHORT_DTYPES.get(match[1], match[1])
     try:
-        dtype = jnp.dtype(name)
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(_SHORT_DTYPES.get(dtype, dtype)))
     except TypeError:
-        raise argparse.ArgumentTypeError(f"unknown dtype {match[1]!r}") from None
-    shape = tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
-    return jax.ShapeDtypeStruct(shape, dtype)
+        raise _Usage(f"argument --arg: unknown dtype {dtype!r}") from None
 
 
 def _run_capture(args: argparse.Namespace) -> int:
     import smalto.jax
 
+    arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
     function = _load_function(args.target)
     arch = _ARCHS[args.arch] if args.arch else None
     try:
         if args.smalto:
             with smalto.jax.enabled():
-                captured = smalto.jax.capture(function, *args.args, arch=arch)
+                captured = smalto.jax.capture(function, *arguments, arch=arch)
         else:
-            captured = smalto.jax.capture(function, *args.args, arch=arch)
+            captured = smalto.jax.capture(function, *arguments, arch=arch)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report
         return _fail(f"lowering {args.target} failed: {_one_line(error)}", EXIT_FAILED)
     if not captured:
@@ -145,6 +101,14 @@ def _run_capture(args: argparse.Namespace) -> int:
     failed = [c for c in captured if not c.ok]
     for kernel in failed:
         print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
+    if failed and not args.smalto:
+        # JAX's pass gives up on kernels that have layouts (docs/beyond_jax.md).
+        print(
+            "smalto: note: JAX's layout inference rejected it; with --smalto, `smalto "
+            "capture` lowers it with smalto's instead, which finds layouts where JAX's "
+            "gives up, or says why there are none",
+            file=sys.stderr,
+        )
     return EXIT_FAILED if failed else EXIT_OK
 
 

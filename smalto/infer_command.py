@@ -1,0 +1,288 @@
+"""``smalto infer FILE...``: infer each module's layouts, print it (or its summary), report.
+
+One file: the module goes to stdout or ``-o OUT``, the report to ``--report
+PAGE``. Several: each module to ``-o DIR/<name>.mlir`` (or to stdout, separated
+by ``// -----`` as ``mlir-opt --split-input-file`` reads them), each report to
+``--report DIR/<name>.html``; every file is tried, and the exit status is the
+worst of them. Paths that cannot be written are found before any inference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from jax._src.lib.mlir import ir
+
+import smalto
+from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
+from smalto.errors import InferenceError
+from smalto.infer import DEFAULT_FUEL, Inference, in_context
+from smalto.inputs import STDIN, Input, read_input
+from smalto.mlir import MlirInputError, module_arch, print_module
+from smalto.printed import PrintedModule
+from smalto.validate import SUPPORTED_ARCHS
+
+if TYPE_CHECKING:
+    from smalto.summary import Summary
+
+DEFAULT_ARCH = (9, 0)
+SPLIT_MARKER = "// -----\n"  # between modules on stdout, as mlir-opt --split-input-file reads
+
+
+@dataclass(frozen=True)
+class Destinations:
+    """Where each input's module and report go."""
+
+    output: str | None  # -o as given
+    report: str | None  # --report as given
+    many: bool  # several inputs: -o and --report are directories
+
+    def module_path(self, name: str) -> str | None:
+        if self.output is None or self.output == "-":
+            return None
+        return str(Path(self.output) / f"{_stem(name)}.mlir") if self.many else self.output
+
+    def report_path(self, name: str) -> str | None:
+        if self.report is None:
+            return None
+        return str(Path(self.report) / f"{_stem(name)}.html") if self.many else self.report
+
+
+def run_infer(args: argparse.Namespace) -> int:
+    """Runs ``smalto infer`` on parsed arguments (see ``smalto.cli``); returns the status."""
+    if args.json:
+        args.summary = True
+    inputs: list[str] = args.inputs
+    destinations = Destinations(args.output, args.report, len(inputs) > 1)
+    _check_destinations(inputs, destinations)
+    status = EXIT_OK
+    stdout = _Stdout()
+    for name in inputs:
+        status = max(status, _infer_one(name, args, destinations, stdout))
+    return status
+
+
+@dataclass
+class _Stdout:
+    """Whether a module or summary was printed yet: the next one is set apart from it."""
+
+    used: bool = False
+
+    def print(self, text: str, separator: str) -> None:
+        _print(separator + text if self.used else text)
+        self.used = True
+
+
+def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _Stdout) -> int:
+    try:
+        source = read_input(name)
+        arch = args.arch or _arch_of(source)
+    except (MlirInputError, UsageError) as error:
+        return fail(str(error), EXIT_USAGE)
+    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    module = source.module
+    report = to.report_path(name)
+    inference: Inference | None = None
+    try:
+        # JAX's pass builds attributes from the ambient context; so may ours.
+        with in_context(module):
+            if report or args.dump_system or args.summary:
+                dump_to = sys.stderr if args.dump_system else None
+                inference = _infer_keeping_the_solution(module, fuel, arch, dump_to)
+            else:
+                smalto.infer_layout(module, fuel=fuel, arch=arch)
+    except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
+        return fail(str(error), EXIT_USAGE)
+    except (InferenceError, NotImplementedError) as error:
+        if report is not None:
+            from smalto.report import write_failure_report
+
+            try:
+                write_failure_report(source, error, report)
+            except OSError as write_error:
+                return fail(_cannot_write(report, write_error), EXIT_USAGE)
+        message = str(error) or "unsupported operation"
+        if to.many:
+            message = f"{source.name}: {message}"
+        return fail(message + source_excerpts(error), EXIT_INFERENCE_FAILED)
+    try:
+        printed = None
+        if inference is not None and (report is not None or args.summary):
+            printed = _printed(source, inference, generic=args.generic)
+        if report is not None:
+            from smalto.report import write_report
+
+            assert inference is not None
+            write_report(module, inference, report, source_name=source.name, printed=printed)
+        text = print_module(module, generic=args.generic, debug_info=args.debug_info)
+        module_path = to.module_path(name)
+        if module_path is not None:
+            _write_file(module_path, text)
+        if args.summary:
+            assert inference is not None and printed is not None
+            summary = _summary(source, inference, printed, arch)
+            if args.json:
+                stdout.print(json.dumps(summary.as_json()) + "\n", "")
+            else:
+                stdout.print(summary.text(), "\n")
+        elif module_path is None:
+            stdout.print(text, SPLIT_MARKER)
+    except BrokenPipeError:
+        raise  # stdout's reader left: the command line ends quietly
+    except OSError as error:  # a file checked writable at the start, yet not written
+        return fail(_cannot_write(getattr(error, "filename", None) or "", error), EXIT_USAGE)
+    return EXIT_OK
+
+
+def _infer_keeping_the_solution(
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+) -> Inference:
+    """``infer_layout``, keeping what the summary and the report show (the solved system);
+    the system is also written to ``dump_to`` once derived, when given."""
+    from smalto import annotate
+    from smalto.infer import solve_module
+
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to)
+    plan = annotate.plan_attributes(
+        inference.program, inference.system, inference.solver.solution()
+    )
+    annotate.write_attributes(inference.program, plan)
+    return inference
+
+
+def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedModule:
+    """The module as printed, with the input's names, for the summary and the report."""
+    from smalto.printed import printed_module
+
+    with in_context(source.module):
+        return printed_module(
+            source.module,
+            inference.program,
+            generic=generic,
+            input_text=source.text,
+            input_files=source.files,
+        )
+
+
+def _summary(
+    source: Input, inference: Inference, printed: PrintedModule, arch: tuple[int, int]
+) -> Summary:
+    from smalto.summary import summarize
+
+    with in_context(source.module):
+        return summarize(inference, printed, source.name, arch)
+
+
+def _arch_of(source: Input) -> tuple[int, int]:
+    arch = module_arch(source.module)
+    if arch is None:
+        return DEFAULT_ARCH
+    if arch not in SUPPORTED_ARCHS:
+        supported = " or ".join(f"{major}.{minor}" for major, minor in SUPPORTED_ARCHS)
+        raise UsageError(
+            f"{source.name}: the module targets architecture {arch[0]}.{arch[1]}, which smalto "
+            f"does not support ({supported}); pass --arch to override"
+        )
+    return arch
+
+
+# --- where things go ---------------------------------------------------------------------
+
+
+def _check_destinations(inputs: list[str], to: Destinations) -> None:
+    """Refuses, before any work, destinations that cannot be written (exit status 2)."""
+    if to.many:
+        if STDIN in inputs:
+            raise UsageError("'-' (stdin) can only be read alone")
+        for option, directory in (("-o", to.output), ("--report", to.report)):
+            if directory is None or (option == "-o" and directory == "-"):
+                continue
+            _make_directory(option, directory)
+        stems: dict[str, str] = {}
+        for name in inputs:
+            other = stems.setdefault(_stem(name), name)
+            if other != name and (to.module_path(name) or to.report_path(name)):
+                raise UsageError(
+                    f"'{other}' and '{name}' would both be written as {_stem(name)}.*: "
+                    "rename one, or run them apart"
+                )
+    for name in inputs:
+        for option, path in (("-o", to.module_path(name)), ("--report", to.report_path(name))):
+            if path is None:
+                continue
+            if Path(path).is_dir():
+                raise UsageError(f"cannot write {option} '{path}': it is a directory")
+            if not Path(path).parent.is_dir():
+                raise UsageError(
+                    f"cannot write {option} '{path}': no directory '{Path(path).parent}'"
+                )
+            if name != STDIN and Path(path).exists() and Path(path).samefile(name):
+                raise UsageError(f"cannot write {option} '{path}': it is the input '{name}'")
+
+
+def _make_directory(option: str, directory: str) -> None:
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"cannot write {option} '{directory}' (a directory, for several files): "
+            f"{error.strerror or error}"
+        ) from None
+
+
+def _stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(name).stem) or "module"
+
+
+def _write_file(path: str, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _cannot_write(path: str, error: OSError) -> str:
+    return f"cannot write '{path}': {error.strerror or error}"
+
+
+def _print(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+# --- messages ----------------------------------------------------------------------------
+
+_LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
+_EXCERPT_WIDTH = 120  # an MLIR line may run to a thousand characters: show this much of it
+
+
+def source_excerpts(error: Exception) -> str:
+    """The source lines an error names, under each location, as compilers show them."""
+    report = getattr(error, "conflict", None)
+    lines: list[str] = []
+    for location in getattr(report, "locations", [])[:8]:
+        match = _LOCATION.match(location)
+        if match is None:
+            continue
+        path, line, column = match[1], int(match[2]), int(match[3])
+        try:
+            source = Path(path).read_text(encoding="utf-8").splitlines()[line - 1]
+        except (OSError, UnicodeDecodeError, IndexError):
+            continue  # not a readable file (e.g. "-" for stdin): nothing to show
+        source, column = _window(source, column)
+        lines += [f"{location}:", f"  {source}", "  " + " " * max(column - 1, 0) + "^"]
+    return "\n" + "\n".join(lines) if lines else ""
+
+
+def _window(source: str, column: int) -> tuple[str, int]:
+    """At most ``_EXCERPT_WIDTH`` characters of a line around ``column`` (1-based)."""
+    if len(source) <= _EXCERPT_WIDTH:
+        return source, column
+    start = max(0, min(column - 1 - _EXCERPT_WIDTH // 4, len(source) - _EXCERPT_WIDTH))
+    window = source[start : start + _EXCERPT_WIDTH]
+    prefix = "..." if start else ""
+    suffix = "..." if start + _EXCERPT_WIDTH < len(source) else ""
+    return prefix + window + suffix, column - start + len(prefix)

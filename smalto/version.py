@@ -1,0 +1,33 @@
+"""smalto's version: the installed package's metadata, else the checkout's pyproject.toml.
+
+Light on purpose (no JAX): ``smalto --version`` reads it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def version() -> str:
+    """``0.1.0``; from a source checkout that was never installed, its pyproject's version."""
+    try:
+        return metadata.version("smalto")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        with _PYPROJECT.open("rb") as file:
+            return str(tomllib.load(file)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def dependency_version(name: str) -> str | None:
+    """The installed version of a distribution (``jax``), without importing it."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
