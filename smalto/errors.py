@@ -28,6 +28,11 @@ class InferenceError(ValueError):
         # tools; ``None`` where there is nothing more to say than the message.
         self.conflict = conflict
 
+    def restate(self, reason: str, conflict: object | None) -> None:
+        """Says more after JAX's phrase (a diagnosis that found a fix), keeping the traceback."""
+        fresh = InferenceError(reason, conflict=conflict, phrase=self.phrase)
+        self.args, self.reason, self.conflict = fresh.args, reason, conflict
+
 
 class UnitDimRewriteWarning(UserWarning):
     """smalto changed ops of a module that has no layouts as written (the unit-dim

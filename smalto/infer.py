@@ -12,7 +12,7 @@ from jax._src.lib.mlir import ir
 
 from smalto import annotate
 from smalto.constraints import System
-from smalto.diagnose import describe_conflict, describe_fuel_exhaustion
+from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.dump import after_derivation
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
@@ -77,7 +77,11 @@ def _solve_as_written(
 ) -> Inference:
     program = read_program(module)
     check_input(program, fuel=fuel, arch=arch)
-    system = derive_system(program, arch)
+    try:
+        system = derive_system(program, arch)
+    except InferenceError as error:
+        suggest_at_derivation(error, program, arch)  # an annotation its value cannot take
+        raise
     if not conflicting_fixed(system):
         # (JAX's pass gives up on such a system before it gets here.)
         after_derivation(module, program, system, dump_to)

@@ -23,7 +23,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Role, Site
 from smalto.explain import Explainer
-from smalto.hw.names import register_layout_name
+from smalto.hw.names import register_layout_name, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference
 from smalto.printed import PrintedModule
@@ -87,32 +87,12 @@ def _tmem_native_name(layout: fa.TiledLayout) -> str | None:
 
 @cache
 def _tmem_name(layout: tcgen05.TMEMLayout) -> str | None:
-    """``default``, ``half_lane``, ``m64_collective`` (with their packing), ``scales``..."""
-
-    def packed(kind: str, packing: int) -> str:
-        return kind if packing == 1 else f"{kind} (packing {packing})"
-
-    for packing in (1, 2, 4, 8):
-        if layout == tcgen05.tmem_default_layout(packing):
-            return packed("default", packing)
-    first = layout.tiling.tiles[0]
-    if len(first) == 2 and first[0] == 64 and first[1] % 16 == 0:
-        columns = first[1]
-        for packing in (1, 2, 4, 8):
-            if packing <= columns // 2 and layout == tcgen05.tmem_half_lane_layout(
-                columns, packing
-            ):
-                return packed("half_lane", packing)
-            if layout == tcgen05.tmem_m64_collective_layout(columns, packing):
-                return packed("m64_collective", packing)
-    for kind, build in (
-        ("scales", tcgen05.scales_layout),
-        ("b_scales_m64_collective", tcgen05.b_scales_m64_collective_layout),
-        ("sparse_meta", tcgen05.sparse_meta_layout),
-    ):
-        if layout == build():
-            return kind
-    return None
+    """``default``, ``half_lane``, ``m64_collective`` (with their packing), ``scales``...
+    (``hw.names.tmem_name``, which never raises on layouts JAX's builders refuse)."""
+    named = tmem_name(layout)
+    if named is None:
+        return None
+    return named.kind if named.packing == 1 else f"{named.kind} (packing {named.packing})"
 
 
 # --- conversions -------------------------------------------------------------------------

@@ -291,7 +291,7 @@ def test_report_is_written_next_to_the_module(solver: None, tmp_path: Path, caps
 def test_explain_is_a_subcommand(solver: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(MATMUL), "--all"]) == 0
     out = capsys.readouterr().out
-    assert "WGMMA_LAYOUT because" in out
+    assert "WGMMA because" in out
 
 
 def test_draw_is_a_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,8 @@ import pytest
 import reference
 
 import smalto
-from smalto.diagnose import ConflictReport, _satisfiable
+from smalto.diagnose import ConflictReport
+from smalto.diagnose.conflict import _satisfiable
 from smalto.infer import in_context, solve_module
 from smalto.program import read_program
 from smalto.rules import derive_system
@@ -32,14 +33,14 @@ CASES = {
             "`mosaic_gpu.layout_cast` at kernel.py:22:8",
             "`mosaic_gpu.layout_cast` at kernel.py:23:8",
         ],
-        "cannot convert WGMMA_LAYOUT to a strided layout",
+        "cannot convert WGMMA to strided ×2",
     ),
     "smem_transfer_no_plan": (
         [
             "`mosaic_gpu.vector_store` at kernel.py:34:4",
             "`mosaic_gpu.with_transforms` at kernel.py:31:10",
         ],
-        "transforms that work with WGMMA_LAYOUT: tiled by (8, 64), swizzled by 128 bytes",
+        "transforms that work with WGMMA: tiled 8×64 + swizzle 128",
     ),
     "dynamic_offset_not_divisible": (
         ["`memref.subview` at kernel.py:42:10", "`mosaic_gpu.with_transforms` at kernel.py:41:10"],
@@ -197,7 +198,7 @@ def test_contradicting_cast_added_to_a_corpus_kernel_is_named() -> None:
         smalto.infer_layout(module, arch=(9, 0))
     message = str(info.value)
     assert "`mosaic_gpu.layout_cast` at attention.py:88:12" in message
-    assert "cannot convert WGMMA_LAYOUT" in message
+    assert "cannot convert WGMMA" in message
 
 
 def test_cli_shows_the_source_lines_it_names(tmp_path: Path) -> None:

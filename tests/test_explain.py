@@ -59,7 +59,7 @@ def test_loop_carried_accumulator_names_the_wgmma_and_the_loop(
     assert status == 0
     first = out.splitlines()[0]
     # Line 7 of the printed module, from line 7 of kernel.py.
-    assert first.startswith("%arg4 (line 7, kernel.py:7): WGMMA_LAYOUT because it ")
+    assert first.startswith("%arg4 (line 7, kernel.py:7): WGMMA because it ")
     assert "iter_args(%arg4 = %cst)" in infer_output(loop_file).splitlines()[6]
     assert "the accumulator of `mosaic_gpu.wgmma` at kernel.py:9" in first
     assert "via iter_arg #0 of `scf.for` at kernel.py:7" in first
@@ -67,7 +67,7 @@ def test_loop_carried_accumulator_names_the_wgmma_and_the_loop(
     assert (
         out.rstrip()
         .splitlines()[-1]
-        .endswith("`mosaic_gpu.wgmma` at kernel.py:9 requires the accumulator to be WGMMA_LAYOUT")
+        .endswith("`mosaic_gpu.wgmma` at kernel.py:9 requires the accumulator to be WGMMA")
     )
 
 
@@ -92,7 +92,7 @@ def test_flash_attention_lines_point_at_the_ops(capsys: pytest.CaptureFixture) -
     assert found and "mosaic_gpu.wgmma" in printed[int(found[1]) - 1]
     loop = re.search(r"iter_arg #0 of `scf.for` at line (\d+)", out)
     assert loop and "scf.for" in printed[int(loop[1]) - 1]
-    assert f"WGMMA_ROW_LAYOUT because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
+    assert f"WGMMA_ROW because `mosaic_gpu.layout_cast` at line {cast} requires it" in out
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)
@@ -132,7 +132,7 @@ def test_a_row_vector_is_explained_through_its_reduction(capsys: pytest.CaptureF
     text = infer_output(FLASH_CORPUS)
     status, out, _ = _explain([str(FLASH_CORPUS)], capsys)
     assert status == 0
-    rows = [line for line in out.splitlines() if ": WGMMA_ROW_LAYOUT because" in line]
+    rows = [line for line in out.splitlines() if ": WGMMA_ROW because" in line]
     through = [line for line in rows if "accumulator of `mosaic_gpu.wgmma`" in line]
     assert through, rows
     for line in through:
@@ -211,7 +211,7 @@ def test_a_multi_result_op_is_found_by_its_plain_name(capsys: pytest.CaptureFixt
     assert names == ["%159#0", "%159#1", "%159#2"]
     assert {h[2] for h in headers if h} == {"251"}
     status, out, _ = _explain([str(FLASH), "%159#2"], capsys)
-    assert status == 0 and out.startswith("%159#2 (line 251): WGMMA_ROW_LAYOUT because")
+    assert status == 0 and out.startswith("%159#2 (line 251): WGMMA_ROW because")
 
 
 def test_names_of_the_input_file_are_accepted(capsys: pytest.CaptureFixture) -> None:
@@ -221,11 +221,11 @@ def test_names_of_the_input_file_are_accepted(capsys: pytest.CaptureFixture) -> 
     assert any(line.strip().startswith("%251:3 = ") for line in source)
     status, out, err = _explain([str(FLASH), "%251#0"], capsys)
     assert status == 0
-    assert out.startswith("%159#0 (line 251): WGMMA_LAYOUT because")
+    assert out.startswith("%159#0 (line 251): WGMMA because")
     assert "  in the input: %251#0" in out
     # %2 is also a name of the printed module, of a value with no layout: a note says which.
     status, out, err = _explain([str(FLASH), "%2"], capsys)
-    assert status == 0 and out.startswith("%cst_1 (line 8): a splat")
+    assert status == 0 and out.startswith("%cst_1 (line 8): splat")
     assert "note: %2 of" in err and "is %cst_1 (line 8) in the printed module" in err
 
 
@@ -258,9 +258,9 @@ def test_json(capsys: pytest.CaptureFixture) -> None:
     line = _source_line(FLASH, "%251:3 = ")
     column = FLASH.read_text().splitlines()[line - 1].index('"scf.for"') + 1
     assert first["location"] == f"{FLASH}:{line}:{column}"  # the input's own position
-    assert first["type"] == "vector<64x128xf32>" and first["layout"] == "WGMMA_LAYOUT"
-    assert first["summary"].startswith("WGMMA_LAYOUT because")
-    assert first["steps"][-1].endswith("requires the accumulator to be WGMMA_LAYOUT")
+    assert first["type"] == "vector<64x128xf32>" and first["layout"] == "WGMMA"
+    assert first["summary"].startswith("WGMMA because")
+    assert first["steps"][-1].endswith("requires the accumulator to be WGMMA")
     assert first["free"] is False
     # --all as JSON: every value with a layout.
     status, out, _ = _explain([str(FLASH), "--json"], capsys)

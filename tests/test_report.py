@@ -88,7 +88,7 @@ def test_page_has_sections_pictures_and_relayouts(flash_report: tuple[Path, _Out
     assert set(outline.links) <= set(outline.figures) | set(outline.lines)
     assert any(link.startswith("L") for link in outline.links)
     text = path.read_text(encoding="utf-8")
-    assert "WGMMA_LAYOUT" in text and "WGMMA_ROW_LAYOUT" in text
+    assert "WGMMA" in text and "WGMMA_ROW" in text
     assert "mosaic_gpu.wgmma" in text and "splat &rarr; WGMMA (free: a splat broadcast)" in text
     assert "<li>0 relayouts that cost something</li>" in text
 
@@ -149,7 +149,7 @@ def test_a_failure_page_shows_the_python_source(tmp_path: Path) -> None:
 def test_tmem_layouts_are_drawn(tmp_path: Path) -> None:
     outline = _report(TCGEN05, tmp_path / "tcgen05.html")
     text = (tmp_path / "tcgen05.html").read_text(encoding="utf-8")
-    assert "TMEM layout" in text
+    assert "TMEM default" in text
     assert len(outline.images) >= 2
 
 

@@ -197,9 +197,12 @@ def test_layout_names() -> None:
     assert layout_name(Tmem(tcgen05.tmem_half_lane_layout(128))) == "TMEM half_lane"
     assert layout_name(Tmem(tcgen05.tmem_default_layout(2))) == "TMEM default (packing 2)"
     assert layout_name(Tmem(tcgen05.tmem_m64_collective_layout(128))) == "TMEM m64_collective"
+    # A keep-dims row reduction of WGMMA (``jnp.sum(x, axis=1, keepdims=True)``) is named so.
+    kept = fa.TiledLayout(fa.Tiling(((64, 1), (16, 1), (8, 1))), (-6,), (-2, fa.Replicated(4)), -1)
+    assert layout_name(Reg(kept)) == "WGMMA_ROW keepdims"
     # A layout with no name: its tiling, compactly, never a Python repr.
-    odd = fa.TiledLayout(fa.Tiling(((64, 1), (16, 1), (8, 1))), (-6,), (-2, fa.Replicated(4)), -1)
-    assert layout_name(Reg(odd)) == "tiled (64, 1)(16, 1)(8, 1) warps -6 lanes -2,×4 vector -1"
+    odd = fa.TiledLayout(fa.Tiling(((64, 16), (16, 16), (8,))), (-5,), (-3, -2), -1)
+    assert layout_name(Reg(odd)) == "tiled (64, 16)(16, 16)(8) warps -5 lanes -3,-2 vector -1"
 
 
 def test_summary_on_failure_is_the_error(capsys: pytest.CaptureFixture[str]) -> None:

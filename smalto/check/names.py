@@ -6,6 +6,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.check.semantics import Layout
 from smalto.check.smem import Transforms
+from smalto.hw.names import describe_value
 from smalto.hw.values import Reg, Tmem
 
 
@@ -21,9 +22,9 @@ def describe(layout: Layout | None) -> str:
                 return f"splat{inner.shape}"
             if isinstance(inner, fa.WGStridedFragLayout):
                 return f"strided{inner.shape}/vec{inner.vec_size}"
-            return str(inner)
-        case Tmem(layout=inner):
-            return f"TMEM {inner}"
+            return describe_value(layout)  # a name, or a compact form: never a repr
+        case Tmem():
+            return describe_value(layout)  # TMEM default, TMEM half_lane, ...
         case Transforms(tiling=tiling, swizzle=swizzle):
             tiled = "untiled" if tiling is None else f"tiled {tiling}"
             if swizzle is not None:

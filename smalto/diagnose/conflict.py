@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from jax._src.lib.mlir import ir
 
@@ -40,11 +41,14 @@ from smalto.constraints import (
     Variable,
     constraint_variables,
 )
+from smalto.diagnose.origins import Origins, defining_value, op_text
+from smalto.diagnose.subsystem import subsystem
+from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_name, location_text
-from smalto.program import Op, Program
+from smalto.locations import location_text
+from smalto.program import Program
 
 Element = Constraint | Fixed
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -68,11 +72,20 @@ class ConflictReport:
 
     requirements: list[Requirement]
     values: list[str]  # "%12 : vector<64x64xf32>" for each value involved
-    derivations: list[str]  # "%12 is WGMMA_LAYOUT because ..."
+    derivations: list[str]  # "%12 is WGMMA because ..."
     suggestion: str | None
     minimal: bool
     # Every element of the core (requirements with the same wording are listed once above).
     core: list[Element] = field(default_factory=list, repr=False)
+    # Where each value involved is defined: "%12 : vector<...> is defined by `op` at k.py:3:4".
+    origins: list[str] = field(default_factory=list)
+    # The single edits verified to make the kernel infer and check, best first
+    # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
+    edits: list[Any] = field(default_factory=list)
+    edits_tried: int = 0
+    # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
+    # the module has no launch to lower it in).
+    edits_lowered: bool | None = None
 
     @property
     def ops(self) -> list[str]:
@@ -88,25 +101,18 @@ class ConflictReport:
         if self.derivations:
             lines.append("where:")
             lines += [f"  - {d}" for d in self.derivations]
+        if self.origins:
+            lines.append("the values involved:")
+            lines += [f"  - {o}" for o in self.origins]
         if self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return "\n".join(lines)
 
 
-def op_text(op: Op) -> str:
-    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
-    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
-    where = location_text(op.location)
-    name = location_name(op.location)
-    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
-        return f"`{op.name}` at {where}"
-    return f"`{op.name}` (`{name}`) at {where}"
-
-
 class Namer:
     """SSA names and types of the values behind variables and sites."""
 
-    def __init__(self, program: Program, system: System) -> None:
+    def __init__(self, program: Program, system: System | None) -> None:
         self.program = program
         self.system = system
         self._state: ir.AsmState | None = None
@@ -121,8 +127,12 @@ class Namer:
         return view.regions[site.region].blocks[0].arguments[site.index]
 
     def site(self, site: Site) -> str:
-        value = self._ir_value(site)
+        return self._name(self._ir_value(site))
+
+    def _name(self, value: ir.Value | None) -> str:
         try:
+            if value is None:
+                return "<value>"
             if self._state is None:
                 top = self.program.ops[self.program.top_level[0]].operation
                 parent = top.parent if top.parent is not None else top
@@ -131,6 +141,19 @@ class Namer:
         except Exception:  # naming is best-effort: never hide the real error
             name = "<value>"
         return name
+
+    def value(self, vid: int) -> str:
+        """The SSA name of a value, by its id."""
+        producer = self.program.values[vid].producer
+        if producer is None:  # a free value: named at a use
+            for op in self.program.ops:
+                if vid in op.operands:
+                    return self._name(op.operation.operands[op.operands.index(vid)])
+            return "<value>"
+        view = self.program.ops[producer.op].operation
+        if producer.region is None:
+            return self._name(view.results[producer.index])
+        return self._name(view.regions[producer.region].blocks[0].arguments[producer.index])
 
     def site_text(self, site: Site) -> str:
         """``%3 (result #0 of `arith.addf` at kernel.py:12:8)``."""
@@ -170,14 +193,8 @@ def _satisfiable(
 ) -> bool | None:
     from smalto.solve.search import FuelExhausted, Solver
 
-    sub = System(
-        variables=system.variables,
-        constraints=[e for e in elements if not isinstance(e, Fixed)],
-        fixed=[e for e in elements if isinstance(e, Fixed)],
-        var_of_site=system.var_of_site,
-    )
     try:
-        return Solver(sub, program, arch, fuel=5_000).solve(guided=False)
+        return Solver(subsystem(system, elements), program, arch, fuel=5_000).solve(guided=False)
     except FuelExhausted:
         return None
 
@@ -449,17 +466,9 @@ def _suggestion(
                     f"{describe_value(b)}, and no relayout between them is supported: change "
                     "one of the layout casts or the op that fixes one of them"
                 )
-    for e in core:
-        var = _expr_var(e.expr) if isinstance(e, Divides) else None
-        if isinstance(e, Divides) and var is not None and _offset_limited(e, system.variables[var]):
-            op = program.ops[e.origin]
-            if op.name in ("memref.subview", "mosaic_gpu.async_load", "mosaic_gpu.async_store"):
-                return (
-                    f"the offsets of {op_text(op)} are not known to "
-                    "be multiples of the tile size: prove it with `pl.multiple_of(index, n)` "
-                    "(n a multiple of the tile along that dimension), or use a smaller tiling "
-                    "with `plgpu.TilingTransform`"
-                )
+    proof = _divisibility_hint(program, system, core)
+    if proof is not None:
+        return proof
     for e in core:
         if isinstance(e, Relayout) and not e.strict:
             s, t = _expr_var(e.source), _expr_var(e.target)
@@ -505,11 +514,26 @@ def _suggestion(
     return None
 
 
+def _divisibility_hint(program: Program, system: System, core: list[Element]) -> str | None:
+    """For offsets not known to be tile multiples: prove them (no layout edit says that)."""
+    for e in core:
+        var = _expr_var(e.expr) if isinstance(e, Divides) else None
+        if isinstance(e, Divides) and var is not None and _offset_limited(e, system.variables[var]):
+            op = program.ops[e.origin]
+            if op.name in ("memref.subview", "mosaic_gpu.async_load", "mosaic_gpu.async_store"):
+                return (
+                    f"the offsets of {op_text(op)} are not known to "
+                    "be multiples of the tile size: prove it with `pl.multiple_of(index, n)` "
+                    "(n a multiple of the tile along that dimension), or use a smaller tiling "
+                    "with `plgpu.TilingTransform`"
+                )
+    return None
+
+
 def _transfer_alternatives(
     transfer: SmemTransfer, values: dict[int, Const], namer: Namer
 ) -> str | None:
     """For a transfer with no plan: the tilings that would work, and the register layouts."""
-    from smalto.hw.names import REGISTER_LAYOUTS
     from smalto.hw.transfers import smem_transfer_supported
     from smalto.hw.values import Smem
 
@@ -526,20 +550,12 @@ def _transfer_alternatives(
         if hl.fits(Smem(t, sw), transfer.shape)
         and smem_transfer_supported(t, sw, reg.layout, *args)
     ]
-    good_layouts = [
-        name
-        for name, layout in REGISTER_LAYOUTS.items()
-        if hl.fits(Reg(layout), transfer.shape)
-        and smem_transfer_supported(tiling.tiling, tiling.swizzle, layout, *args)
-    ]
     parts = [
         f"{namer.var(r)} is {describe_value(reg)} and the SMEM ref {namer.var(s)} is "
         f"{describe_value(tiling)}; no {transfer.mode.value} transfer exists between them"
     ]
     if good_tilings:
         parts.append(f"transforms that work with {describe_value(reg)}: {'; '.join(good_tilings)}")
-    if good_layouts:
-        parts.append(f"register layouts that work with this ref: {', '.join(good_layouts[:4])}")
     return "; ".join(parts)
 
 
@@ -573,8 +589,28 @@ def diagnose(
         for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
             involved.setdefault(v)
     names = list(dict.fromkeys(namer.typed(v) for v in involved))
-    suggestion = _suggestion(program, system, core, values, namer)
-    return ConflictReport(requirements, names, derivations, suggestion, minimal, core)
+    origins = Origins(program, namer.value)
+    defined = [defining_value(program, system, v) for v in involved]
+    lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
+    hint = _suggestion(program, system, core, values, namer)
+    proof = _divisibility_hint(program, system, core) is not None
+    try:
+        found = suggest(program, system, arch, list(core), values, namer, hint, hint_first=proof)
+        text, edits, tried, lowered = found.text, found.edits, found.tried, found.lowered
+    except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
+        text, edits, tried, lowered = hint, [], 0, None
+    return ConflictReport(
+        requirements,
+        names,
+        derivations,
+        text,
+        minimal,
+        core,
+        origins=list(dict.fromkeys(lines)),
+        edits=edits,
+        edits_tried=tried,
+        edits_lowered=lowered,
+    )
 
 
 def describe_conflict(

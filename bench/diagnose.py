@@ -1,0 +1,166 @@
+"""Time the diagnosis of unsatisfiable kernels, beside JAX's pass failing on them.
+
+``python -m bench.diagnose [--repeat N] [--with-jax] [--markdown OUT [--append]]``
+
+The kernels: every module of ``tests/unsat/`` that fails for its layouts, and
+each corpus kernel of ``tests/corpus/kernels/`` with one impossible cast
+added after its first MMA result (a strided layout where the MMA gives
+WGMMA or TCGEN05): corpus-sized conflicts. For each, in this one process, on
+separately parsed copies (parsing is never timed), the median over
+``--repeat`` runs of
+
+- JAX's ``layout_inference.infer_layout`` failing (its message only; on the
+  corpus kernels only with ``--with-jax``: its search of an unsatisfiable
+  corpus kernel can take minutes);
+- ``smalto.infer_layout`` failing, with the whole diagnosis (minimal
+  conflict, where its values come from, and the suggestion: candidate edits
+  tried on the derived system and on copies of the module, inferred and
+  checked);
+- of which the suggestion alone (for a conflict found by the search; an
+  annotation its value cannot take is diagnosed while the rules run, and
+  counted in the whole only), with how many candidates it tried and how many
+  it verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import reference  # noqa: E402
+from jax._src.lib.mlir import ir  # noqa: E402
+from jax.experimental.mosaic.gpu import layout_inference  # noqa: E402
+
+import smalto  # noqa: E402
+from smalto.diagnose import conflict  # noqa: E402
+
+_MMA = re.compile(r'\s*(%[\w#]+) = "?mosaic_gpu\.(wgmma|async_load_tmem)\b.*-> (vector<[^>]+>)')
+
+
+def kernels() -> dict[str, tuple[str, tuple[int, int]]]:
+    """name -> (module text, arch)."""
+    out: dict[str, tuple[str, tuple[int, int]]] = {}
+    for path in sorted((ROOT / "tests" / "unsat").glob("*.mlir")):
+        text = path.read_text()
+        if "gather" in path.stem:
+            continue  # not layout conflicts: gathers the lowering cannot do
+        major = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
+        out[path.stem] = (text, (int(major.group(1)), 0) if major else (9, 0))
+    entries = reference.load_entries(reference.corpus_root() or reference.BUNDLED_ROOT)
+    for entry in entries:
+        if entry.folder != "kernels" or not entry.jax_ok:
+            continue
+        text = _with_bad_cast(entry.path.read_text())
+        if text is not None:
+            out[f"{entry.key} + bad cast"] = (text, entry.arch)
+    return out
+
+
+def _with_bad_cast(text: str) -> str | None:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _MMA.match(line)
+        if match is None:
+            continue
+        value, ty = match.group(1), match.group(3)
+        shape = ty[len("vector<") : -1].split("x")[:-1]
+        layout = f"#mosaic_gpu.WGStridedFragLayout<[{', '.join(shape)}], 1>"
+        lines.insert(
+            i + 1,
+            f'  %bad_cast = "mosaic_gpu.layout_cast"({value}) <{{new_layout = {layout}}}> : '
+            f'({ty}) -> {ty} loc("bench.py":1:1)',
+        )
+        return "\n".join(lines)
+    return None
+
+
+def _time_jax(text: str, arch: tuple[int, int]) -> float:
+    module = reference.parse(text, reference.make_context())
+    start = time.process_time()
+    try:
+        with module.context, ir.Location.unknown():
+            layout_inference.infer_layout(module, arch=arch)
+    except (ValueError, NotImplementedError, KeyError):
+        pass
+    return time.process_time() - start
+
+
+def _time_smalto(text: str, arch: tuple[int, int]) -> tuple[float, float, int, int]:
+    """(whole failing inference, suggestion alone, candidates tried, edits verified)."""
+    module = reference.parse(text, reference.make_context())
+    spent: dict[str, float] = {}
+    real = conflict.suggest
+
+    def timed(*args: object, **kwargs: object) -> object:
+        start = time.process_time()
+        found = real(*args, **kwargs)  # type: ignore[arg-type]
+        spent["suggest"] = time.process_time() - start
+        return found
+
+    conflict.suggest = timed  # type: ignore[assignment]
+    start = time.process_time()
+    try:
+        smalto.infer_layout(module, arch=arch)
+        raise SystemExit("a kernel of the benchmark inferred: it is not unsatisfiable")
+    except smalto.InferenceError as error:
+        total = time.process_time() - start
+        report = error.conflict
+    finally:
+        conflict.suggest = real  # type: ignore[assignment]
+    return total, spent.get("suggest", 0.0), report.edits_tried, len(report.edits)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--append", action="store_true")
+    parser.add_argument("--with-jax", action="store_true", help="time JAX on corpus kernels too")
+    args = parser.parse_args(argv)
+    rows = []
+    for name, (text, arch) in kernels().items():
+        with_jax = args.with_jax or "bad cast" not in name
+        _time_smalto(text, arch)  # warm once
+        jax_t = (
+            statistics.median(_time_jax(text, arch) for _ in range(args.repeat))
+            if with_jax
+            else float("nan")
+        )
+        runs = [_time_smalto(text, arch) for _ in range(args.repeat)]
+        total = statistics.median(r[0] for r in runs)
+        suggest = statistics.median(r[1] for r in runs)
+        rows.append((name, jax_t, total, suggest, runs[0][2], runs[0][3]))
+        print(
+            f"{name:62s} JAX {jax_t * 1e3:7.1f} ms  smalto {total * 1e3:7.1f} ms  "
+            f"(suggestion {suggest * 1e3:6.1f} ms, tried {runs[0][2]}, verified {runs[0][3]})"
+        )
+    lines = [
+        "## Diagnosing unsatisfiable kernels (process CPU time, median)",
+        "",
+        "| kernel | JAX's pass fails | smalto fails, diagnosed | of which the suggestion "
+        "| candidates tried | verified |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {n} | {'-' if j != j else f'{j * 1e3:.1f} ms'} | {t * 1e3:.1f} ms "
+        f"| {s * 1e3:.1f} ms | {c} | {v} |"
+        for n, j, t, s, c, v in rows
+    ]
+    worst = max(rows, key=lambda r: r[2])
+    lines += ["", f"Slowest diagnosis: {worst[0]}, {worst[2] * 1e3:.0f} ms.", ""]
+    if args.markdown:
+        mode = "a" if args.append else "w"
+        with args.markdown.open(mode, encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Turning a failed inference into words a kernel author can act on.
+
+- ``conflict``: from a system with no solution, a minimal set of requirements
+  that cannot hold together, each with the op that imposed it and where, and
+  what the values involved were forced to;
+- ``origins``: where each value of the conflict is defined (for a cast
+  result, the cast and what it casts);
+- ``edits``, ``candidates``, ``verify``: the single edits of the user's
+  annotations that could resolve it, tried on a copy of the module; only
+  those that make inference succeed and the checker accept are suggested;
+- ``suggest``: the suggestion, in Pallas terms, from those edits (else a hint).
+"""
+
+from smalto.diagnose.conflict import (
+    ConflictReport,
+    Namer,
+    Requirement,
+    describe_conflict,
+    describe_element,
+    describe_fuel_exhaustion,
+    diagnose,
+    op_text,
+)
+from smalto.diagnose.suggest import suggest_at_derivation
+
+__all__ = [
+    "ConflictReport",
+    "Namer",
+    "Requirement",
+    "describe_conflict",
+    "describe_element",
+    "describe_fuel_exhaustion",
+    "diagnose",
+    "op_text",
+    "suggest_at_derivation",
+]

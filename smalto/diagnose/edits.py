@@ -1,0 +1,116 @@
+"""Single edits of a kernel's layout annotations, made on a copy of its module.
+
+An edit is what an author changes in one place of their source: the target
+of one ``plgpu.layout_cast``, the layout of one TMEM ref, the transforms of
+one SMEM ref (which Pallas states at each use of the ref, so one edit may
+touch several ``with_transforms`` ops), one layout an ``inline_mgpu`` states
+for an argument or result; or it removes one cast, or adds one
+``layout_cast`` on a value. Edits name ops by their ids in the program view,
+which are their pre-order positions: the same in a clone of the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jax._src.lib import mosaic_gpu_dialect as mgpu
+from jax._src.lib.mlir import ir
+
+from smalto.hw.encode import AttributeCache
+from smalto.hw.values import Const, Reg, Smem, Tmem
+
+RETARGET, DROP, ADD_CAST = "retarget", "drop", "add_cast"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change an author makes in one place of the kernel's source."""
+
+    kind: str  # RETARGET, DROP or ADD_CAST
+    # The ops changed (RETARGET, DROP); for ADD_CAST the op the new cast goes
+    # after (the value's producer) or, with ``use``, before (the consumer).
+    ops: tuple[int, ...]
+    old: Const | None = None  # the layout stated now (RETARGET, DROP)
+    new: Const | None = None  # the layout stated after the edit (RETARGET, ADD_CAST)
+    # RETARGET of an array attribute (``inline_mgpu``'s layouts): its name and the entry.
+    attribute: str | None = None
+    position: int | None = None  # (ADD_CAST after its producer: the result index)
+    argument: int | None = None  # the operand (or result) index the entry is for
+    value: int | None = None  # ADD_CAST: the value cast
+    use: tuple[int, int] | None = None  # ADD_CAST: only this (op, operand) use; None: every use
+
+
+def ops_in_order(module: ir.Operation) -> list[ir.Operation]:
+    """The ops of a module's body in pre-order: index ``i`` is the op of program id ``i``."""
+    ops: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    for top in module.regions[0].blocks[0].operations:
+        top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops
+
+
+def attribute_of(value: Const, cache: AttributeCache) -> ir.Attribute:
+    """The attribute that states ``value`` (a layout, or a transforms array)."""
+    if isinstance(value, Smem):
+        return cache.transforms(value)
+    assert isinstance(value, Reg | Tmem)
+    return cache.layout(value)
+
+
+def apply(edit: Edit, ops: list[ir.Operation]) -> None:
+    """Makes ``edit`` on the module whose ops ``ops`` lists (see ``ops_in_order``).
+
+    Must run in the module's context, with a location.
+    """
+    cache = AttributeCache()
+    if edit.kind == RETARGET:
+        assert edit.new is not None
+        new = attribute_of(edit.new, cache)
+        for op_id in edit.ops:
+            attrs = ops[op_id].attributes
+            if edit.attribute is None:
+                name = "transforms" if isinstance(edit.new, Smem) else "new_layout"
+                attrs[name] = new
+            else:
+                assert edit.position is not None
+                entries = list(ir.ArrayAttr(attrs[edit.attribute]))
+                entries[edit.position] = new
+                attrs[edit.attribute] = ir.ArrayAttr.get(entries)
+    elif edit.kind == DROP:
+        for op_id in edit.ops:
+            op = ops[op_id]
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    elif edit.kind == ADD_CAST:
+        assert isinstance(edit.new, Reg)
+        _add_cast(edit, ops, cache.layout(edit.new))
+    else:
+        raise ValueError(f"unknown edit {edit.kind!r}")
+
+
+def _add_cast(edit: Edit, ops: list[ir.Operation], layout: ir.Attribute) -> None:
+    anchor = ops[edit.ops[0]]
+    if edit.use is not None:
+        consumer, operand = edit.use
+        consumer_op = ops[consumer]
+        with ir.InsertionPoint(consumer_op), consumer_op.location:
+            cast = mgpu.layout_cast(consumer_op.operands[operand], layout)
+        consumer_op.operands[operand] = cast
+        return
+    value = _result_of(anchor, edit)
+    with ir.InsertionPoint.after(anchor), anchor.location:
+        cast = mgpu.layout_cast(value, layout)
+    value.replace_all_uses_except(cast, cast.owner.operation)
+
+
+def _result_of(anchor: ir.Operation, edit: Edit) -> ir.Value:
+    """The value ``edit`` casts: the anchor's result that is it (by the index recorded)."""
+    assert edit.position is not None
+    return anchor.results[edit.position]
+
+
+__all__ = ["ADD_CAST", "DROP", "RETARGET", "Edit", "apply", "attribute_of", "ops_in_order"]

@@ -1,0 +1,85 @@
+"""JAX's own Mosaic GPU dialect lowering, run on an annotated copy of a kernel, without a GPU.
+
+The checker knows JAX 0.12.0.1's lowering requirements on layouts; the
+lowering itself knows a few more (collective attributes that agree, cluster
+sizes...). A kernel as JAX hands it to layout inference sits inside its
+``gpu.launch``, so the launch context the lowering needs can be rebuilt from
+the module: the launch op (for the GMEM scratch of TMA descriptors), its
+cluster size, and the launching function's last argument (the buffers). Where
+the module has no single ``gpu.launch`` (a bare function, as in hand-written
+tests), there is nothing to rebuild it from and the lowering is not run.
+"""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+
+def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
+    """Lowers the annotated ``module`` (a ``builtin.module`` op, consumed) with JAX's
+    dialect lowering.
+
+    ``(True, "")`` if it lowers and verifies, ``(False, why)`` if the lowering
+    rejects it, ``(None, "")`` if it cannot be run on this module (no single
+    ``gpu.launch``, or a part of the launch context it cannot rebuild).
+    """
+    from jax.experimental.mosaic.gpu import dialect_lowering
+    from jax.experimental.mosaic.gpu import launch_context as lc
+
+    view = module.opview  # the lowering reads the module's ``body``
+    launches = _launches(module)
+    if len(launches) != 1:
+        return None, ""
+    launch = launches[0]
+    function = launch.parent
+    while function is not None and function.name != "func.func":
+        function = function.parent
+    if function is None or not function.regions[0].blocks[0].arguments:
+        return None, ""
+    buffers = function.regions[0].blocks[0].arguments[-1]
+    cluster = _cluster_size(launch)
+    if cluster is None:
+        return None, ""
+    try:
+        with module.context, ir.Location.unknown(module.context):
+            context = lc.LaunchContext(view, lc.Scratch(launch.opview), cluster, buffers)  # type: ignore[arg-type]
+            dialect_lowering.lower_mgpu_dialect(view, context)  # type: ignore[arg-type]
+            context.scratch.finalize_size()
+            module.verify()
+    except (ValueError, NotImplementedError, ir.MLIRError) as error:
+        # What JAX raises for layouts (or anything else) it cannot lower.
+        return False, str(error).splitlines()[0] if str(error) else type(error).__name__
+    except Exception:  # noqa: BLE001 -- a launch context part this rebuild lacks
+        return None, ""
+    return True, ""
+
+
+def _launches(module: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "gpu.launch":
+            found.append(op)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _cluster_size(launch: ir.Operation) -> tuple[int, int, int] | None:
+    """The launch's cluster size, (1, 1, 1) without one; None if it is not constant."""
+    view = launch.opview
+    sizes = [view.clusterSizeX, view.clusterSizeY, view.clusterSizeZ]  # type: ignore[attr-defined]
+    if all(size is None for size in sizes):
+        return (1, 1, 1)
+    out = []
+    for size in sizes:
+        owner = getattr(size, "owner", None)
+        if owner is None or owner.name != "arith.constant":
+            return None
+        out.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    return (out[0], out[1], out[2])
+
+
+__all__ = ["jax_lowering_accepts"]

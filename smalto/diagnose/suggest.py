@@ -1,0 +1,380 @@
+"""The suggestion for a conflict: single edits that were verified to fix it, in Pallas terms.
+
+``suggest`` lists the candidate edits (``candidates``), tries them on copies
+of the module (``verify``) and words the ones that work, smallest first:
+"change the layout cast at kernels.py:52:24 from WGMMA_COL to WGMMA_ROW:
+``plgpu.Layout.WGMMA.reduce(1)``". Where none works it says so, with the hint
+the conflict's shape gives (``pl.multiple_of`` for an offset, the relayouts
+that exist...), so that every conflict ends with something to do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import Role, Site, System
+from smalto.diagnose.candidates import (
+    INLINE,
+    LAYOUT_CAST,
+    TMEM_CAST,
+    Candidates,
+    Element,
+    annotation_edits,
+)
+from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
+from smalto.diagnose.origins import op_text
+from smalto.diagnose.verify import Budget, Trial, try_edits
+from smalto.hw.encode import AttributeCache
+from smalto.hw.names import describe_value, pallas_layout, tmem_name
+from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.locations import location_text
+from smalto.program import Program
+
+if TYPE_CHECKING:
+    from smalto.diagnose.conflict import Namer
+
+VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
+LOWERED = (
+    "smalto infers the kernel with this change, its checker accepts the layouts and JAX's "
+    "Mosaic GPU dialect lowering takes them"
+)
+
+
+@dataclass(frozen=True)
+class SuggestedEdit:
+    """A verified edit, as data: what to change where, and the words for it.
+
+    ``ops`` are the ops the edit changes, as ``(op name, location)``
+    (ADD_CAST: the op the new cast follows, or precedes when ``use`` is set);
+    ``attribute`` the attribute it changes and ``new_attribute`` its new text
+    (the whole array for an ``inline_mgpu``'s layouts); ``old``/``new`` the
+    layouts by name.
+    """
+
+    kind: str  # "retarget", "drop" or "add_cast"
+    text: str
+    pallas: str | None
+    ops: list[tuple[str, str]]
+    old: str | None
+    new: str | None
+    attribute: str | None
+    old_attribute: str | None
+    new_attribute: str | None
+    value: str | None = None  # ADD_CAST: the value cast
+    result: int | None = None  # ADD_CAST after its producer: which result
+    use: tuple[str, str, int] | None = None  # ADD_CAST before a use: (op, location, operand)
+    edit: Edit | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str
+    edits: list[SuggestedEdit]
+    tried: int
+    complete: bool
+    seconds: float
+    lowered: bool | None = None  # JAX's lowering took the first edit's answer (None: not run)
+
+
+def suggest(
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    elements: list[Element],
+    forced: dict[int, Const],
+    namer: Namer,
+    hint: str | None,
+    budget: Budget | None = None,
+    *,
+    hint_first: bool = False,
+) -> Suggestion:
+    """Tries the edits the conflict suggests and words the result (``hint_first``: the
+    hint is the likelier fix, e.g. a proof of divisibility, and comes before the edits)."""
+    candidates = Candidates(program, system, arch, elements, forced)
+    trial = try_edits(program, system, arch, candidates, budget)
+    words = EditWords(program, system, namer)
+    edits = [words.suggested(edit) for edit in trial.verified]
+    text = _text(edits, trial, hint, words, hint_first=hint_first)
+    return Suggestion(text, edits, trial.tried, trial.complete, trial.seconds, trial.lowered)
+
+
+def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
+    """For an annotation whose layout its value cannot take (found while deriving the
+    rules): tries its other targets and its removal, and adds what works to ``error``."""
+    from smalto.diagnose.conflict import ConflictReport, Namer
+    from smalto.errors import InferenceError
+
+    report = getattr(error, "conflict", None)
+    if not isinstance(error, InferenceError) or not isinstance(report, ConflictReport):
+        return
+    if len(report.requirements) != 1 or report.suggestion:
+        return
+    op_id = report.requirements[0].element.origin
+    try:
+        trial = try_edits(program, None, arch, annotation_edits(program, arch, op_id))
+        words = EditWords(program, None, Namer(program, None))
+        edits = [words.suggested(edit) for edit in trial.verified]
+    except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
+        return
+    text = _text(edits, trial, None, words)
+    updated = dataclasses.replace(
+        report,
+        suggestion=text,
+        edits=edits,
+        edits_tried=trial.tried,
+        edits_lowered=trial.lowered,
+    )
+    error.restate(f"{error.reason}\nsuggestion: {text}", updated)
+
+
+def _text(
+    edits: list[SuggestedEdit],
+    trial: Trial,
+    hint: str | None,
+    words: EditWords,
+    *,
+    hint_first: bool = False,
+) -> str:
+    claim = LOWERED if trial.lowered else VERIFIED
+    if edits and hint and hint_first:
+        return f"{hint}\n  or: {edits[0].text} ({claim})" + "".join(
+            f"\n  or: {e.text}" for e in edits[1:]
+        )
+    if edits:
+        text = f"{edits[0].text} ({claim})"
+        if len(edits) > 1:
+            text += "\n  or: " + "\n  or: ".join(e.text for e in edits[1:])
+        if hint:
+            text += f"\nnote: {hint}"
+        return text
+    if trial.tried == 0:
+        none = "no layout annotation of the kernel is involved, so no single edit of one helps"
+    elif trial.complete:
+        none = (
+            f"no single edit of the layout annotations involved fixes the kernel "
+            f"(smalto tried {trial.tried}: other targets for each cast and for the SMEM/TMEM "
+            "refs' layouts, removing each cast, adding one)"
+        )
+    else:
+        none = (
+            f"none of the {trial.tried} single edits smalto tried within its budget fixes "
+            "the kernel"
+        )
+    if trial.rejected:
+        # The closest miss says what else stands in the way, in JAX's words.
+        edit, why = trial.rejected[0]
+        none += (
+            f". The closest: {words.text(edit)}; with it smalto infers the kernel and its "
+            f"checker accepts the layouts, but JAX's Mosaic GPU lowering rejects them: "
+            f"{why.rstrip('.')}"
+        )
+        return f"{hint}\nnote: {none}" if hint else none
+    if hint:
+        return f"{hint}\nnote: {none}"
+    return (
+        f"{none}; change the requirements above together (e.g. the casts' targets, or the op "
+        "that fixes a layout), or cast a value where a supported relayout exists"
+    )
+
+
+class EditWords:
+    """Says an edit the way an author would make it, in Pallas terms."""
+
+    def __init__(self, program: Program, system: System | None, namer: Namer) -> None:
+        self.program = program
+        self.system = system
+        self.namer = namer
+
+    def where(self, op_id: int) -> str:
+        return location_text(self.program.ops[op_id].location)
+
+    def suggested(self, edit: Edit) -> SuggestedEdit:
+        ops = [(self.program.ops[i].name, self.where(i)) for i in edit.ops]
+        attribute, old_attr, new_attr = self._attributes(edit)
+        value = result = use = None
+        if edit.kind == ADD_CAST:
+            assert edit.value is not None
+            value = self.namer.value(edit.value)
+            result = edit.position if edit.use is None else None
+            if edit.use is not None:
+                consumer, operand = edit.use
+                use = (self.program.ops[consumer].name, self.where(consumer), operand)
+        return SuggestedEdit(
+            kind=edit.kind,
+            text=self.text(edit),
+            pallas=self.pallas(edit),
+            ops=ops,
+            old=describe_value(edit.old) if edit.old is not None else None,
+            new=describe_value(edit.new) if edit.new is not None else None,
+            attribute=attribute,
+            old_attribute=old_attr,
+            new_attribute=new_attr,
+            value=value,
+            result=result,
+            use=use,
+            edit=edit,
+        )
+
+    def _attributes(self, edit: Edit) -> tuple[str | None, str | None, str | None]:
+        op = self.program.ops[edit.ops[0]]
+        attrs = op.operation.attributes
+        if edit.kind == ADD_CAST:
+            assert edit.new is not None
+            return "new_layout", None, str(attribute_of(edit.new, AttributeCache()))
+        if edit.kind == DROP:
+            name = "transforms" if op.name == "mosaic_gpu.with_transforms" else "new_layout"
+            return name, str(attrs[name]), None
+        assert edit.new is not None
+        new = attribute_of(edit.new, AttributeCache())
+        if edit.attribute is not None:
+            assert edit.position is not None
+            entries = list(ir.ArrayAttr(attrs[edit.attribute]))
+            old_text = str(ir.ArrayAttr.get(entries))
+            entries[edit.position] = new
+            return edit.attribute, old_text, str(ir.ArrayAttr.get(entries))
+        name = "transforms" if op.name == "mosaic_gpu.with_transforms" else "new_layout"
+        return name, str(attrs[name]), str(new)
+
+    # --- words -----------------------------------------------------------------------
+
+    def text(self, edit: Edit) -> str:
+        op = self.program.ops[edit.ops[0]]
+        code = self.pallas(edit)
+        tail = f": `{code}`" if code else ""
+        old = describe_value(edit.old) if edit.old is not None else ""
+        new = describe_value(edit.new) if edit.new is not None else ""
+        if edit.kind == RETARGET and op.name == LAYOUT_CAST:
+            return f"change the layout cast at {self.where(op.id)} from {old} to {new}{tail}"
+        if edit.kind == RETARGET and op.name == TMEM_CAST:
+            return f"declare the TMEM ref {self._ref_place(edit)} as {new}, not {old}{tail}"
+        if edit.kind == RETARGET and op.name == INLINE:
+            which = "result" if edit.attribute == "out_layouts" else "argument"
+            return (
+                f"change the layout the `plgpu.inline_mgpu` at {self.where(op.id)} states for "
+                f"its {which} #{edit.argument} from {old} to {new}{tail}"
+            )
+        if edit.kind == RETARGET:
+            return (
+                f"change the transforms of the SMEM ref {self._ref_place(edit)} from {old} "
+                f"to {new}{tail}"
+            )
+        if edit.kind == DROP and op.name == LAYOUT_CAST:
+            return f"remove the layout cast to {old} at {self.where(op.id)}{tail}"
+        if edit.kind == DROP:
+            return f"declare the SMEM ref {self._ref_place(edit)} without transforms (not {old})"
+        assert edit.kind == ADD_CAST and edit.value is not None
+        name = self.namer.value(edit.value)
+        if edit.use is not None:
+            consumer = self.program.ops[edit.use[0]]
+            return f"cast {name} to {new} just before {op_text(consumer)} uses it{tail}"
+        return f"cast {name} to {new} right where {op_text(op)} defines it{tail}"
+
+    def pallas(self, edit: Edit) -> str | None:
+        """The Pallas code of the edited line (or argument)."""
+        new = edit.new
+        if edit.kind == DROP:
+            return None
+        if isinstance(new, Reg):
+            layout = pallas_layout(new)
+            if layout is None:
+                return None
+            if edit.kind == RETARGET and edit.attribute is not None:
+                return layout
+            return f"plgpu.layout_cast(x, {layout})"
+        if isinstance(new, Smem):
+            return smem_pallas(new)
+        if isinstance(new, Tmem):
+            op = self.program.ops[edit.ops[0]]
+            value = self.program.values[op.results[0]]
+            return tmem_pallas(new, value.type, value.bitwidth)
+        return None
+
+    def _ref_place(self, edit: Edit) -> str:
+        """``%67 (64×128 f32, at kernels.py:40:8)``: a ref by name, type and where it is
+        stated, else where it is used (Pallas states scratch refs at no line of the kernel)."""
+        op = self.program.ops[edit.ops[0]]
+        name = self.namer.value(op.results[0])
+        value = self.program.values[op.results[0]]
+        kind = _element_type(value.type)
+        shape = "×".join(map(str, value.shape))
+        located = [self.where(i) for i in edit.ops if ":" in self.where(i)]
+        if located:
+            return f"{name} ({shape} {kind}, at {', '.join(dict.fromkeys(located))})"
+        var = self.system.var_of_site.get(Site(op.id, Role.RESULT, 0)) if self.system else None
+        users = [
+            op_text(self.program.ops[s.op])
+            for s in (self.system.variables[var].sites if self.system and var is not None else [])
+            if s.role == Role.OPERAND and ":" in self.where(s.op)
+        ]
+        used = f", used by {users[0]}" if users else ""
+        return f"{name} ({shape} {kind}{used})"
+
+
+_DTYPES = {
+    "f32": "jnp.float32",
+    "f16": "jnp.float16",
+    "bf16": "jnp.bfloat16",
+    "f64": "jnp.float64",
+    "i32": "jnp.int32",
+    "i16": "jnp.int16",
+    "i8": "jnp.int8",
+    "i1": "jnp.bool_",
+    "f8E4M3FN": "jnp.float8_e4m3fn",
+    "f8E5M2": "jnp.float8_e5m2",
+    "f8E8M0FNU": "jnp.float8_e8m0fnu",
+}
+
+
+def _element_type(ty: ir.Type) -> str:
+    try:
+        return str(ir.ShapedType(ty).element_type)
+    except (ValueError, TypeError):
+        return str(ty)
+
+
+def smem_pallas(value: Smem) -> str:
+    """``transforms=(plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))``."""
+    parts = []
+    if value.tiling is not None:
+        parts.append(f"plgpu.TilingTransform({tuple(value.tiling)})")
+    if value.swizzle is not None:
+        parts.append(f"plgpu.SwizzleTransform({value.swizzle})")
+    inner = ", ".join(parts) + ("," if len(parts) == 1 else "")
+    return f"transforms=({inner})"
+
+
+def tmem_pallas(value: Tmem, ty: ir.Type, bitwidth: int | None) -> str | None:
+    """How a Pallas kernel declares a TMEM ref of type ``ty`` with this layout: by its
+    rows, ``collective=`` and ``packed=`` where they pick it, else ``layout=``."""
+    named = tmem_name(value.layout)
+    if named is None:
+        return None
+    shaped = ir.ShapedType(ty)
+    shape = tuple(shaped.shape)
+    element = str(shaped.element_type)
+    dtype = _DTYPES.get(element, f"jnp.dtype('{element}')")
+    bits = bitwidth or 32
+    args = [f"{shape}", dtype]
+    if named.kind in ("default", "half_lane", "m64_collective"):
+        if named.kind == "m64_collective":
+            args.append("collective=True")
+        if named.packing * bits == 32 and bits < 32:
+            args.append("packed=True")
+        elif named.packing == 1 and bits < 32:
+            args.append("packed=False")
+        elif named.packing != 1:
+            return None  # a packing Pallas picks no other way than by ``layout=``
+        return f"plgpu.TMEM({', '.join(args)})"
+    enum = {
+        "scales": "SCALES_LAYOUT",
+        "b_scales_m64_collective": "SCALES_M64_COLLECTIVE_LAYOUT",
+        "sparse_meta": "SPARSE_METADATA_LAYOUT",
+    }[named.kind]
+    return f"plgpu.TMEM({', '.join(args)}, layout=plgpu.TMEMLayout.{enum})"
+
+
+__all__ = ["SuggestedEdit", "Suggestion", "smem_pallas", "suggest", "tmem_pallas"]

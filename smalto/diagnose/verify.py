@@ -1,0 +1,217 @@
+"""Trying edits: one is suggested only if, made on a copy of the module, inference
+succeeds and the checker accepts every layout of the answer.
+
+Most candidates fail, and a failure is found cheaply on the derived system:
+a new target for an annotation changes only the layout that annotation fixes
+(its rule states nothing else that depends on it), so solving the system
+with that one value changed is exact; removing an annotation is at most as
+constrained as dropping what it fixes, so that relaxed system is a sound
+filter. Only edits that pass are made on a clone of the module, which is
+then read, derived, solved, annotated and checked (``smalto.check``, JAX
+0.12.0.1's lowering requirements), as a kernel author's next run would be.
+The work is bounded: a number of candidates and a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import Fixed, Role, Site, System
+from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, apply, ops_in_order
+from smalto.program import Program
+
+# A kernel a single edit fixes needs few search steps; a candidate that needs
+# many is given up (it is not the small change a suggestion should be).
+_FUEL = 20_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a diagnosis may spend on trying edits."""
+
+    candidates: int = 48  # candidates looked at, at most
+    on_module: int = 4  # of which made on a copy of the module (the dear part), at most
+    verified: int = 3  # stop once this many edits are verified
+    # A safety net only: the counts above bound the work, and keep the message the
+    # same on a busy machine as on an idle one.
+    seconds: float = 3.0
+
+
+@dataclass
+class Trial:
+    """What trying the candidates found: the verified edits, best first, and how far it got."""
+
+    verified: list[Edit] = field(default_factory=list)
+    tried: int = 0  # candidates looked at
+    on_module: int = 0  # of which made on a copy of the module
+    complete: bool = True  # every candidate was looked at (no budget ran out)
+    seconds: float = 0.0
+    # Whether JAX's dialect lowering took the first verified edit's answer (None: not run,
+    # the module has no launch to lower it in).
+    lowered: bool | None = None
+    # Edits smalto's checker accepted but JAX's lowering rejected, with its reason.
+    rejected: list[tuple[Edit, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An edit made on a copy: whether the copy inferred and checked, and JAX's lowering's
+    word on it (None where it was not asked or cannot run on the module)."""
+
+    ok: bool
+    lowered: bool | None = None
+    rejected: str = ""  # why JAX's lowering rejected an answer the checker accepted
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def try_edits(
+    program: Program,
+    system: System | None,
+    arch: tuple[int, int],
+    candidates: Iterable[Edit],
+    budget: Budget | None = None,
+) -> Trial:
+    """The candidates (in order) that make the kernel infer and check, within ``budget``."""
+    budget = budget or Budget()
+    start = time.monotonic()
+    deadline = start + budget.seconds
+    trial = Trial()
+    module = module_of(program)
+    fixed_places: set[tuple[int, ...]] = set()
+    for edit in candidates:
+        if _place(edit) in fixed_places:
+            continue  # another target for a cast already fixed: no news for the author
+        if edit.kind == ADD_CAST and trial.verified:
+            continue  # new code where an edit of the author's own does: not worth the time
+        out_of_budget = trial.tried >= budget.candidates or trial.on_module >= budget.on_module
+        if out_of_budget or time.monotonic() > deadline:
+            trial.complete = False
+            break
+        trial.tried += 1
+        if not _system_allows(program, system, arch, edit):
+            continue
+        trial.on_module += 1
+        # The first edit found is the one suggested: JAX's own lowering runs on it too
+        # (where the module has its launch), the others are checked by smalto's checker.
+        verdict = works_on_copy(module, edit, arch, lower=not trial.verified)
+        if verdict.rejected:
+            trial.rejected.append((edit, verdict.rejected))
+        if verdict:
+            if not trial.verified:
+                trial.lowered = verdict.lowered
+            trial.verified.append(edit)
+            fixed_places.add(_place(edit))
+            if len(trial.verified) >= budget.verified:
+                break
+    trial.seconds = time.monotonic() - start
+    return trial
+
+
+def _place(edit: Edit) -> tuple[int, ...]:
+    """Where an edit changes the kernel: the annotation (and its entry), or the cast value."""
+    kind = (RETARGET, DROP, ADD_CAST).index(edit.kind)
+    if edit.value is not None:
+        return (kind, edit.value, *(edit.use or ()))
+    return (kind, *edit.ops, edit.argument if edit.argument is not None else -1)
+
+
+def module_of(program: Program) -> ir.Operation:
+    """The module operation the program was read from."""
+    top = program.ops[program.top_level[0]].operation
+    parent = top.parent
+    assert parent is not None, "a program's ops sit in a module"
+    return parent
+
+
+def _system_allows(
+    program: Program, system: System | None, arch: tuple[int, int], edit: Edit
+) -> bool:
+    """Whether the derived system, edited as the module would be, may have a solution."""
+    from smalto.solve.search import FuelExhausted, Solver
+
+    if system is None or edit.kind not in (RETARGET, DROP):
+        return True  # a new cast adds a value: only the module says
+    fixed = _edited_fixed(system, edit)
+    if fixed is None:
+        return True
+    sub = System(system.variables, system.constraints, fixed, system.var_of_site)
+    try:
+        return Solver(sub, program, arch, _FUEL).solve()
+    except FuelExhausted:
+        return False
+
+
+def _edited_fixed(system: System, edit: Edit) -> list[Fixed] | None:
+    """The fixed layouts after the edit (None where the edit's fixed layout is not found)."""
+    ops = set(edit.ops)
+    hits = [
+        i
+        for i, f in enumerate(system.fixed)
+        if f.origin in ops and f.value == edit.old and _same_entry(system, f, edit)
+    ]
+    if not hits:
+        return None
+    fixed = list(system.fixed)
+    for i in reversed(hits):
+        if edit.kind == RETARGET:
+            assert edit.new is not None
+            fixed[i] = Fixed(fixed[i].var, edit.new, fixed[i].origin, fixed[i].what)
+        else:
+            del fixed[i]
+    return fixed
+
+
+def _same_entry(system: System, fixed: Fixed, edit: Edit) -> bool:
+    """For an ``inline_mgpu`` entry: whether ``fixed`` is the one the entry states."""
+    if edit.attribute is None:
+        return True
+    role = Role.RESULT if edit.attribute == "out_layouts" else Role.OPERAND
+    site = Site(fixed.origin, role, edit.argument if edit.argument is not None else -1)
+    return system.var_of_site.get(site) == fixed.var
+
+
+def works_on_copy(
+    module: ir.Operation, edit: Edit, arch: tuple[int, int], *, lower: bool = False
+) -> Verdict:
+    """Makes ``edit`` on a clone of ``module``: does the clone infer, and its answer check?
+    With ``lower``, JAX's dialect lowering must take the answer too where it can run."""
+    from smalto import annotate
+    from smalto.check import check
+    from smalto.diagnose.lowering import jax_lowering_accepts
+    from smalto.errors import InferenceError
+    from smalto.program import read_program
+    from smalto.rules import derive_system
+    from smalto.solve.search import FuelExhausted, Solver
+
+    clone = module.clone()
+    try:
+        with clone.context, ir.Location.unknown(clone.context):
+            apply(edit, ops_in_order(clone.operation))
+            program = read_program(clone)  # type: ignore[arg-type]
+            system = derive_system(program, arch)
+            solver = Solver(system, program, arch, _FUEL)
+            if not solver.solve():
+                return Verdict(False)
+            plan = annotate.plan_attributes(program, system, solver.solution())
+            annotate.write_attributes(program, plan)
+        if check(clone, arch):  # type: ignore[arg-type]
+            return Verdict(False)
+        if not lower:
+            return Verdict(True)
+        lowered, why = jax_lowering_accepts(clone.operation)
+        return Verdict(lowered is not False, lowered, why)
+    except (InferenceError, NotImplementedError, ValueError, FuelExhausted):
+        return Verdict(False)  # the edited kernel fails some other way: not a fix
+    except Exception:  # noqa: BLE001 -- an edit the pipeline cannot take is no fix either
+        return Verdict(False)
+    finally:
+        clone.operation.erase()
+
+
+__all__ = ["Budget", "Trial", "Verdict", "module_of", "try_edits", "works_on_copy"]
