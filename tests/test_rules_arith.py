@@ -320,23 +320,38 @@ def test_mixed_bitwidth_operands_keep_one_layout():
     assert in_layouts(op(module, "arith.mulf")) == [WGMMA, WGMMA]
 
 
-def test_two_incompatible_operands_are_rejected():
-    """addf of a WGMMA value and a WGMMA_TRANSPOSED value: no single layout exists."""
+def _transposed_operands(dtype: str, add: str) -> str:
     from rule_kit import WGMMA_TRANSPOSED
 
-    v = vec(SHAPE, "f32")
-    rejected_like_jax(
-        kernel(
-            [
-                vector_load("x", "arg0", gmem(SHAPE, "f32"), v),
-                vector_load("z", "arg1", gmem(SHAPE, "f32"), v),
-                layout_cast("a", "x", v, WGMMA),
-                layout_cast("b", "z", v, WGMMA_TRANSPOSED),
-                f"%r = arith.addf %a, %b : {v}",
-            ],
-            [gmem(SHAPE, "f32"), gmem(SHAPE, "f32")],
-        )
+    v = vec(SHAPE, dtype)
+    return kernel(
+        [
+            vector_load("x", "arg0", gmem(SHAPE, dtype), v),
+            vector_load("z", "arg1", gmem(SHAPE, dtype), v),
+            layout_cast("a", "x", v, WGMMA),
+            layout_cast("b", "z", v, WGMMA_TRANSPOSED),
+            f"%r = {add} %a, %b : {v}",
+        ],
+        [gmem(SHAPE, dtype), gmem(SHAPE, dtype)],
     )
+
+
+def test_operands_in_transposed_layouts_meet_where_the_lowering_converts_one():
+    """addf of a WGMMA value and a WGMMA_TRANSPOSED one: JAX's rules let no value
+    change layout between ops, so no single layout exists for it; JAX's lowering
+    converts each operand to the layout its consumer takes it in (a transpose,
+    for 32-bit values), and smalto uses that."""
+    from rule_kit import WGMMA_TRANSPOSED, lowers_beyond_jax
+
+    module = lowers_beyond_jax(_transposed_operands("f32", "arith.addf"))
+    (layout,) = out_layouts(op(module, "arith.addf"))
+    assert in_layouts(op(module, "arith.addf")) == [layout, layout]
+    assert layout in (WGMMA, WGMMA_TRANSPOSED)
+
+
+def test_two_incompatible_operands_are_rejected():
+    """The same with 8-bit values, which the lowering does not transpose."""
+    rejected_like_jax(_transposed_operands("i8", "arith.addi"))
 
 
 # --- arith.constant ----------------------------------------------------------------------

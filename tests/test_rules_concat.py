@@ -136,20 +136,32 @@ def test_a_layout_that_does_not_tile_an_operand_is_rejected():
     )
 
 
-def test_two_operands_in_different_cast_layouts_are_rejected():
-    h, w = vec(HALF, "f32"), vec(WHOLE, "f32")
-    rejected_like_jax(
-        kernel(
-            [
-                vector_load("x", "arg0", gmem(HALF, "f32"), h),
-                vector_load("y", "arg0", gmem(HALF, "f32"), h),
-                layout_cast("cx", "x", h, WGMMA),
-                layout_cast("cy", "y", h, WGMMA_TRANSPOSED),
-                concat("c", ["cx", "cy"], [h, h], w, 0),
-            ],
-            [gmem(HALF, "f32")],
-        )
+def _concat_of_transposed(dtype: str) -> str:
+    h, w = vec(HALF, dtype), vec(WHOLE, dtype)
+    return kernel(
+        [
+            vector_load("x", "arg0", gmem(HALF, dtype), h),
+            vector_load("y", "arg0", gmem(HALF, dtype), h),
+            layout_cast("cx", "x", h, WGMMA),
+            layout_cast("cy", "y", h, WGMMA_TRANSPOSED),
+            concat("c", ["cx", "cy"], [h, h], w, 0),
+        ],
+        [gmem(HALF, dtype)],
     )
+
+
+def test_two_operands_in_different_cast_layouts_are_rejected():
+    """8-bit values, which the lowering does not transpose between ops."""
+    rejected_like_jax(_concat_of_transposed("i8"))
+
+
+def test_two_operands_in_transposed_layouts_meet_at_a_conversion():
+    """32-bit values: the lowering transposes an operand to the concatenation's layout."""
+    from rule_kit import lowers_beyond_jax
+
+    module = lowers_beyond_jax(_concat_of_transposed("f32"))
+    (layout,) = out_layouts(op(module, "mosaic_gpu.vector_concat"))
+    assert in_layouts(op(module, "mosaic_gpu.vector_concat")) == [layout, layout]
 
 
 def test_without_a_named_layout_smalto_still_finds_a_tiled_one():

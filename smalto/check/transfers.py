@@ -74,12 +74,13 @@ def gmem_transfer_problem(
 ) -> str | None:
     """Why the lowering cannot move ``layout`` to or from a GMEM ref; None when it can.
 
-    Splat and strided values, and unoptimized transfers, always move. An
-    optimized transfer of a tiled layout must coalesce (the lowering plans it
-    with ``plan_gmem_transfer``: at least 4 bytes a thread, whole 32-byte
-    sectors a warp, whole 128-byte lines a warpgroup); the ref is untiled.
+    Splat and strided values always move. A tiled layout needs the lowering's
+    schedule (``transfer_tiled``, the ref untiled): vectors along a dim of
+    stride 1. Optimized, the transfer must also coalesce (the lowering plans
+    it with ``plan_gmem_transfer``: at least 4 bytes a thread, whole 32-byte
+    sectors a warp, whole 128-byte lines a warpgroup).
     """
-    if not isinstance(layout, fa.TiledLayout) or not optimized:
+    if not isinstance(layout, fa.TiledLayout):
         return None
     return _tiled_problem(
         Transforms(None, None),
@@ -87,7 +88,7 @@ def gmem_transfer_problem(
         shape,
         strides,
         bitwidth,
-        True,
+        optimized,
         False,
         tuple(arch),
         gmem=True,

@@ -109,6 +109,18 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
     raise TypeError(value)
 
 
+def tmem_fits(value: Tmem, shape: tuple[int, ...], bitwidth: int | None) -> bool:
+    """Whether a TMEM ref of this shape and element width can be laid out as ``value``.
+
+    Beyond the tiling, the lowering (``TMEMLayout.check_type``, run whenever a
+    TMEM ref is built) takes a vector length of 1 or of a whole 32-bit column
+    of the element type, nothing between.
+    """
+    if not fits(value, shape):
+        return False
+    return bitwidth is None or value.layout.vector_length in (1, max(1, 32 // bitwidth))
+
+
 @cache
 def smem_valid(
     value: Smem, shape: tuple[int, ...], strides: tuple[int, ...] | None, bitwidth: int | None
@@ -492,6 +504,25 @@ def wide_rows(bitwidth: int) -> fa.TiledLayout:
         fa.Tiling(((64, 2 * vec), (16, 2 * vec), (vec,))),
         warp_dims=(-5,),
         lane_dims=(-3, -2),
+        vector_dim=-1,
+    )
+
+
+@cache
+def minor_only(rank: int, vec: int) -> fa.TiledLayout:
+    """A layout tiling only the minor dim: ``vec`` elements a thread, 32 lanes, 4 warps.
+
+    Each thread holds whole columns, so reducing over any leading dim stays
+    within the thread (the tile has size 1 there); its reduction over the
+    leading dims is the rank-1 ``(128 * vec,)`` tiling of the minor dim. A
+    chunk of fewer rows than WGMMA's 64 (a ``(32, 128)`` slice reduced over its
+    rows) has no other tiled layout.
+    """
+    width = 128 * vec
+    return fa.TiledLayout(
+        fa.Tiling(((1,) * (rank - 1) + (width,), (32 * vec,), (vec,))),
+        warp_dims=(-3,),
+        lane_dims=(-2,),
         vector_dim=-1,
     )
 

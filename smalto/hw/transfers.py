@@ -100,15 +100,18 @@ def gmem_transfer_supported(
 ) -> bool:
     """Whether registers in ``reg`` can move to/from a GMEM ref by ``vector_load/store``.
 
-    An optimized GMEM transfer of a tiled layout must coalesce: at least 4
-    bytes per thread, whole 32-byte sectors per warp, whole 128-byte lines
-    per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4 bytes and fails it.
-    JAX's constraints leave this out; its lowering raises. Splat and strided
-    values, and unoptimized transfers, always move.
+    A tiled layout needs the lowering's schedule (``transfer_tiled``): its
+    vectors run along a dim of stride 1 (WGMMA_TRANSPOSED does not fit a
+    row-major ref), whether optimized or not. An optimized transfer must also
+    coalesce: at least 4 bytes per thread, whole 32-byte sectors per warp,
+    whole 128-byte lines per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4
+    bytes and fails it. JAX's constraints leave this out; its lowering
+    raises. Splat and strided values always move.
     """
-    if not isinstance(reg, fa.TiledLayout) or mode is Transfer.UNOPTIMIZED:
+    if not isinstance(reg, fa.TiledLayout):
         return True
-    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, True, gmem=True)
+    optimized = mode is Transfer.OPTIMIZED
+    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
 
 
 def _schedule_starts(
@@ -172,10 +175,21 @@ def _schedule_starts(
 
 @lru_cache(maxsize=4096)
 def tmem_transfer_supported(
-    tmem: tcgen05.TMEMLayout, reg: fa.FragmentedLayout, shape: tuple[int, ...], bitwidth: int
+    tmem: tcgen05.TMEMLayout,
+    reg: fa.FragmentedLayout,
+    shape: tuple[int, ...],
+    bitwidth: int,
+    load: bool = False,
 ) -> bool:
-    """Whether registers in ``reg`` can move to/from TMEM laid out as ``tmem``."""
+    """Whether registers in ``reg`` can move to/from TMEM laid out as ``tmem``.
+
+    A load (``load``) reads one tile of rows: the lowering (``TMEMRef.load``)
+    raises "Loading multiple row tiles" for a layout whose registers span
+    several, e.g. WGMMA's 64-row tile on a 128-row ref, which stores accept.
+    """
     if not isinstance(reg, fa.TiledLayout):
+        return False
+    if load and reg.registers_shape(shape)[0] != 1:
         return False
     packing = tmem.vector_length
     columns = shape[1]
