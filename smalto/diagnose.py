@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto import gmem_advice
+from smalto import lowering_advice
 from smalto.constraints import (
     Broadcast,
     Constraint,
@@ -287,9 +287,8 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             if s is not None:
                 return (
                     f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
-                    "layout from producer to consumer unless the lowering converts it (a "
-                    "splat; WGMMA or TCGEN05 and its transpose, 16- and 32-bit; WGMMA and "
-                    "its upcast layouts)"
+                    "layout from producer to consumer, but where the lowering converts it "
+                    "(from a splat, a transpose, an upcast layout)"
                 )
         case Relayout(source=source):
             s = _expr_var(source)
@@ -614,13 +613,14 @@ def describe_conflict(
     arch = getattr(solver, "arch", (9, 0))
     explain = getattr(solver, "root_explanation", None)
     report = diagnose(program, system, arch, seeds, explain() if explain else None)
-    # A GMEM transfer no layout makes lower: what the lowering says of JAX's
-    # layout, and what to write instead (before any other suggestion).
+    # A GMEM transfer no layout makes lower (what the lowering says of JAX's
+    # layout), or a computed unit dim broadcast: what to write instead, before
+    # any other suggestion.
     namer = Namer(program, system)
     names = {
         e.origin: namer.expr(e.reg, "the value") for e in report.core if isinstance(e, GmemTransfer)
     }
-    remedy = gmem_advice.advice(
+    remedy = lowering_advice.advice(
         program, report.core, getattr(solver, "jax_answer_breaks", []), arch, names
     )
     if remedy is not None:

@@ -1,15 +1,20 @@
-"""What to change, in Pallas terms, when no layout moves a value to or from GMEM.
+"""What to change, in Pallas terms, where no layout lowers for a reason of the lowering.
 
-JAX's lowering moves a register value to or from a GMEM ref only if each
-thread moves at least 4 bytes and each warp whole 32-byte sectors (an
-optimized ``vector_load``/``vector_store``; ``plan_gmem_transfer``). Values
-that come from TMEM (one row a lane) or from a row reduction of one (one
-element a lane) often have no layout that does, in 16-bit types none at all.
-When inference fails on such a transfer, the message says why the lowering
-refuses the layout JAX's pass would have chosen (its own words), and what to
-write instead: each remedy offered here is checked against the lowering for
-that layout first (a 32-bit store must then coalesce; an SMEM ref must take
-the layout with the transforms named).
+- A GMEM transfer: JAX's lowering moves a register value to or from a GMEM
+  ref only if each thread moves at least 4 bytes and each warp whole 32-byte
+  sectors (an optimized ``vector_load``/``vector_store``;
+  ``plan_gmem_transfer``). Values that come from TMEM (one row a lane) or
+  from a row reduction of one (one element a lane) often have no layout
+  that does, in 16-bit types none at all. The message says why the lowering
+  refuses the layout JAX's pass would have chosen (its own words), and what
+  to write instead; each remedy is checked against the lowering for that
+  layout first (a 32-bit store must then coalesce; an SMEM ref must take the
+  layout with the transforms named).
+- A computed (N, 1) value broadcast to (N, M): JAX 0.12's lowering
+  broadcasts a size-1 dim of a tiled value only where that value is itself
+  a broadcast; a keep-dims reduction, or an elementwise op on an expanded
+  value, leaves it computed. The remedy: compute without the unit dim and
+  expand it where it is broadcast.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from smalto.hw.values import Const, Reg
 from smalto.program import Program
 
 STORE = "mosaic_gpu.vector_store"
+BROADCAST = "mosaic_gpu.broadcast_in_dim"
 
 
 def advice(
@@ -34,7 +40,8 @@ def advice(
     arch: tuple[int, int],
     name: dict[int, str],
 ) -> str | None:
-    """The remedy for the first GMEM transfer of the conflict, or None if it has none.
+    """The remedy for the conflict's GMEM transfer, else for its broadcast of a computed
+    unit dim; None if it has neither.
 
     ``jax_answer_breaks``: the requirements the answer in JAX's order broke,
     with the layout it gave (``Solver.jax_answer_breaks``); ``name`` names
@@ -42,7 +49,7 @@ def advice(
     """
     transfers = [e for e in core if isinstance(e, GmemTransfer)]
     if not transfers:
-        return None
+        return _unit_dim_broadcast(program, core)
     chosen = {c.origin: value for c, value in jax_answer_breaks if isinstance(c, GmemTransfer)}
     for c in transfers:
         value = chosen.get(c.origin)
@@ -138,3 +145,31 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _pallas_name(who: str) -> str:
     return "x" if who.startswith("%") or who == "the value" else who
+
+
+def _unit_dim_broadcast(program: Program, core: list[object]) -> str | None:
+    """The remedy where the conflict broadcasts a computed size-1 dim (keep-dims code)."""
+    for element in core:
+        origin = getattr(element, "origin", None)
+        if origin is None or program.ops[origin].name != BROADCAST:
+            continue
+        op = program.ops[origin]
+        source = program.values[op.operands[0]]
+        result = program.values[op.results[0]]
+        dims = [
+            int(d) for d in ir.DenseI64ArrayAttr(op.operation.attributes["broadcast_dimensions"])
+        ]
+        grown = [d for s, d in enumerate(dims) if source.shape[s] == 1 and result.shape[d] > 1]
+        producer = source.producer
+        computed = producer is None or program.ops[producer.op].name != BROADCAST
+        if grown and computed:
+            shape = "x".join(map(str, source.shape))
+            return (
+                f"a computed {shape} value (a keep-dims reduction, or arithmetic on an "
+                "expanded value) is broadcast along its size-1 dim, which JAX 0.12's lowering "
+                "does in no tiled layout; compute it without the unit dim and expand it where "
+                "it is broadcast: e.g. `m = jnp.max(s, axis=-1)` then `s - m[:, None]` instead "
+                "of `keepdims=True`, and cast before expanding (`g.astype(jnp.float32)[:, None, "
+                ":]`, not `g[:, None, :].astype(jnp.float32)`)"
+            )
+    return None
