@@ -26,11 +26,13 @@ from rule_kit import (
     parse,
     run_jax,
     run_smalto,
+    smem,
     vec,
     vector_load,
     vector_store,
 )
 
+import smalto
 from smalto.check import check
 from smalto.constraints import GmemTransfer, Var
 from smalto.hw import layouts as hl
@@ -177,3 +179,31 @@ def test_the_complete_search_finds_wide_rows_for_16bit_gmem_transfers() -> None:
     assert layout != WGMMA
     assert judge(TRANSFER, {0: Reg(layout)}.get, complete=True) is HOLDS
     assert check(module, HOPPER) == []
+
+
+def test_a_strided_transfer_of_4_bit_elements_moves_whole_bytes() -> None:
+    """``load_strided`` (and strided stores) refuse sub-byte vectors that are not
+    whole bytes ("Vector length should be a multiple of byte size"): an i4 load
+    cast to a strided layout of 1 element a thread has no layout that lowers.
+    JAX's answer is that layout; the checker flags the load, JAX's lowering
+    raises, smalto refuses. (Found by the fuzzer: its regression replays it.)"""
+    ref, v = smem((128, 64), "i4"), vec((128, 64), "i4")
+    strided = fa.WGStridedFragLayout((128, 64), 1)
+    text = kernel(
+        [
+            f'%r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {ref}',
+            vector_load("x", "r", ref, v),
+            layout_cast("y", "x", v, strided),
+        ]
+    )
+    theirs = run_jax(text)
+    assert any("moves vectors of whole bytes" in v.message for v in check(theirs, HOPPER))
+    with pytest.raises(NotImplementedError, match="multiple of byte size"):
+        lower_in_launch(theirs, HOPPER)
+    with pytest.raises(smalto.InferenceError):
+        run_smalto(text)
+    # Two elements a thread make a byte: that lowers.
+    wide = text.replace("WGStridedFragLayout<[128, 64], 1>", "WGStridedFragLayout<[128, 64], 2>")
+    ours = run_smalto(wide)
+    assert check(ours, HOPPER) == []
+    lower_in_launch(ours, HOPPER)

@@ -56,7 +56,7 @@ def smem_transfer_problem(
         if strides and strides[-1] != 1:
             # Its vector loads and stores run along the minor dim.
             return "a strided layout moves only to and from refs whose minor dim is contiguous"
-        return None
+        return _strided_bytes_problem(layout, bitwidth)
     assert isinstance(layout, fa.TiledLayout)
     return _tiled_problem(
         transforms, layout, shape, strides, bitwidth, optimized, txmatrix, tuple(arch)
@@ -74,12 +74,15 @@ def gmem_transfer_problem(
 ) -> str | None:
     """Why the lowering cannot move ``layout`` to or from a GMEM ref; None when it can.
 
-    Splat and strided values always move. A tiled layout needs the lowering's
-    schedule (``transfer_tiled``, the ref untiled): vectors along a dim of
-    stride 1. Optimized, the transfer must also coalesce (the lowering plans
-    it with ``plan_gmem_transfer``: at least 4 bytes a thread, whole 32-byte
-    sectors a warp, whole 128-byte lines a warpgroup).
+    Splat values always move, strided ones in vectors of whole bytes. A tiled
+    layout needs the lowering's schedule (``transfer_tiled``, the ref
+    untiled): vectors along a dim of stride 1. Optimized, the transfer must
+    also coalesce (the lowering plans it with ``plan_gmem_transfer``: at least
+    4 bytes a thread, whole 32-byte sectors a warp, whole 128-byte lines a
+    warpgroup).
     """
+    if isinstance(layout, fa.WGStridedFragLayout):
+        return _strided_bytes_problem(layout, bitwidth)
     if not isinstance(layout, fa.TiledLayout):
         return None
     return _tiled_problem(
@@ -93,6 +96,16 @@ def gmem_transfer_problem(
         tuple(arch),
         gmem=True,
     )
+
+
+def _strided_bytes_problem(layout: fa.WGStridedFragLayout, bitwidth: int) -> str | None:
+    """Strided loads and stores move vectors of whole bytes (``load_strided``)."""
+    if layout.vec_size * bitwidth % 8:
+        return (
+            f"a strided transfer of {bitwidth}-bit elements moves vectors of whole bytes, not "
+            f"{layout.vec_size} element(s) ({layout.vec_size * bitwidth} bits)"
+        )
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -63,7 +63,9 @@ def smem_transfer_supported(
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
     Splat and strided values move only through refs with neither tiling nor
-    swizzle (strided ones with a unit minor stride too). A tiled layout needs
+    swizzle (strided ones with a unit minor stride too, in vectors of whole
+    bytes: ``load_strided`` and strided stores refuse 4-bit elements one at a
+    time). A tiled layout needs
     the lowering's schedule to exist: an untiled ref counts as one tile
     spanning the whole shape, and no swizzle is the 16-byte (identity)
     swizzle. Without ``txmatrix`` (``async_store_smem``) only the plain path
@@ -75,7 +77,7 @@ def smem_transfer_supported(
         # A strided value moves by vector loads and stores along the minor
         # dim, which must then be contiguous (not a transposed ref).
         contiguous = strides[-1] == 1 or not isinstance(reg, fa.WGStridedFragLayout)
-        return tiling is None and swizzle is None and contiguous
+        return tiling is None and swizzle is None and contiguous and _whole_bytes(reg, bitwidth)
     if not txmatrix and (tiling is None or swizzle is None):
         return False
     return _schedule_starts(
@@ -106,12 +108,17 @@ def gmem_transfer_supported(
     coalesce: at least 4 bytes per thread, whole 32-byte sectors per warp,
     whole 128-byte lines per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4
     bytes and fails it. JAX's constraints leave this out; its lowering
-    raises. Splat and strided values always move.
+    raises. Splat values always move, strided ones in vectors of whole bytes.
     """
     if not isinstance(reg, fa.TiledLayout):
-        return True
+        return _whole_bytes(reg, bitwidth)
     optimized = mode is Transfer.OPTIMIZED
     return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
+
+
+def _whole_bytes(reg: fa.FragmentedLayout, bitwidth: int) -> bool:
+    """A strided transfer moves vectors of whole bytes (sub-byte elements in groups)."""
+    return not isinstance(reg, fa.WGStridedFragLayout) or reg.vec_size * bitwidth % 8 == 0
 
 
 def _schedule_starts(
