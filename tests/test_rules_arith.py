@@ -473,3 +473,35 @@ def test_a_conversion_into_bytes_keeps_the_splat(op_name: str, source: str, targ
     module = infer_like_jax(_convert_splat(op_name, source, target))
     assert out_layouts(op(module, op_name)) == [splat(*SHAPE)]
     assert try_jax_lowering(module, HOPPER) is None
+
+
+@pytest.mark.parametrize(
+    ("op_name", "result"), [("arith.extsi", "i8"), ("arith.sitofp", "f8E4M3FN")]
+)
+def test_a_splat_of_4_bit_integers_converts_in_vector_registers(op_name: str, result: str):
+    """``FragmentedArray.astype`` packs i4 registers into words to convert them to
+    i8 or f8E4M3FN, which a splat (scalar registers) does not have: JAX's answer
+    converts the splat and its lowering raises ("Cannot concatenate non-vector
+    values"); smalto converts the splat to a layout of vectors at the use.
+    (Found by the fuzzer.)"""
+    from rule_kit import lower_in_launch
+
+    shape = (128, 256)
+    v4, out = vec(shape, "i4"), vec(shape, result)
+    text = kernel(
+        [
+            "%s = arith.constant 2 : i4",
+            f"%x = vector.broadcast %s : i4 to {v4}",
+            f"%y = {op_name} %x : {v4} to {out}",
+            vector_store("y", out, "arg0", gmem(shape, result)),
+        ],
+        [gmem(shape, result)],
+    )
+    theirs = run_jax(text)
+    assert any("packs vector registers" in v.message for v in check(theirs, HOPPER))
+    with pytest.raises(ValueError, match="Cannot concatenate non-vector values"):
+        lower_in_launch(theirs)
+    ours = run_smalto(text)
+    assert not out_layouts(op(ours, op_name))[0] == splat(*shape)
+    assert check(ours, HOPPER) == []
+    lower_in_launch(ours)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
@@ -459,6 +460,23 @@ CONVERSIONS = (
     "arith.sitofp",
     "arith.uitofp",
 )
+
+
+def packs_sub_byte_registers(op_name: str, source: object, result: object) -> bool:
+    """Whether the lowering converts this pair of element types by packing registers.
+
+    ``FragmentedArray.astype`` converts 4-bit integers to i8 (signed) and to
+    f8E4M3FN by concatenating vector registers into 32-bit words, which a
+    splat, whose registers are scalars, does not have ("Cannot concatenate
+    non-vector values"). ``source`` and ``result`` are the MLIR element types.
+    """
+    if not (isinstance(source, ir.IntegerType) and source.width == 4):
+        return False
+    if op_name == "arith.extsi":
+        return isinstance(result, ir.IntegerType) and result.width == 8
+    if op_name in ("arith.sitofp", "arith.uitofp"):
+        return isinstance(result, ir.Float8E4M3FNType)
+    return False
 
 
 @cache

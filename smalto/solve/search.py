@@ -760,11 +760,12 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
 
 
 def strict_cast(program: Program, op_id: int) -> bool:
-    """Whether an op is a ``strict`` layout cast, or the relayout into one.
+    """Whether op ``op_id`` is a ``strict`` layout cast.
 
-    The user's word that no relayout happens there: kept by the widened
-    search too, although the cast's lowering would convert (JAX's inference
-    enforces it, not its lowering).
+    Its own relayout and the one from its operand's producer into it (both
+    name the cast as their origin) stay strict in the widened search: the
+    user's word that no relayout happens there, although the cast's lowering
+    would convert (JAX's inference enforces it, not its lowering).
     """
     op = program.ops[op_id]
     if op.name != "mosaic_gpu.layout_cast":
