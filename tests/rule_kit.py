@@ -183,8 +183,9 @@ def lower_in_launch(module: ir.Module, arch: tuple[int, int] = HOPPER) -> None:
 
     The kernel's ops move into a ``gpu.launch`` (``module`` is consumed), so
     that ops needing the launch context (TMA copies from a GMEM ref marked as
-    a kernel argument, asynchronous SMEM stores) lower too; raises what the
-    lowering raises. TMA descriptors are not built.
+    a kernel argument, asynchronous SMEM stores) lower too; then verifies the
+    lowered module, as Mosaic GPU does after lowering; raises what the
+    lowering or the verifier raises. TMA descriptors are not built.
     """
     from fuzz.property import in_launch
     from jax.experimental.mosaic.gpu import dialect_lowering
@@ -200,6 +201,7 @@ def lower_in_launch(module: ir.Module, arch: tuple[int, int] = HOPPER) -> None:
             None,  # type: ignore[arg-type]
         )
         dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
+        launched.operation.verify()  # type: ignore[attr-defined]
 
 
 def lowers_beyond_jax(text: str, arch: tuple[int, int] = HOPPER) -> ir.Module:

@@ -17,6 +17,7 @@ target architecture (the transposed 8-bit ``ldmatrix`` path reads it).
 from __future__ import annotations
 
 import functools
+import math
 
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import builtin, func
@@ -49,7 +50,12 @@ def smem_transfer_problem(
     if isinstance(layout, fa.WGSplatFragLayout):
         if not store:
             return "a splat is never loaded from SMEM"
-        return None if transforms.tiling is None else "a splat is only stored untiled"
+        if transforms.tiling is not None:
+            return "a splat is only stored untiled"
+        if strides and strides[-1] != 1 and math.prod(shape) > 1:
+            # It is stored as a strided value: vector stores along the minor dim.
+            return "a splat is stored only into refs whose minor dim is contiguous"
+        return None
     if isinstance(layout, fa.WGStridedFragLayout):
         if transforms.tiling is not None or transforms.swizzle is not None:
             return "a strided layout moves only to and from refs with no tiling and no swizzle"
@@ -81,6 +87,9 @@ def gmem_transfer_problem(
     4 bytes a thread, whole 32-byte sectors a warp, whole 128-byte lines a
     warpgroup).
     """
+    if not isinstance(layout, fa.TiledLayout) and strides and strides[-1] != 1:
+        if math.prod(shape) > 1:
+            return "a splat or strided value moves only along a contiguous minor dim"
     if isinstance(layout, fa.WGStridedFragLayout):
         return _strided_bytes_problem(layout, bitwidth)
     if not isinstance(layout, fa.TiledLayout):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from functools import lru_cache
 
 from jax._src.lib.mlir import ir
@@ -63,8 +64,9 @@ def smem_transfer_supported(
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
     Splat and strided values move only through refs with neither tiling nor
-    swizzle (strided ones with a unit minor stride too, in vectors of whole
-    bytes: ``load_strided`` and strided stores refuse 4-bit elements one at a
+    swizzle, with a unit minor stride (a splat of more than one element is
+    stored as a strided value), strided ones in vectors of whole bytes
+    (``load_strided`` and strided stores refuse 4-bit elements one at a
     time). A tiled layout needs
     the lowering's schedule to exist: an untiled ref counts as one tile
     spanning the whole shape, and no swizzle is the 16-byte (identity)
@@ -76,8 +78,12 @@ def smem_transfer_supported(
     if not isinstance(reg, fa.TiledLayout):
         # A strided value moves by vector loads and stores along the minor
         # dim, which must then be contiguous (not a transposed ref).
-        contiguous = strides[-1] == 1 or not isinstance(reg, fa.WGStridedFragLayout)
-        return tiling is None and swizzle is None and contiguous and _whole_bytes(reg, bitwidth)
+        return (
+            tiling is None
+            and swizzle is None
+            and _contiguous(reg, shape, strides)
+            and _whole_bytes(reg, bitwidth)
+        )
     if not txmatrix and (tiling is None or swizzle is None):
         return False
     return _schedule_starts(
@@ -108,12 +114,22 @@ def gmem_transfer_supported(
     coalesce: at least 4 bytes per thread, whole 32-byte sectors per warp,
     whole 128-byte lines per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4
     bytes and fails it. JAX's constraints leave this out; its lowering
-    raises. Splat values always move, strided ones in vectors of whole bytes.
+    raises. Splat and strided values move along a contiguous minor dim,
+    strided ones in vectors of whole bytes.
     """
     if not isinstance(reg, fa.TiledLayout):
-        return _whole_bytes(reg, bitwidth)
+        return _contiguous(reg, shape, strides) and _whole_bytes(reg, bitwidth)
     optimized = mode is Transfer.OPTIMIZED
     return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
+
+
+def _contiguous(reg: fa.FragmentedLayout, shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Splat and strided values move by vector loads and stores along the minor dim,
+    which must then be contiguous (not a transposed ref); a one-element splat is
+    one scalar store."""
+    if not strides or strides[-1] == 1:
+        return True
+    return isinstance(reg, fa.WGSplatFragLayout) and math.prod(shape) == 1
 
 
 def _whole_bytes(reg: fa.FragmentedLayout, bitwidth: int) -> bool:
