@@ -174,16 +174,19 @@ class TmemTransfer:
     shape: tuple[int, ...]
     bitwidth: int
     origin: int
+    load: bool = False  # TMEM to registers (``async_load_tmem``)
 
 
 @record
 class GmemTransfer:
-    """Registers in ``reg`` move to/from a dense GMEM ref by an optimized vector_load/store.
+    """Registers in ``reg`` move to/from a dense GMEM ref by a vector_load/store.
 
-    The lowering needs the transfer to coalesce (``gmem_transfer_supported``).
-    JAX's constraints leave this out, and JAX's own answers break it on many
-    kernels, so only the complete search (smalto's own, after the search in
-    JAX's order found nothing) enforces it: see ``evaluate.judge``.
+    The lowering needs a schedule for it (vectors along a contiguous dim), and
+    an optimized transfer must coalesce (``gmem_transfer_supported``). JAX's
+    constraints leave this out, and JAX's own answers break it on many
+    kernels: the search in JAX's order judges it as holding (to walk JAX's
+    path), then keeps its answer only if it holds; the complete searches
+    enforce it throughout (see ``evaluate.judge``, ``search.Solver.solve``).
     """
 
     reg: Expr
@@ -191,6 +194,7 @@ class GmemTransfer:
     strides: tuple[int, ...]
     bitwidth: int
     origin: int
+    mode: Transfer = Transfer.OPTIMIZED
 
 
 @record

@@ -18,7 +18,7 @@ from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
 from smalto.program import Program, read_program
 from smalto.rules import derive_system
-from smalto.solve.search import FuelExhausted, Solver
+from smalto.solve.search import FuelExhausted, Solver, decide
 from smalto.tracebacks import with_op_traceback
 from smalto.validate import check_input
 
@@ -95,9 +95,9 @@ def _derived(module: ir.Module, arch: tuple[int, int]) -> tuple[Program, System]
 
 def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
     """Solves a derived system; an ``InferenceError`` in JAX's words and then ours if it cannot."""
-    solver = Solver(system, program, arch, fuel)
     try:
-        solved = solver.solve()
+        solver = decide(system, program, arch, fuel)
+        solved = solver.solved
     except FuelExhausted as e:
         reason = describe_fuel_exhaustion(program, system, e.spent, e.open_variables)
         raise InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}") from None

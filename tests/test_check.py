@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 import reference
+from corpus_lowering import jax_annotated, lower_with_jax
 from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import tcgen05
+from rule_kit import lower_in_launch
 
 import smalto
 from smalto.check import Violation, check, check_main
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache
+from smalto.hw.values import Tmem
 
 SMEM = "#gpu.address_space<workgroup>"
 TMEM = "#mosaic_gpu.tmem"
@@ -120,29 +124,6 @@ def caught(
 # --- corpus: JAX's and smalto's annotations pass -----------------------------------------
 
 
-def _apply(module: ir.Module, attributes: reference.Attributes) -> None:
-    by_index = {int(key.split(":", 1)[0]): attrs for key, attrs in attributes}
-    index = 0
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal index
-        for name, text in by_index.get(index, {}).items():
-            op.attributes[name] = ir.Attribute.parse(text)
-        index += 1
-        return ir.WalkResult.ADVANCE
-
-    with module.context, ir.Location.unknown():
-        module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-
-
-def jax_annotated(entry: reference.CorpusEntry) -> ir.Module:
-    outcome = reference.jax_outcome(entry.path, entry.arch)
-    assert outcome.attributes is not None, outcome.error
-    module = reference.parse(entry.path, reference.shared_context())
-    _apply(module, outcome.attributes)
-    return module
-
-
 def _sample() -> list[reference.CorpusEntry]:
     entries = [e for e in reference.bundled_entries() if e.jax_ok]
     # Every kernel, and a third of the test modules of each arch.
@@ -175,11 +156,28 @@ def test_jax_annotations_pass(entry: reference.CorpusEntry) -> None:
     _gmem_rejects_only(check(jax_annotated(entry), entry.arch), entry)
 
 
+def _inferred_or_rejected_with_jax(entry: reference.CorpusEntry) -> ir.Module | None:
+    """smalto's answer; None where smalto finds none, which is right only where JAX's
+    own answer breaks a lowering requirement (then JAX's lowering rejects it)."""
+    module = reference.parse(entry.path, reference.make_context())
+    try:
+        smalto.infer_layout(module, arch=entry.arch)
+    except smalto.InferenceError as error:
+        jax_violations = check(jax_annotated(entry), entry.arch)
+        assert [v for v in jax_violations if "GMEM ref" in v.message], error
+        _gmem_rejects_only(jax_violations, entry)
+        assert "GMEM" in str(error)
+        return None
+    return module
+
+
 @pytest.mark.parametrize("entry", _sample(), ids=lambda e: e.key)
 def test_smalto_annotations_pass(entry: reference.CorpusEntry) -> None:
-    module = reference.parse(entry.path, reference.shared_context())
-    smalto.infer_layout(module, arch=entry.arch)
-    _gmem_rejects_only(check(module, entry.arch), entry)
+    """Every answer smalto gives passes the checker; where it gives none, JAX's breaks
+    a lowering requirement (smalto never keeps an answer the lowering rejects)."""
+    module = _inferred_or_rejected_with_jax(entry)
+    if module is not None:
+        assert check(module, entry.arch) == []
 
 
 def test_all_corpus_kernels_pass_both_ways() -> None:
@@ -197,51 +195,19 @@ def test_all_corpus_kernels_pass_both_ways() -> None:
 # --- a second, external check: JAX's own dialect lowering ----------------------------------
 
 
-def lower_with_jax(module: ir.Module) -> None:
-    """Runs JAX's dialect lowering on an annotated kernel, then verifies the result.
-
-    The launch context JAX's lowering needs (for TMA descriptors and the like)
-    is built from the kernel's own ``gpu.launch`` and buffer pointer, as
-    ``mosaic_gpu.core`` builds it: no GPU is involved, only IR.
-    """
-    from jax.experimental.mosaic.gpu import dialect_lowering, launch_context
-
-    func, launch = next(
-        (op, inner.opview)
-        for op in module.body.operations
-        for region in op.operation.regions
-        for block in region.blocks
-        for inner in block.operations
-        if inner.operation.name == "gpu.launch"
-    )
-    buffers = func.regions[0].blocks[0].arguments[1]
-
-    def constant(value: ir.Value) -> int:
-        return ir.IntegerAttr(value.owner.attributes["value"]).value
-
-    cluster = (1, 1, 1)
-    if launch.clusterSizeX is not None:
-        sizes = (launch.clusterSizeX, launch.clusterSizeY, launch.clusterSizeZ)
-        cluster = tuple(constant(v) for v in sizes)  # type: ignore[assignment]
-    with module.context, ir.Location.unknown():
-        context = launch_context.LaunchContext(
-            module, launch_context.Scratch(launch), cluster, buffers
-        )
-        dialect_lowering.lower_mgpu_dialect(module, context)
-        context.scratch.finalize_size()
-        module.operation.verify()
-
-
 @pytest.mark.parametrize("entry", _sample(), ids=lambda e: e.key)
 def test_jax_lowering_accepts_smalto_annotations(entry: reference.CorpusEntry) -> None:
-    """JAX's lowering takes smalto's layouts, except where it rejects JAX's own as well.
+    """JAX's lowering takes smalto's layouts, except where it rejects JAX's own as well
+    for a reason that has nothing to do with layouts (a cluster the launch lacks).
 
-    (A few corpus modules come from Pallas tests of kernels that do not lower,
-    e.g. an i4 GMEM load in WGMMA layout: 2 bytes a thread, where a GMEM
-    transfer needs 4. There smalto's answer is JAX's, and both fail alike.)
+    (Some corpus modules come from Pallas tests of kernels whose JAX answer
+    does not lower, e.g. an i4 GMEM load in WGMMA layout: 2 bytes a thread,
+    where a GMEM transfer needs 4. There smalto answers differently, with a
+    layout that lowers, or reports that none does.)
     """
-    module = reference.parse(entry.path, reference.make_context())
-    smalto.infer_layout(module, arch=entry.arch)
+    module = _inferred_or_rejected_with_jax(entry)
+    if module is None:
+        return
     inferred = reference.layout_attributes(module)
     try:
         lower_with_jax(module)
@@ -343,7 +309,7 @@ def test_relayout_between_producer_and_consumer() -> None:
     for attr in ("in_layouts", "out_layouts"):
         layouts = ", ".join([WGMMA_TRANSPOSED] * (2 if attr == "in_layouts" else 1))
         set_attr(module, "arith.addf", attr, f"[{layouts}]")
-    violation = caught(module, "arith.addf", "only a splat may change layout")
+    violation = caught(module, "arith.addf", "the lowering cannot convert between them")
     assert "operand #0" in violation.message
 
 
@@ -807,9 +773,22 @@ def test_for_loop_carries_one_layout() -> None:
 
 def test_loop_body_uses_the_carried_layout() -> None:
     module = annotated(LOOP)
+    other = strided((128, 128), 4)
+    set_attr(module, "arith.addf", "in_layouts", f"[{other}, {other}]")
+    set_attr(module, "arith.addf", "out_layouts", f"[{other}]")
+    caught(module, "arith.addf", "the lowering cannot convert between them")
+
+
+def test_a_consumer_may_take_a_value_in_a_layout_the_lowering_converts_to() -> None:
+    """The lowering converts each operand from its producer's layout to its
+    consumer's (``FragmentedArray.to_layout``), so the loop body may work on the
+    carried WGMMA value transposed: the checker accepts it, as does JAX's lowering
+    (JAX's rules allow only splats to change layout between ops)."""
+    module = annotated(LOOP)
     set_attr(module, "arith.addf", "in_layouts", f"[{WGMMA_TRANSPOSED}, {WGMMA_TRANSPOSED}]")
     set_attr(module, "arith.addf", "out_layouts", f"[{WGMMA_TRANSPOSED}]")
-    caught(module, "arith.addf", "only a splat may change layout")
+    assert check(module, HOPPER) == []
+    lower_in_launch(module, HOPPER)
 
 
 def test_switch_cases_yield_one_layout() -> None:
@@ -845,9 +824,20 @@ def tmem_attr(layout: object) -> str:
         return str(AttributeCache().layout(layout))  # type: ignore[arg-type]
 
 
+def test_a_tmem_layout_packs_whole_32_bit_columns_or_nothing() -> None:
+    """TMEMLayout.check_type, run by the lowering wherever it builds a TMEM ref:
+    f32 in a layout with vectors of 2 (the bf16 packing) is refused."""
+    module = annotated(TCGEN05_KERNEL, BLACKWELL)
+    set_attr(
+        module, "mosaic_gpu.tmem_alloc", "out_tmem_layouts", f"[{tmem_attr(hl.tmem_default(2))}]"
+    )
+    caught(module, "mosaic_gpu.tmem_alloc", "has vectors of 1 element", BLACKWELL)
+
+
 def test_tcgen05_accumulator_layout() -> None:
     module = annotated(TCGEN05_KERNEL, BLACKWELL)
-    other = tmem_attr(hl.tmem_default(2))
+    # A TMEM layout f32 refs take (vectors of 1), but no accumulator's.
+    other = tmem_attr(Tmem(tcgen05.tmem_half_lane_layout(128, 1)))
     for op, attr in (
         ("mosaic_gpu.tmem_alloc", "out_tmem_layouts"),
         ("mosaic_gpu.tcgen05_mma", "in_tmem_layouts"),

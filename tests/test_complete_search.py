@@ -66,11 +66,15 @@ def test_a_stuck_reshape_fails_at_once_in_the_complete_search() -> None:
 
 
 # Found by the fuzzer (seed 20261202). The 128x256 value is loaded in one branch
-# from a row-major ref and in another from a transposed one, unoptimized: no
-# register layout moves both (JAX's pass answers with a strided layout, which
-# the transposed ref cannot take). The row and tile values beside it are
-# unrelated to it and have many layouts each.
+# from a row-major ref and in another from a transposed one, unoptimized, and
+# strictly cast to a strided layout there: no register layout moves through
+# the transposed ref and is that strided layout (JAX's pass answers with the
+# strided layout, which the transposed ref cannot take; without the strict
+# cast, the value loaded transposed converts to WGMMA where the branch yields
+# it). The row and tile values beside it are unrelated to it and have many
+# layouts each.
 INDEPENDENT_PARTS = """
+#strided = #mosaic_gpu.WGStridedFragLayout<[128, 256], 4>
 !big = vector<128x256xf32>
 !ref = memref<128x256xf32, #gpu.address_space<workgroup>>
 !src = memref<256x128xf32, #gpu.address_space<workgroup>>
@@ -100,7 +104,8 @@ func.func @kernel() {
       %r = "mosaic_gpu.slice_smem"() <{alias_id = 1 : i64, offset = 65536 : i32}> : () -> !src
       %t = memref.transpose %r (d0, d1) -> (d1, d0) : !src to !view
       %x = "mosaic_gpu.vector_load"(%t) <{optimized = false}> : (!view) -> !big
-      scf.yield %x : !big
+      %y = "mosaic_gpu.layout_cast"(%x) <{new_layout = #strided, strict = true}> : (!big) -> !big
+      scf.yield %y : !big
     }
     %rr = "mosaic_gpu.slice_smem"() <{offset = 196608 : i32}> : () -> !rowref
     %row = "mosaic_gpu.vector_load"(%rr) <{optimized = false}> : (!rowref) -> !row

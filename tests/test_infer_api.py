@@ -20,6 +20,7 @@ import reference
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import arith, func, llvm
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 from rule_kit import (
     WGMMA,
@@ -82,15 +83,16 @@ UNSATISFIABLE = {
             f"%e = vector.extract %r[0, 0] : f32 from {V}",
         ]
     ),
-    # Two values of different layouts added together.
+    # Two values of different layouts added together (8-bit: no relayout
+    # between them, not even where the lowering converts operands).
     "strict-use": kernel(
         [
-            vector_load("x", "arg0", G, V),
-            layout_cast("w", "x", V, WGMMA),
-            layout_cast("t", "x", V, WGMMA_TRANSPOSED),
-            f"%r = arith.addf %w, %t : {V}",
+            vector_load("x", "arg0", gmem(SHAPE, "i8"), vec(SHAPE, "i8")),
+            layout_cast("w", "x", vec(SHAPE, "i8"), WGMMA),
+            layout_cast("t", "x", vec(SHAPE, "i8"), WGMMA_TRANSPOSED),
+            f"%r = arith.addi %w, %t : {vec(SHAPE, 'i8')}",
         ],
-        [G],
+        [gmem(SHAPE, "i8")],
     ),
 }
 
@@ -346,12 +348,13 @@ def test_undef_vector_alone_gets_a_layout():
 def test_failed_inference_on_an_in_memory_module_leaves_it_unchanged():
     ctx = reference.make_context()
     module = _undef_module(ctx)
-    # Make it unsatisfiable: cast the sum to WGMMA_TRANSPOSED and use both.
+    # Make it unsatisfiable: cast the (tiled) sum strictly to a strided layout.
     with ctx, ir.Location.unknown():
         block = op(module, "func.func").regions[0].blocks[0]
         total = op(module, "arith.addf").result
         with ir.InsertionPoint.at_block_terminator(block):
-            other = mgpu.LayoutCastOp(total, layouts_lib.to_layout_attr(WGMMA_TRANSPOSED))
+            strided = layouts_lib.to_layout_attr(fa.WGStridedFragLayout(SHAPE, 2))
+            other = mgpu.LayoutCastOp(total, strided, strict=True)
             arith.AddFOp(total, other.result)
     before = _texts(module)
     with pytest.raises(smalto.InferenceError):

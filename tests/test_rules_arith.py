@@ -320,23 +320,38 @@ def test_mixed_bitwidth_operands_keep_one_layout():
     assert in_layouts(op(module, "arith.mulf")) == [WGMMA, WGMMA]
 
 
-def test_two_incompatible_operands_are_rejected():
-    """addf of a WGMMA value and a WGMMA_TRANSPOSED value: no single layout exists."""
+def _transposed_operands(dtype: str, add: str) -> str:
     from rule_kit import WGMMA_TRANSPOSED
 
-    v = vec(SHAPE, "f32")
-    rejected_like_jax(
-        kernel(
-            [
-                vector_load("x", "arg0", gmem(SHAPE, "f32"), v),
-                vector_load("z", "arg1", gmem(SHAPE, "f32"), v),
-                layout_cast("a", "x", v, WGMMA),
-                layout_cast("b", "z", v, WGMMA_TRANSPOSED),
-                f"%r = arith.addf %a, %b : {v}",
-            ],
-            [gmem(SHAPE, "f32"), gmem(SHAPE, "f32")],
-        )
+    v = vec(SHAPE, dtype)
+    return kernel(
+        [
+            vector_load("x", "arg0", gmem(SHAPE, dtype), v),
+            vector_load("z", "arg1", gmem(SHAPE, dtype), v),
+            layout_cast("a", "x", v, WGMMA),
+            layout_cast("b", "z", v, WGMMA_TRANSPOSED),
+            f"%r = {add} %a, %b : {v}",
+        ],
+        [gmem(SHAPE, dtype), gmem(SHAPE, dtype)],
     )
+
+
+def test_operands_in_transposed_layouts_meet_where_the_lowering_converts_one():
+    """addf of a WGMMA value and a WGMMA_TRANSPOSED one: JAX's rules let no value
+    change layout between ops, so no single layout exists for it; JAX's lowering
+    converts each operand to the layout its consumer takes it in (a transpose,
+    for 32-bit values), and smalto uses that."""
+    from rule_kit import WGMMA_TRANSPOSED, lowers_beyond_jax
+
+    module = lowers_beyond_jax(_transposed_operands("f32", "arith.addf"))
+    (layout,) = out_layouts(op(module, "arith.addf"))
+    assert in_layouts(op(module, "arith.addf")) == [layout, layout]
+    assert layout in (WGMMA, WGMMA_TRANSPOSED)
+
+
+def test_two_incompatible_operands_are_rejected():
+    """The same with 8-bit values, which the lowering does not transpose."""
+    rejected_like_jax(_transposed_operands("i8", "arith.addi"))
 
 
 # --- arith.constant ----------------------------------------------------------------------
@@ -458,3 +473,35 @@ def test_a_conversion_into_bytes_keeps_the_splat(op_name: str, source: str, targ
     module = infer_like_jax(_convert_splat(op_name, source, target))
     assert out_layouts(op(module, op_name)) == [splat(*SHAPE)]
     assert try_jax_lowering(module, HOPPER) is None
+
+
+@pytest.mark.parametrize(
+    ("op_name", "result"), [("arith.extsi", "i8"), ("arith.sitofp", "f8E4M3FN")]
+)
+def test_a_splat_of_4_bit_integers_converts_in_vector_registers(op_name: str, result: str):
+    """``FragmentedArray.astype`` packs i4 registers into words to convert them to
+    i8 or f8E4M3FN, which a splat (scalar registers) does not have: JAX's answer
+    converts the splat and its lowering raises ("Cannot concatenate non-vector
+    values"); smalto converts the splat to a layout of vectors at the use.
+    (Found by the fuzzer.)"""
+    from rule_kit import lower_in_launch
+
+    shape = (128, 256)
+    v4, out = vec(shape, "i4"), vec(shape, result)
+    text = kernel(
+        [
+            "%s = arith.constant 2 : i4",
+            f"%x = vector.broadcast %s : i4 to {v4}",
+            f"%y = {op_name} %x : {v4} to {out}",
+            vector_store("y", out, "arg0", gmem(shape, result)),
+        ],
+        [gmem(shape, result)],
+    )
+    theirs = run_jax(text)
+    assert any("packs vector registers" in v.message for v in check(theirs, HOPPER))
+    with pytest.raises(ValueError, match="Cannot concatenate non-vector values"):
+        lower_in_launch(theirs)
+    ours = run_smalto(text)
+    assert not out_layouts(op(ours, op_name))[0] == splat(*shape)
+    assert check(ours, HOPPER) == []
+    lower_in_launch(ours)

@@ -168,6 +168,12 @@ def test_a_remainder_of_multiples_is_a_multiple(how: str):
 
 
 def _gather_kernel(rows: int, barrier: bool) -> str:
+    """A TMA gather of ``rows`` rows whose indices come from GMEM.
+
+    Unoptimized: an optimized load of the indices in a TMA index layout moves
+    whole sectors for no warp (JAX's answer, which its lowering rejects; then
+    smalto finds no layout: ``test_an_optimized_gather_index_load_does_not_lower``).
+    """
     ref_ty = smem((rows, 128), "bf16")
     idx = vec((rows,), "i32")
     return kernel(
@@ -175,7 +181,8 @@ def _gather_kernel(rows: int, barrier: bool) -> str:
             slice_smem("r", ref_ty),
             slice_smem("bar", BARRIER, offset=65536),
             "%z = arith.constant 0 : i32",
-            f'%g = "mosaic_gpu.vector_load"(%arg1) : ({gmem((rows,), "i32")}) -> {idx}',
+            f'%g = "mosaic_gpu.vector_load"(%arg1) <{{optimized = false}}> : '
+            f"({gmem((rows,), 'i32')}) -> {idx}",
             async_load(
                 ["%g", "%z"],
                 [idx, "i32"],
@@ -188,6 +195,17 @@ def _gather_kernel(rows: int, barrier: bool) -> str:
         ],
         [gmem((256, 128), "bf16"), gmem((rows,), "i32")],
     )
+
+
+def test_an_optimized_gather_index_load_does_not_lower():
+    """JAX's answer loads the indices in TMA_INDICES, optimized: its lowering
+    rejects the GMEM load; no layout both moves whole sectors and is a TMA
+    index layout, and smalto says so."""
+    text = _gather_kernel(32, barrier=True).replace("<{optimized = false}> ", "")
+    with pytest.raises(Exception, match="32 byte sectors"):
+        lower_in_launch(run_jax(text))
+    with pytest.raises(smalto.InferenceError, match="GMEM"):
+        run_smalto(text)
 
 
 @pytest.mark.parametrize("rows, layout", [(32, TMA_INDICES), (8, TMA_INDICES_4)])

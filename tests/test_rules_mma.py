@@ -32,15 +32,19 @@ MMA = "mosaic_gpu.mma"
 
 
 def mma_kernel(m: int, n: int, k: int, dtype: str, acc_dtype: str) -> str:
+    """An mma of operands loaded from GMEM; B from a column-major ref, since its
+    layout's vectors run down the columns (no schedule moves it through a
+    row-major ref, so JAX's answer would not lower)."""
     acc, a, b = vec((m, n), acc_dtype), vec((m, k), dtype), vec((k, n), dtype)
+    b_ref = f"memref<{k}x{n}x{dtype}, strided<[1, {k}]>>"
     return kernel(
         [
             vector_load("acc", "arg0", gmem((m, n), acc_dtype), acc),
             vector_load("a", "arg1", gmem((m, k), dtype), a),
-            vector_load("b", "arg2", gmem((k, n), dtype), b),
+            vector_load("b", "arg2", b_ref, b),
             f'%r = "{MMA}"(%acc, %a, %b) : ({acc}, {a}, {b}) -> {acc}',
         ],
-        [gmem((m, n), acc_dtype), gmem((m, k), dtype), gmem((k, n), dtype)],
+        [gmem((m, n), acc_dtype), gmem((m, k), dtype), b_ref],
     )
 
 

@@ -158,23 +158,38 @@ def test_for_carrying_an_smem_ref_shares_its_transforms():
     assert out_transforms(op(module, "mosaic_gpu.slice_smem")) == swizzled
 
 
-def test_for_yielding_a_conflicting_layout_is_rejected():
+def _for_yielding_transposed(dtype: str) -> str:
     """The carried value is WGMMA on entry; the body yields a WGMMA_TRANSPOSED value."""
     from rule_kit import WGMMA_TRANSPOSED
 
-    rejected_like_jax(
-        kernel(
-            [
-                *_wgmma_input(),
-                *BOUNDS,
-                f"%r = scf.for %i = %lb to %ub step %st iter_args(%a = %y) -> ({V}) {{",
-                layout_cast("t", "a", V, WGMMA_TRANSPOSED),
-                f"  scf.yield %t : {V}",
-                "}",
-            ],
-            [G],
-        )
+    v, g = vec(SHAPE, dtype), gmem(SHAPE, dtype)
+    return kernel(
+        [
+            vector_load("x", "arg0", g, v),
+            layout_cast("y", "x", v, WGMMA),
+            *BOUNDS,
+            f"%r = scf.for %i = %lb to %ub step %st iter_args(%a = %y) -> ({v}) {{",
+            layout_cast("t", "a", v, WGMMA_TRANSPOSED),
+            f"  scf.yield %t : {v}",
+            "}",
+        ],
+        [g],
     )
+
+
+def test_for_yielding_a_conflicting_layout_is_rejected():
+    """8-bit values: the lowering converts no WGMMA_TRANSPOSED value back to WGMMA."""
+    rejected_like_jax(_for_yielding_transposed("i8"))
+
+
+def test_for_yielding_a_transposed_value_converts_it_where_the_lowering_does():
+    """32-bit values: JAX's rules let only splats change layout at the yield; JAX's
+    lowering transposes the yielded value back to the carried layout."""
+    from rule_kit import lowers_beyond_jax
+
+    module = lowers_beyond_jax(_for_yielding_transposed(F32))
+    assert out_layouts(op(module, "scf.for")) == [WGMMA]
+    assert in_layouts(op(module, "scf.yield")) == [WGMMA]
 
 
 # --- scf.while ------------------------------------------------------------------------
@@ -306,25 +321,38 @@ def test_index_switch_of_splats_stays_splat():
     assert in_layouts(op(module, "scf.yield", 1)) == [splat(*SHAPE)]
 
 
-def test_index_switch_cases_yielding_incompatible_layouts_are_rejected():
+def _switch_yielding_transposed(dtype: str) -> str:
     from rule_kit import WGMMA_TRANSPOSED
 
-    rejected_like_jax(
-        kernel(
-            [
-                *_wgmma_input(),
-                layout_cast("t", "x", V, WGMMA_TRANSPOSED),
-                f"%r = scf.index_switch %arg1 -> {V}",
-                "case 0 {",
-                f"  scf.yield %y : {V}",
-                "}",
-                "default {",
-                f"  scf.yield %t : {V}",
-                "}",
-            ],
-            [G, "index"],
-        )
+    v, g = vec(SHAPE, dtype), gmem(SHAPE, dtype)
+    return kernel(
+        [
+            vector_load("x", "arg0", g, v),
+            layout_cast("y", "x", v, WGMMA),
+            layout_cast("t", "x", v, WGMMA_TRANSPOSED),
+            f"%r = scf.index_switch %arg1 -> {v}",
+            "case 0 {",
+            f"  scf.yield %y : {v}",
+            "}",
+            "default {",
+            f"  scf.yield %t : {v}",
+            "}",
+        ],
+        [g, "index"],
     )
+
+
+def test_index_switch_cases_yielding_incompatible_layouts_are_rejected():
+    rejected_like_jax(_switch_yielding_transposed("i8"))
+
+
+def test_index_switch_cases_yielding_transposed_layouts_meet_at_a_conversion():
+    """32-bit values: one case's value is converted where it is yielded."""
+    from rule_kit import lowers_beyond_jax
+
+    module = lowers_beyond_jax(_switch_yielding_transposed(F32))
+    (layout,) = out_layouts(op(module, "scf.index_switch"))
+    assert [in_layouts(op(module, "scf.yield", i)) for i in range(2)] == [[layout], [layout]]
 
 
 def test_index_switch_yielding_smem_refs_is_not_a_layout_site():

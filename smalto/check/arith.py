@@ -27,6 +27,18 @@ def elementwise(c: Checker, op: Op) -> None:
                 "makes whole bytes of each register, so needs vector registers of a multiple "
                 "of 8 bits",
             )
+        source = ir.ShapedType(c.program.values[op.operands[0]].type).element_type
+        result = ir.ShapedType(c.program.values[op.results[0]].type).element_type
+        if (
+            layout is not None
+            and layout.is_splat
+            and hl.packs_sub_byte_registers(op.name, source, result)
+        ):
+            c.report(
+                op,
+                f"the value is {describe(layout)}: a conversion from {source} to {result} "
+                "packs vector registers into words, which a splat does not have",
+            )
 
 
 @rule("arith.constant")

@@ -84,6 +84,16 @@ def decode_entry(
     if not hl.fits(layout, value.shape):
         c.report(op, f"{where} of shape {value.shape} cannot be laid out as {describe(layout)}")
         return None
+    if isinstance(layout, Tmem) and not hl.tmem_fits(layout, value.shape, value.bitwidth):
+        # TMEMLayout.check_type, run wherever the lowering builds a TMEM ref.
+        packed = max(1, 32 // (value.bitwidth or 32))
+        sizes = "1 element" if packed == 1 else f"1 or {packed} elements"
+        c.report(
+            op,
+            f"{where} ({value.type}) cannot be laid out as {describe(layout)}: a TMEM layout of "
+            f"{value.bitwidth}-bit elements has vectors of {sizes}",
+        )
+        return None
     return layout
 
 

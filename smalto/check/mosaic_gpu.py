@@ -64,18 +64,20 @@ def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int]) -> None:
     registers = c.reg(op, *reg)
     if registers is None:
         return
+    optimized = _optimized(op)
     problem = gmem_transfer_problem(
         registers.layout,
         ref.shape,
         ref.strides,
         ref.bitwidth,
-        optimized=_optimized(op),
+        optimized=optimized,
         arch=c.arch,
     )
     if problem is not None:
         c.report(
             op,
-            f"no optimized transfer between registers in {describe(registers)} and the "
+            f"no {'optimized' if optimized else 'unoptimized'} transfer between registers in "
+            f"{describe(registers)} and the "
             f"GMEM ref {ref.type} ({problem})",
         )
 

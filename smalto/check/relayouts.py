@@ -1,11 +1,13 @@
 """Which register relayouts jax 0.12.0.1 performs, between ops and at layout casts.
 
-Between a producer and a consumer, and at a ``strict`` layout cast, only a
-splat may change layout (it is rebuilt from its one value). A non-strict
-layout cast also performs the tiled relayouts of ``FragmentedArray.to_layout``
-that JAX's pass plans for: transposes of the WGMMA and TCGEN05 layouts, the
-upcast layouts to and from WGMMA for 4-, 8- and 16-bit elements, and
-TMEM-native layouts of any vector length.
+At a ``strict`` layout cast only a splat may change layout (it is rebuilt
+from its one value). A non-strict layout cast, and the lowering of every op
+for each of its operands (it converts the producer's registers to the
+layout the consumer takes them in), also perform the tiled relayouts of
+``FragmentedArray.to_layout``: transposes of the WGMMA and TCGEN05 layouts,
+the upcast layouts to and from WGMMA for 4-, 8- and 16-bit elements, and
+TMEM-native layouts of any vector length. (JAX's rules allow only the splat
+conversions between ops; its lowering performs all of them.)
 """
 
 from __future__ import annotations

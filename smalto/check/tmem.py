@@ -94,13 +94,15 @@ def _tcgen05_mma(c: Checker, op: Op) -> None:
             c.expect(op, IN, index, Tmem(layout), "the B scales" if is_b else "the A scales")
 
 
-def _tmem_transfer(c: Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, int]) -> None:
+def _tmem_transfer(
+    c: Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, int], *, load: bool = False
+) -> None:
     memory, registers = c.tmem(op, *tmem), c.reg(op, *reg)
     if memory is None or registers is None:
         return
     value = c.value(op, *reg)
     if not tmem_transfer_supported(
-        memory.layout, registers.layout, value.shape, value.bitwidth or 32
+        memory.layout, registers.layout, value.shape, value.bitwidth or 32, load
     ):
         c.report(
             op,
@@ -111,7 +113,7 @@ def _tmem_transfer(c: Checker, op: Op, tmem: tuple[int, int], reg: tuple[int, in
 
 @rule("mosaic_gpu.async_load_tmem")
 def _async_load_tmem(c: Checker, op: Op) -> None:
-    _tmem_transfer(c, op, (IN, 0), (OUT, 0))
+    _tmem_transfer(c, op, (IN, 0), (OUT, 0), load=True)
     if "reduce" in op.operation.attributes:
         _fused_reduce(c, op)
 

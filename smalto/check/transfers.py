@@ -17,6 +17,7 @@ target architecture (the transposed 8-bit ``ldmatrix`` path reads it).
 from __future__ import annotations
 
 import functools
+import math
 
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import builtin, func
@@ -49,14 +50,19 @@ def smem_transfer_problem(
     if isinstance(layout, fa.WGSplatFragLayout):
         if not store:
             return "a splat is never loaded from SMEM"
-        return None if transforms.tiling is None else "a splat is only stored untiled"
+        if transforms.tiling is not None:
+            return "a splat is only stored untiled"
+        if strides and strides[-1] != 1 and math.prod(shape) > 1:
+            # It is stored as a strided value: vector stores along the minor dim.
+            return "a splat is stored only into refs whose minor dim is contiguous"
+        return None
     if isinstance(layout, fa.WGStridedFragLayout):
         if transforms.tiling is not None or transforms.swizzle is not None:
             return "a strided layout moves only to and from refs with no tiling and no swizzle"
         if strides and strides[-1] != 1:
             # Its vector loads and stores run along the minor dim.
             return "a strided layout moves only to and from refs whose minor dim is contiguous"
-        return None
+        return _strided_bytes_problem(layout, bitwidth)
     assert isinstance(layout, fa.TiledLayout)
     return _tiled_problem(
         transforms, layout, shape, strides, bitwidth, optimized, txmatrix, tuple(arch)
@@ -74,12 +80,19 @@ def gmem_transfer_problem(
 ) -> str | None:
     """Why the lowering cannot move ``layout`` to or from a GMEM ref; None when it can.
 
-    Splat and strided values, and unoptimized transfers, always move. An
-    optimized transfer of a tiled layout must coalesce (the lowering plans it
-    with ``plan_gmem_transfer``: at least 4 bytes a thread, whole 32-byte
-    sectors a warp, whole 128-byte lines a warpgroup); the ref is untiled.
+    Splat values always move, strided ones in vectors of whole bytes. A tiled
+    layout needs the lowering's schedule (``transfer_tiled``, the ref
+    untiled): vectors along a dim of stride 1. Optimized, the transfer must
+    also coalesce (the lowering plans it with ``plan_gmem_transfer``: at least
+    4 bytes a thread, whole 32-byte sectors a warp, whole 128-byte lines a
+    warpgroup).
     """
-    if not isinstance(layout, fa.TiledLayout) or not optimized:
+    if not isinstance(layout, fa.TiledLayout) and strides and strides[-1] != 1:
+        if math.prod(shape) > 1:
+            return "a splat or strided value moves only along a contiguous minor dim"
+    if isinstance(layout, fa.WGStridedFragLayout):
+        return _strided_bytes_problem(layout, bitwidth)
+    if not isinstance(layout, fa.TiledLayout):
         return None
     return _tiled_problem(
         Transforms(None, None),
@@ -87,11 +100,21 @@ def gmem_transfer_problem(
         shape,
         strides,
         bitwidth,
-        True,
+        optimized,
         False,
         tuple(arch),
         gmem=True,
     )
+
+
+def _strided_bytes_problem(layout: fa.WGStridedFragLayout, bitwidth: int) -> str | None:
+    """Strided loads and stores move vectors of whole bytes (``load_strided``)."""
+    if layout.vec_size * bitwidth % 8:
+        return (
+            f"a strided transfer of {bitwidth}-bit elements moves vectors of whole bytes, not "
+            f"{layout.vec_size} element(s) ({layout.vec_size * bitwidth} bits)"
+        )
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,6 +8,7 @@ the values involved were forced to, and suggest the change that resolves it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 
 from jax._src.lib.mlir import ir
 
+from smalto import lowering_advice
 from smalto.constraints import (
     Broadcast,
     Constraint,
@@ -46,9 +48,11 @@ from smalto.diagnose.subsystem import subsystem
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
+from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
 from smalto.locations import location_text
 from smalto.program import Program
+from smalto.solve.search import strict_cast
 
 Element = Constraint | Fixed
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -194,7 +198,10 @@ def _satisfiable(
     from smalto.solve.search import FuelExhausted, Solver
 
     try:
-        return Solver(subsystem(system, elements), program, arch, fuel=5_000).solve(guided=False)
+        # The widest search: a core is what no layout the lowering accepts satisfies.
+        return Solver(
+            subsystem(system, elements), program, arch, fuel=5_000, widened=True
+        ).solve(guided=False)
     except FuelExhausted:
         return None
 
@@ -291,10 +298,16 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
         case Relayout(source=source, strict=True):
             s = _expr_var(source)
+            if s is not None and strict_cast(program, element.origin):
+                return (
+                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a strict layout "
+                    "cast converts only a splat"
+                )
             if s is not None:
                 return (
                     f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
-                    "layout from producer to consumer unless it is a splat"
+                    "layout from producer to consumer, but where the lowering converts it "
+                    "(from a splat, a transpose, an upcast layout)"
                 )
         case Relayout(source=source):
             s = _expr_var(source)
@@ -373,11 +386,16 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
                 f"{namer.expr(expr, 'the value')} {how} {bitwidth}-bit elements need vector "
                 f"registers of a multiple of {multiple} bits"
             )
-        case GmemTransfer(reg=reg, bitwidth=bitwidth):
+        case GmemTransfer(reg=reg, bitwidth=bitwidth, mode=Transfer.OPTIMIZED):
             return (
                 f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: an optimized "
                 f"transfer of {bitwidth}-bit elements must coalesce (at least 4 bytes a "
                 "thread, whole 32-byte sectors)"
+            )
+        case GmemTransfer(reg=reg):
+            return (
+                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: its "
+                "vectors must run along a contiguous dim of the ref"
             )
         case StoreRegisters(expr=expr):
             return (
@@ -633,6 +651,18 @@ def describe_conflict(
     arch = getattr(solver, "arch", (9, 0))
     explain = getattr(solver, "root_explanation", None)
     report = diagnose(program, system, arch, seeds, explain() if explain else None)
+    # A GMEM transfer no layout makes lower (what the lowering says of JAX's
+    # layout), or a computed unit dim broadcast: what to write instead, before
+    # any other suggestion.
+    namer = Namer(program, system)
+    names = {
+        e.origin: namer.expr(e.reg, "the value") for e in report.core if isinstance(e, GmemTransfer)
+    }
+    remedy = lowering_advice.advice(
+        program, report.core, getattr(solver, "jax_answer_breaks", []), arch, names
+    )
+    if remedy is not None:
+        report = dataclasses.replace(report, suggestion=remedy)
     return report.message(), report
 
 

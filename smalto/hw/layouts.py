@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
@@ -107,6 +108,18 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
     if kind is Tmem:
         return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
     raise TypeError(value)
+
+
+def tmem_fits(value: Tmem, shape: tuple[int, ...], bitwidth: int | None) -> bool:
+    """Whether a TMEM ref of this shape and element width can be laid out as ``value``.
+
+    Beyond the tiling, the lowering (``TMEMLayout.check_type``, run whenever a
+    TMEM ref is built) takes a vector length of 1 or of a whole 32-bit column
+    of the element type, nothing between.
+    """
+    if not fits(value, shape):
+        return False
+    return bitwidth is None or value.layout.vector_length in (1, max(1, 32 // bitwidth))
 
 
 @cache
@@ -449,6 +462,23 @@ CONVERSIONS = (
 )
 
 
+def packs_sub_byte_registers(op_name: str, source: object, result: object) -> bool:
+    """Whether the lowering converts this pair of element types by packing registers.
+
+    ``FragmentedArray.astype`` converts 4-bit integers to i8 (signed) and to
+    f8E4M3FN by concatenating vector registers into 32-bit words, which a
+    splat, whose registers are scalars, does not have ("Cannot concatenate
+    non-vector values"). ``source`` and ``result`` are the MLIR element types.
+    """
+    if not (isinstance(source, ir.IntegerType) and source.width == 4):
+        return False
+    if op_name == "arith.extsi":
+        return isinstance(result, ir.IntegerType) and result.width == 8
+    if op_name in ("arith.sitofp", "arith.uitofp"):
+        return isinstance(result, ir.Float8E4M3FNType)
+    return False
+
+
 @cache
 def registers_hold_bits(value: Reg, bitwidth: int, multiple: int) -> bool:
     """Whether each register of ``value`` holds a multiple of ``multiple`` bits.
@@ -492,6 +522,25 @@ def wide_rows(bitwidth: int) -> fa.TiledLayout:
         fa.Tiling(((64, 2 * vec), (16, 2 * vec), (vec,))),
         warp_dims=(-5,),
         lane_dims=(-3, -2),
+        vector_dim=-1,
+    )
+
+
+@cache
+def minor_only(rank: int, vec: int) -> fa.TiledLayout:
+    """A layout tiling only the minor dim: ``vec`` elements a thread, 32 lanes, 4 warps.
+
+    Each thread holds whole columns, so reducing over any leading dim stays
+    within the thread (the tile has size 1 there); its reduction over the
+    leading dims is the rank-1 ``(128 * vec,)`` tiling of the minor dim. A
+    chunk of fewer rows than WGMMA's 64 (a ``(32, 128)`` slice reduced over its
+    rows) has no other tiled layout.
+    """
+    width = 128 * vec
+    return fa.TiledLayout(
+        fa.Tiling(((1,) * (rank - 1) + (width,), (32 * vec,), (vec,))),
+        warp_dims=(-3,),
+        lane_dims=(-2,),
         vector_dim=-1,
     )
 

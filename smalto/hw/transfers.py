@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from functools import lru_cache
 
 from jax._src.lib.mlir import ir
@@ -63,7 +64,10 @@ def smem_transfer_supported(
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
     Splat and strided values move only through refs with neither tiling nor
-    swizzle (strided ones with a unit minor stride too). A tiled layout needs
+    swizzle, with a unit minor stride (a splat of more than one element is
+    stored as a strided value), strided ones in vectors of whole bytes
+    (``load_strided`` and strided stores refuse 4-bit elements one at a
+    time). A tiled layout needs
     the lowering's schedule to exist: an untiled ref counts as one tile
     spanning the whole shape, and no swizzle is the 16-byte (identity)
     swizzle. Without ``txmatrix`` (``async_store_smem``) only the plain path
@@ -74,8 +78,12 @@ def smem_transfer_supported(
     if not isinstance(reg, fa.TiledLayout):
         # A strided value moves by vector loads and stores along the minor
         # dim, which must then be contiguous (not a transposed ref).
-        contiguous = strides[-1] == 1 or not isinstance(reg, fa.WGStridedFragLayout)
-        return tiling is None and swizzle is None and contiguous
+        return (
+            tiling is None
+            and swizzle is None
+            and _contiguous(reg, shape, strides)
+            and _whole_bytes(reg, bitwidth)
+        )
     if not txmatrix and (tiling is None or swizzle is None):
         return False
     return _schedule_starts(
@@ -100,15 +108,33 @@ def gmem_transfer_supported(
 ) -> bool:
     """Whether registers in ``reg`` can move to/from a GMEM ref by ``vector_load/store``.
 
-    An optimized GMEM transfer of a tiled layout must coalesce: at least 4
-    bytes per thread, whole 32-byte sectors per warp, whole 128-byte lines
-    per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4 bytes and fails it.
-    JAX's constraints leave this out; its lowering raises. Splat and strided
-    values, and unoptimized transfers, always move.
+    A tiled layout needs the lowering's schedule (``transfer_tiled``): its
+    vectors run along a dim of stride 1 (WGMMA_TRANSPOSED does not fit a
+    row-major ref), whether optimized or not. An optimized transfer must also
+    coalesce: at least 4 bytes per thread, whole 32-byte sectors per warp,
+    whole 128-byte lines per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4
+    bytes and fails it. JAX's constraints leave this out; its lowering
+    raises. Splat and strided values move along a contiguous minor dim,
+    strided ones in vectors of whole bytes.
     """
-    if not isinstance(reg, fa.TiledLayout) or mode is Transfer.UNOPTIMIZED:
+    if not isinstance(reg, fa.TiledLayout):
+        return _contiguous(reg, shape, strides) and _whole_bytes(reg, bitwidth)
+    optimized = mode is Transfer.OPTIMIZED
+    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
+
+
+def _contiguous(reg: fa.FragmentedLayout, shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Splat and strided values move by vector loads and stores along the minor dim,
+    which must then be contiguous (not a transposed ref); a one-element splat is
+    one scalar store."""
+    if not strides or strides[-1] == 1:
         return True
-    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, True, gmem=True)
+    return isinstance(reg, fa.WGSplatFragLayout) and math.prod(shape) == 1
+
+
+def _whole_bytes(reg: fa.FragmentedLayout, bitwidth: int) -> bool:
+    """A strided transfer moves vectors of whole bytes (sub-byte elements in groups)."""
+    return not isinstance(reg, fa.WGStridedFragLayout) or reg.vec_size * bitwidth % 8 == 0
 
 
 def _schedule_starts(
@@ -172,10 +198,21 @@ def _schedule_starts(
 
 @lru_cache(maxsize=4096)
 def tmem_transfer_supported(
-    tmem: tcgen05.TMEMLayout, reg: fa.FragmentedLayout, shape: tuple[int, ...], bitwidth: int
+    tmem: tcgen05.TMEMLayout,
+    reg: fa.FragmentedLayout,
+    shape: tuple[int, ...],
+    bitwidth: int,
+    load: bool = False,
 ) -> bool:
-    """Whether registers in ``reg`` can move to/from TMEM laid out as ``tmem``."""
+    """Whether registers in ``reg`` can move to/from TMEM laid out as ``tmem``.
+
+    A load (``load``) reads one tile of rows: the lowering (``TMEMRef.load``)
+    raises "Loading multiple row tiles" for a layout whose registers span
+    several, e.g. WGMMA's 64-row tile on a 128-row ref, which stores accept.
+    """
     if not isinstance(reg, fa.TiledLayout):
+        return False
+    if load and reg.registers_shape(shape)[0] != 1:
         return False
     packing = tmem.vector_length
     columns = shape[1]

@@ -87,6 +87,18 @@ def pointwise(ctx: RuleContext, op: Op) -> None:
         bitwidth = values[op.results[0]].bitwidth
         if bitwidth is not None and bitwidth % 8:
             ctx.require(RegisterBits(Var(var), bitwidth, 8, op.id))
+        if hl.packs_sub_byte_registers(
+            op.name, _element(values[op.operands[0]].type), _element(values[op.results[0]].type)
+        ):
+            # (A splat producer still converts to a tiled layout at this use.)
+            ctx.not_of_kind(var, op, LayoutKind.SPLAT)
+
+
+def _element(ty: ir.Type) -> ir.Type | None:
+    try:
+        return ir.ShapedType(ty).element_type
+    except ValueError:
+        return None
 
 
 @rule("arith.constant")

@@ -67,13 +67,15 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
 
 
 def _gmem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int) -> None:
-    """An optimized transfer with a dense GMEM ref must coalesce (complete search only)."""
+    """A transfer with a dense GMEM ref needs a schedule, and must coalesce if optimized."""
     ref = ctx.program.values[op.operands[ref_operand]]
-    if _transfer_mode(op) is Transfer.UNOPTIMIZED or ref.strides is None or not ref.bitwidth:
+    if ref.strides is None or not ref.bitwidth:
         return
     if not isinstance(ref.type, ir.MemRefType) or ir.MemRefType(ref.type).memory_space is not None:
         return
-    ctx.require(GmemTransfer(Var(reg_var), ref.shape, ref.strides, ref.bitwidth, op.id))
+    ctx.require(
+        GmemTransfer(Var(reg_var), ref.shape, ref.strides, ref.bitwidth, op.id, _transfer_mode(op))
+    )
 
 
 def _where(op: Op) -> str:

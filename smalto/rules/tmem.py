@@ -147,7 +147,9 @@ def async_load_tmem(ctx: RuleContext, op: Op) -> None:
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     value = ctx.program.values[op.operands[0]]
-    ctx.require(TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id))
+    ctx.require(
+        TmemTransfer(Var(source), Var(dest), value.shape, value.bitwidth or 32, op.id, load=True)
+    )
     # No TMEM transfer lands in a splat or strided layout: said outright, the
     # search need not try them.
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT, LayoutKind.STRIDED)

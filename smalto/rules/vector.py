@@ -40,12 +40,16 @@ def reduction(ctx: RuleContext, op: Op) -> None:
 
 @rule("vector.multi_reduction")
 def multi_reduction(ctx: RuleContext, op: Op) -> None:
-    """The result's layout is the input's, reduced; strided inputs cannot reduce."""
+    """The result's layout is the input's, reduced; strided inputs cannot reduce.
+
+    Nor splat ones, in JAX's lowering ("Unsupported layout"), though JAX's
+    rules allow them: the input is tiled (a splat producer converts at the use).
+    """
     source = ctx.new_var(ctx.operand(op, 0))
     out = ctx.new_var(ctx.operand(op, 1), ctx.result(op, 0), key=ctx.result(op, 0))
     rank = len(ctx.program.values[op.operands[0]].shape)
     dims = tuple(sorted(ints(op.operation.attributes["reduction_dims"])))
-    ctx.not_of_kind(source, op, LayoutKind.STRIDED)
+    ctx.not_of_kind(source, op, LayoutKind.STRIDED, LayoutKind.SPLAT)
     ctx.require(Equal(Var(out), Reduce(Var(source), dims, rank), op.id))
     ctx.require(FullyTiled(Var(source), rank, op.id, dims))
 

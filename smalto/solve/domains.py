@@ -8,6 +8,15 @@ kernel names, every named hardware layout that fits, the strided and splat
 layouts of its shape; for SMEM refs every swizzled tiling and none; for TMEM
 refs the layouts of each packing. Over these domains it is complete: it finds
 an assignment or proves there is none.
+
+Where that search finds nothing, a widened one (``Solver(widened=True)``)
+offers more of what the lowering accepts: the layouts tiling only the minor
+dim (``hl.minor_only``), and every register domain closed under the
+expressions that link variables (``close``): the source of a broadcast takes
+the reductions of the result's layouts, a reduction's result those of its
+input's, a reshape's those its input reshapes to. So a (4, 64) scale
+broadcast to a (4, 64, 128) value in WGMMA lifted to rank 3 is offered that
+layout reduced over dim 2.
 """
 
 from __future__ import annotations
@@ -18,10 +27,20 @@ from collections.abc import Callable, Iterable
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Constraint, Fixed, OneOf, Variable, expressions_of
+from smalto.constraints import (
+    Constraint,
+    Equal,
+    Fixed,
+    OneOf,
+    Relayout,
+    Var,
+    Variable,
+    expressions_of,
+)
 from smalto.hw import layouts as hl
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
+from smalto.solve.evaluate import simplify
 
 _NAMED_TILED = (
     hl.WGMMA,
@@ -65,6 +84,7 @@ def domain(
     multiple: tuple[int, ...] | None = None,
     min_rank: int | None = None,
     extra: tuple[fa.TiledLayout, ...] = (),
+    widened: bool = False,
 ) -> list[Const]:
     """The variable's candidate values, most preferred first, each one ``valid`` accepts.
 
@@ -72,16 +92,107 @@ def domain(
     views): the swizzled tilings are also offered cut down to it. ``min_rank``
     is the lowest rank of the values sharing the variable's layout (a
     ``vector.extract`` gives its source and result one layout). ``extra``: more
-    tiled layouts to offer like the named ones (``wide_layouts``).
+    tiled layouts to offer like the named ones (``wide_layouts``). ``widened``:
+    the layouts tiling only the minor dim too (``minor_only_layouts``).
     """
     match variable.kind:
         case Kind.VECTOR:
             values = _register_values(variable, mentioned, min_rank, _NAMED_TILED + extra)
+            if widened:
+                at = _first_untiled(values)
+                values[at:at] = minor_only_layouts(variable)
         case Kind.SMEM:
             values = _smem_values(variable, mentioned, multiple)
         case _:
             values = _tmem_values(variable, mentioned)
     return [v for v in dict.fromkeys(values) if valid(v)]
+
+
+def minor_only_layouts(variable: Variable) -> list[Const]:
+    """The layouts tiling only the minor dim that fit the variable (``hl.minor_only``).
+
+    From 1 element a thread up to 16 bytes, in whole bytes, where 128 threads'
+    worth divides the minor dim.
+    """
+    shape, bitwidth = variable.shape, variable.bitwidth
+    if not shape or bitwidth is None:
+        return []
+    out: list[Const] = []
+    vec = 1
+    while vec * bitwidth <= 128:
+        if (vec * bitwidth) % 8 == 0 and shape[-1] % (128 * vec) == 0:
+            out.append(Reg(hl.minor_only(len(shape), vec)))
+        vec *= 2
+    return out
+
+
+def close(
+    domains: dict[int, list[Const]],
+    constraints: Iterable[Constraint],
+    root: list[int],
+    fits: Callable[[int, Const], bool],
+) -> None:
+    """Closes the register domains under the expressions between variables (in place).
+
+    For each ``Equal(Var a, expr(Var b))`` (a broadcast's source and its
+    result reduced, a reduction's result and its input reduced, a reshape)
+    and each relayout between a producer and its consumer (either way), every
+    tiled layout of ``b``'s domain, carried through ``expr``, joins ``a``'s
+    domain if it fits, before its strided and splat layouts. Repeated until
+    nothing is added: a chain of broadcasts carries a layout all along.
+    """
+    links: list[tuple[int, object, int]] = []
+    for c in constraints:
+        if type(c) is Equal:
+            pairs = ((c.lhs, c.rhs), (c.rhs, c.lhs))  # type: ignore[union-attr]
+        elif type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
+            # A producer and its consumer: each may take the other's layouts.
+            pairs = ((c.source, c.target), (c.target, c.source))  # type: ignore[union-attr]
+        else:
+            continue
+        for target, expr in pairs:
+            source = _only_var(expr)
+            if type(target) is Var and source is not None and root[source] != root[target.id]:  # type: ignore[union-attr]
+                links.append((root[target.id], expr, root[source]))  # type: ignore[union-attr]
+    seen = {slot: set(values) for slot, values in domains.items()}
+    changed = True
+    while changed:
+        changed = False
+        for target, expr, source in links:
+            if target not in domains or source not in domains:
+                continue
+            added: list[Const] = []
+            for value in domains[source]:
+                if type(value) is not Reg or not value.is_tiled:  # type: ignore[union-attr]
+                    continue
+
+                def lookup(v: int, value: Const = value, source: int = source) -> Const | None:
+                    return value if root[v] == source else None
+
+                out = simplify(expr, lookup)  # type: ignore[arg-type]
+                if type(out) is Reg and out not in seen[target] and fits(target, out):
+                    seen[target].add(out)  # type: ignore[arg-type]
+                    added.append(out)  # type: ignore[arg-type]
+            if added:
+                values = domains[target]
+                at = _first_untiled(values)
+                values[at:at] = added
+                changed = True
+
+
+def _only_var(expr: object) -> int | None:
+    """The variable an expression is built on (through its ``expr`` chain), if any."""
+    while type(expr) is not Var and hasattr(expr, "expr"):
+        expr = expr.expr  # type: ignore[attr-defined]
+    return expr.id if type(expr) is Var else None  # type: ignore[attr-defined]
+
+
+def _first_untiled(values: list[Const]) -> int:
+    """Where the strided and splat layouts start in a register domain."""
+    return next(
+        (i for i, v in enumerate(values) if type(v) is Reg and not v.is_tiled),  # type: ignore[union-attr]
+        len(values),
+    )
 
 
 def wide_layouts(gmem_bitwidths: Iterable[int]) -> tuple[fa.TiledLayout, ...]:

@@ -39,7 +39,6 @@ from smalto.constraints import (
 )
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import (
-    Transfer,
     gmem_transfer_supported,
     smem_transfer_supported,
     tmem_transfer_supported,
@@ -253,7 +252,7 @@ def _judge_tmem_transfer(c: TmemTransfer, lookup: Lookup) -> Verdict:
     if t is CONTRADICTION or r is CONTRADICTION:
         return FAILS
     if type(t) is Tmem and type(r) is Reg:
-        return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth)  # type: ignore[union-attr]
+        return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth, c.load)  # type: ignore[union-attr]
     return OPEN
 
 
@@ -267,7 +266,7 @@ def _judge_gmem_transfer(c: GmemTransfer, lookup: Lookup) -> Verdict:
             c.shape,
             c.strides,
             c.bitwidth,
-            Transfer.OPTIMIZED,
+            c.mode,
         )
     return HOLDS if is_value(r) else OPEN
 

@@ -43,6 +43,8 @@ GUIDED_BUDGET = 1_000
 
 # What SMEM validity reads of a ref: shape, strides, element bitwidth.
 SmemType = tuple[tuple[int, ...], tuple[int, ...] | None, int | None]
+# What TMEM validity reads of a ref: shape, element bitwidth.
+TmemType = tuple[tuple[int, ...], int | None]
 
 
 def _smem_type(v: Variable) -> SmemType:
@@ -82,11 +84,33 @@ class Conflict:
 
 
 class Solver:
-    def __init__(self, system: System, program: Program, arch: tuple[int, int], fuel: int) -> None:
+    """Decides one system: JAX's order first, then complete searches.
+
+    ``widened``: a complete search over the layouts the lowering accepts beyond
+    JAX's rules (producer-to-consumer relayouts the lowering performs, domains
+    closed under the expressions between variables); see ``decide``.
+    """
+
+    def __init__(
+        self,
+        system: System,
+        program: Program,
+        arch: tuple[int, int],
+        fuel: int,
+        *,
+        widened: bool = False,
+    ) -> None:
         self.system = system
         self.arch = arch
         self.fuel = fuel
         self.spent = 0
+        self.widened = widened
+        self.solved = False  # what ``decide`` found
+        # The lowering requirements the answer in JAX's order broke, with the
+        # value it gave (what a diagnosis names when no layout lowers).
+        self.jax_answer_breaks: list[tuple[Constraint, Const]] = []
+        # Widened, the lowering requirements JAX's answers break hold from the start.
+        self.complete = widened
         variables = system.variables
         n = len(variables)
         parent = list(range(n))
@@ -98,6 +122,10 @@ class Solver:
             return v
 
         self.constraints: list[Constraint] = []
+        # Widened: each relayout between a producer and its consumer stands as
+        # the relayout the lowering performs there (a non-strict one), keyed
+        # to the constraint it replaces (what a diagnosis names).
+        self.original: dict[Constraint, Constraint] = {}
         # Sorted out on the way, for the set-up steps below.
         not_splat: list[NotOfKind] = []
         var_relayouts: list[Relayout] = []
@@ -111,6 +139,10 @@ class Solver:
                 if a != b:
                     parent[max(a, b)] = min(a, b)
                 continue
+            if widened and kind is Relayout and c.strict and not strict_cast(program, c.origin):
+                lowered = Relayout(c.source, c.target, c.bitwidth, False, c.origin)
+                self.original[lowered] = c
+                c = lowered
             self.constraints.append(c)
             if kind is Relayout:
                 if type(c.source) is Var and type(c.target) is Var:
@@ -126,8 +158,9 @@ class Solver:
         # the identity: its two variables share one slot from the start. JAX's
         # pass makes these equalities before it searches; doing the same keeps
         # both searches in step (no candidate or fuel goes to a forced value).
+        # (Not when widened: there the lowering's relayouts are allowed too.)
         joined = False
-        for c in var_relayouts:
+        for c in () if widened else var_relayouts:
             if c.strict and root[c.source.id] in self.not_splat:  # type: ignore[union-attr]
                 a, b = find(c.source.id), find(c.target.id)  # type: ignore[union-attr]
                 if a != b:
@@ -137,9 +170,11 @@ class Solver:
             root = self.root = list(map(find, range(n)))
             self.not_splat = {root[slot] for slot in self.not_splat}
         shapes: dict[int, set[tuple[int, ...]]] = {}
-        # SMEM refs: validity depends on strides and element width too.
+        # SMEM refs: validity depends on strides and element width too; TMEM
+        # refs on the element width.
         smem_types: dict[int, set[SmemType]] = {}
-        smem = Kind.SMEM
+        tmem_types: dict[int, set[TmemType]] = {}
+        smem, tmem = Kind.SMEM, Kind.TMEM
         for v in variables:
             slot = root[v.id]
             same = shapes.get(slot)
@@ -149,8 +184,11 @@ class Solver:
                 same.add(v.shape)
             if v.kind == smem:
                 smem_types.setdefault(slot, set()).add(_smem_type(v))
+            elif v.kind == tmem:
+                tmem_types.setdefault(slot, set()).add((v.shape, v.bitwidth))
         self.shapes = shapes
         self.smem_types = smem_types
+        self.tmem_types = tmem_types
         self.divides = self._merged_divides(var_divides)
 
         self.value: list[Const | None] = [None] * n
@@ -163,7 +201,6 @@ class Solver:
         sources: list[int] = []
         # The lowering requirements only the complete search enforces (they
         # hold in JAX's order); judged again when that search starts.
-        self.complete = False
         self.complete_only: list[int] = []
         for ci, c in enumerate(self.constraints):
             if type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
@@ -263,6 +300,11 @@ class Solver:
                 if not valid(value, shape, strides, bitwidth):  # type: ignore[arg-type]
                     return False
             return True
+        if type(value) is Tmem:
+            return all(
+                hl.tmem_fits(value, shape, bitwidth)  # type: ignore[arg-type]
+                for shape, bitwidth in self.tmem_types.get(slot, ())
+            )
         fits = hl.fits
         for shape in self.shapes[slot]:
             if not fits(value, shape):
@@ -274,6 +316,8 @@ class Solver:
         v = self.system.variables[var]
         if type(value) is Smem:
             return hl.smem_valid(value, *_smem_type(v))  # type: ignore[arg-type]
+        if type(value) is Tmem:
+            return hl.tmem_fits(value, v.shape, v.bitwidth)  # type: ignore[arg-type]
         return hl.fits(value, v.shape)
 
     def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
@@ -347,8 +391,10 @@ class Solver:
         """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
 
         First in the order JAX's pass searches (so both give the same answer),
-        within a small budget; if that finds nothing, by the complete search
-        over finite domains, which finds an assignment or proves there is none.
+        within a small budget; if that finds nothing that lowers (an answer
+        that breaks a lowering requirement JAX's rules leave out, such as
+        ``GmemTransfer``, is no answer), by the complete search over finite
+        domains, which finds an assignment or proves there is none.
         ``guided=False`` skips the first: for deciding satisfiability only.
         """
         queue: list[int] = []
@@ -367,8 +413,10 @@ class Solver:
         try:
             self.limit = min(self.fuel, GUIDED_BUDGET)
             try:
-                if guided and self._search():
-                    return True
+                if guided and not self.widened and self._search():
+                    self.jax_answer_breaks = self._broken_requirements()
+                    if not self.jax_answer_breaks:
+                        return True
             except FuelExhausted:
                 if self.fuel <= GUIDED_BUDGET:
                     raise
@@ -387,6 +435,18 @@ class Solver:
             return self._complete_search()
         finally:
             sys.setrecursionlimit(limit)
+
+    def _broken_requirements(self) -> list[tuple[Constraint, Const]]:
+        """The requirements the assignment found in JAX's order breaks, with the
+        value it gives each one's register variable (requirements it judged as
+        holding, since JAX's own answers break them)."""
+        lookup, broken = self.lookup, []
+        for ci in self.complete_only:
+            c = self.constraints[ci]
+            if judge(c, lookup, True) is not HOLDS:
+                value = simplify(c.reg, lookup)  # type: ignore[union-attr]
+                broken.append((c, value))
+        return broken  # type: ignore[return-value]
 
     def _start_complete_phase(self) -> bool:
         """Judges the complete-search-only requirements from now on, at the root.
@@ -414,9 +474,12 @@ class Solver:
                 self.divides.get(slot),
                 min(map(len, self.shapes[slot])),
                 extra,
+                self.widened,
             )
             for slot in self.shapes
         }
+        if self.widened:
+            domains.close(self.domains, self.constraints, self.root, self._fits)
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
@@ -660,7 +723,8 @@ class Solver:
             elif isinstance(c, NotOfKind) and isinstance(c.expr, Var):
                 if self.root[c.expr.id] in slots:
                     elements.append(c)
-        return list(dict.fromkeys(elements))
+        original = self.original
+        return list(dict.fromkeys(original.get(e, e) for e in elements))  # type: ignore[arg-type]
 
     def open_variables(self) -> list[int]:
         return [v.id for v in self.system.variables if self.value[self.root[v.id]] is None]
@@ -673,6 +737,41 @@ class Solver:
             assert value is not None
             values.append(value)
         return values
+
+
+def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -> Solver:
+    """The solver that decided ``system``: solved, or the widest that proved it unsatisfiable.
+
+    First JAX's order and the complete search over JAX's rules (so smalto
+    answers as JAX does wherever JAX's answer lowers); where they find no
+    assignment that lowers, a widened complete search (``Solver(widened=True)``)
+    over everything the lowering accepts: relayouts between producer and
+    consumer, layouts no rule of JAX's offers. Raises ``FuelExhausted`` when
+    ``fuel`` runs out first.
+    """
+    solver = Solver(system, program, arch, fuel)
+    solver.solved = solver.solve()
+    if solver.solved:
+        return solver
+    wider = Solver(system, program, arch, max(fuel - solver.spent, 1), widened=True)
+    wider.solved = wider.solve(guided=False)
+    wider.jax_answer_breaks = solver.jax_answer_breaks
+    return wider
+
+
+def strict_cast(program: Program, op_id: int) -> bool:
+    """Whether op ``op_id`` is a ``strict`` layout cast.
+
+    Its own relayout and the one from its operand's producer into it (both
+    name the cast as their origin) stay strict in the widened search: the
+    user's word that no relayout happens there, although the cast's lowering
+    would convert (JAX's inference enforces it, not its lowering).
+    """
+    op = program.ops[op_id]
+    if op.name != "mosaic_gpu.layout_cast":
+        return False
+    attrs = op.operation.attributes
+    return "strict" in attrs and bool(ir.BoolAttr(attrs["strict"]).value)
 
 
 def _admits(c: Constraint, lookup: Lookup) -> bool:

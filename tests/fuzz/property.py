@@ -1,18 +1,21 @@
 """The fuzz property, shared by the test suite (``tests/test_fuzz.py``) and ``make fuzz``.
 
 For a module, smalto either annotates it and the independent checker accepts
-the annotation, or raises (``InferenceError``, a ``ValueError``, where no
-layouts exist; ``NotImplementedError`` for what it does not support) leaving
-the module untouched; anything else is a failure. JAX 0.12.0.1's pass runs on
-the same module with a small fuel, and smalto is a drop-in for it:
+the annotation (every answer smalto returns passes the checker, whatever JAX
+answers), or raises (``InferenceError``, a ``ValueError``, where no layouts
+exist; ``NotImplementedError`` for what it does not support) leaving the
+module untouched; anything else is a failure. JAX 0.12.0.1's pass runs on the
+same module with a small fuel, and smalto is a drop-in for it:
 
 - JAX succeeds: smalto writes identical attributes, unless JAX's answer breaks
-  a lowering requirement the checker states (then smalto may answer
-  differently or refuse);
+  a lowering requirement the checker states (then smalto answers differently,
+  with layouts JAX's lowering takes, or refuses);
 - JAX says unsat (a ``ValueError``, from its rules or its search): smalto
   fails too, or its answer passes the checker and JAX's own constraint system
-  (``jax_check.check_with_jax``): then smalto was merely more complete, which
-  is recorded, not failed;
+  (``jax_check.check_with_jax``), or, where it goes beyond JAX's rules (a
+  relayout between ops that JAX's rules forbid and its lowering performs),
+  JAX's lowering takes it: then smalto was merely more complete, which is
+  recorded, not failed;
 - JAX raises ``NotImplementedError``: so does smalto, and the other way round;
 - JAX runs out of fuel (or crashes on its own bug): smalto decides.
 """
@@ -47,6 +50,9 @@ FAILURES = frozenset(
         "module-changed",  # smalto failed but left layout attributes behind
         "smalto-unsat-jax-sat",  # JAX found layouts where smalto said none exist
         "smalto-answer-rejected-by-jax",  # JAX said unsat, and rejects smalto's answer
+        # JAX's answer breaks a lowering requirement; smalto's differs, passes
+        # the checker, and JAX's lowering rejects it all the same.
+        "smalto-answer-not-lowerable",
         "attributes-differ",  # both found layouts, not the same ones
         "error-type-differs",  # one raised NotImplementedError, the other did not
         # JAX said unsat; smalto's answer satisfies JAX's constraints and the
@@ -201,10 +207,8 @@ def judge(
         return Verdict(kind, why, jax=jax_outcome, smalto=outcome)
 
     if violations:
-        if jax_violations:
-            # JAX's own answer breaks a requirement too (one of its lowering's
-            # that its constraints do not state).
-            return verdict("jax-answer-rejected-by-checker", str(jax_violations[0]))
+        # Every answer smalto returns must pass the checker, even where JAX's
+        # own answer breaks a requirement too.
         return verdict("checker-rejects", str(violations[0]))
     decided = ("ok", "unsat", "fuel", "unsupported")
     if (jax_outcome == "unsupported") != (outcome == "unsupported") and (
@@ -230,7 +234,11 @@ def judge(
             return verdict("agree-sat", "")
         if jax_violations:
             # smalto's answer passed the checker; JAX's breaks a lowering
-            # requirement its constraints omit: a different answer is right.
+            # requirement its constraints omit: a different answer is right,
+            # if JAX's lowering takes it.
+            lowering = try_jax_lowering(module, arch)
+            if lowering is not None:
+                return verdict("smalto-answer-not-lowerable", lowering)
             return verdict("jax-answer-rejected-by-checker", str(jax_violations[0]))
         return verdict("attributes-differ", differences[0])
     if jax_outcome == "ok" and outcome == "unsat":
@@ -263,13 +271,17 @@ def _judge_more_complete(
     problems = jax_check.check_with_jax(text, arch)
     if problems and _jax_own_bug(problems[0]):
         return verdict("jax-crash", _one_line(problems[0]))
-    if problems:
-        return verdict("smalto-answer-rejected-by-jax", _one_line(problems[0]))
     lowering = try_jax_lowering(module, arch)
+    if problems and lowering is not None:
+        return verdict("smalto-answer-rejected-by-jax", _one_line(problems[0]))
     if lowering is not None:
         # JAX's constraints accept smalto's extra answer, but JAX's lowering
         # does not: a requirement neither JAX's rules nor the checker state.
         return verdict("smalto-more-complete-not-lowerable", lowering)
+    if problems:
+        # Beyond JAX's rules (a relayout between ops they forbid), and JAX's
+        # lowering takes it.
+        return verdict("smalto-more-complete-beyond-jax-rules", _one_line(problems[0]))
     return verdict("smalto-more-complete", jax_detail)
 
 
@@ -322,19 +334,34 @@ def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
     """Runs JAX's dialect lowering on an annotated module; None if it lowers, else why not.
 
     The module's ops are moved into a ``gpu.launch`` (so ``module`` is
-    consumed). Fuzz modules have no launch context, so ops that need one
-    (TMA, TMEM, async stores) cannot be lowered here: those count as lowered.
+    consumed), with a launch context as Mosaic GPU builds one (TMA copies
+    from its GMEM arguments, asynchronous SMEM stores); TMA descriptors are
+    not built. Where the lowering still needs more than that (a TMEM
+    allocation's barrier, ...), the module counts as lowered.
     """
     from jax._src.lib.mlir import ir
     from jax.experimental.mosaic.gpu import dialect_lowering
+    from jax.experimental.mosaic.gpu import launch_context as lc
 
     try:
         with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
             launched = in_launch(module, arch)
-            dialect_lowering.lower_mgpu_dialect(launched, None)  # type: ignore[arg-type]
+            outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
+            launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
+            context = lc.LaunchContext(
+                launched,  # type: ignore[arg-type]
+                lc.Scratch(launch),
+                (1, 1, 1),
+                None,  # type: ignore[arg-type]
+            )
+            dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
             launched.operation.verify()  # type: ignore[attr-defined]
     except AssertionError:
         return None  # a launch context was needed
+    except IndexError as error:
+        if _raised_in(error, "_find_kernel_argument_for_gmem_ref"):
+            return None  # a TMA copy of a GMEM ref that is no kernel argument (no descriptor)
+        return f"IndexError: {_one_line(error)}"
     except AttributeError as error:
         if "'NoneType' object" in str(error):
             return None  # the same: a method of the missing launch context (TMA copies)
@@ -352,6 +379,12 @@ def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
     except Exception as error:  # noqa: BLE001 -- the lowering's refusal is the finding
         return f"{type(error).__name__}: {_one_line(error)}"
     return None
+
+
+def _raised_in(error: BaseException, function: str) -> bool:
+    import traceback
+
+    return any(frame.name == function for frame in traceback.extract_tb(error.__traceback__))
 
 
 def save_regression(text: str, arch: tuple[int, int], verdict: Verdict) -> Path:

@@ -68,6 +68,7 @@ def _worker(examples: int, seed: int, with_jax: bool) -> dict:
 RECORDED = frozenset(
     {
         "smalto-more-complete",
+        "smalto-more-complete-beyond-jax-rules",
         "jax-answer-rejected-by-checker",
         "jax-crash",
         "smalto-fuel-jax-ok",

@@ -1,0 +1,75 @@
+"""Lowering requirements JAX 0.12.0.1's rules leave out, found by the fuzzer.
+
+Each test lowers JAX's answer through JAX's dialect lowering (with a launch
+context) to show that the lowering rejects it, shows the checker flags it,
+and lowers smalto's answer, which the checker accepts. (Others of the kind:
+``test_gmem_transfer.py``, ``test_rules_arith.py`` for conversions from 4-bit
+integers, ``test_blackwell_rules.py`` for TMEM loads of one row tile.)
+"""
+
+from __future__ import annotations
+
+import pytest
+from jax._src.lib.mlir import ir
+from rule_kit import (
+    HOPPER,
+    kernel,
+    lower_in_launch,
+    op,
+    out_layouts,
+    run_jax,
+    run_smalto,
+    splat,
+    vec,
+)
+
+from smalto.check import check
+
+
+def _lowering_rejects_jax_accepts_smalto(text: str, jax_says: str, checker_says: str) -> ir.Module:
+    theirs = run_jax(text)
+    assert any(checker_says in v.message for v in check(theirs, HOPPER)), check(theirs, HOPPER)
+    with pytest.raises(Exception, match=jax_says):
+        lower_in_launch(theirs)
+    ours = run_smalto(text)
+    assert check(ours, HOPPER) == []
+    lower_in_launch(run_smalto(text))
+    return ours
+
+
+def test_a_splat_is_stored_only_along_a_contiguous_minor_dim() -> None:
+    """A splat of more than one element is stored as a strided value: vector stores
+    along the minor dim, which a transposed ref does not have ("most minor
+    memref dim must have unit stride"). smalto converts the splat at the store
+    to a tiled layout the transposed ref takes."""
+    plain = "memref<128x64xf16, #gpu.address_space<workgroup>>"
+    view = "memref<64x128xf16, strided<[1, 64]>, #gpu.address_space<workgroup>>"
+    v = vec((64, 128), "f16")
+    text = kernel(
+        [
+            "%s = arith.constant 2.0 : f16",
+            f"%x = vector.broadcast %s : f16 to {v}",
+            f'%r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {plain}',
+            f"%t = memref.transpose %r (d0, d1) -> (d1, d0) : {plain} to {view}",
+            f'"mosaic_gpu.vector_store"(%x, %t) : ({v}, {view}) -> ()',
+        ]
+    )
+    ours = _lowering_rejects_jax_accepts_smalto(
+        text, "unit stride", "a splat is stored only into refs whose minor dim is contiguous"
+    )
+    assert out_layouts(op(ours, "vector.broadcast")) == [splat(64, 128)]
+
+
+def test_a_reduction_reduces_a_tiled_value_only() -> None:
+    """JAX's rules let a splat be reduced; its lowering raises "Unsupported layout".
+    smalto converts the splat to a tiled layout where the reduction takes it."""
+    v, row = vec((256, 128), "f32"), vec((256,), "f32")
+    text = kernel(
+        [
+            f"%a = arith.constant dense<1.0> : {row}",
+            f"%b = mosaic_gpu.broadcast_in_dim(%a : {row}) <broadcast_dimensions = [0]> -> {v}",
+            f"%m = vector.multi_reduction <maximumf>, %b, %a "
+            f"{{offset = 0 : i32, scratch_size = 2048 : i32}} [1] : {v} to {row}",
+        ]
+    )
+    _lowering_rejects_jax_accepts_smalto(text, "Unsupported layout", "cannot be a splat")

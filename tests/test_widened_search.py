@@ -1,0 +1,144 @@
+"""The widened complete search and the layouts it offers (issue #17).
+
+``search.decide`` runs JAX's order, then the complete search over JAX's rules,
+and only where those find nothing that lowers a widened one: producer to
+consumer relayouts the lowering performs, domains closed under the
+expressions between variables (``domains.close``), tilings of the minor dim
+alone (``hl.minor_only``). These tests pin each piece on small modules; the
+Pallas kernels that need them are in ``test_lowering_valid.py``.
+"""
+
+from __future__ import annotations
+
+from jax.experimental.mosaic.gpu import tcgen05
+from rule_kit import (
+    HOPPER,
+    WGMMA,
+    gmem,
+    kernel,
+    layout_cast,
+    parse,
+    smem,
+    vec,
+    vector_load,
+    vector_store,
+)
+
+from smalto.constraints import GmemTransfer
+from smalto.hw import layouts as hl
+from smalto.hw.values import Reg, Tmem
+from smalto.infer import in_context
+from smalto.program import read_program
+from smalto.rules import derive_system
+from smalto.solve import domains
+from smalto.solve.search import Solver, decide
+
+
+def _decided(text: str, fuel: int = 10_000) -> Solver:
+    module = parse(text)
+    with in_context(module):
+        program = read_program(module)
+        return decide(derive_system(program, HOPPER), program, HOPPER, fuel)
+
+
+# --- layouts ---------------------------------------------------------------------------------
+
+
+def test_minor_only_tiles_the_minor_dim_and_reduces_over_rows_within_threads() -> None:
+    """The issue's layout for 32-row chunks: tiles ((1, 128), (32,), (1,)), warps and
+    lanes along the minor dim; reducing over dim 0 stays in each thread and
+    leaves the rank-1 tiling of the columns."""
+    chunk = hl.minor_only(2, 1)
+    assert chunk.tiling.tiles == ((1, 128), (32,), (1,))
+    assert chunk.warp_dims == (-3,) and chunk.lane_dims == (-2,)
+    assert chunk.reduce([0]) == hl.minor_only(1, 1)
+    assert hl.fits(Reg(chunk), (32, 128)) and not hl.fits(Reg(chunk), (32, 64))
+    assert hl.minor_only(2, 2).base_tile_shape == (1, 256)
+
+
+def test_a_tmem_layout_takes_vectors_of_one_or_a_whole_column() -> None:
+    """TMEMLayout.check_type: 1 element a vector, or 32 bits of them."""
+    packed = Tmem(tcgen05.tmem_default_layout(2))
+    assert hl.tmem_fits(packed, (128, 128), 16)
+    assert not hl.tmem_fits(packed, (128, 128), 32)
+    assert hl.tmem_fits(Tmem(tcgen05.tmem_default_layout(1)), (128, 128), 16)
+
+
+def test_closing_domains_carries_a_rank3_layout_to_a_broadcast_source() -> None:
+    """A (4, 64) value broadcast into (4, 64, 128): its domain gains WGMMA lifted to
+    rank 3 reduced over the broadcast dim, through the producer-to-consumer
+    edge as well (the load that produces it)."""
+    x, s = vec((4, 64, 128), "f32"), vec((4, 64), "f32")
+    text = kernel(
+        [
+            vector_load("s", "arg0", gmem((4, 64), "f32"), s),
+            f"%b = mosaic_gpu.broadcast_in_dim(%s : {s}) <broadcast_dimensions = [0, 1]> -> {x}",
+            vector_store("b", x, "arg1", gmem((4, 64, 128), "f32")),
+        ],
+        [gmem((4, 64), "f32"), gmem((4, 64, 128), "f32")],
+    )
+    module = parse(text)
+    with in_context(module):
+        program = read_program(module)
+        system = derive_system(program, HOPPER)
+    root = list(range(len(system.variables)))
+    table = {
+        v.id: domains.domain(v, lambda value: True, [], None, None, (), True)
+        for v in system.variables
+    }
+    target = Reg(hl.lifted(WGMMA, 3).reduce([2]))  # type: ignore[union-attr]
+    loaded = next(v.id for v in system.variables if v.shape == (4, 64))
+    assert target not in table[loaded]
+    domains.close(table, system.constraints, root, lambda slot, value: hl.fits(value, (4, 64)))
+    small = [v.id for v in system.variables if v.shape == (4, 64)]
+    assert all(target in table[v] for v in small)
+
+
+# --- the phases of decide ----------------------------------------------------------------------
+
+
+def test_a_kernel_jax_solves_is_decided_in_jax_order() -> None:
+    x = vec((64, 128), "f32")
+    text = kernel(
+        [vector_load("x", "arg0", gmem((64, 128), "f32"), x, optimized=True)],
+        [gmem((64, 128), "f32")],
+    )
+    solver = _decided(text)
+    assert solver.solved and not solver.widened and solver.jax_answer_breaks == []
+
+
+def test_the_requirements_jaxs_answer_breaks_are_kept_for_the_diagnosis() -> None:
+    """A bf16 WGMMA value loaded from and stored to GMEM: the answer in JAX's order
+    breaks both transfers (it gave them WGMMA); the widened search converts."""
+    x, g = vec((128, 128), "bf16"), gmem((128, 128), "bf16")
+    text = kernel(
+        [
+            vector_load("x", "arg0", g, x, optimized=True),
+            layout_cast("y", "x", x, WGMMA),
+            vector_store("y", x, "arg1", g),
+        ],
+        [g, g],
+    )
+    solver = _decided(text)
+    assert solver.solved and solver.widened
+    broken = solver.jax_answer_breaks
+    assert [type(c) for c, _ in broken] == [GmemTransfer, GmemTransfer]
+    assert {value for _, value in broken} == {Reg(WGMMA)}
+
+
+def test_an_smem_ref_without_transforms_is_offered_tilings_at_rank_3() -> None:
+    """(The rank-3 SMEM buffer of a row-scale kernel.) The 2-D swizzled tilings
+    apply to its two minor dims and move WGMMA lifted to rank 3."""
+    ref = smem((4, 64, 128), "f32")
+    text = kernel(
+        [
+            f'%r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {ref}',
+            vector_load("x", "r", ref, vec((4, 64, 128), "f32")),
+            layout_cast("y", "x", vec((4, 64, 128), "f32"), hl.lifted(WGMMA, 3)),  # type: ignore[arg-type]
+        ]
+    )
+    solver = _decided(text)
+    assert solver.solved
+    assert any(getattr(value, "tiling", None) == (8, 32) for value in solver.solution()), (
+        solver.solution()
+    )
