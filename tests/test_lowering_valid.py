@@ -17,6 +17,7 @@ launch context (``smalto.jax.lower``):
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any
 
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import pytest
 import reference
 from jax import lax
+from jax._src.lib.mlir import ir
 from pallas_kernels import assert_lowers
 from user_kernels_lowering import (
     BLACKWELL,
@@ -279,9 +281,21 @@ def plgpu_kernel(body: Any, x: jax.Array) -> Any:
 @pytest.mark.parametrize("arch", [HOPPER, BLACKWELL], ids=["h", "b"])
 def test_keepdims_code_is_told_to_expand_where_it_broadcasts(arch) -> None:
     """RMS norm with ``keepdims=True``: the computed (N, 1) statistic is broadcast,
-    which no tiled layout of JAX 0.12's lowering does. smalto says what to
-    write instead, and the kernel written so lowers."""
+    which no tiled layout of JAX 0.12's lowering does. Without the unit-dim
+    rewrite, smalto says what to write instead, and the kernel written so
+    lowers; with it (the default), the kernel as written lowers."""
     args = (sds((128, 128), F32), sds((128,), F32))
-    message = no_layout_lowers(partial(_rms_norm, keepdims=True), *args, arch=arch)
-    assert "compute it without the unit dim and expand it where it is broadcast" in message
+    keepdims = partial(_rms_norm, keepdims=True)
+    with smalto.jax.enabled(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", smalto.UnitDimRewriteWarning)
+        (captured,) = smalto.jax.capture(keepdims, *args, arch=arch)
+    module = reference.parse(captured.text, reference.make_context())
+    with module.context, ir.Location.unknown(), pytest.raises(smalto.InferenceError) as failed:
+        smalto.infer_layout(module, arch=arch, rewrite=False)
+    assert str(failed.value).startswith(FAILURE)
+    assert "compute it without the unit dim and expand it where it is broadcast" in str(
+        failed.value
+    )
     smalto_lowers(partial(_rms_norm, keepdims=False), *args, arch=arch)
+    with pytest.warns(smalto.UnitDimRewriteWarning):
+        smalto_lowers(keepdims, *args, arch=arch)
