@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     seen: set[tuple[str, tuple[int, int]]] = set()
     rows = []
     for kernel in kernels.KERNELS:
-        if kernel.pending or (kernel.name, kernel.arch) in seen:
+        if (kernel.name, kernel.arch) in seen:
             continue
         seen.add((kernel.name, kernel.arch))
         with warnings.catch_warnings():

@@ -73,8 +73,7 @@ KERNELS_FILE = str(Path(user_kernels_keepdims.__file__).resolve())
 
 
 def _param(kernel: Kernel) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason=kernel.pending)] if kernel.pending else []
-    return pytest.param(kernel, id=kernel.id, marks=marks)
+    return pytest.param(kernel, id=kernel.id)
 
 
 @functools.cache
@@ -105,7 +104,7 @@ def _one_per_variant() -> list[Kernel]:
     "no layouts" takes up to a second: not for every dtype and shape)."""
     seen, chosen = set(), []
     for kernel in SELECTED:
-        if not kernel.pending and (kernel.name, kernel.arch) not in seen:
+        if (kernel.name, kernel.arch) not in seen:
             seen.add((kernel.name, kernel.arch))
             chosen.append(kernel)
     return chosen
@@ -124,7 +123,7 @@ def test_the_module_as_written_has_no_layouts(kernel: Kernel) -> None:
     assert str(module.operation.get_asm(enable_debug_info=True)) == before
 
 
-@pytest.mark.parametrize("kernel", [k for k in SELECTED if not k.pending], ids=lambda k: k.id)
+@pytest.mark.parametrize("kernel", SELECTED, ids=lambda k: k.id)
 def test_the_rewrite_keeps_what_the_kernel_stores(kernel: Kernel) -> None:
     (captured,) = _lowered(kernel)[0].kernels
     written, rewritten = captured.module(), captured.module(inferred=True)
@@ -133,7 +132,7 @@ def test_the_rewrite_keeps_what_the_kernel_stores(kernel: Kernel) -> None:
 
 
 _ONE_PER_KIND = [
-    next(k for k in SELECTED if k.name == name and k.arch == arch and not k.pending)
+    next(k for k in SELECTED if k.name == name and k.arch == arch)
     for name, arch in (
         ("rms_norm", HOPPER),
         ("layer_norm", BLACKWELL),
@@ -205,7 +204,7 @@ def test_written_without_keepdims_it_needs_no_rewrite_and_stores_the_same(kernel
 
 def test_every_kind_runs_on_both_archs_in_every_dtype() -> None:
     """The selection covers what the issue asks for."""
-    covered = {(k.kind, k.arch, k.dtype) for k in SELECTED if not k.pending}
+    covered = {(k.kind, k.arch, k.dtype) for k in SELECTED}
     for kind in ("rms_norm", "layer_norm"):
         for arch in (HOPPER, BLACKWELL):
             for dtype in ("float32", "bfloat16", "float16"):

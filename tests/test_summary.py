@@ -172,7 +172,7 @@ def test_several_files_as_json_lines(tmp_path: Path, capsys: pytest.CaptureFixtu
     "path, expected",
     [
         (TCGEN05, ["TCGEN05", "TMEM default"]),
-        (HALF_LANE, ["TMEM half_lane", "TMEM_NATIVE half_lane"]),
+        (HALF_LANE, ["TMEM half_lane", "WGMMA"]),
         (STRIDED, ["strided ×2", "untiled", "splat"]),
     ],
     ids=["tcgen05", "half-lane", "strided"],

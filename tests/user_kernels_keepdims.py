@@ -503,8 +503,6 @@ class Kernel:
     fn: Callable[..., Any]  # takes keepdims=...
     args: tuple[jax.ShapeDtypeStruct, ...]
     arch: tuple[int, int]
-    # Why smalto does not infer the rewritten kernel yet (None: it does).
-    pending: str | None = None
     # Whether JAX's own pass compiles the kernel written without keepdims (measured:
     # where it does not, it runs out of fuel after 15-30 s of CPU; smalto's complete
     # search compiles those).
@@ -524,7 +522,6 @@ class Kernel:
 
 
 F32, BF16, F16 = jnp.float32, jnp.bfloat16, jnp.float16
-RANK3_PENDING = "rank-3 tiled layouts for (B, N, M) reductions (issue #17, part 2)"
 
 
 def _kernels() -> list[Kernel]:
@@ -560,7 +557,6 @@ def _kernels() -> list[Kernel]:
                     rms_norm_batched,
                     (_sds((2, 64, 128), dtype),),
                     arch,
-                    pending=RANK3_PENDING,
                 ),
             ]
     for dtype in (F16, BF16):
@@ -575,7 +571,12 @@ def _kernels() -> list[Kernel]:
         barrier = partial(attention_hopper, barrier=True)
         cases.append(
             Kernel(
-                "attention", "attention_hopper_barrier", barrier, (q, kv, kv), HOPPER, None, True
+                "attention",
+                "attention_hopper_barrier",
+                barrier,
+                (q, kv, kv),
+                HOPPER,
+                twin_by_jax=True,
             )
         )
     return cases
