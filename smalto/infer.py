@@ -55,7 +55,9 @@ def solve_module(
     """
     arch = tuple(arch)  # type: ignore[assignment]
     try:
-        return _solve_as_written(module, fuel, arch, dump_to)
+        # With the rewrite to try, the diagnosis waits: the rewritten module
+        # may infer, and then nobody reads it (it is most of a failure's cost).
+        return _solve_as_written(module, fuel, arch, dump_to, diagnose=not rewrite)
     except InferenceError as error:
         if not rewrite:
             raise
@@ -64,16 +66,24 @@ def solve_module(
     # even imports the rewrite.
     from smalto.rewrite.fallback import solve_rewritten
 
-    return solve_rewritten(
-        module,
-        failed,
-        solve_copy=lambda copy: search(*_derived(copy, arch), arch, fuel),
-        solve=lambda rewritten: _solve_as_written(rewritten, fuel, arch, dump_to),
-    )
+    try:
+        return solve_rewritten(
+            module,
+            failed,
+            solve_copy=lambda copy: search(*_derived(copy, arch), arch, fuel, diagnose=False),
+            solve=lambda rewritten: _solve_as_written(rewritten, fuel, arch, dump_to),
+        )
+    except Undiagnosed as undiagnosed:
+        raise undiagnosed.diagnosed() from None
 
 
 def _solve_as_written(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None
+    module: ir.Module,
+    fuel: int,
+    arch: tuple[int, int],
+    dump_to: TextIO | None,
+    *,
+    diagnose: bool = True,
 ) -> Inference:
     program = read_program(module)
     check_input(program, fuel=fuel, arch=arch)
@@ -85,7 +95,7 @@ def _solve_as_written(
     if not conflicting_fixed(system):
         # (JAX's pass gives up on such a system before it gets here.)
         after_derivation(module, program, system, dump_to)
-    return search(program, system, arch, fuel)
+    return search(program, system, arch, fuel, diagnose=diagnose)
 
 
 def _derived(module: ir.Module, arch: tuple[int, int]) -> tuple[Program, System]:
@@ -93,8 +103,33 @@ def _derived(module: ir.Module, arch: tuple[int, int]) -> tuple[Program, System]
     return program, derive_system(program, arch)
 
 
-def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
-    """Solves a derived system; an ``InferenceError`` in JAX's words and then ours if it cannot."""
+class Undiagnosed(InferenceError):
+    """No layouts, the diagnosis not made yet: ``diagnosed()`` makes the error to raise.
+
+    Notes added to it (``add_note``) are carried over to that error.
+    """
+
+    def __init__(self, program: Program, system: System, solver: Solver) -> None:
+        super().__init__("no layouts (not diagnosed yet)")
+        self.parts = (program, system, solver)
+
+    def diagnosed(self) -> InferenceError:
+        error = _unsatisfiable_error(*self.parts)
+        for note in getattr(self, "__notes__", ()):
+            error.add_note(note)
+        return error
+
+
+def search(
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    fuel: int,
+    *,
+    diagnose: bool = True,
+) -> Inference:
+    """Solves a derived system; an ``InferenceError`` in JAX's words and then ours if it
+    cannot (``Undiagnosed`` without ``diagnose``, when there is no assignment)."""
     try:
         solver = decide(system, program, arch, fuel)
         solved = solver.solved
@@ -102,19 +137,26 @@ def search(program: Program, system: System, arch: tuple[int, int], fuel: int) -
         reason = describe_fuel_exhaustion(program, system, e.spent, e.open_variables)
         raise InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}") from None
     if not solved:
-        phrase = unsatisfiable(program, system)
-        message, report = describe_conflict(program, system, solver)
-        error = InferenceError(message, conflict=report, phrase=phrase.text)
-        # The op JAX blames, else the first one of the conflict: its source line
-        # ends the traceback, as in JAX's errors.
-        culprit = phrase.op
-        if culprit is None and report.requirements:
-            culprit = report.requirements[0].element.origin
-        if culprit is not None:
-            op = program.ops[culprit]
-            with_op_traceback(error, op.operation, op.name)
-        raise error
+        if not diagnose:
+            raise Undiagnosed(program, system, solver)
+        raise _unsatisfiable_error(program, system, solver)
     return Inference(program, system, solver)
+
+
+def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
+    """The error for a system with no assignment: JAX's phrase, then the diagnosis."""
+    phrase = unsatisfiable(program, system)
+    message, report = describe_conflict(program, system, solver)
+    error = InferenceError(message, conflict=report, phrase=phrase.text)
+    # The op JAX blames, else the first one of the conflict: its source line
+    # ends the traceback, as in JAX's errors.
+    culprit = phrase.op
+    if culprit is None and report.requirements:
+        culprit = report.requirements[0].element.origin
+    if culprit is not None:
+        op = program.ops[culprit]
+        with_op_traceback(error, op.operation, op.name)
+    return error
 
 
 def infer_layout(

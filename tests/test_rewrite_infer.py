@@ -132,6 +132,22 @@ def test_the_rewritten_module_stores_what_the_module_as_written_does() -> None:
         assert_same_results(run(written, seed), run(rewritten, seed))
 
 
+def test_no_diagnosis_is_made_where_the_rewritten_module_infers(monkeypatch) -> None:
+    """Diagnosing the module as written is most of what its failure costs; where the
+    rewrite then succeeds, nobody reads it, so it is not made."""
+    import smalto.infer
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("a diagnosis was made")
+
+    monkeypatch.setattr(smalto.infer, "describe_conflict", refuse)
+    module = parse(RMS_NORM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", smalto.UnitDimRewriteWarning)
+        _infer(module)
+    assert check(module, (9, 0)) == []
+
+
 def test_rewrite_false_turns_it_off() -> None:
     module = parse(RMS_NORM)
     before = _text(module)
