@@ -27,7 +27,7 @@ def plan_attributes(
     program: Program, system: System, values: list[Const]
 ) -> list[tuple[int, dict[str, ir.Attribute]]]:
     """The attributes to set, per op id, in op order."""
-    cache = AttributeCache()
+    cache = AttributeCache(program.context)
     ops = program.ops
     # Per op, per role (operands, results): per index, the element attribute
     # and which list it goes in (None: no site there).

@@ -841,8 +841,8 @@ TCGEN05_KERNEL = kernel(
 
 
 def tmem_attr(layout: object) -> str:
-    with reference.shared_context(), ir.Location.unknown():
-        return str(AttributeCache().layout(layout))  # type: ignore[arg-type]
+    with reference.shared_context() as context, ir.Location.unknown():
+        return str(AttributeCache(context).layout(layout))  # type: ignore[arg-type]
 
 
 def test_tcgen05_accumulator_layout() -> None:

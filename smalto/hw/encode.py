@@ -14,15 +14,22 @@ from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto import percontext
 from smalto.hw.values import Reg, Smem, Tmem
 
 
 class AttributeCache:
-    """Builds each distinct layout/transform attribute once (within one context)."""
+    """Builds each distinct layout/transform attribute once (within one context).
 
-    def __init__(self) -> None:
-        self._layouts: dict[object, ir.Attribute] = {}
-        self._transforms: dict[Smem, ir.Attribute] = {}
+    The attributes are kept with the context (``percontext``): the next
+    module inferred in it finds them built.
+    """
+
+    def __init__(self, context: ir.Context) -> None:
+        self._layouts: dict[object, ir.Attribute] = percontext.cache(context, "layout attributes")
+        self._transforms: dict[Smem, ir.Attribute] = percontext.cache(
+            context, "transform attributes"
+        )
 
     def layout(self, value: Reg | Tmem) -> ir.Attribute:
         attr = self._layouts.get(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from smalto import percontext
 from smalto.constraints import (
     Constraint,
     Fixed,
@@ -63,8 +64,11 @@ class RuleContext:
         self.divisibility = Divisibility(program)
         # Decoded layout and transform attributes: kernels repeat a few, and
         # decoding one through JAX costs far more than a dictionary lookup.
-        self._layouts: dict[tuple[object, bool], Const] = {}
-        self._transforms: dict[object, Smem] = {}
+        # Attributes are unique in their context: keyed by hash, kept with it.
+        self._layouts: dict[tuple[int, bool], Const] = percontext.cache(
+            program.context, "decoded layouts"
+        )
+        self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
 
     # --- sites -----------------------------------------------------------------
 
@@ -230,7 +234,7 @@ class RuleContext:
         from smalto.hw import encode
         from smalto.hw.values import Reg, Tmem
 
-        key = (attr, tmem)
+        key = (hash(attr), tmem)
         value = self._layouts.get(key)
         if value is not None:
             return value
@@ -252,10 +256,11 @@ class RuleContext:
 
         from smalto.hw import encode
 
-        decoded = self._transforms.get(attr)
+        key = hash(attr)
+        decoded = self._transforms.get(key)
         if decoded is None:
             decoded = encode.decode_transforms(ir.ArrayAttr(attr))
-            self._transforms[attr] = decoded
+            self._transforms[key] = decoded
         return decoded
 
     def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
@@ -336,9 +341,10 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     return out
 
 
-def derive_system(program: Program, arch: tuple[int, int]) -> System:
-    """Runs every op's rule and adds the producer/consumer relayouts."""
-    # Rules register themselves on import.
+def load_rules() -> None:
+    """Fills ``RULES``: the rules register themselves on import."""
+    if _loaded:
+        return
     from smalto.rules import (  # noqa: F401
         arith,
         concat,
@@ -350,6 +356,15 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         vector,
     )
 
+    _loaded.append(True)
+
+
+_loaded: list[bool] = []
+
+
+def derive_system(program: Program, arch: tuple[int, int]) -> System:
+    """Runs every op's rule and adds the producer/consumer relayouts."""
+    load_rules()
     ctx = RuleContext(program, arch)
     rules = RULES
     opaque: dict[int, bool] = {}
