@@ -444,9 +444,9 @@ class _Reader:
         self.operations: list[ir.Operation] = []
         self.names: list[str] = []
         self.parents: list[int | None] = []
-        # Per op: operand and result ids, or None where not read yet.
-        self.operands: list[tuple[int, ...] | None] = []
-        self.results: list[tuple[int, ...] | None] = []
+        # Operand and result ids of the ops the walk read them of (others: when asked).
+        self.operands: dict[int, tuple[int, ...]] = {}
+        self.results: dict[int, tuple[int, ...]] = {}
         self.regions: dict[int, list[list[tuple[tuple[int, ...], list[int]]]]] = {}
         self.values: list[Value] = []
         # Ids of the values that need a layout (vectors, TMEM refs,
@@ -577,8 +577,7 @@ class _Reader:
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
-        regions_by_name = _regions_by_name
-        consumers = self.consumers
+        roles = _roles if self.consumers is not None else _roles_reading_all
         vector = Kind.VECTOR
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
@@ -592,32 +591,35 @@ class _Reader:
             parents.append(frame.parent)
             name = operation.name
             names.append(name)
+            role = roles.get(name)
+            if role is None:
+                role = self.role(name, operation)
             layout = False
             result_ids: tuple[int, ...] | None = None
-            results = operation.results
-            if len(results):
-                # Types in one call; a result object only for a vector or memref.
-                types = results.types
-                for ty in types:
-                    shaped = shaped_classes.get(ty.__class__)
-                    if shaped is None:
-                        shaped = self.is_shaped(ty)
-                    if shaped:
-                        result_ids = self.shaped_results(oid, results, types)
-                        if result_ids is None:
-                            return interrupt
-                        layout = not relevant.isdisjoint(result_ids)
-                        break
-            if layout or consumers is None or name in consumers:
+            # Types in one call; a result object only for a vector or memref.
+            types = operation.results.types
+            for ty in types:
+                shaped = shaped_classes.get(ty.__class__)
+                if shaped is None:
+                    shaped = self.is_shaped(ty)
+                if shaped:
+                    result_ids = self.shaped_results(oid, operation.results, types)
+                    if result_ids is None:
+                        return interrupt
+                    result_lists[oid] = result_ids
+                    layout = not relevant.isdisjoint(result_ids)
+                    break
+            if layout or role & _READ_OPERANDS:
                 raw = operation.operands
                 operands = tuple(map(get, map(hash, raw) if by_hash else raw))
                 if None in operands:  # scalars the walk passed over, or free values
                     operands = self.late_operands(operands, raw)
+                operand_lists[oid] = operands
                 if not layout and operands:
                     layout = not relevant.isdisjoint(operands)
                 if layout:
-                    if result_ids is None and len(results):
-                        result_ids = self.result_ids(oid)
+                    if result_ids is None and types:
+                        result_lists[oid] = self.result_ids(oid)
                     layout_ops.append(oid)
                     for index, vid in enumerate(operands):
                         if vid in relevant:
@@ -625,20 +627,24 @@ class _Reader:
                             value = values[vid]
                             if value.kind is vector:
                                 value.uses.append((oid, index))
-                operand_lists.append(operands)
-            else:
-                operand_lists.append(None)
-            result_lists.append(result_ids)
-            may_have_regions = regions_by_name.get(name)
-            if may_have_regions is None:
-                may_have_regions = regions_by_name[name] = _op_class_may_have_regions(
-                    operation.opview.__class__
-                )
-            if may_have_regions:
+            if role & _REGIONS:
                 self.enter(oid, operation)
-            return interrupt if self.collided else advance
+                if self.collided:
+                    return interrupt
+            return advance
 
         return visit
+
+    def role(self, name: str, operation: ir.Operation) -> int:
+        """What the walk does with ops of this name (``_READ_OPERANDS``, ``_REGIONS``)."""
+        consumers = self.consumers
+        role = _READ_OPERANDS if consumers is None or name in consumers else 0
+        if _op_class_may_have_regions(operation.opview.__class__):
+            role |= _REGIONS
+        _roles_reading_all[name] = role | _READ_OPERANDS
+        if consumers is not None:
+            _roles[name] = role
+        return role
 
     def shaped_results(
         self, oid: int, results: ir.OpResultList, types: list[ir.Type]
@@ -704,8 +710,8 @@ class _Reader:
         return Op(
             oid,
             self.names[oid],
-            self.operands[oid],
-            self.results[oid],
+            self.operands.get(oid),
+            self.results.get(oid),
             self.parents[oid],
             self.operations[oid],
             self.regions.get(oid, _NO_REGIONS),
@@ -811,8 +817,12 @@ _NO_REGIONS: list[list[tuple[tuple[int, ...], list[int]]]] = []
 # with each; past it, looked up by hash (each comparison or hash is a binding call).
 _FEW_USERS = 4
 
-# Per op name: whether ops of that name can have regions (the first op's class says).
-_regions_by_name: dict[str, bool] = {}
+# What the walk does with an op, by name (the first op of the name says; one
+# table for the walk that reads the consumers' operands, one for the walk
+# that reads every op's): read its operands, enter its regions.
+_READ_OPERANDS, _REGIONS = 1, 2
+_roles: dict[str, int] = {}
+_roles_reading_all: dict[str, int] = {}
 
 
 def _consumers() -> frozenset[str]:

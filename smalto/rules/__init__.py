@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jax._src.lib.mlir import ir
+
 from smalto import percontext
 from smalto.constraints import (
     Constraint,
@@ -28,6 +30,7 @@ from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Smem
 from smalto.program import Kind, Op, Program, Value, within
+from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
 
 Rule = Callable[["RuleContext", Op], None]
@@ -69,6 +72,7 @@ class RuleContext:
             program.context, "decoded layouts"
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
+        self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
 
     # --- sites -----------------------------------------------------------------
 
@@ -99,11 +103,32 @@ class RuleContext:
             return Site(producer.op, _RESULT, producer.index)
         return Site(producer.op, _ARGUMENT, producer.index, producer.region)
 
+    # --- attributes --------------------------------------------------------------
+
+    def ints(self, attr: ir.Attribute) -> tuple[int, ...]:
+        """The integers of an array attribute (``attributes.ints``), read once per context.
+
+        Attributes are unique in their context: the hash names one, and a
+        dictionary hit spares a binding call per element.
+        """
+        key = hash(attr)
+        found = self._ints.get(key)
+        if found is None:
+            found = self._ints[key] = ints(attr)
+        return found
+
+    def segment(self, op: Op, index: int) -> range:
+        """The operand positions of segment ``index`` of an op (``attributes.segment``)."""
+        sizes = self.ints(op.operation.attributes["operandSegmentSizes"])
+        start = sum(sizes[:index])
+        return range(start, start + sizes[index])
+
     # --- variables ---------------------------------------------------------------
 
     def new_var(self, *sites: Site, key: Site | None = None) -> int:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
-        key = key or sites[0]
+        if key is None:
+            key = sites[0]
         program = self.program
         value_id = value_at(program, key)
         value = program.values[value_id]
@@ -118,27 +143,39 @@ class RuleContext:
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
         program = self.program
-        var_of_site, values = self.system.var_of_site, program.values
+        ops, values = program.ops, program.values
+        var_of_site = self.system.var_of_site
+        kind, shape, site_list = variable.kind, variable.shape, variable.sites
         for site in sites:
-            value = values[value_at(program, site)]
-            if value.kind != variable.kind or value.shape != variable.shape:
-                # JAX's phrase first: code written against its pass matches on it.
-                what = "Memory space" if value.kind != variable.kind else "Shape"
-                a, b = (
-                    (variable.kind.name, value.kind.name)
-                    if value.kind != variable.kind
-                    else (variable.shape, value.shape)
-                )
-                raise InferenceError(
-                    f"{what} mismatch between variable and {self.describe(site)}: {a} != {b}. "
-                    f"It has type {value.type}, which does not match the {variable.kind.name} "
-                    f"value of shape {variable.shape} it must share a layout with"
-                )
+            # value_at, inline: this runs for every site of every variable.
+            op_id, role, index, region = site
+            if role is _OPERAND:
+                value = values[ops[op_id].operands[index]]
+            elif role is _RESULT:
+                value = values[ops[op_id].results[index]]
+            else:
+                value = values[ops[op_id].regions[region][0][0][index]]  # type: ignore[index]
+            if value.kind is not kind or (value.shape is not shape and value.shape != shape):
+                self._mismatch(variable, site, value)
             # One hash of the site where `in` and then a store would take two.
             known = len(var_of_site)
             if var_of_site.setdefault(site, var) != var or len(var_of_site) == known:
                 raise AssertionError(f"site {site} is in two variables")
-            variable.sites.append(site)
+            site_list.append(site)
+
+    def _mismatch(self, variable: Variable, site: Site, value: Value) -> None:
+        # JAX's phrase first: code written against its pass matches on it.
+        what = "Memory space" if value.kind != variable.kind else "Shape"
+        a, b = (
+            (variable.kind.name, value.kind.name)
+            if value.kind != variable.kind
+            else (variable.shape, value.shape)
+        )
+        raise InferenceError(
+            f"{what} mismatch between variable and {self.describe(site)}: {a} != {b}. "
+            f"It has type {value.type}, which does not match the {variable.kind.name} "
+            f"value of shape {variable.shape} it must share a layout with"
+        )
 
     def ref(self, op: Op, operand_index: int) -> int:
         """The variable of the ref an op's operand refers to (shared with its producer)."""
@@ -172,8 +209,6 @@ class RuleContext:
         alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
-        from jax._src.lib.mlir import ir
-
         key = (table, ir.IntegerAttr(alias).value)
         var = self.aliases.get(key)
         if var is None:
@@ -231,13 +266,13 @@ class RuleContext:
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""
-        from smalto.hw import encode
-        from smalto.hw.values import Reg, Tmem
-
         key = (hash(attr), tmem)
         value = self._layouts.get(key)
         if value is not None:
             return value
+        from smalto.hw import encode
+        from smalto.hw.values import Reg, Tmem
+
         try:
             if tmem:
                 value = Tmem(encode.decode_tmem_layout(attr))
@@ -252,13 +287,11 @@ class RuleContext:
 
     def decode_transforms(self, attr: object) -> Smem:
         """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""
-        from jax._src.lib.mlir import ir
-
-        from smalto.hw import encode
-
         key = hash(attr)
         decoded = self._transforms.get(key)
         if decoded is None:
+            from smalto.hw import encode
+
             decoded = encode.decode_transforms(ir.ArrayAttr(attr))
             self._transforms[key] = decoded
         return decoded

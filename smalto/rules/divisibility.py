@@ -184,7 +184,20 @@ def _bound_definition(value: ir.Value, program: Program) -> _Definition | None:
     """The definition of a value the program view has not registered, from the bindings.
 
     Its operands stay bindings' values, but those the view has ids for.
+    (The bindings hand out values cast to ``OpResult`` or ``BlockArgument``.)
     """
+    if type(value) is ir.OpResult:
+        owner = value.owner
+        operation = owner.operation if hasattr(owner, "operation") else owner
+        name = operation.name
+        if name not in _READ:
+            return (name, (), operation)  # nothing is known through it
+        find = program.find
+        operands = []
+        for v in operation.operands:
+            vid = find(v)
+            operands.append(v if vid is None else vid)
+        return (name, tuple(operands), operation)
     if isinstance(value, ir.BlockArgument):
         argument = ir.BlockArgument(value)
         owner = argument.owner.owner
@@ -192,20 +205,11 @@ def _bound_definition(value: ir.Value, program: Program) -> _Definition | None:
         if operation.name != "mosaic_gpu.warp_map":
             return None
         forwarded = operation.operands[argument.arg_number]
-        return (_FORWARDED, (_node(forwarded, program),), operation)
-    if not isinstance(value, ir.OpResult):
-        return None
-    owner = ir.OpResult(value).owner
-    operation = owner.operation if hasattr(owner, "operation") else owner
-    name = operation.name
-    if name not in _READ:
-        return (name, (), operation)  # nothing is known through it
-    return (name, tuple([_node(v, program) for v in operation.operands]), operation)
-
-
-def _node(value: ir.Value, program: Program) -> Node:
-    vid = program.find(value)
-    return value if vid is None else vid
+        vid = program.find(forwarded)
+        return (_FORWARDED, (forwarded if vid is None else vid,), operation)
+    if isinstance(value, ir.OpResult):
+        return _bound_definition(ir.OpResult(value), program)
+    return None
 
 
 # The ops whose operands the analysis looks through.
