@@ -291,7 +291,7 @@ class _Ops(Sequence[Op]):
 class Program:
     """All ops (pre-order) and values of a module, by integer id."""
 
-    __slots__ = ("ops", "values", "top_level", "layout_ops", "context", "_reader")
+    __slots__ = ("ops", "values", "top_level", "layout_ops", "layout_types", "context", "_reader")
 
     def __init__(self, reader: _Reader, top_level: list[int], context: ir.Context) -> None:
         self._reader = reader
@@ -304,6 +304,8 @@ class Program:
         # transformable SMEM ref among their operands or results: the only
         # ops inference gives attributes. Most ops of a kernel have none.
         self.layout_ops = reader.layout_ops
+        # One value of each distinct type among those that need a layout.
+        self.layout_types = list(reader.layout_types.values())
 
     def walk(self) -> list[Op]:
         """Ops in pre-order (the order ids were given in)."""
@@ -452,6 +454,8 @@ class _Reader:
         # Ids of the values that need a layout (vectors, TMEM refs,
         # transformable SMEM refs); decides which ops go in ``layout_ops``.
         self.relevant: set[int] = set()
+        # One value of each type among those: what validation looks at first.
+        self.layout_types: dict[int, Value] = {}
         self.layout_ops: list[int] = []
         self.value_ids: dict[object, int] = {}
         # The bindings' objects of the values that need a layout: their uses
@@ -539,12 +543,14 @@ class _Reader:
     def add_shaped(self, v: ir.Value, vid: int, producer: Producer | None, ty: ir.Type) -> bool:
         """Adds the value of a vector or memref type; whether it needs a layout."""
         info = self.classify(ty)
-        self.values.append(Value(vid, info, producer, ty))
+        value = Value(vid, info, producer, ty)
+        self.values.append(value)
         kind = info[0]
         if kind is not Kind.VECTOR and kind is not Kind.TMEM and not info[4]:
             return False
         self.relevant.add(vid)
         self.bound[vid] = v
+        self.layout_types.setdefault(id(info), value)
         return True
 
     def late_value(self, v: ir.Value, producer: Producer | None, known: bool) -> int:
