@@ -85,6 +85,9 @@ class Conflict:
     value: Const | None = None
 
 
+_UNKNOWN = object()  # a default value not made yet
+
+
 class _Scan:
     """One decision's scan for candidates, and what the decisions below it inherit.
 
@@ -227,6 +230,8 @@ class Solver:
         self.tmem_defaults = [
             self._tmem_default(v, program) if v.kind == tmem else None for v in variables
         ]
+        # Per variable, its default value (``cands.default_value``), made when first asked.
+        self.defaults: list[Const | None | object] = [_UNKNOWN] * n
         self.conflict: Conflict | None = None
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
@@ -737,13 +742,17 @@ class Solver:
                 if key not in tried:
                     tried.add(key)
                     yield var, value, ci
+        defaults, value_of = self.defaults, self.value
         for k in range(first_unset, len(variables)):
-            v = variables[k]
-            if self.value[root[v.id]] is None:
-                value = cands.default_value(v, self.tmem_defaults[v.id])
-                if value is not None and (root[v.id], value) not in tried:
-                    tried.add((root[v.id], value))
-                    yield v.id, value, None
+            slot = root[k]
+            if value_of[slot] is None:
+                value = defaults[k]
+                if value is _UNKNOWN:
+                    # A variable's default depends on it alone: made once.
+                    value = defaults[k] = cands.default_value(variables[k], self.tmem_defaults[k])
+                if value is not None and (slot, value) not in tried:
+                    tried.add((slot, value))
+                    yield k, value, None
 
     def root_explanation(self) -> list[Constraint | Fixed] | None:
         """The requirements behind a conflict found before any decision, else None.
