@@ -574,29 +574,40 @@ class _Reader:
         return top
 
     def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
-        """The walk's callback; the one piece of Python that runs for every op."""
+        """The walk's callback; the one piece of Python that runs for every op.
+
+        The block being walked is kept in the closure's own variables (its
+        ops left to visit, its body, its parent op), and saved to its frame
+        only where the walk enters or leaves a block: this runs for every op.
+        """
         operations, names, parents = self.operations, self.names, self.parents
         operand_lists, result_lists = self.operands, self.results
         values, relevant = self.values, self.relevant
-        value_ids, stack = self.value_ids, self.stack
-        get = value_ids.get
+        stack = self.stack
+        get = self.value_ids.get
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
         roles = _roles if self.consumers is not None else _roles_reading_all
         vector = Kind.VECTOR
+        add_operation, add_name, add_parent = operations.append, names.append, parents.append
+        frame = stack[-1]
+        left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+        oid = len(operations) - 1
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
-            frame = stack[-1]
-            if not frame.left:
+            nonlocal left, add_to_body, parent, oid
+            if not left:
+                stack[-1].left = 0
                 frame = self.next_block()
-            frame.left -= 1
-            oid = len(operations)
-            frame.body.append(oid)
-            operations.append(operation)
-            parents.append(frame.parent)
+                left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+            left -= 1
+            oid += 1
+            add_to_body(oid)
+            add_operation(operation)
+            add_parent(parent)
             name = operation.name
-            names.append(name)
+            add_name(name)
             role = roles.get(name)
             if role is None:
                 role = self.role(name, operation)
@@ -634,9 +645,12 @@ class _Reader:
                             if value.kind is vector:
                                 value.uses.append((oid, index))
             if role & _REGIONS:
+                stack[-1].left = left
                 self.enter(oid, operation)
                 if self.collided:
                     return interrupt
+                frame = stack[-1]
+                left, add_to_body, parent = frame.left, frame.body.append, frame.parent
             return advance
 
         return visit
