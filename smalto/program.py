@@ -262,14 +262,15 @@ class Op:
 class _Ops(Sequence[Op]):
     """The ops by id, each ``Op`` made when first asked for (most never are)."""
 
-    __slots__ = ("_made", "_reader")
+    __slots__ = ("made", "_reader")
 
     def __init__(self, reader: _Reader) -> None:
         self._reader = reader
-        self._made: list[Op | None] = [None] * len(reader.operations)
+        # The ops made so far (None: not yet); readers in a hurry may index it.
+        self.made: list[Op | None] = [None] * len(reader.operations)
 
     def __len__(self) -> int:
-        return len(self._made)
+        return len(self.made)
 
     @overload
     def __getitem__(self, index: int) -> Op: ...
@@ -277,14 +278,14 @@ class _Ops(Sequence[Op]):
     def __getitem__(self, index: slice) -> list[Op]: ...
     def __getitem__(self, index: int | slice) -> Op | list[Op]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self._made)))]
-        op = self._made[index]
+            return [self[i] for i in range(*index.indices(len(self.made)))]
+        op = self.made[index]
         if op is None:
-            op = self._made[index] = self._reader.make_op(index % len(self._made))
+            op = self.made[index] = self._reader.make_op(index % len(self.made))
         return op
 
     def __iter__(self) -> Iterator[Op]:
-        for i in range(len(self._made)):
+        for i in range(len(self.made)):
             yield self[i]
 
 

@@ -24,7 +24,6 @@ from smalto.constraints import (
     System,
     Var,
     Variable,
-    value_at,
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
@@ -73,6 +72,9 @@ class RuleContext:
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
         self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        # The ops made so far, by id (None: not yet): a list index, where
+        # ``program.ops[i]`` is a method call.
+        self._made = program.ops.made
 
     # --- sites -----------------------------------------------------------------
 
@@ -89,14 +91,14 @@ class RuleContext:
         return Site(op.id, _ARGUMENT, index, region)
 
     def value_id(self, site: Site) -> int:
-        return value_at(self.program, site)
+        return self._value_id(site)
 
     def value(self, site: Site) -> Value:
         return self.program.values[self.value_id(site)]
 
     def producer_site(self, site: Site) -> Site | None:
         program = self.program
-        producer = program.values[value_at(program, site)].producer
+        producer = program.values[self._value_id(site)].producer
         if producer is None:
             return None
         if producer.region is None:
@@ -129,9 +131,8 @@ class RuleContext:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
         if key is None:
             key = sites[0]
-        program = self.program
-        value_id = value_at(program, key)
-        value = program.values[value_id]
+        value_id = self._value_id(key)
+        value = self.program.values[value_id]
         variables = self.system.variables
         var = len(variables)
         variables.append(
@@ -140,21 +141,32 @@ class RuleContext:
         self.add_sites(var, *sites)
         return var
 
+    def _value_id(self, site: Site) -> int:
+        # value_at, with the ops made already looked up in a plain list.
+        op_id, role, index, region = site
+        op = self._made[op_id] or self.program.ops[op_id]
+        if role is _OPERAND:
+            return op.operands[index]
+        if role is _RESULT:
+            return op.results[index]
+        return op.regions[region][0][0][index]  # type: ignore[index]
+
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
         program = self.program
-        ops, values = program.ops, program.values
+        ops, made, values = program.ops, self._made, program.values
         var_of_site = self.system.var_of_site
         kind, shape, site_list = variable.kind, variable.shape, variable.sites
         for site in sites:
             # value_at, inline: this runs for every site of every variable.
             op_id, role, index, region = site
+            op = made[op_id] or ops[op_id]
             if role is _OPERAND:
-                value = values[ops[op_id].operands[index]]
+                value = values[op.operands[index]]
             elif role is _RESULT:
-                value = values[ops[op_id].results[index]]
+                value = values[op.results[index]]
             else:
-                value = values[ops[op_id].regions[region][0][0][index]]  # type: ignore[index]
+                value = values[op.regions[region][0][0][index]]  # type: ignore[index]
             if value.kind is not kind or (value.shape is not shape and value.shape != shape):
                 self._mismatch(variable, site, value)
             # One hash of the site where `in` and then a store would take two.
@@ -347,7 +359,7 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
         var = variable.id
         pairs = []
         for site in variable.sites:
-            vid = value_at(program, site)
+            vid = ctx._value_id(site)
             pairs.append((site, vid))
             if site.role is _OPERAND:
                 used_in[(site.op, site.index)] = var
