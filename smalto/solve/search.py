@@ -241,6 +241,14 @@ class Solver:
         self.live: dict[int, list[Const]] = {}
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
+        # ``lookup`` as a closure over the two lists (neither is ever rebound):
+        # judging a constraint calls it for every variable it reads.
+        value_of, root_of = self.value, self.root
+
+        def lookup(v: int) -> Const | None:
+            return value_of[root_of[v]]
+
+        self.lookup = lookup  # type: ignore[method-assign]
 
     # --- set-up ----------------------------------------------------------------------
 
@@ -297,6 +305,7 @@ class Solver:
         return self.divides.get(self.root[v])
 
     def lookup(self, v: int) -> Const | None:
+        """The value of variable ``v`` (its slot's), or None; replaced per solver by a closure."""
         return self.value[self.root[v]]
 
     def _fits(self, slot: int, value: Const) -> bool:
