@@ -26,6 +26,7 @@ blocks' layouts together, as hoisted constants do in real kernels).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 # Tile sizes: a 64-row query block, 64-key tiles, head dimension 64 (f16:
 # 128-byte rows, so JAX picks 128-byte swizzles).
@@ -41,6 +42,11 @@ _F32_OUT = f"vector<{ROWS}x{HEAD}xf32>"
 _F16_OUT = f"vector<{ROWS}x{HEAD}xf16>"
 _F32_ROW = f"vector<{ROWS}xf32>"
 _FASTMATH = "<{fastmath = #arith.fastmath<none>}>"
+# The WGMMA register layout, as a `layout_cast` names it.
+WGMMA_ATTR = (
+    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>"
+)
 
 
 def _smem(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...] | None = None) -> str:
@@ -196,15 +202,134 @@ def _block(w: _Writer, c: _Constants, index: int) -> None:
     )
 
 
-def attention_kernel(n: int) -> str:
-    """MLIR text of a Hopper kernel with ``n`` attention-like blocks (``n >= 1``)."""
+def _barrier(w: _Writer, x: str, ty: str) -> str:
+    return w.op(f'"mosaic_gpu.optimization_barrier"({x}) : ({ty}) -> {ty}')
+
+
+def _store(w: _Writer, x: str, ref: str, x_ty: str, ref_ty: str) -> None:
+    w.op(
+        f'"mosaic_gpu.vector_store"({x}, {ref}) <{{multimem = false}}> : ({x_ty}, {ref_ty}) -> ()',
+        result=False,
+    )
+
+
+def _unrolled_block(w: _Writer, c: _Constants, index: int) -> None:
+    """One key/value step of attention, unrolled (no loop), as Pallas emits an unrolled
+    ``fori_loop``: each wgmma's zero accumulator passes an ``optimization_barrier``."""
+    q_bytes = ROWS * HEAD * 2
+    kv_bytes = KEYS * HEAD * 2
+    bias_bytes = ROWS * KEYS * 4
+    base = index * (q_bytes + 2 * kv_bytes + bias_bytes + q_bytes)
+    q_ty = _smem((ROWS, HEAD), "f16")
+    k_ty = _smem((KEYS, HEAD), "f16")
+    kt_ty = _smem((HEAD, KEYS), "f16", strides=(1, HEAD))
+    v_ty = _smem((KEYS, HEAD), "f16")
+    bias_ty = _smem((ROWS, KEYS), "f32")
+    o_ty = _smem((ROWS, HEAD), "f16")
+    q = _slice_smem(w, base, q_ty)
+    k = _slice_smem(w, base + q_bytes, k_ty)
+    v = _slice_smem(w, base + q_bytes + kv_bytes, v_ty)
+    bias = _slice_smem(w, base + q_bytes + 2 * kv_bytes, bias_ty)
+    out = _slice_smem(w, base + q_bytes + 2 * kv_bytes + bias_bytes, o_ty)
+    kt = w.op(f'"memref.transpose"({k}) <{{permutation = #transpose}}> : ({k_ty}) -> {kt_ty}')
+    s = w.op(
+        f'"mosaic_gpu.wgmma"({_barrier(w, c.zero_tile, _F32_TILE)}, {q}, {kt}) : '
+        f"({_F32_TILE}, {q_ty}, {kt_ty}) -> {_F32_TILE}"
+    )
+    b = w.op(
+        f'"mosaic_gpu.vector_load"({bias}) <{{optimized = true}}> : ({bias_ty}) -> {_F32_TILE}'
+    )
+    s = _binary(w, "mulf", _binary(w, "addf", s, b, _F32_TILE), c.scale_tile, _F32_TILE)
+    row_max = _row_reduce(w, "maximumf", s, c.neg_inf_row)
+    p = _unary_math(
+        w,
+        "exp",
+        _binary(w, "subf", s, _broadcast_rows(w, row_max, _F32_TILE), _F32_TILE),
+        _F32_TILE,
+    )
+    row_sum = _row_reduce(w, "add", p, c.zero_row)
+    p16 = w.op(f'"arith.truncf"({p}) : ({_F32_TILE}) -> {_F16_TILE}')
+    o = w.op(
+        f'"mosaic_gpu.wgmma"({_barrier(w, c.zero_out, _F32_OUT)}, {p16}, {v}) : '
+        f"({_F32_OUT}, {_F16_TILE}, {v_ty}) -> {_F32_OUT}"
+    )
+    o = _binary(w, "divf", o, _broadcast_rows(w, row_sum, _F32_OUT), _F32_OUT)
+    o16 = w.op(f'"arith.truncf"({o}) : ({_F32_OUT}) -> {_F16_OUT}')
+    _store(w, o16, out, _F16_OUT, o_ty)
+
+
+def _ewred_block(w: _Writer, c: _Constants, index: int) -> None:
+    """Elementwise ops and reductions on a tile from SMEM (a softmax over rows, then the
+    columns' maxima subtracted), with the layout hint Pallas kernels put on such a tile."""
+    tile_bytes = ROWS * KEYS * 2
+    in_ty = _smem((ROWS, KEYS), "f16")
+    x_ref = _slice_smem(w, 2 * index * tile_bytes, in_ty)
+    out_ref = _slice_smem(w, (2 * index + 1) * tile_bytes, in_ty)
+    x = w.op(f'"mosaic_gpu.vector_load"({x_ref}) <{{optimized = true}}> : ({in_ty}) -> {_F16_TILE}')
+    x = w.op(f'"arith.extf"({x}) : ({_F16_TILE}) -> {_F32_TILE}')
+    x = w.op(
+        f'"mosaic_gpu.layout_cast"({x}) <{{new_layout = {WGMMA_ATTR}}}> : '
+        f"({_F32_TILE}) -> {_F32_TILE}"
+    )
+    row_max = _row_reduce(w, "maximumf", x, c.neg_inf_row)
+    e = _unary_math(
+        w,
+        "exp",
+        _binary(w, "subf", x, _broadcast_rows(w, row_max, _F32_TILE), _F32_TILE),
+        _F32_TILE,
+    )
+    row_sum = _row_reduce(w, "add", e, c.zero_row)
+    r = _binary(w, "divf", e, _broadcast_rows(w, row_sum, _F32_TILE), _F32_TILE)
+    col_max = w.op(
+        f'"vector.multi_reduction"({r}, {c.neg_inf_row}) <{{kind = #vector.kind<maximumf>, '
+        f"reduction_dims = array<i64: 0>}}> : ({_F32_TILE}, {_F32_ROW}) -> {_F32_ROW}"
+    )
+    cols = w.op(
+        f'"mosaic_gpu.broadcast_in_dim"({col_max}) <{{broadcast_dimensions = array<i64: 1>}}> '
+        f": ({_F32_ROW}) -> {_F32_TILE}"
+    )
+    r = _binary(w, "mulf", _binary(w, "subf", r, cols, _F32_TILE), c.scale_tile, _F32_TILE)
+    y = w.op(f'"arith.truncf"({r}) : ({_F32_TILE}) -> {_F16_TILE}')
+    _store(w, y, out_ref, _F16_TILE, in_ty)
+
+
+def _loops_block(w: _Writer, c: _Constants, index: int) -> None:
+    """Nested ``scf.for`` loops carrying a register tile: loads accumulated from SMEM,
+    scaled in an inner loop; the result stored after the loops."""
+    tile_bytes = ROWS * KEYS * 4
+    ty = _smem((ROWS, KEYS), "f32")
+    x_ref = _slice_smem(w, 2 * index * tile_bytes, ty)
+    out_ref = _slice_smem(w, (2 * index + 1) * tile_bytes, ty)
+    outer, acc = w.fresh(), f"%o{index}_acc"
+    w.line(f'{outer} = "scf.for"({c.zero_i32}, {c.steps_i32}, {c.one_i32}, {c.zero_tile}) ({{')
+    w.line(f"^bb0(%o{index}_i: i32, {acc}: {_F32_TILE}):")
+    w.indent += 1
+    t = w.op(f'"mosaic_gpu.vector_load"({x_ref}) <{{optimized = true}}> : ({ty}) -> {_F32_TILE}')
+    a = _binary(w, "addf", acc, t, _F32_TILE)
+    inner, b = w.fresh(), f"%i{index}_b"
+    w.line(f'{inner} = "scf.for"({c.zero_i32}, {c.steps_i32}, {c.one_i32}, {a}) ({{')
+    w.line(f"^bb0(%i{index}_j: i32, {b}: {_F32_TILE}):")
+    w.indent += 1
+    scaled = _binary(w, "mulf", b, c.scale_tile, _F32_TILE)
+    w.op(f'"scf.yield"({scaled}) : ({_F32_TILE}) -> ()', result=False)
+    w.indent -= 1
+    w.line(f"}}) : (i32, i32, i32, {_F32_TILE}) -> {_F32_TILE}")
+    w.op(f'"scf.yield"({inner}) : ({_F32_TILE}) -> ()', result=False)
+    w.indent -= 1
+    w.line(f"}}) : (i32, i32, i32, {_F32_TILE}) -> {_F32_TILE}")
+    r = _unary_math(w, "exp", outer, _F32_TILE)
+    _store(w, r, out_ref, _F32_TILE, ty)
+
+
+def _module(name: str, n: int, block: Callable[[_Writer, _Constants, int], None]) -> str:
+    """A Hopper module whose ``gpu.launch`` body is the shared constants, then ``n`` blocks."""
     if n < 1:
         raise ValueError(f"need at least one block, got {n}")
     w = _Writer()
     w.line("#transpose = affine_map<(d0, d1) -> (d1, d0)>")
-    w.line('"builtin.module"() <{sym_name = "attention_blocks"}> ({')
+    w.line(f'"builtin.module"() <{{sym_name = "{name}_blocks"}}> ({{')
     w.indent += 1
-    w.line(f'"func.func"() <{{function_type = () -> (), sym_name = "attention_{n}_blocks"}}> ({{')
+    w.line(f'"func.func"() <{{function_type = () -> (), sym_name = "{name}_{n}_blocks"}}> ({{')
     w.indent += 1
     one = w.op('"arith.constant"() <{value = 1 : index}> : () -> index')
     threads = w.op('"arith.constant"() <{value = 128 : index}> : () -> index')
@@ -217,7 +342,7 @@ def attention_kernel(n: int) -> str:
     w.indent += 1
     constants = _constants(w)
     for index in range(n):
-        _block(w, constants, index)
+        block(w, constants, index)
     w.op('"gpu.terminator"() : () -> ()', result=False)
     w.indent -= 1
     w.line("}) : (index, index, index, index, index, index, i32) -> ()")
@@ -227,3 +352,32 @@ def attention_kernel(n: int) -> str:
     w.indent -= 1
     w.line("}) {mosaic_gpu.arch_major = 9 : i32, mosaic_gpu.arch_minor = 0 : i32} : () -> ()")
     return "\n".join(w.lines) + "\n"
+
+
+def attention_kernel(n: int) -> str:
+    """MLIR text of a Hopper kernel with ``n`` attention-like blocks (``n >= 1``)."""
+    return _module("attention", n, _block)
+
+
+def unrolled_attention_kernel(n: int) -> str:
+    """``n`` unrolled attention steps (``_unrolled_block``)."""
+    return _module("unrolled_attention", n, _unrolled_block)
+
+
+def ewred_kernel(n: int) -> str:
+    """``n`` elementwise-and-reduction blocks (``_ewred_block``)."""
+    return _module("ewred", n, _ewred_block)
+
+
+def loops_kernel(n: int) -> str:
+    """``n`` blocks of nested loops (``_loops_block``)."""
+    return _module("loops", n, _loops_block)
+
+
+# The scaling benchmark's kernel families, by name.
+FAMILIES: dict[str, Callable[[int], str]] = {
+    "attention": attention_kernel,
+    "unrolled_attention": unrolled_attention_kernel,
+    "ewred": ewred_kernel,
+    "loops": loops_kernel,
+}

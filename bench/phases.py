@@ -32,14 +32,18 @@ from bench.run import (
     DEFAULT_ARCH,
     Arch,
     attribute_plan,
+    clock_words,
     default_files,
     display_name,
+    environment_line,
     floor_walk,
     index_arch,
+    markdown_table,
     positive_int,
     read_walk,
     text_table,
     timed,
+    write_markdown,
 )
 from smalto import annotate, infer
 from smalto.mlir import module_arch
@@ -104,6 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path, metavar="FILES")
     parser.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="OUT", help="also write the totals as a markdown section"
+    )
+    parser.add_argument(
+        "--append", action="store_true", help="append to the --markdown file, not overwrite it"
+    )
+    parser.add_argument(
+        "--title", default="Where the time goes", help="the markdown section's title"
+    )
     args = parser.parse_args(argv)
     files: list[Path] = args.files or default_files("kernels")
     missing = [str(f) for f in files if not f.is_file()]
@@ -149,6 +162,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"Milliseconds, minimum of {args.repeat} runs ({args.clock} clock).")
     print(text_table(headers, rows))
+    if args.markdown is not None:
+        text = "\n".join(
+            [
+                f"## {args.title}",
+                "",
+                f"Run: {environment_line()}.",
+                "",
+                f"Command: `python -m bench.phases --clock {args.clock} --repeat {args.repeat}` "
+                f"on {len(files)} modules. Each step's time is the minimum of {args.repeat} runs "
+                f"({clock_words(args.clock)}); sums over the modules, in milliseconds and in "
+                "multiples of the floor.",
+                "",
+                markdown_table(headers, rows[-2:]),
+                "",
+            ]
+        )
+        write_markdown(args.markdown, text, append=args.append)
     return 0
 
 

@@ -39,6 +39,7 @@ import argparse
 import dataclasses
 import datetime
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -197,6 +198,16 @@ def read_walk(module: ir.Module) -> list[tuple[str, tuple[int | None, ...], list
     return ops
 
 
+def answer_fingerprint(attributes: reference.Attributes) -> str:
+    """A short digest of a module's layout attributes (``reference.layout_attributes``).
+
+    Equal digests mean identical answers: it compares smalto's answers before
+    and after a change on kernels too large to run JAX's pass on.
+    """
+    digest = hashlib.sha256(json.dumps(attributes, sort_keys=True).encode())
+    return digest.hexdigest()[:12]
+
+
 def count_ops(module: ir.Module) -> int:
     count = 0
 
@@ -257,6 +268,7 @@ class ModuleResult:
     identical: bool | None = None  # smalto's attributes == JAX's
     error: str | None = None
     jax_runs: int = 0  # samples behind jax_ms
+    answer: str | None = None  # fingerprint of smalto's attributes (``answer_fingerprint``)
 
     @property
     def jax_over_smalto(self) -> float | None:
@@ -323,6 +335,7 @@ def measure_module(
             return result
         plan = attribute_plan(annotated)
         ours_attributes = reference.layout_attributes(annotated)
+        result.answer = answer_fingerprint(ours_attributes)
 
         def floor(m: ir.Module) -> None:
             floor_walk(m, plan)

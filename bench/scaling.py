@@ -1,15 +1,23 @@
 """How time per op grows with kernel size, for JAX's pass and for smalto.
 
-``python -m bench.scaling [--max-n 64] [--repeat N] [--markdown OUT [--append]]``
+``python -m bench.scaling [--family NAME ...] [--min-n 1] [--max-n 64] [--jax-max-n N]
+[--repeat N] [--markdown OUT [--append]]``
 
-Builds ``bench.kernels.attention_kernel(n)`` for n = 1, 2, 4, ..., ``--max-n``
-(n attention-like blocks: SMEM loads, two wgmmas, softmax-style row
-reductions and broadcasts, pointwise ops, a truncf and a store), runs JAX's
-pass, smalto and the IR floor on separately parsed copies (see
-``bench.run.measure_module``), checks that both passes succeed with identical
-attributes, and reports ops, time per op and the growth of time per op from
-the smallest to the largest kernel. A pass that scales linearly keeps its
-time per op flat; a growth of 2 means time per op doubled.
+For each kernel family of ``bench.kernels.FAMILIES`` (default: all of them;
+``attention``: n looped attention blocks, SMEM loads, two wgmmas,
+softmax-style row reductions and broadcasts, pointwise ops, a truncf and a
+store; ``unrolled_attention``: the same without the loop, each wgmma's zero
+accumulator through an ``optimization_barrier``; ``ewred``: elementwise ops
+and row/column reductions; ``loops``: nested loops carrying a register
+tile), builds the kernel of n blocks for n = ``--min-n``, twice that, ...,
+``--max-n``, runs JAX's pass (up to ``--jax-max-n`` blocks), smalto and the IR
+floor on separately parsed copies (see ``bench.run.measure_module``), checks
+that both passes succeed with identical attributes where JAX runs, and
+reports ops, time per op, a fingerprint of smalto's answer (to compare
+answers before and after a change where JAX is too slow to run) and the
+growth of time per op from the smallest to the largest kernel. A pass that
+scales linearly keeps its time per op flat; a growth of 2 means time per op
+doubled.
 
 Exit status 1 if a pass failed or the attributes differ.
 """
@@ -23,7 +31,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.kernels import attention_kernel
+from bench.kernels import FAMILIES
 from bench.run import (
     CLOCKS,
     DEFAULT_CLOCK,
@@ -38,6 +46,8 @@ from bench.run import (
 )
 
 DEFAULT_MAX_N = 64
+# JAX's pass grows super-linearly: past this many blocks it is not run by default.
+DEFAULT_JAX_MAX_N = 64
 DEFAULT_REPEAT = 3
 # JAX's pass takes seconds on the largest kernels: past this, its first run
 # is its only sample.
@@ -45,10 +55,10 @@ JAX_SLOW_SECONDS = 2.0
 ARCH = (9, 0)
 
 
-def sizes(max_n: int) -> list[int]:
-    """1, 2, 4, ... up to ``max_n`` (and ``max_n`` itself if not a power of two)."""
+def sizes(max_n: int, min_n: int = 1) -> list[int]:
+    """``min_n``, twice that, ... up to ``max_n`` (and ``max_n`` itself if not reached)."""
     result = []
-    n = 1
+    n = min_n
     while n <= max_n:
         result.append(n)
         n *= 2
@@ -96,6 +106,7 @@ HEADERS = (
     "floor µs/op",
     "JAX/smalto",
     "identical",
+    "answer",
 )
 
 
@@ -121,6 +132,7 @@ def rows(ns: Sequence[int], results: Sequence[ModuleResult]) -> list[list[str]]:
                 _fmt(_per_op_us(r.floor_ms, r.ops), 2),
                 _fmt(r.jax_over_smalto, 1, "x"),
                 identical,
+                r.answer or "-",
             ]
         )
     return table
@@ -134,18 +146,27 @@ def growth_lines(ns: Sequence[int], g: Growth) -> list[str]:
     ]
 
 
-def markdown(ns: Sequence[int], results: Sequence[ModuleResult], *, repeat: int, clock: str) -> str:
+def markdown(
+    family: str,
+    ns: Sequence[int],
+    results: Sequence[ModuleResult],
+    *,
+    repeat: int,
+    clock: str,
+    jax_max_n: int,
+) -> str:
     return "\n".join(
         [
-            "## Scaling: attention-like blocks repeated N times",
+            f"### {family}",
             "",
             f"Run: {environment_line()}.",
             "",
-            f"Kernels: `bench.kernels.attention_kernel(N)` (sm_90). Command: "
-            f"`python -m bench.scaling --max-n {ns[-1]} --clock {clock}`. Each time "
-            f"({clock_words(clock)}) is the median of {repeat} runs on separately parsed "
-            f"copies (JAX: one run where it takes over {JAX_SLOW_SECONDS:g} s); *identical*: "
-            "smalto's attributes equal JAX's.",
+            f"Kernels: `bench.kernels.FAMILIES[{family!r}](N)` (sm_90). Command: "
+            f"`python -m bench.scaling --family {family} --min-n {ns[0]} --max-n {ns[-1]} "
+            f"--jax-max-n {jax_max_n} --clock {clock}`. Each time ({clock_words(clock)}) is "
+            f"the median of {repeat} runs on separately parsed copies (JAX: one run where it "
+            f"takes over {JAX_SLOW_SECONDS:g} s; not run past N={jax_max_n}); *identical*: "
+            "smalto's attributes equal JAX's; *answer*: a digest of smalto's attributes.",
             "",
             markdown_table(HEADERS, rows(ns, results)),
             "",
@@ -161,10 +182,25 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Time per op of JAX's layout inference and smalto's on growing kernels.",
     )
     parser.add_argument(
+        "--family",
+        action="append",
+        choices=sorted(FAMILIES),
+        help="a kernel family to time (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--min-n", type=positive_int, default=1, help="smallest number of blocks (default 1)"
+    )
+    parser.add_argument(
         "--max-n",
         type=positive_int,
         default=DEFAULT_MAX_N,
         help=f"largest number of blocks (default {DEFAULT_MAX_N})",
+    )
+    parser.add_argument(
+        "--jax-max-n",
+        type=int,
+        default=DEFAULT_JAX_MAX_N,
+        help=f"largest number of blocks JAX's pass runs on (default {DEFAULT_JAX_MAX_N})",
     )
     parser.add_argument(
         "--repeat", type=positive_int, default=DEFAULT_REPEAT, help="runs per figure (median)"
@@ -183,40 +219,65 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
-    ns = sizes(args.max_n)
+def run_family(family: str, ns: Sequence[int], args: argparse.Namespace) -> list[ModuleResult]:
+    build = FAMILIES[family]
     results = []
     for n in ns:
-        print(f"  N={n} ...", file=sys.stderr, flush=True)
+        print(f"  {family} N={n} ...", file=sys.stderr, flush=True)
         results.append(
             measure_module(
-                attention_kernel(n),
+                build(n),
                 ARCH,
-                name=f"attention_{n}",
+                name=f"{family}_{n}",
                 repeat=args.repeat,
+                jax_repeat=args.repeat if n <= args.jax_max_n else 0,
                 clock=args.clock,
                 memory=False,
                 jax_slow_seconds=JAX_SLOW_SECONDS,
             )
         )
-    print(text_table(HEADERS, rows(ns, results)))
-    print()
-    print("\n".join(growth_lines(ns, growth(results))))
-    if args.json is not None:
-        data = {
-            "environment": environment_line(),
-            "clock": args.clock,
-            "repeat": args.repeat,
-            "sizes": ns,
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    ns = sizes(args.max_n, args.min_n)
+    families = args.family or list(FAMILIES)
+    ok = True
+    data: dict[str, object] = {
+        "environment": environment_line(),
+        "clock": args.clock,
+        "repeat": args.repeat,
+        "sizes": ns,
+        "families": {},
+    }
+    texts = []
+    for family in families:
+        results = run_family(family, ns, args)
+        print(f"{family}:")
+        print(text_table(HEADERS, rows(ns, results)))
+        print()
+        print("\n".join(growth_lines(ns, growth(results))))
+        print()
+        data["families"][family] = {  # type: ignore[index]
             "results": [dataclasses.asdict(r) for r in results],
             "growth": dataclasses.asdict(growth(results)),
         }
+        texts.append(
+            markdown(
+                family,
+                ns,
+                results,
+                repeat=args.repeat,
+                clock=args.clock,
+                jax_max_n=args.jax_max_n,
+            )
+        )
+        ok = ok and all(r.error is None and r.identical is not False for r in results)
+    if args.json is not None:
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     if args.markdown is not None:
-        text = markdown(ns, results, repeat=args.repeat, clock=args.clock)
-        write_markdown(args.markdown, text, append=args.append)
-    ok = all(r.error is None and r.identical for r in results)
+        write_markdown(args.markdown, "\n".join(texts), append=args.append)
     if not ok:
         print("bench.scaling: a pass failed or the attributes differ", file=sys.stderr)
     return 0 if ok else 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Role, System
+from smalto.constraints import System
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Op, Program
@@ -26,44 +26,73 @@ ATTRIBUTE_NAMES = (
 def plan_attributes(
     program: Program, system: System, values: list[Const]
 ) -> list[tuple[int, dict[str, ir.Attribute]]]:
-    """The attributes to set, per op id, in op order."""
-    cache = AttributeCache()
-    ops = program.ops
-    # Per op, per role (operands, results): per index, the element attribute
-    # and which list it goes in (None: no site there).
-    per_op: dict[int, tuple[list[_Entry | None], list[_Entry | None]]] = {}
-    for variable in system.variables:
-        value = values[variable.id]
-        # One attribute for all the variable's sites (built at the first that
-        # needs it): the swizzle is part of an SMEM value, not of each site.
-        family = _family(value)
-        attr: ir.Attribute | None = None
-        for site in variable.sites:
-            role = site.role
-            if role == _ARGUMENT:
-                continue  # block arguments carry no attributes
-            op = ops[site.op]
-            if attr is None:
-                attr = (
-                    cache.transforms(value)  # type: ignore[arg-type]
-                    if family == _TRANSFORMS
-                    else cache.layout(value)  # type: ignore[arg-type]
-                )
-            slots = per_op.get(site.op)
-            if slots is None:
-                slots = per_op[site.op] = ([None] * len(op.operands), [None] * len(op.results))
-            slots[role][site.index] = (attr, family)
+    """The attributes to set, per op id, in op order.
+
+    One pass over the ops that carry layouts: per operand and result that
+    needs one, in order, its variable's attribute, in the list of its kind.
+    An op none of whose values is in a variable (inside an already lowered
+    body) gets none.
+    """
+    cache = AttributeCache(program.context)
+    var_of_site = system.var_of_site
+    ops, program_values = program.ops, program.values
+    # Per variable, its attribute (one for all its sites: the swizzle is part
+    # of an SMEM value, not of each site) and list; built when first needed.
+    per_var: dict[int, _Entry] = {}
+    # By the identity of the value: variables share a handful of value
+    # objects, and hashing a layout value walks its tiling.
+    per_value: dict[int, _Entry] = {}
     arrays: dict[tuple[int, ...], ir.ArrayAttr] = {}
-    return [
-        (op_id, _op_attributes(program, ops[op_id], per_op[op_id], arrays))
-        for op_id in sorted(per_op)
-    ]
+    plan = []
+    for op_id in program.layout_ops:
+        op = ops[op_id]
+        attrs: dict[str, ir.Attribute] = {}
+        placed = missing = 0
+        for role, value_ids in ((0, op.operands), (1, op.results)):
+            lists: tuple[list[ir.Attribute], ...] | None = None
+            for index, vid in enumerate(value_ids):
+                info = program_values[vid]
+                kind = info.kind
+                if kind is _VECTOR:
+                    family = _LAYOUTS
+                elif kind is _TMEM:
+                    family = _TMEM_LAYOUTS
+                elif info.transformable:
+                    family = _TRANSFORMS
+                else:
+                    continue
+                # A plain tuple finds the Site (a named tuple) it equals.
+                var = var_of_site.get((op_id, role, index, None))
+                if var is None:
+                    missing += 1
+                    continue
+                placed += 1
+                entry = per_var.get(var)
+                if entry is None:
+                    entry = per_var[var] = _entry(values[var], cache, per_value)
+                if entry[1] != family:
+                    _wrong_family(op, role, index, entry[1], family)
+                if lists is None:
+                    lists = ([], [], [])
+                lists[family].append(entry[0])
+            if lists is not None:
+                names = _NAMES[role]
+                for family in (_LAYOUTS, _TMEM_LAYOUTS, _TRANSFORMS):
+                    if lists[family]:
+                        attrs[names[family]] = _array(lists[family], arrays)
+        if missing and placed:
+            raise AssertionError(
+                f"smalto bug: `{op.name}` would have attributes for {placed} of its "
+                f"{placed + missing} values needing layouts"
+            )
+        if attrs:
+            plan.append((op_id, attrs))
+    return plan
 
 
 _Entry = tuple[ir.Attribute, int]  # an element attribute and the list it goes in
 # Which attribute list an entry goes in.
 _LAYOUTS, _TMEM_LAYOUTS, _TRANSFORMS = 0, 1, 2
-_OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
 _VECTOR, _TMEM = Kind.VECTOR, Kind.TMEM
 # The attribute names, per role and list.
 _NAMES = (
@@ -72,12 +101,25 @@ _NAMES = (
 )
 
 
-def _family(value: Const) -> int:
-    if isinstance(value, Reg):
-        return _LAYOUTS
-    if isinstance(value, Tmem):
-        return _TMEM_LAYOUTS
-    return _TRANSFORMS
+def _entry(value: Const, cache: AttributeCache, per_value: dict[int, _Entry]) -> _Entry:
+    entry = per_value.get(id(value))
+    if entry is None:
+        if isinstance(value, Reg):
+            entry = (cache.layout(value), _LAYOUTS)
+        elif isinstance(value, Tmem):
+            entry = (cache.layout(value), _TMEM_LAYOUTS)
+        else:
+            entry = (cache.transforms(value), _TRANSFORMS)
+        per_value[id(value)] = entry
+    return entry
+
+
+def _wrong_family(op: Op, role: int, index: int, got: int, expected: int) -> None:
+    names = _NAMES[role]
+    raise AssertionError(
+        f"smalto bug: {'operand' if role == 0 else 'result'} #{index} of `{op.name}` "
+        f"would go in {names[got]}, not {names[expected]}"
+    )
 
 
 def _array(
@@ -94,46 +136,6 @@ def _array(
     if array is None:
         array = arrays[key] = ir.ArrayAttr.get(elements)
     return array
-
-
-def _op_attributes(
-    program: Program,
-    op: Op,
-    slots: tuple[list[_Entry | None], list[_Entry | None]],
-    arrays: dict[tuple[int, ...], ir.ArrayAttr],
-) -> dict[str, ir.Attribute]:
-    values = program.values
-    attrs: dict[str, ir.Attribute] = {}
-    for role, value_ids in ((_OPERAND, op.operands), (_RESULT, op.results)):
-        counts = [0, 0, 0]  # values per list: vectors, TMEM refs, transformable refs
-        for vid in value_ids:
-            info = values[vid]
-            kind = info.kind
-            if kind == _VECTOR:
-                counts[_LAYOUTS] += 1
-            elif kind == _TMEM:
-                counts[_TMEM_LAYOUTS] += 1
-            elif info.transformable:
-                counts[_TRANSFORMS] += 1
-        if not any(counts):
-            continue
-        lists: tuple[list[ir.Attribute], ...] = ([], [], [])
-        for entry in slots[role]:
-            if entry is not None:
-                lists[entry[1]].append(entry[0])
-        names = _NAMES[role]
-        for family, count in enumerate(counts):
-            if count:
-                _check_count(op, names[family], len(lists[family]), count)
-                attrs[names[family]] = _array(lists[family], arrays)
-    return attrs
-
-
-def _check_count(op: object, name: str, got: int, expected: int) -> None:
-    if got != expected:
-        raise AssertionError(
-            f"smalto bug: {name} of `{op.name}` would have {got} entries for {expected} values"  # type: ignore[attr-defined]
-        )
 
 
 def write_attributes(program: Program, plan: list[tuple[int, dict[str, ir.Attribute]]]) -> None:

@@ -17,12 +17,14 @@ one classification.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
+from smalto import percontext
 from smalto.locations import location_text
 
 
@@ -115,49 +117,120 @@ class _Unshaped(Value):
         self.type = ty
 
 
-class _UnshapedResult(_Unshaped):
-    """An op result of such a type: its producer is made when asked for.
+class _Scalar(_Unshaped):
+    """An op result of such a type (or a value from outside the module), registered late.
 
-    Few are ever asked (the divisibility of slice offsets, messages), and
-    most values of a kernel are such results.
+    The walk does not register these: only the ops that need their ids ask
+    for them (a layout op's scalar operands, an op's results when asked).
+    Their type, and their producer where the reader did not know it, are
+    read through the bindings when asked; few are.
     """
 
-    __slots__ = ("_op", "_index")
+    __slots__ = ("_value", "_ops", "_known", "_producer")
 
-    def __init__(self, vid: int, op: int, index: int, ty: ir.Type) -> None:
+    def __init__(
+        self, vid: int, value: ir.Value, ops: _OpIndex, producer: Producer | None, known: bool
+    ) -> None:
         self.id = vid
-        self._op = op
-        self._index = index
-        self.type = ty
+        self._value = value
+        # Not the reader: it holds the values, and a cycle would outlive the
+        # pass until the cyclic collector ran.
+        self._ops = ops
+        self._known = known  # whether ``producer`` is known (else resolved when asked)
+        self.producer = producer
 
     @property  # type: ignore[override]
-    def producer(self) -> Producer:
-        return Producer(self._op, self._index)
+    def type(self) -> ir.Type:
+        return self._value.type
+
+    @property  # type: ignore[override]
+    def producer(self) -> Producer | None:
+        if not self._known:
+            self._producer = self._ops.producer_of(self._value)
+            self._known = True
+        return self._producer
+
+    @producer.setter
+    def producer(self, producer: Producer | None) -> None:
+        self._producer = producer
+
+
+class _OpIndex:
+    """Op ids by operation, for the few values whose producer is looked up late."""
+
+    __slots__ = ("operations", "_ids")
+
+    def __init__(self, operations: list[ir.Operation]) -> None:
+        self.operations = operations
+        self._ids: dict[int, int] | None = None
+
+    def producer_of(self, v: ir.Value) -> Producer | None:
+        """Where a value the walk passed over comes from: an op result, by the bindings."""
+        if not isinstance(v, ir.OpResult):
+            return None  # a block argument the walk did not see: from outside the module
+        if self._ids is None:
+            # Hashing every op: only explanations and messages get here.
+            self._ids = {hash(op): i for i, op in enumerate(self.operations)}
+        result = ir.OpResult(v)
+        owner = result.owner
+        oid = self._ids.get(hash(owner.operation if hasattr(owner, "operation") else owner))
+        return None if oid is None else Producer(oid, result.result_number)
 
 
 class Op:
-    """One operation: its name, operand/result value ids, regions and parent, by id."""
+    """One operation: its name, operand/result value ids, regions and parent, by id.
 
-    __slots__ = ("id", "name", "operands", "results", "regions", "parent", "operation", "_view")
+    Made when first asked for (``Program.ops``); the operand and result ids of
+    an op the walk did not need are read then.
+    """
+
+    __slots__ = (
+        "id",
+        "name",
+        "_operands",
+        "_results",
+        "regions",
+        "parent",
+        "operation",
+        "_view",
+        "_reader",
+    )
 
     def __init__(
         self,
         oid: int,
         name: str,
-        operands: tuple[int, ...],
-        results: tuple[int, ...],
+        operands: tuple[int, ...] | None,
+        results: tuple[int, ...] | None,
         parent: int | None,
         operation: ir.Operation,
+        regions: list[list[tuple[tuple[int, ...], list[int]]]],
+        reader: _Reader,
     ) -> None:
         self.id = oid
         self.name = name
-        self.operands = operands
-        self.results = results
+        self._operands = operands
+        self._results = results
         # regions[r] is the list of blocks; each block is (argument ids, op ids).
-        self.regions: list[list[tuple[tuple[int, ...], list[int]]]] = []
+        self.regions = regions
         self.parent = parent
         self.operation = operation
         self._view: ir.OpView | None = None
+        self._reader = reader
+
+    @property
+    def operands(self) -> tuple[int, ...]:
+        operands = self._operands
+        if operands is None:
+            operands = self._operands = self._reader.operand_ids(self.id)
+        return operands
+
+    @property
+    def results(self) -> tuple[int, ...]:
+        results = self._results
+        if results is None:
+            results = self._results = self._reader.result_ids(self.id)
+        return results
 
     @property
     def view(self) -> ir.OpView:
@@ -186,25 +259,73 @@ class Op:
         return f"Op(id={self.id}, name={self.name!r})"
 
 
+class _Ops(Sequence[Op]):
+    """The ops by id, each ``Op`` made when first asked for (most never are)."""
+
+    __slots__ = ("made", "_reader")
+
+    def __init__(self, reader: _Reader) -> None:
+        self._reader = reader
+        # The ops made so far (None: not yet); readers in a hurry may index it.
+        self.made: list[Op | None] = [None] * len(reader.operations)
+
+    def __len__(self) -> int:
+        return len(self.made)
+
+    @overload
+    def __getitem__(self, index: int) -> Op: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Op]: ...
+    def __getitem__(self, index: int | slice) -> Op | list[Op]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.made)))]
+        op = self.made[index]
+        if op is None:
+            op = self.made[index] = self._reader.make_op(index % len(self.made))
+        return op
+
+    def __iter__(self) -> Iterator[Op]:
+        for i in range(len(self.made)):
+            yield self[i]
+
+
 class Program:
     """All ops (pre-order) and values of a module, by integer id."""
 
-    __slots__ = ("ops", "values", "top_level", "layout_ops")
+    __slots__ = ("ops", "values", "top_level", "layout_ops", "layout_types", "context", "_reader")
 
-    def __init__(
-        self, ops: list[Op], values: list[Value], top_level: list[int], layout_ops: list[int]
-    ) -> None:
-        self.ops = ops
-        self.values = values
+    def __init__(self, reader: _Reader, top_level: list[int], context: ir.Context) -> None:
+        self._reader = reader
+        self.context = context
+        self.ops = _Ops(reader)
+        # Grows when values the walk did not register are asked for.
+        self.values = reader.values
         self.top_level = top_level  # ids of the module body's ops
         # Ids (pre-order) of the ops with a vector, a TMEM ref or a
         # transformable SMEM ref among their operands or results: the only
         # ops inference gives attributes. Most ops of a kernel have none.
-        self.layout_ops = layout_ops
+        self.layout_ops = reader.layout_ops
+        # One value of each distinct type among those that need a layout.
+        self.layout_types = list(reader.layout_types.values())
 
     def walk(self) -> list[Op]:
         """Ops in pre-order (the order ids were given in)."""
-        return self.ops
+        return list(self.ops)
+
+    def find(self, value: ir.Value) -> int | None:
+        """The id of a bindings' value, if the view has registered it."""
+        return self._reader.value_ids.get(self._reader.key(value))
+
+    def bound_value(self, vid: int) -> ir.Value | None:
+        """The bindings' value of a scalar whose producer the view has not looked up, else None.
+
+        Such a value is read through the bindings (looking its producer up
+        among the ops would hash every op of the module).
+        """
+        value = self.values[vid]
+        if isinstance(value, _Scalar) and not value._known:
+            return value._value
+        return None
 
 
 def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool]) -> bool:
@@ -305,19 +426,44 @@ class _Reader:
     binding call to compare values); two values with one hash would be
     detected where the second is defined, and the module then read again
     keyed by the values themselves.
+
+    The walk registers the values of vector and memref types (results and
+    block arguments) and every block argument, and reads the operands only of
+    the ops that have such a result or that may use a value needing a layout
+    (``consumers``: the ops with a rule, but the elementwise ones, whose
+    operands are scalars when their results are). Scalar results, and the
+    operands of the other ops (scalar index arithmetic, LLVM and NVVM ops:
+    most of a kernel), are read only if asked for. That no op left unread
+    uses a value needing a layout is checked afterwards, by counting each
+    such value's uses through the bindings (``check_uses``); if one does, the
+    module is read again with every op's operands.
     """
 
-    def __init__(self, *, by_hash: bool) -> None:
+    def __init__(self, *, by_hash: bool, consumers: frozenset[str] | None = None) -> None:
         self.by_hash = by_hash
-        self.ops: list[Op] = []
+        # Names of the ops whose operands the walk reads though their results
+        # need no layout; None: every op's.
+        self.consumers = consumers
+        self.operations: list[ir.Operation] = []
+        self.names: list[str] = []
+        self.parents: list[int | None] = []
+        # Operand and result ids of the ops the walk read them of (others: when asked).
+        self.operands: dict[int, tuple[int, ...]] = {}
+        self.results: dict[int, tuple[int, ...]] = {}
+        self.regions: dict[int, list[list[tuple[tuple[int, ...], list[int]]]]] = {}
         self.values: list[Value] = []
         # Ids of the values that need a layout (vectors, TMEM refs,
         # transformable SMEM refs); decides which ops go in ``layout_ops``.
         self.relevant: set[int] = set()
+        # One value of each type among those: what validation looks at first.
+        self.layout_types: dict[int, Value] = {}
         self.layout_ops: list[int] = []
         self.value_ids: dict[object, int] = {}
-        # The bindings' objects of register values, to read their use order.
-        self.vectors: dict[int, ir.Value] = {}
+        # The bindings' objects of the values that need a layout: their uses
+        # are counted, and the order of a register value's uses read.
+        self.bound: dict[int, ir.Value] = {}
+        # Uses of values needing a layout found in the ops whose operands were read.
+        self.found_uses = 0
         self.spaces: tuple[ir.Attribute, ir.Attribute, ir.Attribute] | None = None
         self.type_cache: dict[int, TypeInfo] = {}
         # Per Python class of ir.Type: whether it is a vector or memref type.
@@ -328,6 +474,10 @@ class _Reader:
         # Set when two values share a key; the walk then stops (an exception
         # raised in its callback would come out as a RuntimeError).
         self.collided = False
+        self.op_index = _OpIndex(self.operations)
+
+    def key(self, v: ir.Value) -> object:
+        return hash(v) if self.by_hash else v
 
     def is_shaped(self, ty: ir.Type) -> bool:
         cls = ty.__class__
@@ -383,7 +533,7 @@ class _Reader:
         """Registers ``v`` (its type read once, here) and returns its id."""
         ty = v.type
         vid = len(self.values)
-        if self.value_ids.setdefault(hash(v) if self.by_hash else v, vid) != vid:
+        if self.value_ids.setdefault(self.key(v), vid) != vid:
             self.collided = True
         if self.is_shaped(ty):
             self.add_shaped(v, vid, producer, ty)
@@ -394,18 +544,28 @@ class _Reader:
     def add_shaped(self, v: ir.Value, vid: int, producer: Producer | None, ty: ir.Type) -> bool:
         """Adds the value of a vector or memref type; whether it needs a layout."""
         info = self.classify(ty)
-        self.values.append(Value(vid, info, producer, ty))
+        value = Value(vid, info, producer, ty)
+        self.values.append(value)
         kind = info[0]
-        if kind is Kind.VECTOR:
-            self.vectors[vid] = v
-        elif kind is not Kind.TMEM and not info[4]:
+        if kind is not Kind.VECTOR and kind is not Kind.TMEM and not info[4]:
             return False
         self.relevant.add(vid)
+        self.bound[vid] = v
+        self.layout_types.setdefault(id(info), value)
         return True
+
+    def late_value(self, v: ir.Value, producer: Producer | None, known: bool) -> int:
+        """Registers a scalar the walk passed over (or a value from outside the module)."""
+        vid = len(self.values)
+        self.value_ids[self.key(v)] = vid
+        self.values.append(_Scalar(vid, v, self.op_index, producer, known))
+        return vid
 
     def read(self, module: ir.Module) -> list[int]:
         """Reads the module body (ids of its ops returned); fills ``ops`` and ``values``."""
         top: list[int] = []
+        # Types are unique in their context: their facts are kept with it.
+        self.type_cache = percontext.cache(module.context, "type facts")
         self.stack.append(_Frame(None, [top], [len(module.body.operations)]))
         visit = self.visitor()
         for view in module.body.operations:
@@ -415,70 +575,169 @@ class _Reader:
         return top
 
     def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
-        """The walk's callback; the one piece of Python that runs for every op."""
-        ops, values, relevant, vectors = self.ops, self.values, self.relevant, self.vectors
-        value_ids, stack, add_shaped = self.value_ids, self.stack, self.add_shaped
-        get, define = value_ids.get, value_ids.setdefault
+        """The walk's callback; the one piece of Python that runs for every op.
+
+        The block being walked is kept in the closure's own variables (its
+        ops left to visit, its body, its parent op), and saved to its frame
+        only where the walk enters or leaves a block: this runs for every op.
+        """
+        operations, names, parents = self.operations, self.names, self.parents
+        operand_lists, result_lists = self.operands, self.results
+        values, relevant = self.values, self.relevant
+        stack = self.stack
+        get = self.value_ids.get
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
-        regions_by_name = _regions_by_name
+        roles = _roles if self.consumers is not None else _roles_reading_all
+        vector = Kind.VECTOR
+        add_operation, add_name, add_parent = operations.append, names.append, parents.append
+        frame = stack[-1]
+        left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+        oid = len(operations) - 1
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
-            frame = stack[-1]
-            if not frame.left:
+            nonlocal left, add_to_body, parent, oid
+            if not left:
+                stack[-1].left = 0
                 frame = self.next_block()
-            frame.left -= 1
-            oid = len(ops)
-            frame.body.append(oid)
-            # map, not a comprehension: in Python 3.11 each comprehension
-            # makes a function and a frame, and this runs for every op.
-            raw = operation.operands
-            operands = tuple(map(get, map(hash, raw) if by_hash else raw))
-            if None in operands:  # defined outside what we walk: free values
-                operands = self.free_operands(operands, raw)
-            layout = not relevant.isdisjoint(operands) if operands else False
-            results = operation.results
-            if results:
-                result_ids = []
-                for index, r in enumerate(results):
-                    ty = r.type
-                    vid = len(values)
-                    if define(hash(r) if by_hash else r, vid) != vid:
-                        return self.collision()
-                    shaped = shaped_classes.get(ty.__class__)
-                    if shaped is None:
-                        shaped = self.is_shaped(ty)
-                    if not shaped:
-                        # Most results are scalars: registered here, inline.
-                        values.append(_UnshapedResult(vid, oid, index, ty))
-                    elif add_shaped(r, vid, Producer(oid, index), ty):
-                        layout = True
-                    result_ids.append(vid)
-                op = Op(oid, operation.name, operands, tuple(result_ids), frame.parent, operation)
-            else:
-                op = Op(oid, operation.name, operands, (), frame.parent, operation)
-            ops.append(op)
-            if layout:
-                layout_ops.append(oid)
-                for index, vid in enumerate(operands):
-                    if vid in vectors:
-                        values[vid].uses.append((oid, index))
-            name = op.name
-            may_have_regions = regions_by_name.get(name)
-            if may_have_regions is None:
-                may_have_regions = regions_by_name[name] = _op_class_may_have_regions(
-                    operation.opview.__class__
-                )
-            if may_have_regions:
-                self.enter(op, operation)
-            return interrupt if self.collided else advance
+                left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+            left -= 1
+            oid += 1
+            add_to_body(oid)
+            add_operation(operation)
+            add_parent(parent)
+            name = operation.name
+            add_name(name)
+            role = roles.get(name)
+            if role is None:
+                role = self.role(name, operation)
+            layout = False
+            result_ids: tuple[int, ...] | None = None
+            # Types in one call; a result object only for a vector or memref.
+            types = operation.results.types
+            for ty in types:
+                shaped = shaped_classes.get(ty.__class__)
+                if shaped is None:
+                    shaped = self.is_shaped(ty)
+                if shaped:
+                    result_ids = self.shaped_results(oid, operation.results, types)
+                    if result_ids is None:
+                        return interrupt
+                    result_lists[oid] = result_ids
+                    layout = not relevant.isdisjoint(result_ids)
+                    break
+            if layout or role & _READ_OPERANDS:
+                raw = operation.operands
+                operands = tuple(map(get, map(hash, raw) if by_hash else raw))
+                if None in operands:  # scalars the walk passed over, or free values
+                    operands = self.late_operands(operands, raw)
+                operand_lists[oid] = operands
+                if not layout and operands:
+                    layout = not relevant.isdisjoint(operands)
+                if layout:
+                    if result_ids is None and types:
+                        result_lists[oid] = self.result_ids(oid)
+                    layout_ops.append(oid)
+                    for index, vid in enumerate(operands):
+                        if vid in relevant:
+                            self.found_uses += 1
+                            value = values[vid]
+                            if value.kind is vector:
+                                value.uses.append((oid, index))
+            if role & _REGIONS:
+                stack[-1].left = left
+                self.enter(oid, operation)
+                if self.collided:
+                    return interrupt
+                frame = stack[-1]
+                left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+            return advance
 
         return visit
 
-    def collision(self) -> ir.WalkResult:
-        self.collided = True
-        return ir.WalkResult.INTERRUPT
+    def role(self, name: str, operation: ir.Operation) -> int:
+        """What the walk does with ops of this name (``_READ_OPERANDS``, ``_REGIONS``)."""
+        consumers = self.consumers
+        role = _READ_OPERANDS if consumers is None or name in consumers else 0
+        if _op_class_may_have_regions(operation.opview.__class__):
+            role |= _REGIONS
+        _roles_reading_all[name] = role | _READ_OPERANDS
+        if consumers is not None:
+            _roles[name] = role
+        return role
+
+    def shaped_results(
+        self, oid: int, results: ir.OpResultList, types: list[ir.Type]
+    ) -> tuple[int, ...] | None:
+        """Registers every result of an op with a vector or memref result; None on a collision."""
+        values, define, by_hash = self.values, self.value_ids.setdefault, self.by_hash
+        ids = []
+        for index, ty in enumerate(types):
+            r = results[index]
+            vid = len(values)
+            if define(hash(r) if by_hash else r, vid) != vid:
+                self.collided = True
+                return None
+            if self.is_shaped(ty):
+                self.add_shaped(r, vid, Producer(oid, index), ty)
+            else:
+                values.append(_Scalar(vid, r, self.op_index, Producer(oid, index), True))
+            ids.append(vid)
+        return tuple(ids)
+
+    def late_operands(
+        self, operands: tuple[int | None, ...], raw: ir.OpOperandList
+    ) -> tuple[int, ...]:
+        """Operand ids, registering each operand the walk has not (its producer found later)."""
+        get, key = self.value_ids.get, self.key
+        ids = []
+        for vid, v in zip(operands, raw, strict=True):
+            if vid is None:
+                # The same value may come twice: registered at the first.
+                vid = get(key(v))
+                if vid is None:
+                    vid = self.late_value(v, None, False)
+            ids.append(vid)
+        return tuple(ids)
+
+    def operand_ids(self, oid: int) -> tuple[int, ...]:
+        """An op's operand ids, for an op whose operands the walk did not read."""
+        get = self.value_ids.get
+        ids = []
+        for v in self.operations[oid].operands:
+            vid = get(self.key(v))
+            ids.append(self.late_value(v, None, False) if vid is None else vid)
+        return tuple(ids)
+
+    def result_ids(self, oid: int) -> tuple[int, ...]:
+        """An op's result ids, for an op whose results the walk did not register."""
+        get, values = self.value_ids.get, self.values
+        ids = []
+        for index, r in enumerate(self.operations[oid].results):
+            vid = get(self.key(r))
+            if vid is None:
+                vid = self.late_value(r, Producer(oid, index), True)
+            else:
+                # Met before as an operand: now its producer is known.
+                scalar = values[vid]
+                if isinstance(scalar, _Scalar) and not scalar._known:
+                    scalar.producer = Producer(oid, index)
+                    scalar._known = True
+            ids.append(vid)
+        return tuple(ids)
+
+    def make_op(self, oid: int) -> Op:
+        return Op(
+            oid,
+            self.names[oid],
+            self.operands.get(oid),
+            self.results.get(oid),
+            self.parents[oid],
+            self.operations[oid],
+            self.regions.get(oid, _NO_REGIONS),
+            self,
+        )
 
     def next_block(self) -> _Frame:
         """The frame of the next op: past blocks (and ops) whose ops were all visited."""
@@ -494,27 +753,17 @@ class _Reader:
                 frame = stack[-1]
         return frame
 
-    def free_operands(
-        self, operands: tuple[int | None, ...], raw: ir.OpOperandList
-    ) -> tuple[int, ...]:
-        """Operand ids, with a new (free) value for each operand defined outside the walk."""
-        return tuple(
-            [
-                self.new_value(v, None) if vid is None else vid
-                for vid, v in zip(operands, raw, strict=True)
-            ]
-        )
-
-    def enter(self, op: Op, operation: ir.Operation) -> None:
+    def enter(self, oid: int, operation: ir.Operation) -> None:
         """Records an op's regions: their blocks' arguments now, their ops as the walk goes."""
         blocks: list[list[int]] = []
         counts: list[int] = []
+        regions: list[list[tuple[tuple[int, ...], list[int]]]] = []
         for r_index, region in enumerate(operation.regions):
             region_blocks = []
             for inner in region.blocks:
                 args = tuple(
                     [
-                        self.new_value(a, Producer(op.id, i, r_index))
+                        self.new_value(a, Producer(oid, i, r_index))
                         for i, a in enumerate(inner.arguments)
                     ]
                 )
@@ -522,23 +771,29 @@ class _Reader:
                 region_blocks.append((args, body))
                 blocks.append(body)
                 counts.append(len(inner.operations))
-            op.regions.append(region_blocks)
+            regions.append(region_blocks)
+        self.regions[oid] = regions
         if blocks:
-            self.stack.append(_Frame(op.id, blocks, counts))
+            self.stack.append(_Frame(oid, blocks, counts))
 
-    def order_uses(self) -> None:
-        """Puts the uses of register values with several users in the bindings' order.
+    def check_uses(self) -> bool:
+        """Whether the ops the walk read hold every use of every value needing a layout.
 
-        The order decides the order of relayout constraints, hence which of
-        several equally good answers the search finds first; the bindings'
-        order is not always the reverse of the walk's (nor the walk's).
+        Counts those uses through the bindings; meanwhile puts the uses of
+        register values with several users in the bindings' order. The order
+        decides the order of relayout constraints, hence which of several
+        equally good answers the search finds first; the bindings' order is
+        not always the reverse of the walk's (nor the walk's).
         """
-        values, ops = self.values, self.ops
-        for vid, v in self.vectors.items():
+        values, operations = self.values, self.operations
+        total = 0
+        for vid, v in self.bound.items():
             info = values[vid]
             if len(info.uses) < 2:
+                for _ in v.uses:
+                    total += 1
                 continue
-            # The walk found the same uses; the bindings' list is read for its
+            # The walk found these uses; the bindings' list is read for its
             # order. A use's operand position alone names it where only one
             # user has the value at that position; otherwise its owner is
             # compared with those users (reading an owner costs a dozen times
@@ -551,10 +806,11 @@ class _Reader:
                 users_at.setdefault(index, []).append(oid)
             uses: list[tuple[int, int]] = []
             for use in v.uses:
+                total += 1
                 index = use.operand_number
                 users = users_at.get(index)
                 if not users:
-                    continue  # a user outside what we walked
+                    continue  # a user the walk did not read: the count tells
                 if len(users) == 1:
                     uses.append((users[0], index))
                     continue
@@ -562,34 +818,64 @@ class _Reader:
                 operation = owner.operation if hasattr(owner, "operation") else owner
                 if len(users) <= _FEW_USERS:
                     for oid in users:
-                        if ops[oid].operation == operation:
+                        if operations[oid] == operation:
                             uses.append((oid, index))
                             break
                     continue
                 by_operation = by_position.get(index)
                 if by_operation is None:
-                    by_operation = by_position[index] = {ops[u].operation: u for u in users}
+                    by_operation = by_position[index] = {operations[u]: u for u in users}
                 oid = by_operation.get(operation)
                 if oid is not None:
                     uses.append((oid, index))
             info.uses = uses
+        return total == self.found_uses
 
+
+_NO_REGIONS: list[list[tuple[tuple[int, ...], list[int]]]] = []
 
 # Up to this many users at one operand position, a use's owner is compared
 # with each; past it, looked up by hash (each comparison or hash is a binding call).
 _FEW_USERS = 4
 
-# Per op name: whether ops of that name can have regions (the first op's class says).
-_regions_by_name: dict[str, bool] = {}
+# What the walk does with an op, by name (the first op of the name says; one
+# table for the walk that reads the consumers' operands, one for the walk
+# that reads every op's): read its operands, enter its regions.
+_READ_OPERANDS, _REGIONS = 1, 2
+_roles: dict[str, int] = {}
+_roles_reading_all: dict[str, int] = {}
+
+
+def _consumers() -> frozenset[str]:
+    """Ops that may use a value needing a layout though their results need none.
+
+    Every op with a rule and each terminator, but the elementwise `arith` and
+    `math` ops: their operands are vectors only where their results are.
+    """
+    from smalto.rules import RULES, TERMINATORS, load_rules
+
+    load_rules()
+    return frozenset(
+        name for name in RULES if not name.startswith(("arith.", "math."))
+    ) | frozenset(TERMINATORS)
 
 
 def read_program(module: ir.Module) -> Program:
     """Reads ``module`` into a ``Program``; must run inside the module's context."""
-    reader = _Reader(by_hash=True)
-    try:
-        top = reader.read(module)
-    except _HashCollision:
-        reader = _Reader(by_hash=False)
-        top = reader.read(module)
-    reader.order_uses()
-    return Program(reader.ops, reader.values, top, reader.layout_ops)
+    global _CONSUMERS
+    if _CONSUMERS is None:
+        _CONSUMERS = _consumers()
+    for consumers in (_CONSUMERS, None):
+        reader = _Reader(by_hash=True, consumers=consumers)
+        try:
+            top = reader.read(module)
+        except _HashCollision:
+            reader = _Reader(by_hash=False, consumers=consumers)
+            top = reader.read(module)
+        if reader.check_uses():
+            return Program(reader, top, module.context)
+    # Reading every op's operands, each use is found.
+    raise AssertionError("smalto bug: the program view misses uses of values needing layouts")
+
+
+_CONSUMERS: frozenset[str] | None = None

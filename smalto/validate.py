@@ -39,6 +39,10 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
         raise ValueError(f"fuel must be a positive integer, got {fuel!r}")
     if tuple(arch) not in SUPPORTED_ARCHS:
         raise ValueError(f"unsupported arch {arch}: smalto targets sm_90 (9, 0) and sm_100 (10, 0)")
+    # A value's problem follows from its type alone: when no type of a value
+    # needing a layout has one, no value has, and no op needs a look.
+    if not any(_problem(value) for value in program.layout_types):
+        return
     # Only values that need a layout can be refused, and only ops with such a
     # value (Program.layout_ops, in pre-order) have any: the others need no look.
     # A value's problem follows from its type alone; values are used many

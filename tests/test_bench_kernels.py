@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import reference
 
-from bench.kernels import attention_kernel
+from bench.kernels import FAMILIES, attention_kernel
 from smalto.cli import main
 
 HOPPER = (9, 0)
@@ -21,6 +21,23 @@ def test_attention_kernel_parses_and_smalto_matches_jax(n: int) -> None:
     smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
     assert jax_attributes, "JAX's pass annotated nothing"
     assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_scaling_kernels_of_sixteen_blocks_match_jax(family: str) -> None:
+    """Each family of the scaling benchmark, large enough that the search takes
+    over a hundred decisions in JAX's order: smalto's attributes are JAX's."""
+    text = FAMILIES[family](16)
+    jax_attributes, _ = reference.jax_attributes(text, HOPPER)
+    smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
+    assert len(jax_attributes) > 16 * 8
+    assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_scaling_kernels_grow_linearly(family: str) -> None:
+    sizes = [len(FAMILIES[family](n).splitlines()) for n in (1, 2, 3)]
+    assert sizes[2] - sizes[1] == sizes[1] - sizes[0] > 0
 
 
 def test_attention_kernel_grows_linearly() -> None:

@@ -820,8 +820,8 @@ TCGEN05_KERNEL = kernel(
 
 
 def tmem_attr(layout: object) -> str:
-    with reference.shared_context(), ir.Location.unknown():
-        return str(AttributeCache().layout(layout))  # type: ignore[arg-type]
+    with reference.shared_context() as context, ir.Location.unknown():
+        return str(AttributeCache(context).layout(layout))  # type: ignore[arg-type]
 
 
 def test_a_tmem_layout_packs_whole_32_bit_columns_or_nothing() -> None:

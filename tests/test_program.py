@@ -15,6 +15,7 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 
+import smalto
 from smalto import program as program_module
 from smalto.program import Kind, Program, read_program
 
@@ -133,6 +134,15 @@ def test_view_matches_a_recursive_reading(entry: reference.CorpusEntry, ctx: Any
     assert program.layout_ops == wanted
 
 
+def _uses(program: Program) -> dict[tuple[int, int, int | None], list[tuple[int, int]]]:
+    """The uses of register values, keyed by where each value is defined (ids may differ)."""
+    return {
+        (v.producer.op, v.producer.index, v.producer.region): list(v.uses)
+        for v in program.values
+        if v.uses and v.producer is not None
+    }
+
+
 @pytest.mark.parametrize("entry", ENTRIES[:20], ids=[e.key for e in ENTRIES[:20]])
 def test_reading_keyed_by_values_gives_the_same_view(
     entry: reference.CorpusEntry, ctx: Any
@@ -141,14 +151,74 @@ def test_reading_keyed_by_values_gives_the_same_view(
     module = reference.parse(entry.path, ctx)
     with ctx, ir.Location.unknown():
         by_hash = read_program(module)
-        reader = program_module._Reader(by_hash=False)
+        reader = program_module._Reader(by_hash=False, consumers=program_module._consumers())
         top = reader.read(module)
-        reader.order_uses()
-    assert top == by_hash.top_level
-    assert [(op.name, op.operands, op.results, op.parent) for op in reader.ops] == [
-        (op.name, op.operands, op.results, op.parent) for op in by_hash.ops
-    ]
-    assert [v.uses for v in reader.values] == [v.uses for v in by_hash.values]
+        assert reader.check_uses()
+        by_value = Program(reader, top, module.context)
+        assert _renumbered(by_value) == _renumbered(by_hash)
+    assert by_value.layout_ops == by_hash.layout_ops
+    assert _uses(by_value) == _uses(by_hash)
+
+
+def test_reading_every_op_gives_the_same_view(ctx: Any) -> None:
+    """Reading the operands of every op finds what the walk finds reading only some."""
+    for entry in ENTRIES[:40]:
+        module = reference.parse(entry.path, ctx)
+        with ctx, ir.Location.unknown():
+            lean = read_program(module)
+            reader = program_module._Reader(by_hash=True, consumers=None)
+            top = reader.read(module)
+            assert reader.check_uses()
+            full = Program(reader, top, module.context)
+            assert _renumbered(full) == _renumbered(lean), entry.key
+        assert full.layout_ops == lean.layout_ops, entry.key
+        assert _uses(full) == _uses(lean), entry.key
+
+
+# An op without a rule that uses a vector: its operands are not read by the
+# walk (it has no vector result), so only counting the vector's uses finds it.
+_VECTOR_USED_BY_A_SCALAR_OP = """
+func.func @f(%i: i32) {
+  %v = arith.constant dense<1.0> : vector<4xf32>
+  %e = llvm.extractelement %v[%i : i32] : vector<4xf32>
+  return
+}
+"""
+
+
+def test_a_vector_used_where_the_walk_did_not_look_is_found(ctx: Any) -> None:
+    module = reference.parse(_VECTOR_USED_BY_A_SCALAR_OP, ctx)
+    with ctx, ir.Location.unknown():
+        program = read_program(module)
+        names = [op.name for op in program.ops]
+        assert [names[i] for i in program.layout_ops] == ["arith.constant", "llvm.extractelement"]
+        (vector,) = program.ops[names.index("arith.constant")].results
+        assert program.values[vector].uses == [(names.index("llvm.extractelement"), 0)]
+        with pytest.raises(NotImplementedError, match="llvm.extractelement"):
+            smalto.infer_layout(module)
+
+
+_LATE_SCALAR = """
+func.func @f() {
+  %s = arith.constant 2.0 : f32
+  %v = vector.broadcast %s : f32 to vector<128xf32>
+  return
+}
+"""
+
+
+def test_scalars_read_late_know_their_producers(ctx: Any) -> None:
+    """A scalar first met as an operand learns its producer through the bindings."""
+    module = reference.parse(_LATE_SCALAR, ctx)
+    with ctx, ir.Location.unknown():
+        program = read_program(module)
+        names = [op.name for op in program.ops]
+        (scalar,) = program.ops[names.index("vector.broadcast")].operands
+        producer = program.values[scalar].producer
+        constant = names.index("arith.constant")
+        assert producer is not None and (producer.op, producer.index) == (constant, 0)
+        assert program.ops[constant].results == (scalar,)
+        assert str(program.values[scalar].type) == "f32"
 
 
 _MULTI_BLOCK = """
@@ -206,8 +276,8 @@ def test_a_hash_collision_rereads_keyed_by_values(
         real_init = program_module._Reader.__init__
         keyed: list[bool] = []
 
-        def colliding_init(self: Any, *, by_hash: bool) -> None:
-            real_init(self, by_hash=by_hash)
+        def colliding_init(self: Any, *, by_hash: bool, consumers: Any = None) -> None:
+            real_init(self, by_hash=by_hash, consumers=consumers)
             keyed.append(by_hash)
             if by_hash:
                 # Every value's hash collides with the first.

@@ -14,20 +14,36 @@ from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto import percontext
 from smalto.hw.values import Reg, Smem, Tmem
 
 
 class AttributeCache:
-    """Builds each distinct layout/transform attribute once (within one context)."""
+    """Builds each distinct layout/transform attribute once (within one context).
 
-    def __init__(self) -> None:
+    The attributes are kept with the context (``percontext``), so that the
+    next module inferred in it finds them built; kept as the bindings' raw
+    pointers (capsules), since an attribute object would keep its context
+    alive, and with it the cache.
+    """
+
+    def __init__(self, context: ir.Context) -> None:
         self._layouts: dict[object, ir.Attribute] = {}
         self._transforms: dict[Smem, ir.Attribute] = {}
+        self._kept_layouts: dict[object, object] = percontext.cache(context, "layout attributes")
+        self._kept_transforms: dict[Smem, object] = percontext.cache(
+            context, "transform attributes"
+        )
 
     def layout(self, value: Reg | Tmem) -> ir.Attribute:
         attr = self._layouts.get(value)
         if attr is None:
-            attr = jax_layouts.to_layout_attr(value.layout)
+            kept = self._kept_layouts.get(value)
+            if kept is not None:
+                attr = ir.Attribute._CAPICreate(kept)
+            else:
+                attr = jax_layouts.to_layout_attr(value.layout)
+                self._kept_layouts[value] = attr._CAPIPtr
             self._layouts[value] = attr
         return attr
 
@@ -35,12 +51,17 @@ class AttributeCache:
         """``[tile]``, ``[tile, swizzle]``, ``[swizzle]`` or ``[]``: only what the value has."""
         attr = self._transforms.get(value)
         if attr is None:
-            parts = []
-            if value.tiling is not None:
-                parts.append(mgpu.TileTransformAttr.get(value.tiling))
-            if value.swizzle is not None:
-                parts.append(mgpu.SwizzleTransformAttr.get(mgpu.SwizzlingMode(value.swizzle)))
-            attr = ir.ArrayAttr.get(parts)
+            kept = self._kept_transforms.get(value)
+            if kept is not None:
+                attr = ir.Attribute._CAPICreate(kept)
+            else:
+                parts = []
+                if value.tiling is not None:
+                    parts.append(mgpu.TileTransformAttr.get(value.tiling))
+                if value.swizzle is not None:
+                    parts.append(mgpu.SwizzleTransformAttr.get(mgpu.SwizzlingMode(value.swizzle)))
+                attr = ir.ArrayAttr.get(parts)
+                self._kept_transforms[value] = attr._CAPIPtr
             self._transforms[value] = attr
         return attr
 

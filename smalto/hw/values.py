@@ -6,17 +6,36 @@ the lowering receives exactly the objects it knows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.records import record
 
 
-@record
+@dataclass(slots=True, eq=False)
 class Reg:
-    """A register layout."""
+    """A register layout.
+
+    Hashed and compared as its layout, whose hash is computed once: the
+    search hashes layout values all the time (sets of tried candidates,
+    caches), and hashing one of JAX's layouts walks its tiling.
+    """
 
     layout: fa.FragmentedLayout
+    _hash: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._hash = hash(self.layout)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is Reg and self._hash == other._hash and self.layout == other.layout
+        )
 
     @property
     def is_tiled(self) -> bool:
@@ -54,11 +73,23 @@ class Smem:
             )
 
 
-@record
+@dataclass(slots=True, eq=False)
 class Tmem:
-    """A TMEM layout."""
+    """A TMEM layout (its hash computed once, as ``Reg``'s)."""
 
     layout: tcgen05.TMEMLayout
+    _hash: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._hash = hash(self.layout)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is Tmem and self._hash == other._hash and self.layout == other.layout
+        )
 
 
 Const = Reg | Smem | Tmem

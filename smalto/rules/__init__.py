@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jax._src.lib.mlir import ir
+
+from smalto import percontext
 from smalto.constraints import (
     Constraint,
     Fixed,
@@ -21,12 +24,12 @@ from smalto.constraints import (
     System,
     Var,
     Variable,
-    value_at,
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Smem
 from smalto.program import Kind, Op, Program, Value, within
+from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
 
 Rule = Callable[["RuleContext", Op], None]
@@ -63,8 +66,15 @@ class RuleContext:
         self.divisibility = Divisibility(program)
         # Decoded layout and transform attributes: kernels repeat a few, and
         # decoding one through JAX costs far more than a dictionary lookup.
-        self._layouts: dict[tuple[object, bool], Const] = {}
-        self._transforms: dict[object, Smem] = {}
+        # Attributes are unique in their context: keyed by hash, kept with it.
+        self._layouts: dict[tuple[int, bool], Const] = percontext.cache(
+            program.context, "decoded layouts"
+        )
+        self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
+        self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        # The ops made so far, by id (None: not yet): a list index, where
+        # ``program.ops[i]`` is a method call.
+        self._made = program.ops.made
 
     # --- sites -----------------------------------------------------------------
 
@@ -81,28 +91,48 @@ class RuleContext:
         return Site(op.id, _ARGUMENT, index, region)
 
     def value_id(self, site: Site) -> int:
-        return value_at(self.program, site)
+        return self._value_id(site)
 
     def value(self, site: Site) -> Value:
         return self.program.values[self.value_id(site)]
 
     def producer_site(self, site: Site) -> Site | None:
         program = self.program
-        producer = program.values[value_at(program, site)].producer
+        producer = program.values[self._value_id(site)].producer
         if producer is None:
             return None
         if producer.region is None:
             return Site(producer.op, _RESULT, producer.index)
         return Site(producer.op, _ARGUMENT, producer.index, producer.region)
 
+    # --- attributes --------------------------------------------------------------
+
+    def ints(self, attr: ir.Attribute) -> tuple[int, ...]:
+        """The integers of an array attribute (``attributes.ints``), read once per context.
+
+        Attributes are unique in their context: the hash names one, and a
+        dictionary hit spares a binding call per element.
+        """
+        key = hash(attr)
+        found = self._ints.get(key)
+        if found is None:
+            found = self._ints[key] = ints(attr)
+        return found
+
+    def segment(self, op: Op, index: int) -> range:
+        """The operand positions of segment ``index`` of an op (``attributes.segment``)."""
+        sizes = self.ints(op.operation.attributes["operandSegmentSizes"])
+        start = sum(sizes[:index])
+        return range(start, start + sizes[index])
+
     # --- variables ---------------------------------------------------------------
 
     def new_var(self, *sites: Site, key: Site | None = None) -> int:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
-        key = key or sites[0]
-        program = self.program
-        value_id = value_at(program, key)
-        value = program.values[value_id]
+        if key is None:
+            key = sites[0]
+        value_id = self._value_id(key)
+        value = self.program.values[value_id]
         variables = self.system.variables
         var = len(variables)
         variables.append(
@@ -111,30 +141,53 @@ class RuleContext:
         self.add_sites(var, *sites)
         return var
 
+    def _value_id(self, site: Site) -> int:
+        # value_at, with the ops made already looked up in a plain list.
+        op_id, role, index, region = site
+        op = self._made[op_id] or self.program.ops[op_id]
+        if role is _OPERAND:
+            return op.operands[index]
+        if role is _RESULT:
+            return op.results[index]
+        return op.regions[region][0][0][index]  # type: ignore[index]
+
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
         program = self.program
-        var_of_site, values = self.system.var_of_site, program.values
+        ops, made, values = program.ops, self._made, program.values
+        var_of_site = self.system.var_of_site
+        kind, shape, site_list = variable.kind, variable.shape, variable.sites
         for site in sites:
-            value = values[value_at(program, site)]
-            if value.kind != variable.kind or value.shape != variable.shape:
-                # JAX's phrase first: code written against its pass matches on it.
-                what = "Memory space" if value.kind != variable.kind else "Shape"
-                a, b = (
-                    (variable.kind.name, value.kind.name)
-                    if value.kind != variable.kind
-                    else (variable.shape, value.shape)
-                )
-                raise InferenceError(
-                    f"{what} mismatch between variable and {self.describe(site)}: {a} != {b}. "
-                    f"It has type {value.type}, which does not match the {variable.kind.name} "
-                    f"value of shape {variable.shape} it must share a layout with"
-                )
+            # value_at, inline: this runs for every site of every variable.
+            op_id, role, index, region = site
+            op = made[op_id] or ops[op_id]
+            if role is _OPERAND:
+                value = values[op.operands[index]]
+            elif role is _RESULT:
+                value = values[op.results[index]]
+            else:
+                value = values[op.regions[region][0][0][index]]  # type: ignore[index]
+            if value.kind is not kind or (value.shape is not shape and value.shape != shape):
+                self._mismatch(variable, site, value)
             # One hash of the site where `in` and then a store would take two.
             known = len(var_of_site)
             if var_of_site.setdefault(site, var) != var or len(var_of_site) == known:
                 raise AssertionError(f"site {site} is in two variables")
-            variable.sites.append(site)
+            site_list.append(site)
+
+    def _mismatch(self, variable: Variable, site: Site, value: Value) -> None:
+        # JAX's phrase first: code written against its pass matches on it.
+        what = "Memory space" if value.kind != variable.kind else "Shape"
+        a, b = (
+            (variable.kind.name, value.kind.name)
+            if value.kind != variable.kind
+            else (variable.shape, value.shape)
+        )
+        raise InferenceError(
+            f"{what} mismatch between variable and {self.describe(site)}: {a} != {b}. "
+            f"It has type {value.type}, which does not match the {variable.kind.name} "
+            f"value of shape {variable.shape} it must share a layout with"
+        )
 
     def ref(self, op: Op, operand_index: int) -> int:
         """The variable of the ref an op's operand refers to (shared with its producer)."""
@@ -168,8 +221,6 @@ class RuleContext:
         alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
-        from jax._src.lib.mlir import ir
-
         key = (table, ir.IntegerAttr(alias).value)
         var = self.aliases.get(key)
         if var is None:
@@ -227,13 +278,13 @@ class RuleContext:
 
     def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""
-        from smalto.hw import encode
-        from smalto.hw.values import Reg, Tmem
-
-        key = (attr, tmem)
+        key = (hash(attr), tmem)
         value = self._layouts.get(key)
         if value is not None:
             return value
+        from smalto.hw import encode
+        from smalto.hw.values import Reg, Tmem
+
         try:
             if tmem:
                 value = Tmem(encode.decode_tmem_layout(attr))
@@ -248,14 +299,13 @@ class RuleContext:
 
     def decode_transforms(self, attr: object) -> Smem:
         """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""
-        from jax._src.lib.mlir import ir
-
-        from smalto.hw import encode
-
-        decoded = self._transforms.get(attr)
+        key = hash(attr)
+        decoded = self._transforms.get(key)
         if decoded is None:
+            from smalto.hw import encode
+
             decoded = encode.decode_transforms(ir.ArrayAttr(attr))
-            self._transforms[attr] = decoded
+            self._transforms[key] = decoded
         return decoded
 
     def not_of_kind(self, var: int, op: Op, *kinds: LayoutKind) -> None:
@@ -309,7 +359,7 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
         var = variable.id
         pairs = []
         for site in variable.sites:
-            vid = value_at(program, site)
+            vid = ctx._value_id(site)
             pairs.append((site, vid))
             if site.role is _OPERAND:
                 used_in[(site.op, site.index)] = var
@@ -336,9 +386,10 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     return out
 
 
-def derive_system(program: Program, arch: tuple[int, int]) -> System:
-    """Runs every op's rule and adds the producer/consumer relayouts."""
-    # Rules register themselves on import.
+def load_rules() -> None:
+    """Fills ``RULES``: the rules register themselves on import."""
+    if _loaded:
+        return
     from smalto.rules import (  # noqa: F401
         arith,
         concat,
@@ -350,6 +401,15 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         vector,
     )
 
+    _loaded.append(True)
+
+
+_loaded: list[bool] = []
+
+
+def derive_system(program: Program, arch: tuple[int, int]) -> System:
+    """Runs every op's rule and adds the producer/consumer relayouts."""
+    load_rules()
     ctx = RuleContext(program, arch)
     rules = RULES
     opaque: dict[int, bool] = {}

@@ -76,10 +76,10 @@ def pointwise(ctx: RuleContext, op: Op) -> None:
     vector = Kind.VECTOR
     sites = []
     for i, v in enumerate(op.operands):
-        if values[v].kind == vector:
+        if values[v].kind is vector:
             sites.append(ctx.operand(op, i))
     for i, v in enumerate(op.results):
-        if values[v].kind == vector:
+        if values[v].kind is vector:
             sites.append(ctx.result(op, i))
     # The result's type gives the variable's element type (for default layouts).
     var = ctx.new_var(*sites, key=sites[-1])

@@ -15,8 +15,8 @@ DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
 def ints(attr: ir.Attribute) -> tuple[int, ...]:
-    """The integers of a ``DenseI64ArrayAttr`` (or an ``ArrayAttr`` of integers)."""
-    if isinstance(attr, ir.DenseI64ArrayAttr):
+    """The integers of a dense i64/i32 array attribute (or an ``ArrayAttr`` of integers)."""
+    if isinstance(attr, (ir.DenseI64ArrayAttr, ir.DenseI32ArrayAttr)):
         return tuple([attr[i] for i in range(len(attr))])
     array = ir.ArrayAttr(attr)
     return tuple([ir.IntegerAttr(array[i]).value for i in range(len(array))])

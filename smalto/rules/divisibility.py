@@ -32,70 +32,96 @@ _BOTH = frozenset(
 )
 
 
+# A value asked about: its id in the program view, or (for a scalar the view
+# has not registered) the bindings' value itself.
+Node = int | ir.Value
+
+
 class Divisibility:
     def __init__(self, program: Program) -> None:
         self.program = program
-        self._constants: dict[int, int | None] = {}
         # Kernels slice many refs at the same few offsets (a loop index times a
         # block size): answers are remembered. Per (value, divisor), the depths
         # known to prove it and known not to: a proof within fewer steps is one
         # within more, so a question at another depth is often answered too.
+        # Values are keyed by id, or by hash (a negative id) where unregistered.
         self._proved_at: dict[tuple[int, int], int] = {}  # least depth known to prove
         self._failed_at: dict[tuple[int, int], int] = {}  # greatest depth known to fail
         self._known: dict[tuple[int, int], int] = {}
+        self._definitions: dict[int, _Definition | None] = {}
 
-    def constant(self, vid: int) -> int | None:
+    def _key(self, node: Node) -> int:
+        # Hashes of values are pointers, ids small non-negative ints: apart.
+        return node if type(node) is int else -1 - (hash(node) & _MASK)  # type: ignore[return-value]
+
+    def _definition(self, node: Node) -> _Definition | None:
+        """What defines a value: the op's name, operands and operation; None if unknown."""
+        key = self._key(node)
+        if key in self._definitions:
+            return self._definitions[key]
+        definition = None
+        program = self.program
+        if type(node) is int:
+            bound = program.bound_value(node)
+            if bound is not None:
+                definition = _bound_definition(bound, program)
+            else:
+                producer = program.values[node].producer
+                if producer is not None:
+                    op = program.ops[producer.op]
+                    if producer.region is None:
+                        definition = (op.name, op.operands, op.operation)
+                    elif op.name == "mosaic_gpu.warp_map":
+                        # warp_map forwards its operands to its body's arguments.
+                        definition = (_FORWARDED, (op.operands[producer.index],), op.operation)
+        else:
+            definition = _bound_definition(node, program)  # type: ignore[arg-type]
+        self._definitions[key] = definition
+        return definition
+
+    def constant(self, node: Node) -> int | None:
         """The integer value of an `arith.constant` result, else None."""
-        if vid in self._constants:
-            return self._constants[vid]
-        value = None
-        producer = self.program.values[vid].producer
-        if producer is not None and producer.region is None:
-            op = self.program.ops[producer.op]
-            if op.name == "arith.constant":
-                attr = op.operation.attributes["value"]
-                if isinstance(attr, ir.IntegerAttr):
-                    value = ir.IntegerAttr(attr).value
-        self._constants[vid] = value
-        return value
+        definition = self._definition(node)
+        if definition is None or definition[0] != "arith.constant":
+            return None
+        attr = definition[2].attributes["value"]
+        if isinstance(attr, ir.IntegerAttr):
+            return ir.IntegerAttr(attr).value
+        return None
 
-    def divides(self, vid: int, divisor: int, depth: int = _MAX_DEPTH) -> bool:
-        """Whether ``divisor`` is known to divide the value ``vid``."""
+    def divides(self, node: Node, divisor: int, depth: int = _MAX_DEPTH) -> bool:
+        """Whether ``divisor`` is known to divide the value ``node``."""
         if divisor == 1:
             return True
         if depth < 0:
             return False
-        key = (vid, divisor)
+        key = (self._key(node), divisor)
         if self._proved_at.get(key, _MAX_DEPTH + 1) <= depth:
             return True
         if self._failed_at.get(key, -1) >= depth:
             return False
-        if self._divides_uncached(vid, divisor, depth):
+        if self._divides_uncached(node, divisor, depth):
             self._proved_at[key] = depth
             return True
         self._failed_at[key] = depth
         return False
 
-    def _divides_uncached(self, vid: int, divisor: int, depth: int) -> bool:
-        producer = self.program.values[vid].producer
-        if producer is None:
+    def _divides_uncached(self, node: Node, divisor: int, depth: int) -> bool:
+        definition = self._definition(node)
+        if definition is None:
             return False
-        op = self.program.ops[producer.op]
-        operands = op.operands
+        name, operands, operation = definition
         deeper = depth - 1
-        if producer.region is not None:
-            # warp_map forwards its operands to its body's arguments.
-            if op.name == "mosaic_gpu.warp_map":
-                return self.divides(operands[producer.index], divisor, deeper)
-            return False
-        match op.name:
+        if name == _FORWARDED:
+            return self.divides(operands[0], divisor, deeper)
+        match name:
             case "mosaic_gpu.assume_multiple":
-                multiple = ir.IntegerAttr(op.operation.attributes["multiple"]).value
+                multiple = ir.IntegerAttr(operation.attributes["multiple"]).value
                 return multiple % divisor == 0 or self.divides(operands[0], divisor, deeper)
             case "arith.index_cast":
                 return self.divides(operands[0], divisor, deeper)
             case "arith.constant":
-                value = self.constant(vid)
+                value = self.constant(node)
                 return value is not None and value % divisor == 0
             case "arith.muli":
                 return self.divides(operands[0], divisor, deeper) or self.divides(
@@ -145,3 +171,54 @@ class Divisibility:
             if self.divides(vid, known * factor):
                 known *= factor
         return known
+
+
+# The name a warp_map body argument's definition goes by: its operand, forwarded.
+_FORWARDED = "(forwarded)"
+_MASK = (1 << 62) - 1
+# (op name, operands, operation) of a value's defining op.
+_Definition = tuple[str, "tuple[Node, ...]", ir.Operation]
+
+
+def _bound_definition(value: ir.Value, program: Program) -> _Definition | None:
+    """The definition of a value the program view has not registered, from the bindings.
+
+    Its operands stay bindings' values, but those the view has ids for.
+    (The bindings hand out values cast to ``OpResult`` or ``BlockArgument``.)
+    """
+    if type(value) is ir.OpResult:
+        owner = value.owner
+        operation = owner.operation if hasattr(owner, "operation") else owner
+        name = operation.name
+        if name not in _READ:
+            return (name, (), operation)  # nothing is known through it
+        find = program.find
+        operands = []
+        for v in operation.operands:
+            vid = find(v)
+            operands.append(v if vid is None else vid)
+        return (name, tuple(operands), operation)
+    if isinstance(value, ir.BlockArgument):
+        argument = ir.BlockArgument(value)
+        owner = argument.owner.owner
+        operation = owner.operation if hasattr(owner, "operation") else owner
+        if operation.name != "mosaic_gpu.warp_map":
+            return None
+        forwarded = operation.operands[argument.arg_number]
+        vid = program.find(forwarded)
+        return (_FORWARDED, (forwarded if vid is None else vid,), operation)
+    if isinstance(value, ir.OpResult):
+        return _bound_definition(ir.OpResult(value), program)
+    return None
+
+
+# The ops whose operands the analysis looks through.
+_READ = _BOTH | {
+    "mosaic_gpu.assume_multiple",
+    "arith.index_cast",
+    "arith.constant",
+    "arith.muli",
+    "arith.select",
+    "arith.andi",
+    "arith.trunci",
+}

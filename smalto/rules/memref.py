@@ -10,14 +10,14 @@ from smalto.constraints import Collapse, Divides, Equal, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.program import Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import DYNAMIC, ints
+from smalto.rules.attributes import DYNAMIC
 
 
 @rule("memref.subview")
 def subview(ctx: RuleContext, op: Op) -> None:
     """A window keeps the tiling, which must divide its sizes and (known) offsets."""
     attributes = op.operation.attributes
-    if any(s != 1 for s in ints(attributes["static_strides"])):
+    if any(s != 1 for s in ctx.ints(attributes["static_strides"])):
         raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.where}")
     source = ctx.ref(op, 0)
     result = ctx.new_var(ctx.result(op, 0))
@@ -25,7 +25,7 @@ def subview(ctx: RuleContext, op: Op) -> None:
     # Dynamic offsets are operands 1.. of the subview, in order (dynamic sizes
     # and strides follow them, and are never reached here).
     dynamic = iter(op.operands[1:])
-    sizes, offsets = ints(attributes["static_sizes"]), ints(attributes["static_offsets"])
+    sizes, offsets = ctx.ints(attributes["static_sizes"]), ctx.ints(attributes["static_offsets"])
     multiple: list[int] = []
     for dim, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
         offset_value = next(dynamic) if offset == DYNAMIC else offset
@@ -78,7 +78,7 @@ def expand_shape(ctx: RuleContext, op: Op) -> None:
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     groups = [len(ir.ArrayAttr(g)) for g in ir.ArrayAttr(op.operation.attributes["reassociation"])]
-    output_shape = ints(op.operation.attributes["static_output_shape"])
+    output_shape = ctx.ints(op.operation.attributes["static_output_shape"])
     trailing: list[int] = []
     for dim, group in zip(reversed(output_shape), reversed(groups), strict=False):
         if dim == DYNAMIC or group > 1:

@@ -29,7 +29,6 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import ints, segment
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -330,7 +329,7 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
     dst = ctx.new_var(ctx.result(op, 0))
     src_shape = ctx.program.values[op.operands[0]].shape
     dst_shape = ctx.program.values[op.results[0]].shape
-    dims = ints(op.operation.attributes["broadcast_dimensions"])
+    dims = ctx.ints(op.operation.attributes["broadcast_dimensions"])
     source_of = {d: s for s, d in enumerate(dims)}
     expanded = [
         d
@@ -359,9 +358,9 @@ _INDEX_SEGMENT = {
 }
 
 
-def _index_operands(op: Op) -> range:
+def _index_operands(ctx: RuleContext, op: Op) -> range:
     """The operand positions of a TMA op's indices (one attribute read)."""
-    return segment(op.operation, _INDEX_SEGMENT[op.name])
+    return ctx.segment(op, _INDEX_SEGMENT[op.name])
 
 
 def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
@@ -370,7 +369,7 @@ def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
     TMA_INDICES (16 rows per step) where the rows allow it, else (or
     failing that) TMA_INDICES_4.
     """
-    for i in _index_operands(op):
+    for i in _index_operands(ctx, op):
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -396,8 +395,8 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _index_operands(op).start
-    slice_lengths = ints(op.operation.attributes["slice_lengths"])
+    first_index = _index_operands(ctx, op).start
+    slice_lengths = ctx.ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:
             continue  # squeezed: not a dimension of the SMEM ref

@@ -8,13 +8,12 @@ from smalto.constraints import Divides, Equal, FullyTiled, LayoutKind, Reduce, R
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
-from smalto.rules.attributes import ints
 
 _NOT_SPLAT_OR_STRIDED = (LayoutKind.SPLAT, LayoutKind.STRIDED)
 
 
-def _unit_strides(op: Op) -> None:
-    if any(s != 1 for s in ints(op.operation.attributes["strides"])):
+def _unit_strides(ctx: RuleContext, op: Op) -> None:
+    if any(s != 1 for s in ctx.ints(op.operation.attributes["strides"])):
         raise NotImplementedError(f"`{op.name}` with non-unit strides (at {op.where})")
 
 
@@ -48,7 +47,7 @@ def multi_reduction(ctx: RuleContext, op: Op) -> None:
     source = ctx.new_var(ctx.operand(op, 0))
     out = ctx.new_var(ctx.operand(op, 1), ctx.result(op, 0), key=ctx.result(op, 0))
     rank = len(ctx.program.values[op.operands[0]].shape)
-    dims = tuple(sorted(ints(op.operation.attributes["reduction_dims"])))
+    dims = tuple(sorted(ctx.ints(op.operation.attributes["reduction_dims"])))
     ctx.not_of_kind(source, op, LayoutKind.STRIDED, LayoutKind.SPLAT)
     ctx.require(Equal(Var(out), Reduce(Var(source), dims, rank), op.id))
     ctx.require(FullyTiled(Var(source), rank, op.id, dims))
@@ -70,10 +69,10 @@ def shape_cast(ctx: RuleContext, op: Op) -> None:
 @rule("vector.extract_strided_slice")
 def extract_strided_slice(ctx: RuleContext, op: Op) -> None:
     """A slice keeps a tiled layout; its offsets must fall on tile boundaries."""
-    _unit_strides(op)
+    _unit_strides(ctx, op)
     source = ctx.new_var(ctx.operand(op, 0))
     result = ctx.new_var(ctx.result(op, 0))
-    offsets = ints(op.operation.attributes["offsets"])
+    offsets = ctx.ints(op.operation.attributes["offsets"])
     ctx.require(Divides(Var(source), offsets, op.id), Equal(Var(source), Var(result), op.id))
     ctx.not_of_kind(result, op, *_NOT_SPLAT_OR_STRIDED)
 
@@ -103,11 +102,11 @@ def extract(ctx: RuleContext, op: Op) -> None:
 @rule("vector.insert_strided_slice")
 def insert_strided_slice(ctx: RuleContext, op: Op) -> None:
     """Inserting a slice: all three share a tiled layout; offsets on tile boundaries."""
-    _unit_strides(op)
+    _unit_strides(ctx, op)
     src = ctx.new_var(ctx.operand(op, 0))
     dst = ctx.new_var(ctx.operand(op, 1))
     result = ctx.new_var(ctx.result(op, 0))
-    offsets = ints(op.operation.attributes["offsets"])
+    offsets = ctx.ints(op.operation.attributes["offsets"])
     ctx.require(
         Divides(Var(dst), offsets, op.id),
         Equal(Var(dst), Var(src), op.id),

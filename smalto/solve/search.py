@@ -36,9 +36,13 @@ from smalto.solve import candidates as cands
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, simplify
 
-# Attempts the JAX-ordered search may take before the domain search takes over.
-# Every corpus kernel JAX solves needs under 100.
+# Attempts the JAX-ordered search may take before the domain search takes over,
+# beyond one per variable left open by the propagation before the first
+# decision (see ``Solver.guided_budget``). Every corpus kernel JAX solves needs
+# under 100 in all.
 GUIDED_BUDGET = 1_000
+# Attempts per open variable: one for its value, one for a candidate that fails.
+ATTEMPTS_PER_VARIABLE = 2
 
 
 # What SMEM validity reads of a ref: shape, strides, element bitwidth.
@@ -81,6 +85,40 @@ class Conflict:
     fixed: Fixed | None = None
     variable: int | None = None
     value: Const | None = None
+
+
+_UNKNOWN = object()  # a default value not made yet
+
+
+class _Scan:
+    """One decision's scan for candidates, and what the decisions below it inherit.
+
+    ``pending``: positions (in the candidate order) before ``frontier`` to ask
+    for preferred candidates; every other position before ``frontier`` is
+    known to offer none. ``hits``: the positions asked here that offered
+    some, in order. ``at``: how far into ``pending`` the scan is;
+    ``full_at``: the position the scan is at past the frontier (-1 before).
+    """
+
+    __slots__ = ("pending", "frontier", "hits", "at", "full_at")
+
+    def __init__(self, pending: list[int], frontier: int) -> None:
+        self.pending = pending
+        self.frontier = frontier
+        self.hits: list[int] = []
+        self.at = 0
+        self.full_at = -1
+
+    def below(self) -> tuple[list[int], int]:
+        """For a decision on the candidate just offered: positions to ask, and its frontier.
+
+        The positions that offered preferred candidates here (the one just
+        offered included) and those still pending: the decision below asks
+        them again. Past the scan's position, nothing is known yet.
+        """
+        if self.full_at < 0:
+            return self.hits + self.pending[self.at + 1 :], self.frontier
+        return self.hits, self.full_at + 1
 
 
 class Solver:
@@ -221,10 +259,16 @@ class Solver:
                 sources.append(ci)
         self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
         self.candidate_order = relayouts + sources
+        # Per constraint, its position in the candidate order (-1: offers no candidates).
+        self.position = [-1] * len(self.constraints)
+        for p, ci in enumerate(self.candidate_order):
+            self.position[ci] = p
         tmem = Kind.TMEM
         self.tmem_defaults = [
             self._tmem_default(v, program) if v.kind == tmem else None for v in variables
         ]
+        # Per variable, its default value (``cands.default_value``), made when first asked.
+        self.defaults: list[Const | None | object] = [_UNKNOWN] * n
         self.conflict: Conflict | None = None
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
@@ -234,6 +278,14 @@ class Solver:
         self.live: dict[int, list[Const]] = {}
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
+        # ``lookup`` as a closure over the two lists (neither is ever rebound):
+        # judging a constraint calls it for every variable it reads.
+        value_of, root_of = self.value, self.root
+
+        def lookup(v: int) -> Const | None:
+            return value_of[root_of[v]]
+
+        self.lookup = lookup  # type: ignore[method-assign]
 
     # --- set-up ----------------------------------------------------------------------
 
@@ -290,6 +342,7 @@ class Solver:
         return self.divides.get(self.root[v])
 
     def lookup(self, v: int) -> Const | None:
+        """The value of variable ``v`` (its slot's), or None; replaced per solver by a closure."""
         return self.value[self.root[v]]
 
     def _fits(self, slot: int, value: Const) -> bool:
@@ -411,14 +464,15 @@ class Solver:
         root_mark = len(self.trail)
         self.searching = True
         try:
-            self.limit = min(self.fuel, GUIDED_BUDGET)
+            budget = self.guided_budget()
+            self.limit = min(self.fuel, budget)
             try:
                 if guided and not self.widened and self._search():
                     self.jax_answer_breaks = self._broken_requirements()
                     if not self.jax_answer_breaks:
                         return True
             except FuelExhausted:
-                if self.fuel <= GUIDED_BUDGET:
+                if self.fuel <= budget:
                     raise
             self._undo(root_mark)
             self.limit = self.fuel
@@ -447,6 +501,16 @@ class Solver:
                 value = simplify(c.reg, lookup)  # type: ignore[union-attr]
                 broken.append((c, value))
         return broken  # type: ignore[return-value]
+
+    def guided_budget(self) -> int:
+        """The attempts the search in JAX's order gets: it grows with the kernel.
+
+        A search that never backtracks takes one attempt per variable the
+        propagation left open; a fixed budget would make large kernels (an
+        unrolled loop of a thousand blocks) fall to the complete search,
+        which redoes the work and may pick another answer than JAX's.
+        """
+        return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * self.unassigned
 
     def _start_complete_phase(self) -> bool:
         """Judges the complete-search-only requirements from now on, at the root.
@@ -611,7 +675,7 @@ class Solver:
                 kept.append(value)
         return kept
 
-    def _search(self, first_open: int = 0, first_unset: int = 0) -> bool:
+    def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
         if self.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
@@ -626,7 +690,9 @@ class Solver:
         root, value_of, n = self.root, self.value, len(self.root)
         while first_unset < n and value_of[root[first_unset]] is not None:
             first_unset += 1
-        for var, value, source in self._candidates(first_open, first_unset):
+        if scan is None:
+            scan = _Scan([], 0)
+        for var, value, source in self._candidates(first_open, first_unset, scan):
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             if not self._valid_for(var, value):
@@ -636,49 +702,129 @@ class Solver:
             queue: list[int] = []
             if self._assign(var, value, queue):
                 self.reason[self.root[var]] = Reason("chosen", source)
-                if self._propagate(queue) and self._search(first_open, first_unset):
+                if self._propagate(queue) and self._search(
+                    first_open, first_unset, self._child_scan(scan, mark)
+                ):
                     return True
             self._undo(mark)
         return False
 
+    def _child_scan(self, scan: _Scan, mark: int) -> _Scan:
+        """Where the scan for candidates below the current decision has to look.
+
+        Below the decision, the constraints before the frontier offer what
+        they offered here, except those whose variables got values since
+        ``mark`` (the decision and what it forced): ``pending`` lists those and
+        the ones that offered preferred candidates here; the rest are passed
+        over without being asked.
+        """
+        offered, frontier = scan.below()
+        positions = set(offered)
+        position_of, watchers, trail = self.position, self.watchers, self.trail
+        for k in range(mark, len(trail)):
+            is_value, slot = trail[k]
+            if is_value:
+                for ci in watchers[slot]:
+                    p = position_of[ci]
+                    if 0 <= p < frontier:
+                        positions.add(p)
+        return _Scan(sorted(positions), frontier)
+
     def _candidates(
-        self, first_open: int = 0, first_unset: int = 0
+        self, first_open: int, first_unset: int, scan: _Scan
     ) -> Iterator[tuple[int, Const, int | None]]:
         """(variable, value, the constraint it came from or None for a default), in order.
 
+        The order is JAX's: the preferred candidates (see ``cands.is_preferred``)
+        of the open constraints, in the candidate order; then their other
+        candidates, in the same order; then each open variable's default.
         Constraints before ``first_open`` in the candidate order are closed and
         variables before ``first_unset`` have values: neither offers anything.
+
+        A constraint's candidates depend only on the values of its own
+        variables. So of the constraints before ``scan.frontier`` only those
+        in ``scan.pending`` are asked for preferred candidates (the others
+        have none, as known from the decisions above); from the frontier on,
+        each open one is asked. ``scan`` records, as the scan goes, what the
+        decision below each candidate needs to know (``_child_scan``).
+        Without this, every decision would walk past every open constraint
+        that offers only a splat, one per block not yet reached in an
+        unrolled kernel: a cost quadratic in the kernel's size.
         """
         tried: set[tuple[int, Const]] = set()
-        deferred: list[tuple[int, Const, int]] = []
         root, variables = self.root, self.system.variables
-        order, is_open = self.candidate_order, self.open
-        for k in range(first_open, len(order)):
-            ci = order[k]
+        order, is_open, constraints = self.candidate_order, self.open, self.constraints
+        lookup, divides_of, arch = self.lookup, self.divides_of, self.arch
+        from_constraint, is_preferred = cands.from_constraint, cands.is_preferred
+        # What each constraint asked here offered (at this decision's state,
+        # which undoing the decisions below restores).
+        offers: dict[int, list[tuple[int, Const]]] = {}
+        hits = scan.hits
+        pending = scan.pending
+        for i in range(len(pending)):
+            p = pending[i]
+            ci = order[p]
             if not is_open[ci]:
                 continue
-            for var, value in cands.from_constraint(
-                self.constraints[ci], self.lookup, variables, self.divides_of, self.arch
-            ):
-                if not cands.is_preferred(value):
-                    deferred.append((var, value, ci))
+            offer = offers[p] = list(
+                from_constraint(constraints[ci], lookup, variables, divides_of, arch)
+            )
+            preferred = [(var, value) for var, value in offer if is_preferred(value)]
+            if not preferred:
+                continue
+            hits.append(p)
+            scan.at = i
+            for var, value in preferred:
+                key = (root[var], value)
+                if key not in tried:
+                    tried.add(key)
+                    yield var, value, ci
+        scan.at = len(pending)
+        for p in range(max(scan.frontier, first_open), len(order)):
+            ci = order[p]
+            if not is_open[ci]:
+                continue
+            offer = offers[p] = list(
+                from_constraint(constraints[ci], lookup, variables, divides_of, arch)
+            )
+            preferred = [(var, value) for var, value in offer if is_preferred(value)]
+            if not preferred:
+                continue
+            hits.append(p)
+            scan.full_at = p
+            for var, value in preferred:
+                key = (root[var], value)
+                if key not in tried:
+                    tried.add(key)
+                    yield var, value, ci
+        # Every constraint has been asked or is known to offer no preferred
+        # candidate: ``hits`` is complete.
+        scan.full_at = len(order)
+        for p in range(first_open, len(order)):
+            ci = order[p]
+            if not is_open[ci]:
+                continue
+            offer = offers.get(p)
+            if offer is None:
+                offer = list(from_constraint(constraints[ci], lookup, variables, divides_of, arch))
+            for var, value in offer:
+                if is_preferred(value):
                     continue
                 key = (root[var], value)
                 if key not in tried:
                     tried.add(key)
                     yield var, value, ci
-        for var, value, ci in deferred:
-            key = (root[var], value)
-            if key not in tried:
-                tried.add(key)
-                yield var, value, ci
+        defaults, value_of = self.defaults, self.value
         for k in range(first_unset, len(variables)):
-            v = variables[k]
-            if self.value[root[v.id]] is None:
-                value = cands.default_value(v, self.tmem_defaults[v.id])
-                if value is not None and (root[v.id], value) not in tried:
-                    tried.add((root[v.id], value))
-                    yield v.id, value, None
+            slot = root[k]
+            if value_of[slot] is None:
+                value = defaults[k]
+                if value is _UNKNOWN:
+                    # A variable's default depends on it alone: made once.
+                    value = defaults[k] = cands.default_value(variables[k], self.tmem_defaults[k])
+                if value is not None and (slot, value) not in tried:
+                    tried.add((slot, value))
+                    yield k, value, None
 
     def root_explanation(self) -> list[Constraint | Fixed] | None:
         """The requirements behind a conflict found before any decision, else None.

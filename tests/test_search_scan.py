@@ -1,0 +1,168 @@
+"""The search in JAX's order: its incremental scan for candidates, and its budget.
+
+Below a decision, the scan asks only the constraints whose candidates may have
+changed (``Solver._candidates``). These tests run the search with a check at
+every decision: the candidates it offers, in order, must be exactly those of
+a full rescan of every open constraint and variable (the order JAX's pass
+tries them in), on kernels that decide without backtracking (the scaling
+families, corpus kernels) and on kernels that backtrack a thousand times
+before the complete search takes over (the fuel-exhausted ones).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import reference
+from fuzz.strategies import FuzzModule, modules
+from hypothesis import HealthCheck, given, settings
+from jax._src.lib.mlir import ir
+
+import smalto
+from bench.kernels import FAMILIES
+from smalto.hw.values import Const
+from smalto.infer import in_context
+from smalto.mlir import module_arch
+from smalto.program import read_program
+from smalto.rules import derive_system
+from smalto.solve import candidates as cands
+from smalto.solve import search
+from smalto.solve.search import Solver
+
+HOPPER = (9, 0)
+FUEL_EXHAUSTED = sorted((reference.BUNDLED_ROOT / "fuel_exhausted").glob("*.mlir"))
+
+
+def full_rescan(
+    solver: Solver, first_open: int, first_unset: int
+) -> Iterator[tuple[int, Const, int | None]]:
+    """The candidates in JAX's order, every open constraint and variable asked afresh."""
+    tried: set[tuple[int, Const]] = set()
+    deferred: list[tuple[int, Const, int]] = []
+    root, variables = solver.root, solver.system.variables
+    for ci in solver.candidate_order[first_open:]:
+        if not solver.open[ci]:
+            continue
+        for var, value in cands.from_constraint(
+            solver.constraints[ci], solver.lookup, variables, solver.divides_of, solver.arch
+        ):
+            if not cands.is_preferred(value):
+                deferred.append((var, value, ci))
+            elif (root[var], value) not in tried:
+                tried.add((root[var], value))
+                yield var, value, ci
+    for var, value, ci in deferred:
+        if (root[var], value) not in tried:
+            tried.add((root[var], value))
+            yield var, value, ci
+    for v in variables[first_unset:]:
+        if solver.value[root[v.id]] is None:
+            value = cands.default_value(v, solver.tmem_defaults[v.id])
+            if value is not None and (root[v.id], value) not in tried:
+                tried.add((root[v.id], value))
+                yield v.id, value, None
+
+
+class CheckedSolver(Solver):
+    """A solver that, at each decision, compares its candidates with a full rescan."""
+
+    decisions = 0
+
+    def _candidates(
+        self, first_open: int, first_unset: int, scan: search._Scan
+    ) -> Iterator[tuple[int, Const, int | None]]:
+        # A copy of the scan: listing every candidate must not move the real one.
+        probe = search._Scan(list(scan.pending), scan.frontier)
+        incremental = list(super()._candidates(first_open, first_unset, probe))
+        assert incremental == list(full_rescan(self, first_open, first_unset))
+        self.decisions += 1
+        return super()._candidates(first_open, first_unset, scan)
+
+
+def solve_checked(text: str, arch: tuple[int, int] | None = None) -> CheckedSolver:
+    ctx = reference.shared_context()
+    module = reference.parse(text, ctx)
+    with in_context(module):
+        arch = arch or module_arch(module) or HOPPER
+        program = read_program(module)
+        solver = CheckedSolver(derive_system(program, arch), program, arch, 100_000)
+        assert solver.solve()
+    return solver
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_scan_offers_what_a_full_rescan_offers_in_the_scaling_kernels(family: str) -> None:
+    solver = solve_checked(FAMILIES[family](6), HOPPER)
+    assert solver.decisions > 10
+
+
+def test_the_scan_offers_what_a_full_rescan_offers_in_corpus_kernels() -> None:
+    entries = [e for e in reference.bundled_entries() if _solved(e)][:80]
+    decisions = sum(solve_checked(e.path.read_text(), e.arch).decisions for e in entries)
+    assert decisions > 100
+
+
+@pytest.mark.parametrize("path", FUEL_EXHAUSTED, ids=[p.stem for p in FUEL_EXHAUSTED])
+def test_the_scan_offers_what_a_full_rescan_offers_while_backtracking(path: Path) -> None:
+    # The search in JAX's order backtracks until its budget is spent; the
+    # complete search then decides (its choices are not the scan's).
+    solver = solve_checked(path.read_text())
+    assert solver.complete and solver.decisions > 100
+
+
+def _solved(entry: reference.CorpusEntry) -> bool:
+    """Whether JAX's pass infers the entry (the check needs a search that succeeds)."""
+    return (
+        "fuel_exhausted" not in entry.key
+        and reference.jax_outcome(entry.path, entry.arch).error is None
+    )
+
+
+def test_the_budget_grows_with_the_variables_left_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel needing more decisions than the fixed budget is still decided in JAX's order.
+
+    Each unrolled attention step takes 8 decisions; with a fixed budget of 10
+    the search would give up on four of them and leave the kernel to the
+    complete search. The budget grows by two per open variable: JAX's answer.
+    """
+    monkeypatch.setattr(search, "GUIDED_BUDGET", 10)
+    text = FAMILIES["unrolled_attention"](4)
+    solver = solve_checked(text, HOPPER)
+    assert not solver.complete and solver.spent > 10
+    jax_attributes, _ = reference.jax_attributes(text, HOPPER)
+    smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
+    assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
+
+
+def test_a_small_fuel_still_runs_out_in_jaxs_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the budget, the user's fuel bounds the search in JAX's order, as JAX's pass's does."""
+    text = FAMILIES["unrolled_attention"](4)
+    ctx = reference.shared_context()
+    module = reference.parse(text, ctx)
+    with in_context(module):
+        program = read_program(module)
+        solver = Solver(derive_system(program, HOPPER), program, HOPPER, 5)
+        with pytest.raises(search.FuelExhausted):
+            solver.solve()
+    assert isinstance(module, ir.Module)
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(modules())
+def test_the_scan_offers_what_a_full_rescan_offers_on_random_modules(module: FuzzModule) -> None:
+    """Random modules backtrack in every way: a constraint that offered a candidate
+    that failed must offer it again below the next decision, and so on."""
+    ctx = reference.shared_context()
+    parsed = reference.parse(module.text, ctx)
+    with in_context(parsed):
+        program = read_program(parsed)
+        try:
+            system = derive_system(program, module.arch)
+        except (smalto.InferenceError, NotImplementedError):
+            return  # refused before any search
+        solver = CheckedSolver(system, program, module.arch, 20_000)
+        with contextlib.suppress(search.FuelExhausted):
+            solver.solve()
