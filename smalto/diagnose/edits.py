@@ -66,7 +66,7 @@ def apply(edit: Edit, ops: list[ir.Operation]) -> None:
 
     Must run in the module's context, with a location.
     """
-    cache = AttributeCache()
+    cache = AttributeCache(ir.Context.current)
     if edit.kind == RETARGET:
         assert edit.new is not None
         new = attribute_of(edit.new, cache)

@@ -224,12 +224,16 @@ class EditWords:
         attrs = op.operation.attributes
         if edit.kind == ADD_CAST:
             assert edit.new is not None
-            return "new_layout", None, str(attribute_of(edit.new, AttributeCache()))
+            return (
+                "new_layout",
+                None,
+                str(attribute_of(edit.new, AttributeCache(self.program.context))),
+            )
         if edit.kind == DROP:
             name = "transforms" if op.name == "mosaic_gpu.with_transforms" else "new_layout"
             return name, str(attrs[name]), None
         assert edit.new is not None
-        new = attribute_of(edit.new, AttributeCache())
+        new = attribute_of(edit.new, AttributeCache(self.program.context))
         if edit.attribute is not None:
             assert edit.position is not None
             entries = list(ir.ArrayAttr(attrs[edit.attribute]))

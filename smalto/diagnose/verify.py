@@ -187,7 +187,7 @@ def works_on_copy(
     from smalto.errors import InferenceError
     from smalto.program import read_program
     from smalto.rules import derive_system
-    from smalto.solve.search import FuelExhausted, Solver
+    from smalto.solve.search import FuelExhausted, decide
 
     clone = module.clone()
     try:
@@ -195,8 +195,9 @@ def works_on_copy(
             apply(edit, ops_in_order(clone.operation))
             program = read_program(clone)  # type: ignore[arg-type]
             system = derive_system(program, arch)
-            solver = Solver(system, program, arch, _FUEL)
-            if not solver.solve():
+            # Decided as inference decides it (the widened search included).
+            solver = decide(system, program, arch, _FUEL)
+            if not solver.solved:
                 return Verdict(False)
             plan = annotate.plan_attributes(program, system, solver.solution())
             annotate.write_attributes(program, plan)
