@@ -99,6 +99,13 @@ def test_every_unsatisfiable_kernel_gets_a_suggestion(name: str, failures: dict)
         assert repr_ not in words, (repr_, words)
 
 
+def test_a_gather_no_layout_can_serve_says_what_to_change() -> None:
+    """Not a layout conflict (no layout helps), yet an unsatisfiable kernel all the same:
+    the message says what to change in the kernel."""
+    error, _ = fail("gather_minor_dim")
+    assert "\nsuggestion: gather rows of 16 elements instead of 8" in str(error)
+
+
 def test_a_dozen_unsatisfiable_kernels_include_blackwell_ones() -> None:
     assert len(FIXTURES) >= 12
     assert len(BLACKWELL_FIXTURES) >= 4

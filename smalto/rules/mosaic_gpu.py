@@ -430,6 +430,10 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
                 "Cannot assign layout to async load with gather indices since minor "
                 f"dim={lengths[-1]} is not divisible by {divisor=} bits. `{op.name}` at "
                 f"{op.where}: each row a gather writes must be a multiple of {divisor} elements"
+                f"\nsuggestion: gather rows of {-(-lengths[-1] // divisor) * divisor} elements "
+                f"instead of {lengths[-1]} (widen the slice of the minor dim, padding the "
+                "GMEM array if needed, and use the part you need), or copy the rows without "
+                "gather indices"
             )
         ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
     ctx.add_sites(var, ctx.operand(op, smem_operand))
