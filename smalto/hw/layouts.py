@@ -16,6 +16,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
+from smalto.elementwise import CONVERSIONS
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
 WGMMA = fa.WGMMA_LAYOUT
@@ -444,22 +445,7 @@ def mma_layouts(element_type: object, m: int, n: int) -> object:
     return MMALayouts.for_shape(element_type, m, n)
 
 
-__all__ = ["UNTILED"]
-
-
-# Element type conversions: the lowering's FragmentedArray.astype converts
-# whole registers, each of whole bytes of the new type.
-CONVERSIONS = (
-    "arith.extf",
-    "arith.extsi",
-    "arith.extui",
-    "arith.truncf",
-    "arith.trunci",
-    "arith.fptosi",
-    "arith.fptoui",
-    "arith.sitofp",
-    "arith.uitofp",
-)
+__all__ = ["CONVERSIONS", "UNTILED"]
 
 
 def packs_sub_byte_registers(op_name: str, source: object, result: object) -> bool:

@@ -7,81 +7,10 @@ rewrite expands a value back right before it).
 
 from __future__ import annotations
 
-# Elementwise by definition (`Elementwise` trait in MLIR's arith and math
-# dialects): every result element depends only on the operand elements at the
-# same index, and all vector operands and results have one shape. Their
-# attributes (predicates, fastmath and overflow flags, rounding modes) say
-# nothing about shapes.
-ELEMENTWISE = frozenset(
-    {
-        # arith: arithmetic, bitwise, shifts, min/max
-        "arith.addf",
-        "arith.subf",
-        "arith.mulf",
-        "arith.divf",
-        "arith.remf",
-        "arith.negf",
-        "arith.maximumf",
-        "arith.minimumf",
-        "arith.maxnumf",
-        "arith.minnumf",
-        "arith.addi",
-        "arith.subi",
-        "arith.muli",
-        "arith.divsi",
-        "arith.divui",
-        "arith.floordivsi",
-        "arith.ceildivsi",
-        "arith.ceildivui",
-        "arith.remsi",
-        "arith.remui",
-        "arith.andi",
-        "arith.ori",
-        "arith.xori",
-        "arith.shli",
-        "arith.shrui",
-        "arith.shrsi",
-        "arith.maxsi",
-        "arith.maxui",
-        "arith.minsi",
-        "arith.minui",
-        # comparisons and selects (a select's condition is a scalar or a vector
-        # of the same shape)
-        "arith.cmpf",
-        "arith.cmpi",
-        "arith.select",
-        # casts between element types (the shape is kept)
-        "arith.extf",
-        "arith.truncf",
-        "arith.extsi",
-        "arith.extui",
-        "arith.trunci",
-        "arith.fptosi",
-        "arith.fptoui",
-        "arith.sitofp",
-        "arith.uitofp",
-        "arith.bitcast",
-        # math
-        "math.exp",
-        "math.exp2",
-        "math.log",
-        "math.log2",
-        "math.log1p",
-        "math.sin",
-        "math.cos",
-        "math.tanh",
-        "math.sqrt",
-        "math.rsqrt",
-        "math.absf",
-        "math.absi",
-        "math.round",
-        "math.roundeven",
-        "math.copysign",
-        "math.erf",
-        "math.powf",
-        "math.atan2",
-    }
-)
+from smalto import elementwise
+
+# Elementwise by definition (``smalto.elementwise``): exact at any shape.
+ELEMENTWISE = frozenset(elementwise.ELEMENTWISE)
 
 BROADCAST_IN_DIM = "mosaic_gpu.broadcast_in_dim"
 SHAPE_CAST = "vector.shape_cast"

@@ -5,68 +5,13 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import LayoutKind, RegisterBits, Var
+from smalto.elementwise import ELEMENTWISE
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
 
-POINTWISE = (
-    # arith: integer and float arithmetic, bitwise, shifts, comparisons, casts
-    "arith.addi",
-    "arith.addf",
-    "arith.subi",
-    "arith.subf",
-    "arith.muli",
-    "arith.mulf",
-    "arith.divsi",
-    "arith.divui",
-    "arith.divf",
-    "arith.floordivsi",
-    "arith.ceildivsi",
-    "arith.ceildivui",
-    "arith.remsi",
-    "arith.remui",
-    "arith.remf",
-    "arith.andi",
-    "arith.ori",
-    "arith.xori",
-    "arith.shli",
-    "arith.shrui",
-    "arith.shrsi",
-    "arith.maximumf",
-    "arith.minimumf",
-    "arith.maxnumf",
-    "arith.minnumf",
-    "arith.maxsi",
-    "arith.maxui",
-    "arith.minsi",
-    "arith.minui",
-    "arith.cmpi",
-    "arith.cmpf",
-    "arith.select",
-    "arith.bitcast",
-    "arith.negf",
-    *hl.CONVERSIONS,  # casts between element types
-    # math: transcendental and rounding functions
-    "math.exp",
-    "math.exp2",
-    "math.log",
-    "math.log2",
-    "math.log1p",
-    "math.sin",
-    "math.cos",
-    "math.tanh",
-    "math.sqrt",
-    "math.rsqrt",
-    "math.absf",
-    "math.absi",
-    "math.round",
-    "math.roundeven",
-    "math.copysign",
-    "math.ctlz",
-    "math.erf",
-    "math.powf",
-    "math.atan2",
-)
+# One layout for operands and result (``smalto.elementwise``).
+POINTWISE = ELEMENTWISE
 
 
 @rule(*POINTWISE)
