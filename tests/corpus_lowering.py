@@ -17,6 +17,7 @@ import reference
 from jax._src.lib.mlir import ir
 
 from smalto.check import Violation, check
+from smalto.diagnose.lowering import lower_in_own_launch
 
 
 def apply_attributes(module: ir.Module, attributes: reference.Attributes) -> None:
@@ -64,32 +65,7 @@ def lower_with_jax(module: ir.Module) -> None:
     is built from the kernel's own ``gpu.launch`` and buffer pointer, as
     ``mosaic_gpu.core`` builds it: no GPU is involved, only IR.
     """
-    from jax.experimental.mosaic.gpu import dialect_lowering, launch_context
-
-    func, launch = next(
-        (op, inner.opview)
-        for op in module.body.operations
-        for region in op.operation.regions
-        for block in region.blocks
-        for inner in block.operations
-        if inner.operation.name == "gpu.launch"
-    )
-    buffers = func.regions[0].blocks[0].arguments[1]
-
-    def constant(value: ir.Value) -> int:
-        return ir.IntegerAttr(value.owner.attributes["value"]).value
-
-    cluster = (1, 1, 1)
-    if launch.clusterSizeX is not None:
-        sizes = (launch.clusterSizeX, launch.clusterSizeY, launch.clusterSizeZ)
-        cluster = tuple(constant(v) for v in sizes)  # type: ignore[assignment]
-    with module.context, ir.Location.unknown():
-        context = launch_context.LaunchContext(
-            module, launch_context.Scratch(launch), cluster, buffers
-        )
-        dialect_lowering.lower_mgpu_dialect(module, context)
-        context.scratch.finalize_size()
-        module.operation.verify()
+    lower_in_own_launch(module.operation)
 
 
 def smalto_fixes_jax_answer(entry: reference.CorpusEntry, smalto_error: str | None) -> str | None:

@@ -20,6 +20,7 @@ from rule_kit import lower_in_launch
 
 import smalto
 from smalto.check import Violation, check, check_main
+from smalto.diagnose.lowering import jax_lowering_accepts
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Tmem
@@ -149,6 +150,10 @@ def _gmem_rejects_only(violations: list[Violation], entry: reference.CorpusEntry
             lower_with_jax(jax_annotated(entry))
         assert type(rejected.value).__name__ == "TransferPlanDerivationError"
         assert any(str(rejected.value) in v.message for v in gmem), rejected.value
+        # The diagnosis's lowering probe calls that a rejection too, not a launch it
+        # could not rebuild.
+        accepted, why = jax_lowering_accepts(jax_annotated(entry).operation)
+        assert accepted is False and why == str(rejected.value)
 
 
 @pytest.mark.parametrize("entry", _sample(), ids=lambda e: e.key)

@@ -15,13 +15,16 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 
-def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
-    """Lowers the annotated ``module`` (a ``builtin.module`` op, consumed) with JAX's
-    dialect lowering.
+class NoLaunchContext(Exception):
+    """The module holds no single ``gpu.launch`` to rebuild a launch context from."""
 
-    ``(True, "")`` if it lowers and verifies, ``(False, why)`` if the lowering
-    rejects it, ``(None, "")`` if it cannot be run on this module (no single
-    ``gpu.launch``, or a part of the launch context it cannot rebuild).
+
+def lower_in_own_launch(module: ir.Operation) -> None:
+    """Runs JAX's dialect lowering on the annotated ``module`` (a ``builtin.module`` op,
+    consumed) in the launch context its own ``gpu.launch`` calls for, then verifies it.
+
+    Raises what JAX's lowering raises for what it cannot lower, and
+    ``NoLaunchContext`` where the module has no launch to rebuild one from.
     """
     from jax.experimental.mosaic.gpu import dialect_lowering
     from jax.experimental.mosaic.gpu import launch_context as lc
@@ -29,24 +32,45 @@ def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
     view = module.opview  # the lowering reads the module's ``body``
     launches = _launches(module)
     if len(launches) != 1:
-        return None, ""
+        raise NoLaunchContext(f"{len(launches)} gpu.launch ops")
     launch = launches[0]
     function = launch.parent
     while function is not None and function.name != "func.func":
         function = function.parent
     if function is None or not function.regions[0].blocks[0].arguments:
-        return None, ""
+        raise NoLaunchContext("no launching function with a buffer argument")
     buffers = function.regions[0].blocks[0].arguments[-1]
     cluster = _cluster_size(launch)
     if cluster is None:
-        return None, ""
+        raise NoLaunchContext("a cluster size that is not a constant")
+    with module.context, ir.Location.unknown(module.context):
+        context = lc.LaunchContext(view, lc.Scratch(launch.opview), cluster, buffers)  # type: ignore[arg-type]
+        dialect_lowering.lower_mgpu_dialect(view, context)  # type: ignore[arg-type]
+        context.scratch.finalize_size()
+        module.verify()
+
+
+def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
+    """Lowers the annotated ``module`` (a ``builtin.module`` op, consumed) with JAX's
+    dialect lowering (``lower_in_own_launch``).
+
+    ``(True, "")`` if it lowers and verifies, ``(False, why)`` if the lowering
+    rejects it, ``(None, "")`` if it cannot be run on this module (no single
+    ``gpu.launch``, or a part of the launch context it cannot rebuild).
+    """
+    from jax.experimental.mosaic.gpu import fragmented_array as fa
+
+    rejections = (
+        ValueError,
+        NotImplementedError,
+        ir.MLIRError,
+        fa.TransferPlanDerivationError,
+    )
     try:
-        with module.context, ir.Location.unknown(module.context):
-            context = lc.LaunchContext(view, lc.Scratch(launch.opview), cluster, buffers)  # type: ignore[arg-type]
-            dialect_lowering.lower_mgpu_dialect(view, context)  # type: ignore[arg-type]
-            context.scratch.finalize_size()
-            module.verify()
-    except (ValueError, NotImplementedError, ir.MLIRError) as error:
+        lower_in_own_launch(module)
+    except NoLaunchContext:
+        return None, ""
+    except rejections as error:
         # What JAX raises for layouts (or anything else) it cannot lower.
         return False, str(error).splitlines()[0] if str(error) else type(error).__name__
     except Exception:  # noqa: BLE001 -- a launch context part this rebuild lacks
@@ -82,4 +106,4 @@ def _cluster_size(launch: ir.Operation) -> tuple[int, int, int] | None:
     return (out[0], out[1], out[2])
 
 
-__all__ = ["jax_lowering_accepts"]
+__all__ = ["NoLaunchContext", "jax_lowering_accepts", "lower_in_own_launch"]
