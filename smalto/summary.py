@@ -15,16 +15,14 @@ through shuffles, for transposes and upcasts).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
-from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import Role, Site
 from smalto.explain import Explainer
-from smalto.hw.names import register_layout_name, tmem_name
-from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.hw.names import describe_value
+from smalto.hw.values import Const, Reg
 from smalto.infer import Inference
 from smalto.printed import PrintedModule
 from smalto.program import Kind
@@ -38,61 +36,9 @@ LAYOUT_CAST = "mosaic_gpu.layout_cast"
 
 def layout_name(value: Const) -> str:
     """A layout by the name a kernel author knows it: ``WGMMA``, ``splat``, ``strided ×4``,
-    ``tiled 8×64 + swizzle 128``, ``TMEM half_lane``; else a compact form of its tiling."""
-    match value:
-        case Reg(layout=fa.WGSplatFragLayout()):
-            return "splat"
-        case Reg(layout=fa.WGStridedFragLayout(vec_size=vec)):
-            return f"strided ×{vec}"
-        case Reg(layout=fa.TiledLayout() as layout):
-            name = register_layout_name(layout)
-            if name is not None:
-                return name.removesuffix("_LAYOUT")
-            native = _tmem_native_name(layout)
-            return f"TMEM_NATIVE {native}" if native else _compact(layout)
-        case Smem(tiling=tiling, swizzle=swizzle):
-            tiled = "untiled" if tiling is None else "tiled " + "×".join(map(str, tiling))
-            if swizzle in (None, 16):  # 16 bytes: no swizzle
-                return tiled if tiling is None else f"{tiled}, no swizzle"
-            return f"{tiled} + swizzle {swizzle}"
-        case Tmem(layout=layout):
-            return f"TMEM {_tmem_name(layout) or _compact(layout)}"
-    return type(value).__name__
-
-
-def _compact(layout: fa.TiledLayout) -> str:
-    """``tiled (64, 8)(16, 8)(8, 8)(2) warps -7 lanes -3,-2 vector -1``."""
-
-    def dim(d: int | fa.Replicated) -> str:
-        return f"×{d.times}" if isinstance(d, fa.Replicated) else str(d)
-
-    tiles = "".join(f"({', '.join(map(str, t))})" for t in layout.tiling.tiles)
-    warps = ",".join(map(dim, layout.warp_dims)) or "-"
-    lanes = ",".join(map(dim, layout.lane_dims)) or "-"
-    return f"tiled {tiles} warps {warps} lanes {lanes} vector {dim(layout.vector_dim)}"
-
-
-@cache
-def _tmem_native_name(layout: fa.TiledLayout) -> str | None:
-    """The TMEM layout whose lanes and columns a register layout reads as they lie (what
-    ``async_load_tmem`` gives without a relayout), by name: ``half_lane``."""
-    try:
-        as_tmem = tcgen05.TMEMLayout(
-            layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim
-        )
-    except (ValueError, TypeError, AssertionError):
-        return None
-    return _tmem_name(as_tmem)
-
-
-@cache
-def _tmem_name(layout: tcgen05.TMEMLayout) -> str | None:
-    """``default``, ``half_lane``, ``m64_collective`` (with their packing), ``scales``...
-    (``hw.names.tmem_name``, which never raises on layouts JAX's builders refuse)."""
-    named = tmem_name(layout)
-    if named is None:
-        return None
-    return named.kind if named.packing == 1 else f"{named.kind} (packing {named.packing})"
+    ``tiled 8×64 + swizzle 128``, ``TMEM half_lane``; else a compact form of its tiling
+    (``hw.names.describe_value``, as in error messages)."""
+    return describe_value(value)
 
 
 # --- conversions -------------------------------------------------------------------------

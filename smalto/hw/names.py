@@ -199,6 +199,22 @@ def compact_tiled(layout: fa.TiledLayout) -> str:
     return f"tiled {tiles} warps {warps} lanes {lanes} vector {_dim(layout.vector_dim)}"
 
 
+@cache
+def _tmem_native_name(layout: fa.TiledLayout) -> str | None:
+    """The TMEM layout whose lanes and columns a register layout reads as they lie (what
+    ``async_load_tmem`` gives without a relayout), by name: ``half_lane``."""
+    try:
+        as_tmem = tcgen05.TMEMLayout(
+            layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim
+        )
+    except (ValueError, TypeError, AssertionError):
+        return None
+    named = tmem_name(as_tmem)
+    if named is None:
+        return None
+    return named.kind if named.packing == 1 else f"{named.kind} (packing {named.packing})"
+
+
 def smem_name(value: Smem) -> str:
     """``tiled 8×64 + swizzle 128``, ``tiled 8×64, no swizzle``, ``untiled``."""
     tiled = "untiled" if value.tiling is None else "tiled " + "×".join(map(str, value.tiling))
@@ -220,7 +236,8 @@ def describe_value(value: Const) -> str:
             if name is not None:
                 return name
             if isinstance(layout, fa.TiledLayout):
-                return compact_tiled(layout)
+                native = _tmem_native_name(layout)
+                return f"TMEM_NATIVE {native}" if native else compact_tiled(layout)
             return type(layout).__name__
         case Smem():
             return smem_name(value)
