@@ -9,7 +9,7 @@ exactly what a decision caused instead of copying the system.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from jax._src.lib.mlir import ir
 
@@ -39,7 +39,8 @@ from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, sim
 # Attempts the JAX-ordered search may take before the domain search takes over,
 # beyond one per variable left open by the propagation before the first
 # decision (see ``Solver.guided_budget``). Every corpus kernel JAX solves needs
-# under 100 in all.
+# under 100 in all. A splat tried for a value that cannot be one is not
+# counted: it costs no work (see ``Solver._search``).
 GUIDED_BUDGET = 1_000
 # Attempts per open variable: one for its value, one for a candidate that fails.
 ATTEMPTS_PER_VARIABLE = 2
@@ -90,14 +91,15 @@ class Conflict:
 _UNKNOWN = object()  # a default value not made yet
 
 
-class _Scan:
-    """One decision's scan for candidates, and what the decisions below it inherit.
+class _Pass:
+    """What one decision's scan knows of one pass over the candidate order.
 
-    ``pending``: positions (in the candidate order) before ``frontier`` to ask
-    for preferred candidates; every other position before ``frontier`` is
-    known to offer none. ``hits``: the positions asked here that offered
-    some, in order. ``at``: how far into ``pending`` the scan is;
-    ``full_at``: the position the scan is at past the frontier (-1 before).
+    The scan makes two passes: one for preferred candidates, then one for the
+    others (see ``Solver._candidates``). ``pending``: positions before
+    ``frontier`` to ask; every other position before ``frontier`` is known to
+    offer none of the pass's kind. ``hits``: the positions asked here that
+    offered some, in order. ``at``: how far into ``pending`` the pass is (-1
+    before); ``full_at``: the position it is at past the frontier (-1 before).
     """
 
     __slots__ = ("pending", "frontier", "hits", "at", "full_at")
@@ -106,19 +108,66 @@ class _Scan:
         self.pending = pending
         self.frontier = frontier
         self.hits: list[int] = []
-        self.at = 0
+        self.at = -1
         self.full_at = -1
 
     def below(self) -> tuple[list[int], int]:
         """For a decision on the candidate just offered: positions to ask, and its frontier.
 
-        The positions that offered preferred candidates here (the one just
-        offered included) and those still pending: the decision below asks
-        them again. Past the scan's position, nothing is known yet.
+        The positions that offered candidates here (the one just offered
+        included) and those still pending: the decision below asks them
+        again. Past the pass's position, nothing is known yet (a pass not
+        started yet hands down what it knew).
         """
         if self.full_at < 0:
             return self.hits + self.pending[self.at + 1 :], self.frontier
         return self.hits, self.full_at + 1
+
+
+# A constraint's candidates: (variable, value) pairs, preferred ones, then the others.
+_Offer = tuple[list[tuple[int, Const]], list[tuple[int, Const]]]
+
+
+def _by_preference(offer: Iterable[tuple[int, Const]]) -> _Offer:
+    preferred: list[tuple[int, Const]] = []
+    other: list[tuple[int, Const]] = []
+    for var, value in offer:
+        (preferred if cands.is_preferred(value) else other).append((var, value))
+    return preferred, other
+
+
+class _Scan:
+    """One decision's scan for candidates, and what the decisions below it inherit.
+
+    ``preferred`` and ``other``: what each pass knows (``_Pass``). ``offers``:
+    per position, the candidates its constraint offered, asked here or at a
+    decision above whose constraint's variables have not changed since (a
+    constraint's candidates depend on them alone).
+    """
+
+    __slots__ = ("preferred", "other", "offers")
+
+    def __init__(
+        self,
+        preferred: _Pass,
+        other: _Pass,
+        offers: dict[int, _Offer],
+    ) -> None:
+        self.preferred = preferred
+        self.other = other
+        self.offers = offers
+
+    @staticmethod
+    def first() -> _Scan:
+        return _Scan(_Pass([], 0), _Pass([], 0), {})
+
+    def probe(self) -> _Scan:
+        """A copy of what the scan knows, to scan again without moving this one."""
+        return _Scan(
+            _Pass(list(self.preferred.pending), self.preferred.frontier),
+            _Pass(list(self.other.pending), self.other.frontier),
+            dict(self.offers),
+        )
 
 
 class Solver:
@@ -141,7 +190,13 @@ class Solver:
         self.system = system
         self.arch = arch
         self.fuel = fuel
+        # Attempts, counted as JAX's pass counts its fuel (in its order, a
+        # splat tried for a value that cannot be one is an attempt).
         self.spent = 0
+        # The attempts that did work: each but those splats (what the
+        # budget of the search in JAX's order bounds).
+        self.work = 0
+        self.work_limit = sys.maxsize
         self.widened = widened
         self.solved = False  # what ``decide`` found
         # The lowering requirements the answer in JAX's order broke, with the
@@ -465,7 +520,8 @@ class Solver:
         self.searching = True
         try:
             budget = self.guided_budget()
-            self.limit = min(self.fuel, budget)
+            self.limit = self.fuel
+            self.work_limit = budget
             try:
                 if guided and not self.widened and self._search():
                     self.jax_answer_breaks = self._broken_requirements()
@@ -475,7 +531,10 @@ class Solver:
                 if self.fuel <= budget:
                     raise
             self._undo(root_mark)
-            self.limit = self.fuel
+            # The complete search is smalto's own: its fuel goes on work
+            # (the splats JAX's order spent fuel on did none).
+            self.spent = self.work
+            self.work_limit = sys.maxsize
             self.conflict = None
             if not self._start_complete_phase():
                 return False
@@ -625,6 +684,7 @@ class Solver:
             if self.spent >= self.limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             self.spent += 1
+            self.work += 1
             mark, live_mark = len(self.trail), len(self.live_trail)
             queue: list[int] = []
             if self._assign(best, value, queue):
@@ -691,13 +751,23 @@ class Solver:
         while first_unset < n and value_of[root[first_unset]] is not None:
             first_unset += 1
         if scan is None:
-            scan = _Scan([], 0)
+            scan = _Scan.first()
+        not_splat = self.not_splat
         for var, value, source in self._candidates(first_open, first_unset, scan):
-            if self.spent >= self.limit:
+            if self.spent >= self.limit or self.work >= self.work_limit:
                 raise FuelExhausted(self.spent, self.open_variables())
             if not self._valid_for(var, value):
                 continue
             self.spent += 1
+            if root[var] in not_splat and self._splat_for_non_splat(var, value):
+                # JAX's pass tries it, and spends fuel on it, at every
+                # decision until the variable has a value: in a kernel of
+                # many loops fed by one splat, the loops not reached yet
+                # offer it at each decision (attempts quadratic in the
+                # kernel). Counted, not made, and not held against the
+                # budget: the search goes as far as JAX's fuel lets JAX's.
+                continue
+            self.work += 1
             mark = len(self.trail)
             queue: list[int] = []
             if self._assign(var, value, queue):
@@ -709,26 +779,44 @@ class Solver:
             self._undo(mark)
         return False
 
+    def _splat_for_non_splat(self, var: int, value: Const) -> bool:
+        """Whether a candidate for a variable that cannot be a splat is a splat.
+
+        Such a candidate fails at once, whatever else has a value: the
+        variable's not-splat requirement fails on it (it is open while the
+        variable has no value; once it has one, the candidate contradicts
+        it). ``var``'s slot is in ``not_splat``.
+        """
+        return type(value) is Reg and value.is_splat
+
     def _child_scan(self, scan: _Scan, mark: int) -> _Scan:
         """Where the scan for candidates below the current decision has to look.
 
-        Below the decision, the constraints before the frontier offer what
-        they offered here, except those whose variables got values since
-        ``mark`` (the decision and what it forced): ``pending`` lists those and
-        the ones that offered preferred candidates here; the rest are passed
-        over without being asked.
+        Below the decision, the constraints before each pass's frontier offer
+        what they offered here, except those whose variables got values since
+        ``mark`` (the decision and what it forced): each pass's ``pending``
+        lists those and the ones that offered candidates of its kind here;
+        the rest are passed over without being asked. Their offers are kept.
         """
-        offered, frontier = scan.below()
-        positions = set(offered)
+        preferred, preferred_frontier = scan.preferred.below()
+        other, other_frontier = scan.other.below()
+        changed: set[int] = set()
         position_of, watchers, trail = self.position, self.watchers, self.trail
         for k in range(mark, len(trail)):
             is_value, slot = trail[k]
             if is_value:
                 for ci in watchers[slot]:
                     p = position_of[ci]
-                    if 0 <= p < frontier:
-                        positions.add(p)
-        return _Scan(sorted(positions), frontier)
+                    if p >= 0:
+                        changed.add(p)
+        offers = scan.offers.copy()
+        for p in changed:
+            offers.pop(p, None)
+        return _Scan(
+            _Pass(_merged(preferred, changed, preferred_frontier), preferred_frontier),
+            _Pass(_merged(other, changed, other_frontier), other_frontier),
+            offers,
+        )
 
     def _candidates(
         self, first_open: int, first_unset: int, scan: _Scan
@@ -742,78 +830,70 @@ class Solver:
         variables before ``first_unset`` have values: neither offers anything.
 
         A constraint's candidates depend only on the values of its own
-        variables. So of the constraints before ``scan.frontier`` only those
-        in ``scan.pending`` are asked for preferred candidates (the others
-        have none, as known from the decisions above); from the frontier on,
-        each open one is asked. ``scan`` records, as the scan goes, what the
-        decision below each candidate needs to know (``_child_scan``).
-        Without this, every decision would walk past every open constraint
-        that offers only a splat, one per block not yet reached in an
-        unrolled kernel: a cost quadratic in the kernel's size.
+        variables. So each of the two passes over the constraints asks, of
+        those before its frontier, only the ones its ``pending`` lists (the
+        others offer no candidate of its kind, as known from the decisions
+        above); from the frontier on, each open one. ``scan`` records, as the
+        scan goes, what the decision below each candidate needs to know
+        (``_child_scan``). Without this, every decision would walk past every
+        open constraint that offers only a splat, one per block not yet
+        reached in an unrolled kernel: a cost quadratic in the kernel's size.
         """
         tried: set[tuple[int, Const]] = set()
         root, variables = self.root, self.system.variables
         order, is_open, constraints = self.candidate_order, self.open, self.constraints
         lookup, divides_of, arch = self.lookup, self.divides_of, self.arch
-        from_constraint, is_preferred = cands.from_constraint, cands.is_preferred
-        # What each constraint asked here offered (at this decision's state,
-        # which undoing the decisions below restores).
-        offers: dict[int, list[tuple[int, Const]]] = {}
-        hits = scan.hits
-        pending = scan.pending
-        for i in range(len(pending)):
-            p = pending[i]
-            ci = order[p]
-            if not is_open[ci]:
-                continue
-            offer = offers[p] = list(
-                from_constraint(constraints[ci], lookup, variables, divides_of, arch)
-            )
-            preferred = [(var, value) for var, value in offer if is_preferred(value)]
-            if not preferred:
-                continue
-            hits.append(p)
-            scan.at = i
-            for var, value in preferred:
-                key = (root[var], value)
-                if key not in tried:
-                    tried.add(key)
-                    yield var, value, ci
-        scan.at = len(pending)
-        for p in range(max(scan.frontier, first_open), len(order)):
-            ci = order[p]
-            if not is_open[ci]:
-                continue
-            offer = offers[p] = list(
-                from_constraint(constraints[ci], lookup, variables, divides_of, arch)
-            )
-            preferred = [(var, value) for var, value in offer if is_preferred(value)]
-            if not preferred:
-                continue
-            hits.append(p)
-            scan.full_at = p
-            for var, value in preferred:
-                key = (root[var], value)
-                if key not in tried:
-                    tried.add(key)
-                    yield var, value, ci
-        # Every constraint has been asked or is known to offer no preferred
-        # candidate: ``hits`` is complete.
-        scan.full_at = len(order)
-        for p in range(first_open, len(order)):
-            ci = order[p]
-            if not is_open[ci]:
-                continue
-            offer = offers.get(p)
-            if offer is None:
-                offer = list(from_constraint(constraints[ci], lookup, variables, divides_of, arch))
-            for var, value in offer:
-                if is_preferred(value):
+        from_constraint = cands.from_constraint
+        # What each constraint asked offered, preferred and other candidates
+        # apart (at this decision's state, which undoing the decisions below
+        # restores).
+        offers = scan.offers
+        for kind in (0, 1):
+            state = scan.other if kind else scan.preferred
+            hits, pending = state.hits, state.pending
+            for i in range(len(pending)):
+                p = pending[i]
+                ci = order[p]
+                if not is_open[ci]:
                     continue
-                key = (root[var], value)
-                if key not in tried:
-                    tried.add(key)
-                    yield var, value, ci
+                offer = offers.get(p)
+                if offer is None:
+                    offer = offers[p] = _by_preference(
+                        from_constraint(constraints[ci], lookup, variables, divides_of, arch)
+                    )
+                kept = offer[kind]
+                if not kept:
+                    continue
+                hits.append(p)
+                state.at = i
+                for var, value in kept:
+                    key = (root[var], value)
+                    if key not in tried:
+                        tried.add(key)
+                        yield var, value, ci
+            state.at = len(pending)
+            for p in range(max(state.frontier, first_open), len(order)):
+                ci = order[p]
+                if not is_open[ci]:
+                    continue
+                offer = offers.get(p)
+                if offer is None:
+                    offer = offers[p] = _by_preference(
+                        from_constraint(constraints[ci], lookup, variables, divides_of, arch)
+                    )
+                kept = offer[kind]
+                if not kept:
+                    continue
+                hits.append(p)
+                state.full_at = p
+                for var, value in kept:
+                    key = (root[var], value)
+                    if key not in tried:
+                        tried.add(key)
+                        yield var, value, ci
+            # Every constraint has been asked or is known to offer no candidate
+            # of the pass's kind: ``hits`` is complete.
+            state.full_at = len(order)
         defaults, value_of = self.defaults, self.value
         for k in range(first_unset, len(variables)):
             slot = root[k]
@@ -883,6 +963,14 @@ class Solver:
             assert value is not None
             values.append(value)
         return values
+
+
+def _merged(offered: list[int], changed: set[int], frontier: int) -> list[int]:
+    """The positions a pass below a decision asks: those that offered, and the changed ones
+    before its frontier (the others it asks anyway), in order."""
+    positions = set(offered)
+    positions.update(p for p in changed if p < frontier)
+    return sorted(positions)
 
 
 def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -> Solver:
