@@ -554,10 +554,15 @@ class _Reader:
         self.layout_types.setdefault(id(info), value)
         return True
 
-    def late_value(self, v: ir.Value, producer: Producer | None, known: bool) -> int:
-        """Registers a scalar the walk passed over (or a value from outside the module)."""
+    def late_value(
+        self, v: ir.Value, producer: Producer | None, known: bool, key: object = None
+    ) -> int:
+        """Registers a scalar the walk passed over (or a value from outside the module).
+
+        ``key``: ``self.key(v)``, where the caller has it already.
+        """
         vid = len(self.values)
-        self.value_ids[self.key(v)] = vid
+        self.value_ids[self.key(v) if key is None else key] = vid
         self.values.append(_Scalar(vid, v, self.op_index, producer, known))
         return vid
 
@@ -629,15 +634,18 @@ class _Reader:
                     break
             if layout or role & _READ_OPERANDS:
                 raw = operation.operands
-                operands = tuple(map(get, map(hash, raw) if by_hash else raw))
-                if None in operands:  # scalars the walk passed over, or free values
-                    operands = self.late_operands(operands, raw)
-                operand_lists[oid] = operands
-                if not layout and operands:
+                keys = tuple(map(hash, raw)) if by_hash else tuple(raw)
+                operands = tuple(map(get, keys))
+                if not layout:
                     layout = not relevant.isdisjoint(operands)
+                # The operands of an op with no layout are read again if asked
+                # (few are): registering its scalars would cost more.
                 if layout:
-                    if result_ids is None and types:
-                        result_lists[oid] = self.result_ids(oid)
+                    if None in operands:  # scalars the walk passed over, or free values
+                        operands = self.late_operands(operands, keys, raw)
+                    operand_lists[oid] = operands
+                    if result_ids is None:
+                        result_lists[oid] = self.result_ids(oid) if types else ()
                     layout_ops.append(oid)
                     for index, vid in enumerate(operands):
                         if vid in relevant:
@@ -687,19 +695,22 @@ class _Reader:
         return tuple(ids)
 
     def late_operands(
-        self, operands: tuple[int | None, ...], raw: ir.OpOperandList
+        self, operands: tuple[int | None, ...], keys: tuple[object, ...], raw: ir.OpOperandList
     ) -> tuple[int, ...]:
-        """Operand ids, registering each operand the walk has not (its producer found later)."""
-        get, key = self.value_ids.get, self.key
-        ids = []
-        for vid, v in zip(operands, raw, strict=True):
+        """Operand ids, registering each operand the walk has not (its producer found later).
+
+        ``keys``: the operands' keys (``self.key``), in order.
+        """
+        get = self.value_ids.get
+        ids = list(operands)
+        for index, vid in enumerate(operands):
             if vid is None:
                 # The same value may come twice: registered at the first.
-                vid = get(key(v))
+                vid = get(keys[index])
                 if vid is None:
-                    vid = self.late_value(v, None, False)
-            ids.append(vid)
-        return tuple(ids)
+                    vid = self.late_value(raw[index], None, False, keys[index])
+                ids[index] = vid
+        return tuple(ids)  # type: ignore[arg-type]
 
     def operand_ids(self, oid: int) -> tuple[int, ...]:
         """An op's operand ids, for an op whose operands the walk did not read."""

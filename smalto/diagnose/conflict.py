@@ -199,9 +199,9 @@ def _satisfiable(
 
     try:
         # The widest search: a core is what no layout the lowering accepts satisfies.
-        return Solver(
-            subsystem(system, elements), program, arch, fuel=5_000, widened=True
-        ).solve(guided=False)
+        return Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True).solve(
+            guided=False
+        )
     except FuelExhausted:
         return None
 

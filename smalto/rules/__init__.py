@@ -72,6 +72,7 @@ class RuleContext:
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
         self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        self._segment_sizes: dict[int, tuple[int, ...]] = {}
         # The ops made so far, by id (None: not yet): a list index, where
         # ``program.ops[i]`` is a method call.
         self._made = program.ops.made
@@ -121,7 +122,12 @@ class RuleContext:
 
     def segment(self, op: Op, index: int) -> range:
         """The operand positions of segment ``index`` of an op (``attributes.segment``)."""
-        sizes = self.ints(op.operation.attributes["operandSegmentSizes"])
+        sizes = self._segment_sizes.get(op.id)
+        if sizes is None:
+            # Rules ask for several segments of one op: its sizes are read once.
+            sizes = self._segment_sizes[op.id] = self.ints(
+                op.operation.attributes["operandSegmentSizes"]
+            )
         start = sum(sizes[:index])
         return range(start, start + sizes[index])
 

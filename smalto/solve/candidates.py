@@ -13,6 +13,7 @@ both pick the same answer where several exist.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
@@ -151,13 +152,26 @@ def _registers_for_transfer(
 
 
 def _registers_for_tmem(var: int, tmem: Tmem, c: TmemTransfer) -> Iterator[Candidate]:
-    columns = c.shape[1]
+    for value in _tmem_register_values(tmem, c.shape, c.bitwidth):
+        yield var, value
+
+
+@lru_cache(maxsize=1024)
+def _tmem_register_values(tmem: Tmem, shape: tuple[int, ...], bitwidth: int) -> tuple[Reg, ...]:
+    """The register layouts a TMEM ref in ``tmem`` loads into or stores from, in order.
+
+    Made once per ref type: the search asks at every decision while the
+    registers are open, and each question would build JAX layouts afresh.
+    """
+    columns = shape[1]
     layouts = [hl.TCGEN05, tmem.layout.as_tiled_layout(), hl.TMEM_NATIVE, hl.WGMMA]
     if columns % 16 == 0:
         layouts.append(hl.m64_collective(columns))
-    for layout in layouts:
-        if tmem_transfer_supported(tmem.layout, layout, c.shape, c.bitwidth):
-            yield var, Reg(layout)
+    return tuple(
+        Reg(layout)
+        for layout in layouts
+        if tmem_transfer_supported(tmem.layout, layout, shape, bitwidth)
+    )
 
 
 def _tmem_for_registers(var: int, reg: Reg, c: TmemTransfer) -> Iterator[Candidate]:
