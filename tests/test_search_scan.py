@@ -12,6 +12,7 @@ before the complete search takes over (the fuel-exhausted ones).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,8 +70,8 @@ def full_rescan(
 
 class CheckedSolver(Solver):
     """A solver that, at each decision, compares its candidates with a full rescan,
-    and makes each splat it counts as failing at once (``_splat_for_non_splat``)
-    to see it fail."""
+    and makes each splat it counts as failing at once (``_splat_for_non_splat``,
+    ``_offer``) to see it fail."""
 
     decisions = 0
     splats_counted = 0
@@ -81,6 +82,14 @@ class CheckedSolver(Solver):
             self.splats_counted += 1
             assert self._fails_at_once_made(var, value), (var, value)
         return counted
+
+    def _offer(self, ci: int) -> search._Offer:
+        offer = super()._offer(ci)
+        if offer[2] is not None:
+            # Doomed: counted at each decision, never made.
+            for var, value in offer[1]:
+                assert self._fails_at_once_made(var, value), (var, value)
+        return offer
 
     def _fails_at_once_made(self, var: int, value: Const) -> bool:
         """Makes the assignment and propagates it, then undoes all of it: whether it failed."""
@@ -94,10 +103,21 @@ class CheckedSolver(Solver):
     def _candidates(
         self, first_open: int, first_unset: int, scan: search._Scan
     ) -> Iterator[tuple[int, Const, int | None]]:
-        # A copy of the scan: listing every candidate must not move the real one.
+        # A copy of the scan, and the fuel put back: listing every candidate
+        # must not move the real scan nor spend.
         probe = scan.probe()
+        spent, limit, work_limit = self.spent, self.limit, self.work_limit
+        self.limit = self.work_limit = sys.maxsize
         incremental = list(super()._candidates(first_open, first_unset, probe))
-        assert incremental == list(full_rescan(self, first_open, first_unset))
+        counted = self.spent - spent
+        self.spent, self.limit, self.work_limit = spent, limit, work_limit
+        # The candidates of constraints that offer only doomed ones are counted,
+        # not offered: as many as the full rescan offers.
+        full = list(full_rescan(self, first_open, first_unset))
+        offered = [c for c in full if c[2] is None or self._offer(c[2])[2] is None]
+        assert incremental == offered
+        assert counted == len(full) - len(offered)
+        self.splats_counted += counted
         self.decisions += 1
         return super()._candidates(first_open, first_unset, scan)
 
@@ -231,3 +251,25 @@ def test_counted_splats_do_not_spend_the_budget(monkeypatch: pytest.MonkeyPatch)
     jax_attributes, _ = reference.jax_attributes(text, HOPPER)
     smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
     assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
+
+
+def _outcome(kind: type[Solver], text: str, fuel: int) -> tuple[str, int]:
+    module = reference.parse(text, reference.shared_context())
+    with in_context(module):
+        program = read_program(module)
+        solver = kind(derive_system(program, HOPPER), program, HOPPER, fuel)
+        solver.guided_budget = lambda: 100_000  # type: ignore[method-assign]
+        try:
+            return ("solved" if solver.solve() else "unsat"), solver.spent
+        except search.FuelExhausted as e:
+            return "out of fuel", e.spent
+
+
+def test_fuel_running_out_among_counted_splats_runs_out_as_making_them_does() -> None:
+    """Splats counted many at once run out of fuel exactly where making them one by
+    one would: at each fuel around the attempts the loops kernel needs, the same
+    outcome and the same attempts spent."""
+    text = FAMILIES["loops"](6)
+    needed = _outcome(MadeSolver, text, 100_000)[1]
+    for fuel in range(needed - 40, needed + 3):
+        assert _outcome(Solver, text, fuel) == _outcome(MadeSolver, text, fuel), fuel

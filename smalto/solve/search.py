@@ -9,7 +9,9 @@ exactly what a decision caused instead of copying the system.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from jax._src.lib.mlir import ir
 
@@ -124,49 +126,53 @@ class _Pass:
         return self.hits, self.full_at + 1
 
 
-# A constraint's candidates: (variable, value) pairs, preferred ones, then the others.
-_Offer = tuple[list[tuple[int, Const]], list[tuple[int, Const]]]
-
-
-def _by_preference(offer: Iterable[tuple[int, Const]]) -> _Offer:
-    preferred: list[tuple[int, Const]] = []
-    other: list[tuple[int, Const]] = []
-    for var, value in offer:
-        (preferred if cands.is_preferred(value) else other).append((var, value))
-    return preferred, other
+# A candidate as the scan dedups it: (slot, value), or, for a doomed one
+# (``Solver._offer``), a number (``Solver._doomed_key``).
+_Key = tuple[int, Const] | int
+# A constraint's candidates: (variable, value) pairs, preferred ones, then the
+# others; and, where each of the others is doomed, their keys (else None).
+_Offer = tuple[list[tuple[int, Const]], list[tuple[int, Const]], "tuple[int, ...] | None"]
 
 
 class _Scan:
     """One decision's scan for candidates, and what the decisions below it inherit.
 
-    ``preferred`` and ``other``: what each pass knows (``_Pass``). ``offers``:
-    per position, the candidates its constraint offered, asked here or at a
-    decision above whose constraint's variables have not changed since (a
-    constraint's candidates depend on them alone).
+    ``preferred`` and ``other``: what each pass knows (``_Pass``).
+    ``doomed_at`` and ``doomed_keys``: the positions before the other pass's
+    frontier, not asked here, known to offer only doomed candidates
+    (``Solver._offer``), in order, and the keys of those (``Solver._doomed_key``);
+    the other pass counts them without asking (``Solver._count_doomed``), and
+    ``counted`` says how many of them it has. ``found``: the positions of that
+    kind the other pass asked here, with their keys.
     """
 
-    __slots__ = ("preferred", "other", "offers")
+    __slots__ = ("preferred", "other", "doomed_at", "doomed_keys", "counted", "found")
 
     def __init__(
         self,
         preferred: _Pass,
         other: _Pass,
-        offers: dict[int, _Offer],
+        doomed_at: list[int],
+        doomed_keys: list[tuple[int, ...]],
     ) -> None:
         self.preferred = preferred
         self.other = other
-        self.offers = offers
+        self.doomed_at = doomed_at
+        self.doomed_keys = doomed_keys
+        self.counted = 0
+        self.found: list[tuple[int, tuple[int, ...]]] = []
 
     @staticmethod
     def first() -> _Scan:
-        return _Scan(_Pass([], 0), _Pass([], 0), {})
+        return _Scan(_Pass([], 0), _Pass([], 0), [], [])
 
     def probe(self) -> _Scan:
         """A copy of what the scan knows, to scan again without moving this one."""
         return _Scan(
             _Pass(list(self.preferred.pending), self.preferred.frontier),
             _Pass(list(self.other.pending), self.other.frontier),
-            dict(self.offers),
+            self.doomed_at,
+            self.doomed_keys,
         )
 
 
@@ -331,6 +337,11 @@ class Solver:
         # A variable no value of its kind can fit, found before searching.
         self.empty_slot: int | None = None
         self.live: dict[int, list[Const]] = {}
+        # Per constraint, its candidates last asked for (``_offer_now``), with
+        # the values of its variables then.
+        self.offers: dict[int, tuple[tuple[Const | None, ...], _Offer]] = {}
+        # Numbers for the doomed candidates (``_doomed_key``).
+        self.doomed_keys: dict[tuple[int, Const], int] = {}
         # Per slot, why it has its current value (stale once the slot is undone).
         self.reason: dict[int, Reason] = {}
         # ``lookup`` as a closure over the two lists (neither is ever rebound):
@@ -789,6 +800,86 @@ class Solver:
         """
         return type(value) is Reg and value.is_splat
 
+    def _offer(self, ci: int) -> _Offer:
+        """Constraint ``ci``'s candidates now, preferred ones apart, and whether all the
+        others are doomed: splats for values that cannot be one, each valid for
+        its variable (so JAX's pass tries each, and spends fuel on it)."""
+        preferred: list[tuple[int, Const]] = []
+        other: list[tuple[int, Const]] = []
+        for var, value in cands.from_constraint(
+            self.constraints[ci], self.lookup, self.system.variables, self.divides_of, self.arch
+        ):
+            (preferred if cands.is_preferred(value) else other).append((var, value))
+        root, doomed = self.root, None
+        if other and all(self._is_doomed(var, value) for var, value in other):
+            doomed = tuple(self._doomed_key(root[var], value) for var, value in other)
+        return preferred, other, doomed
+
+    def _doomed_key(self, slot: int, value: Const) -> int:
+        """A number for a doomed candidate, the same for equal ones: counting
+        thousands of them per decision hashes numbers, not layouts."""
+        return self.doomed_keys.setdefault((slot, value), len(self.doomed_keys))
+
+    def _tried_key(self, slot: int, var: int, value: Const) -> _Key:
+        """How the scan knows a candidate it tried: a doomed one by its number."""
+        if slot in self.not_splat and self._is_doomed(var, value):
+            return self._doomed_key(slot, value)
+        return (slot, value)
+
+    def _is_doomed(self, var: int, value: Const) -> bool:
+        return (
+            self.root[var] in self.not_splat
+            and self._splat_for_non_splat(var, value)
+            and self._valid_for(var, value)
+        )
+
+    def _offer_now(self, ci: int) -> _Offer:
+        """``_offer(ci)``, made again only when one of the constraint's variables changed.
+
+        A constraint's candidates depend on its variables' values alone: an
+        offer is kept with those values, and holds while they are the same.
+        """
+        value_of = self.value
+        now = tuple(map(value_of.__getitem__, self.slots_of[ci]))
+        kept = self.offers.get(ci)
+        if kept is not None and kept[0] == now:
+            return kept[1]
+        offer = self._offer(ci)
+        self.offers[ci] = (now, offer)
+        return offer
+
+    def _count_doomed(self, keys: Iterable[int], tried: set[_Key]) -> None:
+        """Spends fuel on doomed candidates (``_offer``) as trying each would, without trying.
+
+        Trying them one by one would check the fuel before each, raising at
+        the first one met with none left: the same as raising here when they
+        need more than is left. Those already tried at this decision are not
+        tried again.
+        """
+        new = dict.fromkeys(key for key in keys if key not in tried)
+        if not new:
+            return
+        if self.work >= self.work_limit:
+            raise FuelExhausted(self.spent, self.open_variables())
+        if self.spent + len(new) > self.limit:
+            # Where trying them one by one would have stopped.
+            self.spent = self.limit
+            raise FuelExhausted(self.spent, self.open_variables())
+        tried.update(new)
+        self.spent += len(new)
+
+    def _count_doomed_before(self, scan: _Scan, position: int, tried: set[_Key]) -> None:
+        """Counts the inherited doomed positions before ``position`` not counted yet.
+
+        They are open: a constraint closes only once one of its variables
+        got a value, and then it is no longer known as doomed below.
+        """
+        at = scan.counted
+        end = bisect_left(scan.doomed_at, position, at)
+        if end > at:
+            scan.counted = end
+            self._count_doomed(chain.from_iterable(scan.doomed_keys[at:end]), tried)
+
     def _child_scan(self, scan: _Scan, mark: int) -> _Scan:
         """Where the scan for candidates below the current decision has to look.
 
@@ -796,7 +887,9 @@ class Solver:
         what they offered here, except those whose variables got values since
         ``mark`` (the decision and what it forced): each pass's ``pending``
         lists those and the ones that offered candidates of its kind here;
-        the rest are passed over without being asked. Their offers are kept.
+        the rest are passed over without being asked. The doomed positions
+        known here stay known below (those before the other pass's frontier
+        there).
         """
         preferred, preferred_frontier = scan.preferred.below()
         other, other_frontier = scan.other.below()
@@ -809,13 +902,24 @@ class Solver:
                     p = position_of[ci]
                     if p >= 0:
                         changed.add(p)
-        offers = scan.offers.copy()
+        # What is known doomed here, below the other pass's frontier there,
+        # but the changed positions (asked again there).
+        cut = bisect_left(scan.doomed_at, other_frontier)
+        doomed_at, doomed_keys = scan.doomed_at[:cut], scan.doomed_keys[:cut]
+        for p, keys in scan.found:
+            if p < other_frontier:
+                i = bisect_left(doomed_at, p)
+                doomed_at.insert(i, p)
+                doomed_keys.insert(i, keys)
         for p in changed:
-            offers.pop(p, None)
+            i = bisect_left(doomed_at, p)
+            if i < len(doomed_at) and doomed_at[i] == p:
+                del doomed_at[i], doomed_keys[i]
         return _Scan(
             _Pass(_merged(preferred, changed, preferred_frontier), preferred_frontier),
             _Pass(_merged(other, changed, other_frontier), other_frontier),
-            offers,
+            doomed_at,
+            doomed_keys,
         )
 
     def _candidates(
@@ -838,16 +942,18 @@ class Solver:
         (``_child_scan``). Without this, every decision would walk past every
         open constraint that offers only a splat, one per block not yet
         reached in an unrolled kernel: a cost quadratic in the kernel's size.
+
+        The other pass does not yield doomed candidates (``_offer``): it
+        spends their fuel where they come (``_count_doomed``). JAX's pass
+        tries them at every decision until their variables have values: in a
+        kernel of many loops fed by one splat, each loop not reached yet
+        offers one, attempts quadratic in the kernel. Positions known to
+        offer only such are not even asked (``scan.doomed``).
         """
-        tried: set[tuple[int, Const]] = set()
-        root, variables = self.root, self.system.variables
-        order, is_open, constraints = self.candidate_order, self.open, self.constraints
-        lookup, divides_of, arch = self.lookup, self.divides_of, self.arch
-        from_constraint = cands.from_constraint
-        # What each constraint asked offered, preferred and other candidates
-        # apart (at this decision's state, which undoing the decisions below
-        # restores).
-        offers = scan.offers
+        tried: set[_Key] = set()
+        root = self.root
+        order, is_open = self.candidate_order, self.open
+        offer_of = self._offer_now
         for kind in (0, 1):
             state = scan.other if kind else scan.preferred
             hits, pending = state.hits, state.pending
@@ -856,18 +962,21 @@ class Solver:
                 ci = order[p]
                 if not is_open[ci]:
                     continue
-                offer = offers.get(p)
-                if offer is None:
-                    offer = offers[p] = _by_preference(
-                        from_constraint(constraints[ci], lookup, variables, divides_of, arch)
-                    )
+                offer = offer_of(ci)
                 kept = offer[kind]
                 if not kept:
                     continue
+                if kind:
+                    self._count_doomed_before(scan, p, tried)
+                    if offer[2] is not None:
+                        scan.found.append((p, offer[2]))
+                        state.at = i
+                        self._count_doomed(offer[2], tried)
+                        continue
                 hits.append(p)
                 state.at = i
                 for var, value in kept:
-                    key = (root[var], value)
+                    key = self._tried_key(root[var], var, value) if kind else (root[var], value)
                     if key not in tried:
                         tried.add(key)
                         yield var, value, ci
@@ -876,24 +985,30 @@ class Solver:
                 ci = order[p]
                 if not is_open[ci]:
                     continue
-                offer = offers.get(p)
-                if offer is None:
-                    offer = offers[p] = _by_preference(
-                        from_constraint(constraints[ci], lookup, variables, divides_of, arch)
-                    )
+                offer = offer_of(ci)
                 kept = offer[kind]
                 if not kept:
                     continue
+                if kind:
+                    self._count_doomed_before(scan, p, tried)
+                    if offer[2] is not None:
+                        scan.found.append((p, offer[2]))
+                        state.full_at = p
+                        self._count_doomed(offer[2], tried)
+                        continue
                 hits.append(p)
                 state.full_at = p
                 for var, value in kept:
-                    key = (root[var], value)
+                    key = self._tried_key(root[var], var, value) if kind else (root[var], value)
                     if key not in tried:
                         tried.add(key)
                         yield var, value, ci
+            if kind:
+                self._count_doomed_before(scan, len(order), tried)
             # Every constraint has been asked or is known to offer no candidate
             # of the pass's kind: ``hits`` is complete.
             state.full_at = len(order)
+        variables = self.system.variables
         defaults, value_of = self.defaults, self.value
         for k in range(first_unset, len(variables)):
             slot = root[k]
@@ -902,9 +1017,11 @@ class Solver:
                 if value is _UNKNOWN:
                     # A variable's default depends on it alone: made once.
                     value = defaults[k] = cands.default_value(variables[k], self.tmem_defaults[k])
-                if value is not None and (slot, value) not in tried:
-                    tried.add((slot, value))
-                    yield k, value, None
+                if value is not None:
+                    key = self._tried_key(slot, k, value)
+                    if key not in tried:
+                        tried.add(key)
+                        yield k, value, None
 
     def root_explanation(self) -> list[Constraint | Fixed] | None:
         """The requirements behind a conflict found before any decision, else None.
