@@ -136,6 +136,10 @@ class RuleContext:
     def new_var(self, *sites: Site, key: Site | None = None) -> int:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
         if key is None:
+            if len(sites) == 1:
+                # Most variables start with one site: no type to compare it with.
+                site = sites[0]
+                return self._var_of_value(site, self.program.values[self._value_id(site)])
             key = sites[0]
         value_id = self._value_id(key)
         value = self.program.values[value_id]
@@ -145,6 +149,20 @@ class RuleContext:
             Variable(var, value.kind, value.shape, value.bitwidth, value.strides, key, value_id)
         )
         self.add_sites(var, *sites)
+        return var
+
+    def _var_of_value(self, site: Site, value: Value) -> int:
+        """A new variable whose one site is ``site``, the site of ``value``."""
+        variables, var_of_site = self.system.variables, self.system.var_of_site
+        var = len(variables)
+        variables.append(
+            Variable(
+                var, value.kind, value.shape, value.bitwidth, value.strides, site, value.id, [site]
+            )
+        )
+        known = len(var_of_site)
+        if var_of_site.setdefault(site, var) != var or len(var_of_site) == known:
+            raise AssertionError(f"site {site} is in two variables")
         return var
 
     def _value_id(self, site: Site) -> int:
@@ -197,25 +215,33 @@ class RuleContext:
 
     def ref(self, op: Op, operand_index: int) -> int:
         """The variable of the ref an op's operand refers to (shared with its producer)."""
-        site = Site(op.id, _OPERAND, operand_index)
-        producer = self.producer_site(site)
-        if producer is not None:
-            var = self.system.var_of_site.get(producer)
-            if var is not None:
-                return var
-            owner = self.program.ops[producer.op]
-            if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
-                raise NotImplementedError(
-                    f"No layout inference rule defined for the SMEM buffers of {owner.name} "
-                    f"(used by {self.describe_op(op)}; its buffer is allocated at "
-                    f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
-                    f"has no rule for {owner.name}; allocate the buffer with the kernel's "
-                    "scratch shapes instead"
-                )
-            # A ref from an op that has no layout (a function argument, an op
-            # outside what we infer): it gets its own, free variable.
-            return self.new_var(producer)
-        return self.new_var(site)
+        value = self.program.values[op.operands[operand_index]]
+        origin = value.producer
+        if origin is None:
+            return self._var_of_value(Site(op.id, _OPERAND, operand_index), value)
+        # A plain tuple finds the Site it equals: no Site is made for a ref
+        # whose producer has a variable already (most refs).
+        region = origin.region
+        if region is None:
+            key = (origin.op, _RESULT, origin.index, None)
+        else:
+            key = (origin.op, _ARGUMENT, origin.index, region)
+        var = self.system.var_of_site.get(key)  # type: ignore[call-overload]
+        if var is not None:
+            return var
+        producer = Site(*key)
+        owner = self.program.ops[producer.op]
+        if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
+            raise NotImplementedError(
+                f"No layout inference rule defined for the SMEM buffers of {owner.name} "
+                f"(used by {self.describe_op(op)}; its buffer is allocated at "
+                f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
+                f"has no rule for {owner.name}; allocate the buffer with the kernel's "
+                "scratch shapes instead"
+            )
+        # A ref from an op that has no layout (a function argument, an op
+        # outside what we infer): it gets its own, free variable.
+        return self._var_of_value(producer, value)
 
     def aliased_var(self, table: str, op: Op, site: Site) -> int:
         """A slice result's variable: shared with earlier slices of the same alias id.
@@ -419,16 +445,26 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
     ctx = RuleContext(program, arch)
     rules = RULES
     opaque: dict[int, bool] = {}
+    ops, made = program.ops, program.ops.made
     # Pre-order, as a recursive visit would go; only the ops with layouts, and
     # none inside an already lowered body.
     for op_id in program.layout_ops:
-        op = program.ops[op_id]
-        if op.name in TERMINATORS or within(program, op, OPAQUE_REGIONS, opaque):
+        op = made[op_id] or ops[op_id]
+        name = op.name
+        if name in TERMINATORS:
             continue
-        rule_fn = rules.get(op.name)
+        # ``within``'s memo, asked here first: most ops share a parent.
+        parent = op.parent
+        if parent is not None:
+            inside = opaque.get(parent)
+            if inside is None:
+                inside = within(program, op, OPAQUE_REGIONS, opaque)
+            if inside:
+                continue
+        rule_fn = rules.get(name)
         if rule_fn is None:
             raise NotImplementedError(
-                f"No layout inference rule defined for `{op.name}` at {op.where}: smalto "
+                f"No layout inference rule defined for `{name}` at {op.where}: smalto "
                 "has no layout rule for it"
             )
         rule_fn(ctx, op)
