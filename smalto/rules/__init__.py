@@ -27,7 +27,7 @@ from smalto.constraints import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Const, Smem
+from smalto.hw.values import Const, Reg, Smem
 from smalto.program import Kind, Op, Program, Value, within
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
@@ -72,6 +72,14 @@ class RuleContext:
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
         self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        self._splat_constants: dict[int, bool] = percontext.cache(
+            program.context, "splat constants"
+        )
+        # Splat layouts by shape: kernels repeat a few shapes, and making one
+        # runs JAX's code, seldom warm by the time a rule asks again.
+        self._splats: dict[tuple[int, ...], Reg] = percontext.cache(
+            program.context, "splat layouts"
+        )
         self._segment_sizes: dict[int, tuple[int, ...]] = {}
         # The ops made so far, by id (None: not yet): a list index, where
         # ``program.ops[i]`` is a method call.
@@ -118,6 +126,27 @@ class RuleContext:
         found = self._ints.get(key)
         if found is None:
             found = self._ints[key] = ints(attr)
+        return found
+
+    def is_splat_constant(self, attr: ir.Attribute) -> bool:
+        """Whether a constant's value attribute is a dense splat, read once per context.
+
+        The hash names the attribute without reading its storage, which,
+        touched once per constant, is seldom in the cache.
+        """
+        key = hash(attr)
+        found = self._splat_constants.get(key)
+        if found is None:
+            found = self._splat_constants[key] = (
+                isinstance(attr, ir.DenseElementsAttr) and ir.DenseElementsAttr(attr).is_splat
+            )
+        return found
+
+    def splat(self, shape: tuple[int, ...]) -> Reg:
+        """The splat layout of a shape (``hl.splat``), made once per context."""
+        found = self._splats.get(shape)
+        if found is None:
+            found = self._splats[shape] = hl.splat(shape)
         return found
 
     def segment(self, op: Op, index: int) -> range:
@@ -377,7 +406,7 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     splats may change layout, so in practice producer and consumer agree.
     """
     system, program = ctx.system, ctx.program
-    values = program.values
+    values, ops, made = program.values, program.ops, ctx._made
     vectors = [v for v in system.variables if v.kind == Kind.VECTOR]
     # One pass over the register sites first: the variable of each value's
     # defining site and of each operand, keyed by plain ints (building and
@@ -386,34 +415,44 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     # two maps hold every variable the loop below asks for.
     defined_in: dict[int, int] = {}
     used_in: dict[tuple[int, int], int] = {}
-    site_values: list[list[tuple[Site, int]]] = []
+    # Per variable, its sites as (op id, whether an operand, index, value id).
+    site_values: list[list[tuple[int, bool, int, int]]] = []
+    # One expression per variable, shared by its relayouts (records are never changed).
+    exprs: dict[int, Var] = {}
     for variable in vectors:
         var = variable.id
-        pairs = []
-        for site in variable.sites:
-            vid = ctx._value_id(site)
-            pairs.append((site, vid))
-            if site.role is _OPERAND:
-                used_in[(site.op, site.index)] = var
+        exprs[var] = Var(var)
+        entries = []
+        for op_id, role, index, region in variable.sites:
+            # _value_id, inline.
+            op = made[op_id] or ops[op_id]
+            if role is _OPERAND:
+                vid = op.operands[index]
+                used_in[(op_id, index)] = var
             else:
+                vid = (
+                    op.results[index] if role is _RESULT else op.regions[region][0][0][index]  # type: ignore[index]
+                )
                 defined_in[vid] = var
-        site_values.append(pairs)
+            entries.append((op_id, role is _OPERAND, index, vid))
+        site_values.append(entries)
     out: list[Constraint] = []
     visited: set[int] = set()
-    for variable, pairs in zip(vectors, site_values, strict=True):
+    for variable, entries in zip(vectors, site_values, strict=True):
         var = variable.id
-        for site, vid in pairs:
+        this = exprs[var]
+        for op_id, is_operand, _, vid in entries:
             value = values[vid]
             bitwidth = value.bitwidth or 0
-            if site.role is _OPERAND:
+            if is_operand:
                 source = defined_in.get(vid) if value.producer is not None else None
                 if source is not None and source not in visited:
-                    out.append(Relayout(Var(source), Var(var), bitwidth, True, site.op))
+                    out.append(Relayout(exprs[source], this, bitwidth, True, op_id))
             else:
                 for user, index in value.uses:
                     target = used_in.get((user, index))
                     if target is not None and target not in visited:
-                        out.append(Relayout(Var(var), Var(target), bitwidth, True, user))
+                        out.append(Relayout(this, exprs[target], bitwidth, True, user))
         visited.add(var)
     return out
 
