@@ -30,6 +30,10 @@ from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
 
+# The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
+_WGMMA = Reg(hl.WGMMA)
+_WGMMA_8BIT = Reg(hl.WGMMA_8BIT)
+
 
 def _optional_bool(op: Op, name: str) -> bool | None:
     attrs = op.operation.attributes
@@ -194,7 +198,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
 def wgmma(ctx: RuleContext, op: Op) -> None:
     """Accumulator in WGMMA layout; B (and A from SMEM) tiled and swizzled for the MMA, alike."""
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
-    ctx.fix(acc, Reg(hl.WGMMA), op, "the accumulator")
+    ctx.fix(acc, _WGMMA, op, "the accumulator")
     b = ctx.ref(op, 2)
     mma_operand(ctx, op, b)
     ctx.add_sites(b, ctx.operand(op, 2))
@@ -210,8 +214,7 @@ def wgmma(ctx: RuleContext, op: Op) -> None:
         ctx.add_sites(a, ctx.operand(op, 1))
     else:
         a = ctx.new_var(ctx.operand(op, 1))
-        layout = hl.WGMMA_8BIT if a_value.bitwidth == 8 else hl.WGMMA
-        ctx.fix(a, Reg(layout), op, "the register operand A")
+        ctx.fix(a, _WGMMA_8BIT if a_value.bitwidth == 8 else _WGMMA, op, "the register operand A")
 
 
 @rule("mosaic_gpu.mma")
