@@ -72,6 +72,7 @@ class RuleContext:
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
         self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        self._int_values: dict[int, int] = percontext.cache(program.context, "integers")
         self._splat_constants: dict[int, bool] = percontext.cache(
             program.context, "splat constants"
         )
@@ -126,6 +127,14 @@ class RuleContext:
         found = self._ints.get(key)
         if found is None:
             found = self._ints[key] = ints(attr)
+        return found
+
+    def int_value(self, attr: ir.Attribute) -> int:
+        """The value of an integer attribute, read once per context (as ``ints``)."""
+        key = hash(attr)
+        found = self._int_values.get(key)
+        if found is None:
+            found = self._int_values[key] = ir.IntegerAttr(attr).value
         return found
 
     def is_splat_constant(self, attr: ir.Attribute) -> bool:
@@ -282,7 +291,7 @@ class RuleContext:
         alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
-        key = (table, ir.IntegerAttr(alias).value)
+        key = (table, self.int_value(alias))
         var = self.aliases.get(key)
         if var is None:
             var = self.new_var(site)
