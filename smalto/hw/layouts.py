@@ -381,6 +381,7 @@ def collapsed_tiling(
 # --- SMEM ------------------------------------------------------------------------
 
 
+@cache
 def mma_smem_options(
     shape: tuple[int, ...], bitwidth: int, transposed: bool, allow_unswizzled: bool
 ) -> tuple[tuple[Smem, ...], tuple[int, int]]:
@@ -390,6 +391,7 @@ def mma_smem_options(
     tile transposed); ``allow_unswizzled`` adds the 16-byte tile without
     swizzle last. Only tiles that divide the 2-D ``shape`` are kept. Also
     returns the last tile tried, which the error names when none is kept.
+    Cached: every MMA asks, and kernels repeat a few operand types.
     """
     options: list[Smem] = []
     tiling = (8, 8)

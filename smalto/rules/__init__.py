@@ -27,7 +27,7 @@ from smalto.constraints import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Const, Smem
+from smalto.hw.values import Const, Reg, Smem
 from smalto.program import Kind, Op, Program, Value, within
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
@@ -72,6 +72,15 @@ class RuleContext:
         )
         self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
         self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        self._int_values: dict[int, int] = percontext.cache(program.context, "integers")
+        self._splat_constants: dict[int, bool] = percontext.cache(
+            program.context, "splat constants"
+        )
+        # Splat layouts by shape: kernels repeat a few shapes, and making one
+        # runs JAX's code, seldom warm by the time a rule asks again.
+        self._splats: dict[tuple[int, ...], Reg] = percontext.cache(
+            program.context, "splat layouts"
+        )
         self._segment_sizes: dict[int, tuple[int, ...]] = {}
         # The ops made so far, by id (None: not yet): a list index, where
         # ``program.ops[i]`` is a method call.
@@ -120,6 +129,35 @@ class RuleContext:
             found = self._ints[key] = ints(attr)
         return found
 
+    def int_value(self, attr: ir.Attribute) -> int:
+        """The value of an integer attribute, read once per context (as ``ints``)."""
+        key = hash(attr)
+        found = self._int_values.get(key)
+        if found is None:
+            found = self._int_values[key] = ir.IntegerAttr(attr).value
+        return found
+
+    def is_splat_constant(self, attr: ir.Attribute) -> bool:
+        """Whether a constant's value attribute is a dense splat, read once per context.
+
+        The hash names the attribute without reading its storage, which,
+        touched once per constant, is seldom in the cache.
+        """
+        key = hash(attr)
+        found = self._splat_constants.get(key)
+        if found is None:
+            found = self._splat_constants[key] = (
+                isinstance(attr, ir.DenseElementsAttr) and ir.DenseElementsAttr(attr).is_splat
+            )
+        return found
+
+    def splat(self, shape: tuple[int, ...]) -> Reg:
+        """The splat layout of a shape (``hl.splat``), made once per context."""
+        found = self._splats.get(shape)
+        if found is None:
+            found = self._splats[shape] = hl.splat(shape)
+        return found
+
     def segment(self, op: Op, index: int) -> range:
         """The operand positions of segment ``index`` of an op (``attributes.segment``)."""
         sizes = self._segment_sizes.get(op.id)
@@ -136,6 +174,10 @@ class RuleContext:
     def new_var(self, *sites: Site, key: Site | None = None) -> int:
         """A variable for ``sites``; ``key`` (default: the first) gives its type."""
         if key is None:
+            if len(sites) == 1:
+                # Most variables start with one site: no type to compare it with.
+                site = sites[0]
+                return self._var_of_value(site, self.program.values[self._value_id(site)])
             key = sites[0]
         value_id = self._value_id(key)
         value = self.program.values[value_id]
@@ -145,6 +187,20 @@ class RuleContext:
             Variable(var, value.kind, value.shape, value.bitwidth, value.strides, key, value_id)
         )
         self.add_sites(var, *sites)
+        return var
+
+    def _var_of_value(self, site: Site, value: Value) -> int:
+        """A new variable whose one site is ``site``, the site of ``value``."""
+        variables, var_of_site = self.system.variables, self.system.var_of_site
+        var = len(variables)
+        variables.append(
+            Variable(
+                var, value.kind, value.shape, value.bitwidth, value.strides, site, value.id, [site]
+            )
+        )
+        known = len(var_of_site)
+        if var_of_site.setdefault(site, var) != var or len(var_of_site) == known:
+            raise AssertionError(f"site {site} is in two variables")
         return var
 
     def _value_id(self, site: Site) -> int:
@@ -197,25 +253,33 @@ class RuleContext:
 
     def ref(self, op: Op, operand_index: int) -> int:
         """The variable of the ref an op's operand refers to (shared with its producer)."""
-        site = Site(op.id, _OPERAND, operand_index)
-        producer = self.producer_site(site)
-        if producer is not None:
-            var = self.system.var_of_site.get(producer)
-            if var is not None:
-                return var
-            owner = self.program.ops[producer.op]
-            if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
-                raise NotImplementedError(
-                    f"No layout inference rule defined for the SMEM buffers of {owner.name} "
-                    f"(used by {self.describe_op(op)}; its buffer is allocated at "
-                    f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
-                    f"has no rule for {owner.name}; allocate the buffer with the kernel's "
-                    "scratch shapes instead"
-                )
-            # A ref from an op that has no layout (a function argument, an op
-            # outside what we infer): it gets its own, free variable.
-            return self.new_var(producer)
-        return self.new_var(site)
+        value = self.program.values[op.operands[operand_index]]
+        origin = value.producer
+        if origin is None:
+            return self._var_of_value(Site(op.id, _OPERAND, operand_index), value)
+        # A plain tuple finds the Site it equals: no Site is made for a ref
+        # whose producer has a variable already (most refs).
+        region = origin.region
+        if region is None:
+            key = (origin.op, _RESULT, origin.index, None)
+        else:
+            key = (origin.op, _ARGUMENT, origin.index, region)
+        var = self.system.var_of_site.get(key)  # type: ignore[call-overload]
+        if var is not None:
+            return var
+        producer = Site(*key)
+        owner = self.program.ops[producer.op]
+        if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
+            raise NotImplementedError(
+                f"No layout inference rule defined for the SMEM buffers of {owner.name} "
+                f"(used by {self.describe_op(op)}; its buffer is allocated at "
+                f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
+                f"has no rule for {owner.name}; allocate the buffer with the kernel's "
+                "scratch shapes instead"
+            )
+        # A ref from an op that has no layout (a function argument, an op
+        # outside what we infer): it gets its own, free variable.
+        return self._var_of_value(producer, value)
 
     def aliased_var(self, table: str, op: Op, site: Site) -> int:
         """A slice result's variable: shared with earlier slices of the same alias id.
@@ -227,7 +291,7 @@ class RuleContext:
         alias = attributes["alias_id"] if "alias_id" in attributes else None
         if alias is None:
             return self.new_var(site)
-        key = (table, ir.IntegerAttr(alias).value)
+        key = (table, self.int_value(alias))
         var = self.aliases.get(key)
         if var is None:
             var = self.new_var(site)
@@ -351,7 +415,7 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     splats may change layout, so in practice producer and consumer agree.
     """
     system, program = ctx.system, ctx.program
-    values = program.values
+    values, ops, made = program.values, program.ops, ctx._made
     vectors = [v for v in system.variables if v.kind == Kind.VECTOR]
     # One pass over the register sites first: the variable of each value's
     # defining site and of each operand, keyed by plain ints (building and
@@ -360,34 +424,44 @@ def _vector_relayouts(ctx: RuleContext) -> list[Constraint]:
     # two maps hold every variable the loop below asks for.
     defined_in: dict[int, int] = {}
     used_in: dict[tuple[int, int], int] = {}
-    site_values: list[list[tuple[Site, int]]] = []
+    # Per variable, its sites as (op id, whether an operand, index, value id).
+    site_values: list[list[tuple[int, bool, int, int]]] = []
+    # One expression per variable, shared by its relayouts (records are never changed).
+    exprs: dict[int, Var] = {}
     for variable in vectors:
         var = variable.id
-        pairs = []
-        for site in variable.sites:
-            vid = ctx._value_id(site)
-            pairs.append((site, vid))
-            if site.role is _OPERAND:
-                used_in[(site.op, site.index)] = var
+        exprs[var] = Var(var)
+        entries = []
+        for op_id, role, index, region in variable.sites:
+            # _value_id, inline.
+            op = made[op_id] or ops[op_id]
+            if role is _OPERAND:
+                vid = op.operands[index]
+                used_in[(op_id, index)] = var
             else:
+                vid = (
+                    op.results[index] if role is _RESULT else op.regions[region][0][0][index]  # type: ignore[index]
+                )
                 defined_in[vid] = var
-        site_values.append(pairs)
+            entries.append((op_id, role is _OPERAND, index, vid))
+        site_values.append(entries)
     out: list[Constraint] = []
     visited: set[int] = set()
-    for variable, pairs in zip(vectors, site_values, strict=True):
+    for variable, entries in zip(vectors, site_values, strict=True):
         var = variable.id
-        for site, vid in pairs:
+        this = exprs[var]
+        for op_id, is_operand, _, vid in entries:
             value = values[vid]
             bitwidth = value.bitwidth or 0
-            if site.role is _OPERAND:
+            if is_operand:
                 source = defined_in.get(vid) if value.producer is not None else None
                 if source is not None and source not in visited:
-                    out.append(Relayout(Var(source), Var(var), bitwidth, True, site.op))
+                    out.append(Relayout(exprs[source], this, bitwidth, True, op_id))
             else:
                 for user, index in value.uses:
                     target = used_in.get((user, index))
                     if target is not None and target not in visited:
-                        out.append(Relayout(Var(var), Var(target), bitwidth, True, user))
+                        out.append(Relayout(this, exprs[target], bitwidth, True, user))
         visited.add(var)
     return out
 
@@ -419,16 +493,26 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
     ctx = RuleContext(program, arch)
     rules = RULES
     opaque: dict[int, bool] = {}
+    ops, made = program.ops, program.ops.made
     # Pre-order, as a recursive visit would go; only the ops with layouts, and
     # none inside an already lowered body.
     for op_id in program.layout_ops:
-        op = program.ops[op_id]
-        if op.name in TERMINATORS or within(program, op, OPAQUE_REGIONS, opaque):
+        op = made[op_id] or ops[op_id]
+        name = op.name
+        if name in TERMINATORS:
             continue
-        rule_fn = rules.get(op.name)
+        # ``within``'s memo, asked here first: most ops share a parent.
+        parent = op.parent
+        if parent is not None:
+            inside = opaque.get(parent)
+            if inside is None:
+                inside = within(program, op, OPAQUE_REGIONS, opaque)
+            if inside:
+                continue
+        rule_fn = rules.get(name)
         if rule_fn is None:
             raise NotImplementedError(
-                f"No layout inference rule defined for `{op.name}` at {op.where}: smalto "
+                f"No layout inference rule defined for `{name}` at {op.where}: smalto "
                 "has no layout rule for it"
             )
         rule_fn(ctx, op)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import LayoutKind, RegisterBits, Var
+from smalto.constraints import LayoutKind, RegisterBits, Role, Site, Var
 from smalto.elementwise import ELEMENTWISE
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
@@ -12,20 +12,18 @@ from smalto.rules import RuleContext, rule
 
 # One layout for operands and result (``smalto.elementwise``).
 POINTWISE = ELEMENTWISE
+_OPERAND, _RESULT = Role.OPERAND, Role.RESULT
 
 
 @rule(*POINTWISE)
 def pointwise(ctx: RuleContext, op: Op) -> None:
     """All vector operands and results of an elementwise op share one layout."""
     values = ctx.program.values
-    vector = Kind.VECTOR
-    sites = []
-    for i, v in enumerate(op.operands):
-        if values[v].kind is vector:
-            sites.append(ctx.operand(op, i))
-    for i, v in enumerate(op.results):
-        if values[v].kind is vector:
-            sites.append(ctx.result(op, i))
+    vector, op_id = Kind.VECTOR, op.id
+    sites = [
+        Site(op_id, _OPERAND, i) for i, v in enumerate(op.operands) if values[v].kind is vector
+    ]
+    sites += [Site(op_id, _RESULT, i) for i, v in enumerate(op.results) if values[v].kind is vector]
     # The result's type gives the variable's element type (for default layouts).
     var = ctx.new_var(*sites, key=sites[-1])
     if op.name in hl.CONVERSIONS:
@@ -49,10 +47,8 @@ def _element(ty: ir.Type) -> ir.Type | None:
 @rule("arith.constant")
 def constant(ctx: RuleContext, op: Op) -> None:
     """A splat constant starts as a splat; a dense one must be laid out in registers."""
-    site = ctx.result(op, 0)
-    var = ctx.new_var(site)
-    value = op.operation.attributes["value"]
-    if isinstance(value, ir.DenseElementsAttr) and ir.DenseElementsAttr(value).is_splat:
-        ctx.fix(var, hl.splat(ctx.value(site).shape), op, "the constant")
+    var = ctx.new_var(Site(op.id, _RESULT, 0))
+    if ctx.is_splat_constant(op.operation.attributes["value"]):
+        ctx.fix(var, ctx.splat(ctx.system.variables[var].shape), op, "the constant")
     else:
         ctx.not_of_kind(var, op, LayoutKind.SPLAT)

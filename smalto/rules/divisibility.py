@@ -49,6 +49,8 @@ class Divisibility:
         self._failed_at: dict[tuple[int, int], int] = {}  # greatest depth known to fail
         self._known: dict[tuple[int, int], int] = {}
         self._definitions: dict[int, _Definition | None] = {}
+        # Constants by value key: each is asked about once per divisor tried.
+        self._constants: dict[int, int | None] = {}
 
     def _key(self, node: Node) -> int:
         # Hashes of values are pointers, ids small non-negative ints: apart.
@@ -56,10 +58,11 @@ class Divisibility:
 
     def _definition(self, node: Node) -> _Definition | None:
         """What defines a value: the op's name, operands and operation; None if unknown."""
-        key = self._key(node)
-        if key in self._definitions:
-            return self._definitions[key]
-        definition = None
+        key = node if type(node) is int else self._key(node)
+        known = self._definitions.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        definition: _Definition | None = None
         program = self.program
         if type(node) is int:
             bound = program.bound_value(node)
@@ -81,13 +84,18 @@ class Divisibility:
 
     def constant(self, node: Node) -> int | None:
         """The integer value of an `arith.constant` result, else None."""
+        key = node if type(node) is int else self._key(node)
+        known = self._constants.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
         definition = self._definition(node)
-        if definition is None or definition[0] != "arith.constant":
-            return None
-        attr = definition[2].attributes["value"]
-        if isinstance(attr, ir.IntegerAttr):
-            return ir.IntegerAttr(attr).value
-        return None
+        value: int | None = None
+        if definition is not None and definition[0] == "arith.constant":
+            attr = definition[2].attributes["value"]
+            if isinstance(attr, ir.IntegerAttr):
+                value = ir.IntegerAttr(attr).value
+        self._constants[key] = value
+        return value
 
     def divides(self, node: Node, divisor: int, depth: int = _MAX_DEPTH) -> bool:
         """Whether ``divisor`` is known to divide the value ``node``."""
@@ -95,7 +103,7 @@ class Divisibility:
             return True
         if depth < 0:
             return False
-        key = (self._key(node), divisor)
+        key = (node if type(node) is int else self._key(node), divisor)
         if self._proved_at.get(key, _MAX_DEPTH + 1) <= depth:
             return True
         if self._failed_at.get(key, -1) >= depth:
@@ -148,6 +156,8 @@ class Divisibility:
         """The largest divisor of ``size`` known to divide the value ``vid``."""
         if size <= 0:
             raise ValueError(f"slice size {size} is not positive")
+        if size == 1:
+            return 1  # (without reading how the value is defined)
         if self.program.values[vid].kind == Kind.VECTOR:
             return 1  # gather indices: nothing is known of the elements
         key = (vid, size)
@@ -166,13 +176,20 @@ class Divisibility:
         # usually multiples of the slice size).
         if self.divides(vid, size):
             return size
-        known = 1
+        # Factors come smallest first: once ``known * p`` fails, each further
+        # p would ask the same question again (``known`` stays), so is skipped.
+        known, failed = 1, 0
         for factor in prime_factors(size):
-            if self.divides(vid, known * factor):
-                known *= factor
+            if factor != failed:
+                if self.divides(vid, known * factor):
+                    known *= factor
+                else:
+                    failed = factor
         return known
 
 
+# What a cache holds for a value not asked about yet (None is an answer).
+_UNKNOWN = object()
 # The name a warp_map body argument's definition goes by: its operand, forwarded.
 _FORWARDED = "(forwarded)"
 _MASK = (1 << 62) - 1
@@ -193,8 +210,11 @@ def _bound_definition(value: ir.Value, program: Program) -> _Definition | None:
         if name not in _READ:
             return (name, (), operation)  # nothing is known through it
         find = program.find
+        # Indexed: iterating an operand list through the bindings costs more.
+        bound = operation.operands
         operands = []
-        for v in operation.operands:
+        for i in range(len(bound)):
+            v = bound[i]
             vid = find(v)
             operands.append(v if vid is None else vid)
         return (name, tuple(operands), operation)

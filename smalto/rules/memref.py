@@ -6,7 +6,7 @@ import math
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Collapse, Divides, Equal, Transpose, Var
+from smalto.constraints import Collapse, Divides, Equal, Role, Site, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.program import Op
 from smalto.rules import RuleContext, rule
@@ -17,14 +17,16 @@ from smalto.rules.attributes import DYNAMIC
 def subview(ctx: RuleContext, op: Op) -> None:
     """A window keeps the tiling, which must divide its sizes and (known) offsets."""
     attributes = op.operation.attributes
-    if any(s != 1 for s in ctx.ints(attributes["static_strides"])):
+    strides = ctx.ints(attributes["static_strides"])
+    if strides.count(1) != len(strides):
         raise NotImplementedError(f"`memref.subview` with non-unit strides at {op.where}")
+    op_id, operands = op.id, op.operands
     source = ctx.ref(op, 0)
-    result = ctx.new_var(ctx.result(op, 0))
-    source_shape = ctx.program.values[op.operands[0]].shape
+    result = ctx.new_var(Site(op_id, Role.RESULT, 0))
+    source_shape = ctx.program.values[operands[0]].shape
     # Dynamic offsets are operands 1.. of the subview, in order (dynamic sizes
     # and strides follow them, and are never reached here).
-    dynamic = iter(op.operands[1:])
+    dynamic = iter(operands[1:])
     sizes, offsets = ctx.ints(attributes["static_sizes"]), ctx.ints(attributes["static_offsets"])
     multiple: list[int] = []
     for dim, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
@@ -38,10 +40,11 @@ def subview(ctx: RuleContext, op: Op) -> None:
         else:
             divisor = math.gcd(divisor, offset_value)
         multiple.append(divisor)
+    source_expr = Var(source)  # shared: records are never changed
     ctx.require(
-        Divides(Var(source), tuple(multiple), op.id), Equal(Var(source), Var(result), op.id)
+        Divides(source_expr, tuple(multiple), op_id), Equal(source_expr, Var(result), op_id)
     )
-    ctx.add_sites(source, ctx.operand(op, 0))
+    ctx.add_sites(source, Site(op_id, Role.OPERAND, 0))
     # The result's site was registered with its new variable above.
 
 

@@ -16,6 +16,8 @@ from smalto.constraints import (
     Reduce,
     RegisterBits,
     Relayout,
+    Role,
+    Site,
     SmemTransfer,
     StoreRegisters,
     TmaSwizzle,
@@ -29,6 +31,10 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
+
+# The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
+_WGMMA = Reg(hl.WGMMA)
+_WGMMA_8BIT = Reg(hl.WGMMA_8BIT)
 
 
 def _optional_bool(op: Op, name: str) -> bool | None:
@@ -194,7 +200,7 @@ def mma_operand(ctx: RuleContext, op: Op, var: int, allow_unswizzled: bool = Fal
 def wgmma(ctx: RuleContext, op: Op) -> None:
     """Accumulator in WGMMA layout; B (and A from SMEM) tiled and swizzled for the MMA, alike."""
     acc = ctx.new_var(ctx.operand(op, 0), ctx.result(op, 0), key=ctx.result(op, 0))
-    ctx.fix(acc, Reg(hl.WGMMA), op, "the accumulator")
+    ctx.fix(acc, _WGMMA, op, "the accumulator")
     b = ctx.ref(op, 2)
     mma_operand(ctx, op, b)
     ctx.add_sites(b, ctx.operand(op, 2))
@@ -210,8 +216,7 @@ def wgmma(ctx: RuleContext, op: Op) -> None:
         ctx.add_sites(a, ctx.operand(op, 1))
     else:
         a = ctx.new_var(ctx.operand(op, 1))
-        layout = hl.WGMMA_8BIT if a_value.bitwidth == 8 else hl.WGMMA
-        ctx.fix(a, Reg(layout), op, "the register operand A")
+        ctx.fix(a, _WGMMA_8BIT if a_value.bitwidth == 8 else _WGMMA, op, "the register operand A")
 
 
 @rule("mosaic_gpu.mma")
@@ -363,13 +368,14 @@ def _index_operands(ctx: RuleContext, op: Op) -> range:
     return ctx.segment(op, _INDEX_SEGMENT[op.name])
 
 
-def _gather_index_layouts(ctx: RuleContext, op: Op) -> None:
+def _gather_index_layouts(ctx: RuleContext, op: Op, indices: range | None = None) -> None:
     """Vector indices (TMA gather/scatter) take one of the TMA index layouts.
 
     TMA_INDICES (16 rows per step) where the rows allow it, else (or
-    failing that) TMA_INDICES_4.
+    failing that) TMA_INDICES_4. ``indices``: the index operands' positions,
+    where the caller has them.
     """
-    for i in _index_operands(ctx, op):
+    for i in _index_operands(ctx, op) if indices is None else indices:
         value = ctx.program.values[op.operands[i]]
         if value.kind != Kind.VECTOR:
             continue
@@ -395,7 +401,8 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     gmem = ctx.program.values[op.operands[0 if is_load else 1]]
     multiple: list[int] = []
     has_gather = False
-    first_index = _index_operands(ctx, op).start
+    indices = _index_operands(ctx, op)
+    first_index = indices.start
     slice_lengths = ctx.ints(op.operation.attributes["slice_lengths"])
     for i, size in enumerate(slice_lengths):
         if size == -1:
@@ -417,10 +424,11 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
             continue
         multiple.append(ctx.divisibility.known_divisor(size, index))
     var = ctx.ref(op, smem_operand)
-    ctx.require(Divides(Var(var), tuple(multiple), op.id))
+    expr = Var(var)  # shared by the constraints below: records are never changed
+    ctx.require(Divides(expr, tuple(multiple), op.id))
     ref = ctx.program.values[op.operands[smem_operand]]
     if ref.shape and ref.bitwidth and ref.strides:
-        ctx.require(TmaSwizzle(Var(var), ref.shape, ref.strides, ref.bitwidth, op.id))
+        ctx.require(TmaSwizzle(expr, ref.shape, ref.strides, ref.bitwidth, op.id))
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)
@@ -435,9 +443,9 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
                 "GMEM array if needed, and use the part you need), or copy the rows without "
                 "gather indices"
             )
-        ctx.require(MinorTileDivisible(Var(var), divisor, op.id))
-    ctx.add_sites(var, ctx.operand(op, smem_operand))
-    _gather_index_layouts(ctx, op)
+        ctx.require(MinorTileDivisible(expr, divisor, op.id))
+    ctx.add_sites(var, Site(op.id, Role.OPERAND, smem_operand))
+    _gather_index_layouts(ctx, op, indices)
 
 
 @rule("mosaic_gpu.async_prefetch")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import Divides, Equal, FullyTiled, LayoutKind, Reduce, Reshape, Var
-from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
 
@@ -28,7 +27,7 @@ def broadcast(ctx: RuleContext, op: Op) -> None:
         )
     site = ctx.result(op, 0)
     var = ctx.new_var(site)
-    ctx.fix(var, hl.splat(ctx.value(site).shape), op, "the broadcast result")
+    ctx.fix(var, ctx.splat(ctx.value(site).shape), op, "the broadcast result")
 
 
 @rule("vector.reduction")
@@ -84,7 +83,7 @@ def extract(ctx: RuleContext, op: Op) -> None:
     source_shape = ctx.program.values[op.operands[0]].shape
     result_value = ctx.program.values[op.results[0]]
     if result_value.kind != Kind.VECTOR:
-        ctx.fix(source, hl.splat(source_shape), op, "the vector a scalar is extracted from")
+        ctx.fix(source, ctx.splat(source_shape), op, "the vector a scalar is extracted from")
         return
     if len(op.operands) > 1:
         raise NotImplementedError(
