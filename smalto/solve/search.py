@@ -948,7 +948,7 @@ class Solver:
         tries them at every decision until their variables have values: in a
         kernel of many loops fed by one splat, each loop not reached yet
         offers one, attempts quadratic in the kernel. Positions known to
-        offer only such are not even asked (``scan.doomed``).
+        offer only such are not even asked (``scan.doomed_at``).
         """
         tried: set[_Key] = set()
         root = self.root
@@ -956,9 +956,8 @@ class Solver:
         offer_of = self._offer_now
         for kind in (0, 1):
             state = scan.other if kind else scan.preferred
-            hits, pending = state.hits, state.pending
-            for i in range(len(pending)):
-                p = pending[i]
+            hits = state.hits
+            for p, i in _positions(state, first_open, len(order)):
                 ci = order[p]
                 if not is_open[ci]:
                     continue
@@ -968,36 +967,15 @@ class Solver:
                     continue
                 if kind:
                     self._count_doomed_before(scan, p, tried)
-                    if offer[2] is not None:
-                        scan.found.append((p, offer[2]))
-                        state.at = i
-                        self._count_doomed(offer[2], tried)
-                        continue
-                hits.append(p)
-                state.at = i
-                for var, value in kept:
-                    key = self._tried_key(root[var], var, value) if kind else (root[var], value)
-                    if key not in tried:
-                        tried.add(key)
-                        yield var, value, ci
-            state.at = len(pending)
-            for p in range(max(state.frontier, first_open), len(order)):
-                ci = order[p]
-                if not is_open[ci]:
+                if i < 0:
+                    state.full_at = p
+                else:
+                    state.at = i
+                if kind and offer[2] is not None:
+                    scan.found.append((p, offer[2]))
+                    self._count_doomed(offer[2], tried)
                     continue
-                offer = offer_of(ci)
-                kept = offer[kind]
-                if not kept:
-                    continue
-                if kind:
-                    self._count_doomed_before(scan, p, tried)
-                    if offer[2] is not None:
-                        scan.found.append((p, offer[2]))
-                        state.full_at = p
-                        self._count_doomed(offer[2], tried)
-                        continue
                 hits.append(p)
-                state.full_at = p
                 for var, value in kept:
                     key = self._tried_key(root[var], var, value) if kind else (root[var], value)
                     if key not in tried:
@@ -1080,6 +1058,15 @@ class Solver:
             assert value is not None
             values.append(value)
         return values
+
+
+def _positions(state: _Pass, first_open: int, end: int) -> Iterator[tuple[int, int]]:
+    """The positions a pass asks, in order, each with its index in ``pending`` (-1
+    past the frontier); ``state.at`` is set past ``pending`` once those are done."""
+    yield from zip(state.pending, range(len(state.pending)), strict=True)
+    state.at = len(state.pending)
+    for p in range(max(state.frontier, first_open), end):
+        yield p, -1
 
 
 def _merged(offered: list[int], changed: set[int], frontier: int) -> list[int]:
