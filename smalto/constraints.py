@@ -163,6 +163,9 @@ class SmemTransfer:
     # constraints judge it like a vector_store, so its search can pick what
     # the lowering rejects.
     txmatrix: bool = True
+    # A store (a splat is stored only in whole vectors of whole bytes); False
+    # for a load, whose result is never a splat anyway.
+    store: bool = True
 
 
 @record
@@ -195,6 +198,7 @@ class GmemTransfer:
     bitwidth: int
     origin: int
     mode: Transfer = Transfer.OPTIMIZED
+    store: bool = True  # as ``SmemTransfer.store``
 
 
 @record

@@ -85,7 +85,7 @@ def _remedies(program: Program, c: GmemTransfer, value: Reg | None, who: str) ->
         if (
             wide is not None
             and value is not None
-            and gmem_transfer_supported(value.layout, c.shape, c.strides, 32, c.mode)
+            and gmem_transfer_supported(value.layout, c.shape, c.strides, 32, c.mode, c.store)
         ):
             options.append(
                 f"store it as 32-bit elements (cast to `{wide}` before the GMEM store, into a "
@@ -126,7 +126,7 @@ def _transforms(value: Reg | None, c: GmemTransfer) -> str:
     for swizzle in hl.SWIZZLES:
         tile = (8, 8 * swizzle // c.bitwidth)
         if smem_transfer_supported(
-            tile, swizzle, value.layout, c.shape, contiguous, c.bitwidth, c.mode
+            tile, swizzle, value.layout, c.shape, contiguous, c.bitwidth, c.mode, True, c.store
         ):
             return (
                 f", with `transforms=(plgpu.TilingTransform({tile}), "

@@ -73,3 +73,48 @@ def test_a_reduction_reduces_a_tiled_value_only() -> None:
         ]
     )
     _lowering_rejects_jax_accepts_smalto(text, "Unsupported layout", "cannot be a splat")
+
+
+@pytest.mark.parametrize("space", ["smem", "gmem"])
+@pytest.mark.parametrize(
+    ("length", "element", "checker_says"),
+    [
+        # 128 4-bit elements: one a thread, 4 bits, not a whole byte.
+        (128, "i4", "(4 bits) a thread, not whole bytes"),
+        # 192 elements: gcd(4, 1) = 1 a thread leaves 64 over.
+        (192, "f16", "must have a multiple of that many"),
+        # Fewer elements than threads.
+        (64, "f32", "must have a multiple of that many"),
+    ],
+)
+def test_a_splat_is_stored_only_in_whole_vectors_of_whole_bytes(
+    length: int, element: str, checker_says: str, space: str
+) -> None:
+    """A splat of more than one element is stored as a strided value of
+    gcd(64 / bitwidth, elements / 128) elements a thread: all 128 threads' vectors
+    full, each whole bytes ("Arrays with the splat layout can only be stored ...",
+    "Vector length should be a multiple of byte size"), into SMEM or GMEM alike.
+    JAX's rules store the splat as it is; smalto converts it at the store to a
+    layout the store takes."""
+    v = vec((length,), element)
+    smem = "#gpu.address_space<workgroup>"
+    ref = (
+        f"memref<{length}x{element}, {smem}>" if space == "smem" else f"memref<{length}x{element}>"
+    )
+    constant = "dense<1>" if element.startswith("i") else "dense<1.0>"
+    body = [f"%x = arith.constant {constant} : {v}"]
+    if space == "smem":
+        body.append(f'%r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {ref}')
+    target = "%r" if space == "smem" else "%arg0"
+    body.append(
+        f'"mosaic_gpu.vector_store"(%x, {target}) <{{optimized = false}}> : ({v}, {ref}) -> ()'
+    )
+    text = kernel(body, [ref] if space == "gmem" else [])
+    theirs = run_jax(text)
+    assert any(checker_says in v.message for v in check(theirs, HOPPER)), check(theirs, HOPPER)
+    with pytest.raises(NotImplementedError, match="splat layout can only be stored|byte size"):
+        lower_in_launch(theirs)
+    ours = run_smalto(text)
+    assert check(ours, HOPPER) == []
+    assert "WGSplatFragLayout" not in str(op(ours, "mosaic_gpu.vector_store").attributes)
+    lower_in_launch(ours)

@@ -55,7 +55,7 @@ def _smem_transfer(
         )
 
 
-def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int]) -> None:
+def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int], *, store: bool) -> None:
     ref = c.value(op, IN, gmem)
     if ref.kind != Kind.OTHER or ref.strides is None or ref.bitwidth is None:
         return
@@ -72,6 +72,7 @@ def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int]) -> None:
         ref.bitwidth,
         optimized=optimized,
         arch=c.arch,
+        store=store,
     )
     if problem is not None:
         c.report(
@@ -86,13 +87,13 @@ def _gmem_transfer(c: Checker, op: Op, gmem: int, reg: tuple[int, int]) -> None:
 def _vector_load(c: Checker, op: Op) -> None:
     c.not_kinds(op, OUT, 0, splat=True, strided=False)
     _smem_transfer(c, op, smem=0, reg=(OUT, 0), txmatrix=True, store=False)
-    _gmem_transfer(c, op, gmem=0, reg=(OUT, 0))
+    _gmem_transfer(c, op, gmem=0, reg=(OUT, 0), store=False)
 
 
 @rule("mosaic_gpu.vector_store")
 def _vector_store(c: Checker, op: Op) -> None:
     _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=True, store=True)
-    _gmem_transfer(c, op, gmem=1, reg=(IN, 0))
+    _gmem_transfer(c, op, gmem=1, reg=(IN, 0), store=True)
 
 
 @rule("mosaic_gpu.async_store_smem")

@@ -55,7 +55,7 @@ def smem_transfer_problem(
         if strides and strides[-1] != 1 and math.prod(shape) > 1:
             # It is stored as a strided value: vector stores along the minor dim.
             return "a splat is stored only into refs whose minor dim is contiguous"
-        return None
+        return splat_store_problem(shape, bitwidth)
     if isinstance(layout, fa.WGStridedFragLayout):
         if transforms.tiling is not None or transforms.swizzle is not None:
             return "a strided layout moves only to and from refs with no tiling and no swizzle"
@@ -77,6 +77,7 @@ def gmem_transfer_problem(
     *,
     optimized: bool,
     arch: tuple[int, int],
+    store: bool = True,
 ) -> str | None:
     """Why the lowering cannot move ``layout`` to or from a GMEM ref; None when it can.
 
@@ -93,7 +94,7 @@ def gmem_transfer_problem(
     if isinstance(layout, fa.WGStridedFragLayout):
         return _strided_bytes_problem(layout, bitwidth)
     if not isinstance(layout, fa.TiledLayout):
-        return None
+        return splat_store_problem(shape, bitwidth) if store else None
     return _tiled_problem(
         Transforms(None, None),
         layout,
@@ -105,6 +106,32 @@ def gmem_transfer_problem(
         tuple(arch),
         gmem=True,
     )
+
+
+def splat_store_problem(shape: tuple[int, ...], bitwidth: int) -> str | None:
+    """Why the lowering cannot store a splat of this shape; None when it can.
+
+    ``FragmentedArray._store_untiled_splat``: one element by a scalar store;
+    more as a strided value of gcd(64 / bitwidth, elements / 128) elements a
+    thread, which must cover the 128 threads evenly in vectors of whole bytes.
+    """
+    elements = math.prod(shape)
+    if elements == 1:
+        return None
+    if bitwidth > 64:
+        return f"a splat of {bitwidth}-bit elements is never stored"
+    vector = math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
+    if elements % (fa.WARPGROUP_SIZE * vector):
+        return (
+            f"a splat of {elements} elements is stored by 128 threads, {vector} element(s) "
+            "each: it must have a multiple of that many"
+        )
+    if vector * bitwidth % 8:
+        return (
+            f"a splat of {elements} {bitwidth}-bit elements is stored {vector} element(s) "
+            f"({vector * bitwidth} bits) a thread, not whole bytes"
+        )
+    return None
 
 
 def _strided_bytes_problem(layout: fa.WGStridedFragLayout, bitwidth: int) -> str | None:

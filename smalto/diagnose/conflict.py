@@ -560,7 +560,14 @@ def _transfer_alternatives(
     reg = values.get(r) if r is not None else None
     if not isinstance(tiling, Smem) or not isinstance(reg, Reg):
         return None
-    args = (transfer.shape, transfer.strides, transfer.bitwidth, transfer.mode, transfer.txmatrix)
+    args = (
+        transfer.shape,
+        transfer.strides,
+        transfer.bitwidth,
+        transfer.mode,
+        transfer.txmatrix,
+        transfer.store,
+    )
     tilings = [((8, 8 * sw // transfer.bitwidth), sw) for sw in hl.SWIZZLES]
     good_tilings = [
         describe_value(Smem(t, sw))

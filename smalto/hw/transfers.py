@@ -60,6 +60,7 @@ def smem_transfer_supported(
     bitwidth: int,
     mode: Transfer,
     txmatrix: bool = True,
+    store: bool = True,
 ) -> bool:
     """Whether registers in ``reg`` can move to/from an SMEM ref with these transforms.
 
@@ -83,6 +84,7 @@ def smem_transfer_supported(
             and swizzle is None
             and _contiguous(reg, shape, strides)
             and _whole_bytes(reg, bitwidth)
+            and (not store or _splat_stores(reg, shape, bitwidth))
         )
     if not txmatrix and (tiling is None or swizzle is None):
         return False
@@ -105,6 +107,7 @@ def gmem_transfer_supported(
     strides: tuple[int, ...],
     bitwidth: int,
     mode: Transfer,
+    store: bool = True,
 ) -> bool:
     """Whether registers in ``reg`` can move to/from a GMEM ref by ``vector_load/store``.
 
@@ -118,7 +121,11 @@ def gmem_transfer_supported(
     strided ones in vectors of whole bytes.
     """
     if not isinstance(reg, fa.TiledLayout):
-        return _contiguous(reg, shape, strides) and _whole_bytes(reg, bitwidth)
+        return (
+            _contiguous(reg, shape, strides)
+            and _whole_bytes(reg, bitwidth)
+            and (not store or _splat_stores(reg, shape, bitwidth))
+        )
     optimized = mode is Transfer.OPTIMIZED
     return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
 
@@ -135,6 +142,26 @@ def _contiguous(reg: fa.FragmentedLayout, shape: tuple[int, ...], strides: tuple
 def _whole_bytes(reg: fa.FragmentedLayout, bitwidth: int) -> bool:
     """A strided transfer moves vectors of whole bytes (sub-byte elements in groups)."""
     return not isinstance(reg, fa.WGStridedFragLayout) or reg.vec_size * bitwidth % 8 == 0
+
+
+def _splat_stores(reg: fa.FragmentedLayout, shape: tuple[int, ...], bitwidth: int) -> bool:
+    """Whether the lowering can store a splat of this shape (a non-splat: True).
+
+    One element goes by a scalar store. More go as a strided value of
+    gcd(64 / bitwidth, elements / 128) elements a thread
+    (``FragmentedArray._store_untiled_splat``): the elements must fill all
+    128 threads' vectors, and each vector whole bytes. So a splat of 128
+    4-bit elements (4 bits a thread), or of 64 of any width, is never stored.
+    """
+    if not isinstance(reg, fa.WGSplatFragLayout):
+        return True
+    elements = math.prod(shape)
+    if elements == 1:
+        return True
+    if bitwidth > 64:
+        return False
+    vector = math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
+    return elements % (fa.WARPGROUP_SIZE * vector) == 0 and vector * bitwidth % 8 == 0
 
 
 def _schedule_starts(

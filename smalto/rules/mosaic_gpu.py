@@ -45,7 +45,14 @@ def _optional_bool(op: Op, name: str) -> bool | None:
 
 
 def _smem_transfer(
-    ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, mode: Transfer, txmatrix: bool = True
+    ctx: RuleContext,
+    op: Op,
+    ref_operand: int,
+    reg_var: int,
+    mode: Transfer,
+    txmatrix: bool = True,
+    *,
+    store: bool,
 ) -> int:
     ref = ctx.program.values[op.operands[ref_operand]]
     smem_var = ctx.ref(op, ref_operand)
@@ -54,7 +61,15 @@ def _smem_transfer(
         raise NotImplementedError(f"SMEM ref of type {ref.type} in `{op.name}` at {op.where}")
     ctx.require(
         SmemTransfer(
-            Var(smem_var), Var(reg_var), ref.shape, ref.strides, ref.bitwidth, mode, op.id, txmatrix
+            Var(smem_var),
+            Var(reg_var),
+            ref.shape,
+            ref.strides,
+            ref.bitwidth,
+            mode,
+            op.id,
+            txmatrix,
+            store,
         )
     )
     return smem_var
@@ -66,12 +81,14 @@ def vector_load(ctx: RuleContext, op: Op) -> None:
     dest = ctx.new_var(ctx.result(op, 0))
     ctx.not_of_kind(dest, op, LayoutKind.SPLAT)
     if ctx.program.values[op.operands[0]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 0, dest, _transfer_mode(op))
+        _smem_transfer(ctx, op, 0, dest, _transfer_mode(op), store=False)
     else:
-        _gmem_transfer(ctx, op, 0, dest)
+        _gmem_transfer(ctx, op, 0, dest, store=False)
 
 
-def _gmem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int) -> None:
+def _gmem_transfer(
+    ctx: RuleContext, op: Op, ref_operand: int, reg_var: int, *, store: bool
+) -> None:
     """A transfer with a dense GMEM ref needs a schedule, and must coalesce if optimized."""
     ref = ctx.program.values[op.operands[ref_operand]]
     if ref.strides is None or not ref.bitwidth:
@@ -79,7 +96,9 @@ def _gmem_transfer(ctx: RuleContext, op: Op, ref_operand: int, reg_var: int) -> 
     if not isinstance(ref.type, ir.MemRefType) or ir.MemRefType(ref.type).memory_space is not None:
         return
     ctx.require(
-        GmemTransfer(Var(reg_var), ref.shape, ref.strides, ref.bitwidth, op.id, _transfer_mode(op))
+        GmemTransfer(
+            Var(reg_var), ref.shape, ref.strides, ref.bitwidth, op.id, _transfer_mode(op), store
+        )
     )
 
 
@@ -100,9 +119,9 @@ def vector_store(ctx: RuleContext, op: Op, txmatrix: bool = True) -> None:
     """A store from registers; to SMEM, a transfer plan must exist."""
     value = ctx.new_var(ctx.operand(op, 0))
     if ctx.program.values[op.operands[1]].kind == Kind.SMEM:
-        _smem_transfer(ctx, op, 1, value, _transfer_mode(op), txmatrix)
+        _smem_transfer(ctx, op, 1, value, _transfer_mode(op), txmatrix, store=True)
     elif txmatrix:
-        _gmem_transfer(ctx, op, 1, value)
+        _gmem_transfer(ctx, op, 1, value, store=True)
 
 
 @rule("mosaic_gpu.async_store_smem")

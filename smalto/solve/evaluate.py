@@ -243,6 +243,7 @@ def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
             c.bitwidth,
             c.mode,
             c.txmatrix,
+            c.store,
         )
     return OPEN
 
@@ -267,6 +268,7 @@ def _judge_gmem_transfer(c: GmemTransfer, lookup: Lookup) -> Verdict:
             c.strides,
             c.bitwidth,
             c.mode,
+            c.store,
         )
     return HOLDS if is_value(r) else OPEN
 
