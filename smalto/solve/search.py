@@ -203,6 +203,9 @@ class Solver:
         # budget of the search in JAX's order bounds).
         self.work = 0
         self.work_limit = sys.maxsize
+        # Whether the search in JAX's order went on past the fuel JAX's pass
+        # has (``_past_jaxs_fuel``): its answer, if any, is then not JAX's.
+        self.past_jaxs_fuel = False
         self.widened = widened
         self.solved = False  # what ``decide`` found
         # The lowering requirements the answer in JAX's order broke, with the
@@ -545,6 +548,7 @@ class Solver:
             # The complete search is smalto's own: its fuel goes on work
             # (the splats JAX's order spent fuel on did none).
             self.spent = self.work
+            self.limit = self.fuel
             self.work_limit = sys.maxsize
             self.conflict = None
             if not self._start_complete_phase():
@@ -765,8 +769,10 @@ class Solver:
             scan = _Scan.first()
         not_splat = self.not_splat
         for var, value, source in self._candidates(first_open, first_unset, scan):
-            if self.spent >= self.limit or self.work >= self.work_limit:
+            if self.work >= self.work_limit:
                 raise FuelExhausted(self.spent, self.open_variables())
+            if self.spent >= self.limit:
+                self._past_jaxs_fuel()
             if not self._valid_for(var, value):
                 continue
             self.spent += 1
@@ -820,6 +826,21 @@ class Solver:
         thousands of them per decision hashes numbers, not layouts."""
         return self.doomed_keys.setdefault((slot, value), len(self.doomed_keys))
 
+    def _past_jaxs_fuel(self) -> None:
+        """JAX's pass, searching in this order, runs out of fuel here: raises ``FuelExhausted``,
+        unless the fuel went on doomed candidates, the work within the budget.
+
+        Then JAX's pass has no answer, and smalto goes on in JAX's order
+        (what JAX would answer with more fuel), counting work only: in a kernel
+        of a thousand loops fed by one splat, JAX's fuel runs out on doomed
+        splats with the search nearly done, and the complete search would
+        start over. The user's fuel still bounds the work (``solve``).
+        """
+        if self.complete or self.fuel <= self.work_limit:
+            raise FuelExhausted(self.spent, self.open_variables())
+        self.past_jaxs_fuel = True
+        self.limit = sys.maxsize
+
     def _tried_key(self, slot: int, var: int, value: Const) -> _Key:
         """How the scan knows a candidate it tried: a doomed one by its number."""
         if slot in self.not_splat and self._is_doomed(var, value):
@@ -856,15 +877,17 @@ class Solver:
         need more than is left. Those already tried at this decision are not
         tried again.
         """
+        if self.past_jaxs_fuel:
+            return  # nothing is counted any more (``_past_jaxs_fuel``)
         new = dict.fromkeys(key for key in keys if key not in tried)
         if not new:
             return
         if self.work >= self.work_limit:
             raise FuelExhausted(self.spent, self.open_variables())
         if self.spent + len(new) > self.limit:
-            # Where trying them one by one would have stopped.
+            # Where trying them one by one would have run out.
             self.spent = self.limit
-            raise FuelExhausted(self.spent, self.open_variables())
+            self._past_jaxs_fuel()
         tried.update(new)
         self.spent += len(new)
 
@@ -874,6 +897,8 @@ class Solver:
         They are open: a constraint closes only once one of its variables
         got a value, and then it is no longer known as doomed below.
         """
+        if self.past_jaxs_fuel:
+            return  # nothing is counted any more (``_past_jaxs_fuel``)
         at = scan.counted
         end = bisect_left(scan.doomed_at, position, at)
         if end > at:
