@@ -41,8 +41,8 @@ from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, sim
 # Attempts the JAX-ordered search may take before the domain search takes over,
 # beyond one per variable left open by the propagation before the first
 # decision (see ``Solver.guided_budget``). Every corpus kernel JAX solves needs
-# under 100 in all. A splat tried for a value that cannot be one is not
-# counted: it costs no work (see ``Solver._search``).
+# under 100 in all. A splat tried for a value that cannot be one (a doomed
+# candidate) does not count against it: it does no work (see ``Solver._search``).
 GUIDED_BUDGET = 1_000
 # Attempts per open variable: one for its value, one for a candidate that fails.
 ATTEMPTS_PER_VARIABLE = 2
@@ -782,7 +782,7 @@ class Solver:
                 # many loops fed by one splat, the loops not reached yet
                 # offer it at each decision (attempts quadratic in the
                 # kernel). Counted, not made, and not held against the
-                # budget: the search goes as far as JAX's fuel lets JAX's.
+                # budget (most are counted in bulk: ``_candidates``).
                 continue
             self.work += 1
             mark = len(self.trail)
