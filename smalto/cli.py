@@ -126,36 +126,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action=_Version, help="print smalto's version (and JAX's) and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    infer = commands.add_parser(
-        "infer",
-        help="infer layouts and print the annotated module (or a --summary)",
-        description="Infer register layouts, SMEM transforms and TMEM layouts for Mosaic GPU "
-        "modules and print them with in_layouts/out_layouts/in_transforms/out_transforms "
-        "(and TMEM layouts) set.",
-    )
-    add_infer_arguments(infer)
-    _runs(infer, "infer")
-    explain = commands.add_parser(
-        "explain",
-        help="say why each value got its layout",
-        description=EXPLAIN_DESCRIPTION,
-    )
-    add_explain_arguments(explain)
-    _runs(explain, "explain")
-    check = commands.add_parser(
-        "check",
-        help="check annotated modules op by op (independently of the solver)",
-        description=CHECK_DESCRIPTION,
-    )
-    add_check_arguments(check)
-    _runs(check, "check")
-    capture = commands.add_parser(
-        "capture",
-        help="lower a Pallas kernel without a GPU and write its Mosaic GPU modules",
-        description=CAPTURE_DESCRIPTION,
-    )
-    add_capture_arguments(capture)
-    _runs(capture, "capture")
+    for name, summary, description, add_arguments in (
+        (
+            "infer",
+            "infer layouts and print the annotated module (or a --summary)",
+            "Infer register layouts, SMEM transforms and TMEM layouts for Mosaic GPU "
+            "modules and print them with in_layouts/out_layouts/in_transforms/out_transforms "
+            "(and TMEM layouts) set.",
+            add_infer_arguments,
+        ),
+        (
+            "explain",
+            "say why each value got its layout",
+            EXPLAIN_DESCRIPTION,
+            add_explain_arguments,
+        ),
+        (
+            "check",
+            "check annotated modules op by op (independently of the solver)",
+            CHECK_DESCRIPTION,
+            add_check_arguments,
+        ),
+        (
+            "capture",
+            "lower a Pallas kernel without a GPU and write its Mosaic GPU modules",
+            CAPTURE_DESCRIPTION,
+            add_capture_arguments,
+        ),
+    ):
+        command = commands.add_parser(name, help=summary, description=description)
+        add_arguments(command)
+        _runs(command, name)
     # Listed for --help; its own parser takes over (see DELEGATED).
     commands.add_parser(
         "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"

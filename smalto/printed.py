@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import Program
+from smalto.program import Program, ops_in_order
 
 # One SSA name as MLIR prints it (``%12``, ``%cst_3``, ``%arg4``), and the
 # definitions of an op's results at the start of a line (``%95:3 = ``, ``%a, %b = ``).
@@ -97,7 +97,7 @@ def printed_module(
         copy = ir.Module.parse(text, context=operation.context)
     except ir.MLIRError:
         return printed  # the printed form does not parse back: no positions, no names
-    copy_ops = list(_preorder(copy))
+    copy_ops = ops_in_order(copy.operation)
     if len(copy_ops) != len(program.ops):
         return printed
     lines = text.splitlines()
@@ -163,19 +163,6 @@ def _names_op(lines: list[str], position: tuple[int, int] | None, name: str) -> 
         return False
     text = lines[position[0] - 1][position[1] - 1 :].lstrip('"')
     return text.startswith(name) or text.startswith(name.split(".", 1)[-1])
-
-
-def _preorder(module: ir.Module) -> Iterator[ir.Operation]:
-    """The module body's ops in pre-order, as ``read_program`` numbers them."""
-    found: list[ir.Operation] = []
-
-    def visit(operation: ir.Operation) -> ir.WalkResult:
-        found.append(operation)
-        return ir.WalkResult.ADVANCE
-
-    for view in module.body.operations:
-        view.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return iter(found)
 
 
 def _arguments(

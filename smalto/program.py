@@ -871,6 +871,20 @@ def _consumers() -> frozenset[str]:
     ) | frozenset(TERMINATORS)
 
 
+def ops_in_order(module: ir.Operation) -> list[ir.Operation]:
+    """The ops of a module's body (``module``: its ``builtin.module`` op) in pre-order:
+    index ``i`` is the op ``read_program`` gives id ``i``."""
+    ops: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    for top in module.regions[0].blocks[0].operations:
+        top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops
+
+
 def read_program(module: ir.Module) -> Program:
     """Reads ``module`` into a ``Program``; must run inside the module's context."""
     global _CONSUMERS

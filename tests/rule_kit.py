@@ -187,21 +187,9 @@ def lower_in_launch(module: ir.Module, arch: tuple[int, int] = HOPPER) -> None:
     lowered module, as Mosaic GPU does after lowering; raises what the
     lowering or the verifier raises. TMA descriptors are not built.
     """
-    from fuzz.property import in_launch
-    from jax.experimental.mosaic.gpu import dialect_lowering
+    from fuzz.property import lower_in_launch as lower
 
-    with module.context, ir.Location.unknown():
-        launched = in_launch(module, arch)
-        outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
-        launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
-        context = lc.LaunchContext(
-            launched,  # type: ignore[arg-type]
-            lc.Scratch(launch),
-            (1, 1, 1),
-            None,  # type: ignore[arg-type]
-        )
-        dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
-        launched.operation.verify()  # type: ignore[attr-defined]
+    lower(module, arch)
 
 
 def lowers_beyond_jax(text: str, arch: tuple[int, int] = HOPPER) -> ir.Module:

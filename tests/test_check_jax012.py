@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import reference
+from corpus_lowering import apply_attributes
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
@@ -43,18 +44,7 @@ def by_jax(text: str, arch: tuple[int, int] = HOPPER, *, onto: str | None = None
     """
     attributes, _ = reference.jax_attributes(text, arch)
     module = reference.parse(onto or text, reference.shared_context())
-    by_index = {int(key.split(":", 1)[0]): attrs for key, attrs in attributes}
-    index = 0
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal index
-        for name, attr in by_index.get(index, {}).items():
-            op.attributes[name] = ir.Attribute.parse(attr)
-        index += 1
-        return ir.WalkResult.ADVANCE
-
-    with module.context, ir.Location.unknown():
-        module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    apply_attributes(module, attributes)
     if onto is None:
         assert check(module, arch) == [], "\n".join(map(str, check(module, arch)))
     return module

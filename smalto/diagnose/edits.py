@@ -18,6 +18,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.program import ops_in_order
 
 RETARGET, DROP, ADD_CAST = "retarget", "drop", "add_cast"
 
@@ -38,19 +39,6 @@ class Edit:
     argument: int | None = None  # the operand (or result) index the entry is for
     value: int | None = None  # ADD_CAST: the value cast
     use: tuple[int, int] | None = None  # ADD_CAST: only this (op, operand) use; None: every use
-
-
-def ops_in_order(module: ir.Operation) -> list[ir.Operation]:
-    """The ops of a module's body in pre-order: index ``i`` is the op of program id ``i``."""
-    ops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    for top in module.regions[0].blocks[0].operations:
-        top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return ops
 
 
 def attribute_of(value: Const, cache: AttributeCache) -> ir.Attribute:

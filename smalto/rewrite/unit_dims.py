@@ -7,9 +7,10 @@ from functools import partial
 
 from jax._src.lib.mlir import ir
 
+from smalto.program import ops_in_order
 from smalto.rewrite import patterns
 from smalto.rewrite.patterns import RewrittenOp
-from smalto.rewrite.webs import Web, find_webs, ops_in_order
+from smalto.rewrite.webs import Web, find_webs
 
 
 def rewritable_webs(module: ir.Module) -> list[Web]:
@@ -27,7 +28,7 @@ def rewrite_unit_dims(module: ir.Module) -> tuple[RewrittenOp, ...]:
     """
     # (An op's hash changes with the op, so every op is looked up before any
     # changes: the steps are planned first, then run.)
-    positions = {op: i for i, op in enumerate(ops_in_order(module))}
+    positions = {op: i for i, op in enumerate(ops_in_order(module.operation))}
     webs = rewritable_webs(module)
     Step = tuple[int, Callable[[], RewrittenOp]]
     definitions: list[Step] = []

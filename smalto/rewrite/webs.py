@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
+from smalto.program import ops_in_order
 from smalto.rewrite import ops as names
 
 Shape = tuple[int, ...]
@@ -154,18 +155,6 @@ class _Members:
         return True
 
 
-def ops_in_order(module: ir.Module) -> list[ir.Operation]:
-    ops: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    for top in module.body.operations:
-        top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return ops
-
-
 def _terminator(region: ir.Region) -> ir.Operation | None:
     blocks = list(region.blocks)
     if len(blocks) != 1:
@@ -248,7 +237,7 @@ def find_webs(module: ir.Module) -> list[Web]:
     ``blocked`` with the reason."""
     members = _Members()
     linked: set[ir.Operation] = set()
-    ops = ops_in_order(module)
+    ops = ops_in_order(module.operation)
     for op in ops:
         for result in op.results:
             members.add(result)

@@ -330,6 +330,29 @@ def in_launch(module: object, arch: tuple[int, int]) -> object:
     return launched
 
 
+def lower_in_launch(module: object, arch: tuple[int, int]) -> None:
+    """Runs JAX's dialect lowering on an annotated kernel in a launch context, then
+    verifies it (``module`` is consumed: its ops move into a ``gpu.launch``, see
+    ``in_launch``); raises what the lowering or the verifier raises. TMA
+    descriptors are not built."""
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import dialect_lowering
+    from jax.experimental.mosaic.gpu import launch_context as lc
+
+    with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
+        launched = in_launch(module, arch)
+        outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
+        launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
+        context = lc.LaunchContext(
+            launched,  # type: ignore[arg-type]
+            lc.Scratch(launch),
+            (1, 1, 1),
+            None,  # type: ignore[arg-type]
+        )
+        dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
+        launched.operation.verify()  # type: ignore[attr-defined]
+
+
 def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
     """Runs JAX's dialect lowering on an annotated module; None if it lowers, else why not.
 
@@ -339,23 +362,8 @@ def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
     not built. Where the lowering still needs more than that (a TMEM
     allocation's barrier, ...), the module counts as lowered.
     """
-    from jax._src.lib.mlir import ir
-    from jax.experimental.mosaic.gpu import dialect_lowering
-    from jax.experimental.mosaic.gpu import launch_context as lc
-
     try:
-        with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
-            launched = in_launch(module, arch)
-            outer = launched.body.operations[0].regions[0].blocks[0]  # type: ignore[attr-defined]
-            launch = next(op for op in outer.operations if op.operation.name == "gpu.launch")
-            context = lc.LaunchContext(
-                launched,  # type: ignore[arg-type]
-                lc.Scratch(launch),
-                (1, 1, 1),
-                None,  # type: ignore[arg-type]
-            )
-            dialect_lowering.lower_mgpu_dialect(launched, context)  # type: ignore[arg-type]
-            launched.operation.verify()  # type: ignore[attr-defined]
+        lower_in_launch(module, arch)
     except AssertionError:
         return None  # a launch context was needed
     except IndexError as error:

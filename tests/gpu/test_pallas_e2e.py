@@ -23,26 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gpu_device import gpu_arch
 from pallas_kernels import add_one, blackwell_matmul, row_softmax
 from pallas_kernels import example as example_module
 
 import smalto
 import smalto.jax
 
-
-def _gpu_arch() -> tuple[int, int] | None:
-    try:
-        device = jax.devices("gpu")[0]
-    except RuntimeError:
-        return None
-    capability = getattr(device, "compute_capability", None)
-    if not capability:
-        return None
-    major, minor = capability.split(".")
-    return int(major), int(minor)
-
-
-ARCH = _gpu_arch()
+ARCH = gpu_arch()
 pytestmark = pytest.mark.skipif(ARCH is None, reason="needs an NVIDIA GPU")
 hopper = pytest.mark.skipif(ARCH is None or ARCH[0] != 9, reason="needs a Hopper GPU (sm_90)")
 blackwell = pytest.mark.skipif(

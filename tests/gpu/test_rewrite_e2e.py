@@ -26,25 +26,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gpu_device import gpu_arch
 from user_kernels_keepdims import KERNELS, REFERENCES, Kernel
 
 import smalto
 import smalto.jax
 
-
-def _gpu_arch() -> tuple[int, int] | None:
-    try:
-        device = jax.devices("gpu")[0]
-    except RuntimeError:
-        return None
-    capability = getattr(device, "compute_capability", None)
-    if not capability:
-        return None
-    major, minor = capability.split(".")
-    return int(major), int(minor)
-
-
-ARCH = _gpu_arch()
+ARCH = gpu_arch()
 pytestmark = pytest.mark.skipif(ARCH is None, reason="needs an NVIDIA GPU")
 
 # Agreement with jnp (f32 math inside, the output rounded to its dtype).
