@@ -248,13 +248,7 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
         "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
         "to stdout, as JAX's pass does)",
     )
-    parser.add_argument(
-        "--no-rewrite",
-        action="store_true",
-        help="where a module as written has no layouts, do not try the unit-dim rewrite "
-        "(computing keepdims values without their unit dims); by default smalto tries it, "
-        "prints the rewritten module and a note per changed op on stderr",
-    )
+    _add_no_rewrite(parser, "prints the rewritten module and a note per changed op on stderr")
 
 
 EXPLAIN_DESCRIPTION = (
@@ -288,6 +282,11 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print a JSON object: each value's name, line, location, type, layout, summary "
         "and steps",
+    )
+    _add_no_rewrite(
+        parser,
+        "explains the values of the rewritten module (as `smalto infer` prints it) and prints "
+        "a note per changed op on stderr",
     )
     parser.add_argument("--fuel", type=_positive, default=None, help=argparse.SUPPRESS)
 
@@ -362,6 +361,16 @@ def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
     if match is None:
         raise argparse.ArgumentTypeError(f"expected DTYPE[SHAPE] such as f16[128,64], got {text!r}")
     return match[1], tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
+
+
+def _add_no_rewrite(parser: argparse.ArgumentParser, then: str) -> None:
+    """``--no-rewrite``; ``then``: what the command does with a rewritten module."""
+    parser.add_argument(
+        "--no-rewrite",
+        action="store_true",
+        help="where a module as written has no layouts, do not try the unit-dim rewrite "
+        f"(computing keepdims values without their unit dims); by default smalto tries it, {then}",
+    )
 
 
 def _add_arch(parser: argparse.ArgumentParser) -> None:

@@ -562,6 +562,7 @@ def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
     from smalto import annotate
     from smalto.errors import InferenceError
+    from smalto.infer_command import rewrite_notes
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
@@ -577,8 +578,12 @@ def run_explain(args: argparse.Namespace) -> int:
         return _fail(str(error), EXIT_USAGE)
     fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
     try:
-        with in_context(source.module):
-            inference = solve_module(source.module, fuel=fuel, arch=arch)
+        # As `smalto infer` does: a module with no layouts as written is rewritten
+        # (a note per changed op), and the rewritten module's values explained.
+        with in_context(source.module), rewrite_notes("smalto explain"):
+            inference = solve_module(
+                source.module, fuel=fuel, arch=arch, rewrite=not args.no_rewrite
+            )
             # Written as `smalto infer` writes them, so that the printed module is its output.
             solution = inference.solver.solution()
             plan = annotate.plan_attributes(inference.program, inference.system, solution)

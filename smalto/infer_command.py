@@ -95,7 +95,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     rewrite = not args.no_rewrite
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
-        with in_context(module), _rewrite_notes():
+        with in_context(module), rewrite_notes():
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
                 inference = _infer_keeping_the_solution(module, fuel, arch, dump_to, rewrite)
@@ -167,8 +167,9 @@ def _infer_keeping_the_solution(
 
 
 @contextlib.contextmanager
-def _rewrite_notes() -> Iterator[None]:
-    """The unit-dim rewrite's warning as notes on stderr, one per changed op."""
+def rewrite_notes(command: str = "smalto") -> Iterator[None]:
+    """The unit-dim rewrite's warning as notes on stderr, one per changed op, each
+    after ``command`` (how the command's other messages start)."""
     from smalto.errors import UnitDimRewriteWarning
 
     with warnings.catch_warnings(record=True) as caught:
@@ -179,7 +180,7 @@ def _rewrite_notes() -> Iterator[None]:
             for warning in caught:
                 if isinstance(warning.message, UnitDimRewriteWarning):
                     for record in warning.message.rewritten:
-                        print(f"smalto: note: {record}", file=sys.stderr)
+                        print(f"{command}: note: {record}", file=sys.stderr)
                 else:
                     warnings.showwarning(
                         warning.message, warning.category, warning.filename, warning.lineno

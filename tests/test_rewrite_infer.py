@@ -253,3 +253,31 @@ def test_cli_failure_says_the_rewrite_was_tried(tmp_path, capsys) -> None:
     assert out == ""
     assert err.startswith(f"smalto: error: {smalto.FAILURE_PREFIX}")
     assert "unit-dim rewrite" in err
+
+
+def test_cli_explain_explains_the_rewritten_module(tmp_path, capsys) -> None:
+    """`smalto explain` rewrites as `smalto infer` does, and names values and lines as in
+    the module `smalto infer` prints (the rewritten one)."""
+    path = _write(tmp_path, RMS_NORM)
+    assert main(["infer", path]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert main(["explain", path]) == 0
+    out, err = capsys.readouterr()
+    notes = [line for line in err.splitlines() if line.startswith("smalto explain: note: ")]
+    assert len(notes) == 7 and "`mosaic_gpu.broadcast_in_dim` removed" in notes[0]
+    explained = re.findall(r"^(%\w+) \(line (\d+), ", out, flags=re.MULTILINE)
+    assert len(explained) == 11  # each vector of the rewritten module, none of (128, 1)
+    for name, line in explained:
+        assert printed[int(line) - 1].lstrip().startswith(f"{name} = ")
+    # The statistic, now a (128,) value, has the row layout of the reduction it comes from.
+    (rsqrt,) = [line for line in out.splitlines() if line.startswith("%5 ")]
+    assert "WGMMA_ROW" in rsqrt
+    assert "math.rsqrt" in printed[int(dict(explained)["%5"]) - 1]
+
+
+def test_cli_explain_no_rewrite(tmp_path, capsys) -> None:
+    assert main(["explain", "--no-rewrite", _write(tmp_path, RMS_NORM)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"smalto explain: error: {smalto.FAILURE_PREFIX}")
+    assert "note:" not in err
