@@ -116,3 +116,32 @@ def test_phases_times_each_step_of_the_pass(
     assert all(t >= 0 for t in times) and times[-1] > 0  # the steps, then their sum
     assert abs(sum(times[:-1]) - times[-1]) < 0.02 * len(STEPS)
     assert any(line.startswith("x floor") for line in lines)
+
+
+def test_bounds_times_each_rung_of_the_ladder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench.bounds: per module the floor, each rung, the pass less its read; sums in floors."""
+    from bench.bounds import LADDER
+    from bench.bounds import main as bounds_main
+
+    kernel = tmp_path / "attention_2.mlir"
+    kernel.write_text(attention_kernel(2))
+    assert bounds_main(["--repeat", "1", str(kernel)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[1:] == ["floor", *LADDER, "pass", "-", "read"]
+    (row,) = [line.split() for line in lines if line.startswith("attention_2")]
+    floor, *rungs, analysis = (float(t) for t in row[1:])
+    assert floor > 0 and all(t > 0 for t in rungs)
+    # The whole pass does at least its read; the column is their difference.
+    pass_ms, read_ms = rungs[LADDER.index("pass")], rungs[LADDER.index("read")]
+    assert pass_ms > read_ms and abs(analysis - (pass_ms - read_ms)) < 0.02
+    (multiples,) = [line.split() for line in lines if line.startswith("x floor")]
+    assert float(multiples[2]) == 1.0  # the floor in floors
+
+
+def test_bounds_names_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.bounds import main as bounds_main
+
+    assert bounds_main(["no-such-kernel.mlir"]) == 2
+    assert "no-such-kernel.mlir" in capsys.readouterr().err
