@@ -13,8 +13,13 @@ floor (``bench.run``) and smalto's own read and whole pass:
 3. ``skeleton``: also each op's result types, in one call per op (without
    them no pass can tell which values are vectors or refs, hence which ops
    carry layouts);
-4. ``read``: smalto's program view (``read_program``);
-5. ``pass``: ``smalto.infer_layout``.
+4. ``dataflow``: also, for the ops smalto's read looks into (those with a
+   vector or memref result, and those that may use a value needing a
+   layout), their operands' and results' identities, and the arguments
+   (identity and type) of each block of an op with regions: the binding
+   calls smalto's read makes, without its analysis;
+5. ``read``: smalto's program view (``read_program``);
+6. ``pass``: ``smalto.infer_layout``.
 
 Each figure is the minimum over ``--repeat`` runs, after a full garbage
 collection. Prints the table per module and the sums, in milliseconds and in
@@ -49,9 +54,9 @@ from bench.run import (
     timed,
 )
 from smalto.mlir import module_arch
-from smalto.program import read_program
+from smalto.program import _consumers, read_program
 
-LADDER = ("walk", "names", "skeleton", "read", "pass")
+LADDER = ("walk", "names", "skeleton", "dataflow", "read", "pass")
 DEFAULT_REPEAT = 7
 
 
@@ -90,6 +95,46 @@ def skeleton(module: ir.Module) -> None:
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
+def dataflow(module: ir.Module) -> None:
+    handles: list[ir.Operation] = []
+    names: list[str] = []
+    identities: list[object] = []
+    keep, name, identity = handles.append, names.append, identities.append
+    consumers = _consumers()
+    has_regions: dict[str, bool] = {}
+    shaped = (ir.VectorType, ir.MemRefType)
+    shaped_classes: dict[type, bool] = {}
+    advance = ir.WalkResult.ADVANCE
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        keep(op)
+        op_name = op.name
+        name(op_name)
+        looked_into = op_name in consumers
+        for ty in op.results.types:
+            cls = ty.__class__
+            is_shaped = shaped_classes.get(cls)
+            if is_shaped is None:
+                is_shaped = shaped_classes[cls] = issubclass(cls, shaped)
+            if is_shaped:
+                looked_into = True
+                break
+        if looked_into:
+            identity(tuple(map(hash, op.operands)))
+            identity(tuple(map(hash, op.results)))
+        regions = has_regions.get(op_name)
+        if regions is None:
+            regions = has_regions[op_name] = len(op.regions) > 0
+        if regions:
+            for region in op.regions:
+                for block in region.blocks:
+                    identity([(hash(a), a.type) for a in block.arguments])
+                    identity(len(block.operations))
+        return advance
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+
 def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float]) -> list[float]:
     """Minimum milliseconds of the floor, then of each rung of ``LADDER``."""
     ctx = reference.make_context()
@@ -103,6 +148,7 @@ def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float
             walk_only,
             names_and_handles,
             skeleton,
+            dataflow,
             read_program,
             lambda m: smalto.infer_layout(m, arch=arch),
         ]
