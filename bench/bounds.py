@@ -34,6 +34,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import reference
@@ -45,10 +46,10 @@ from bench.run import (
     DEFAULT_ARCH,
     Arch,
     attribute_plan,
-    default_files,
     display_name,
     floor_walk,
     index_arch,
+    kernel_files,
     positive_int,
     text_table,
     timed,
@@ -95,12 +96,13 @@ def skeleton(module: ir.Module) -> None:
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
 
 
-def dataflow(module: ir.Module) -> None:
+def dataflow(module: ir.Module, consumers: frozenset[str]) -> None:
+    """``consumers``: the names of the ops whose operands smalto's read reads though
+    their results need no layout (``smalto.program``'s)."""
     handles: list[ir.Operation] = []
     names: list[str] = []
     identities: list[object] = []
     keep, name, identity = handles.append, names.append, identities.append
-    consumers = _consumers()
     has_regions: dict[str, bool] = {}
     shaped = (ir.VectorType, ir.MemRefType)
     shaped_classes: dict[type, bool] = {}
@@ -148,7 +150,7 @@ def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float
             walk_only,
             names_and_handles,
             skeleton,
-            dataflow,
+            partial(dataflow, consumers=_consumers()),
             read_program,
             lambda m: smalto.infer_layout(m, arch=arch),
         ]
@@ -167,12 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     args = parser.parse_args(argv)
-    files: list[Path] = args.files or default_files("kernels")
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing or not files:
-        print(
-            f"bench.bounds: error: no such file: {', '.join(missing) or '(none)'}", file=sys.stderr
-        )
+    files = kernel_files(args.files, "bench.bounds")
+    if files is None:
         return 2
     clock = CLOCKS[args.clock]
     headers = ("module", "floor", *LADDER, "pass - read")

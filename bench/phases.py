@@ -33,11 +33,11 @@ from bench.run import (
     Arch,
     attribute_plan,
     clock_words,
-    default_files,
     display_name,
     environment_line,
     floor_walk,
     index_arch,
+    kernel_files,
     markdown_table,
     positive_int,
     read_walk,
@@ -118,12 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--title", default="Where the time goes", help="the markdown section's title"
     )
     args = parser.parse_args(argv)
-    files: list[Path] = args.files or default_files("kernels")
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing or not files:
-        print(
-            f"bench.phases: error: no such file: {', '.join(missing) or '(none)'}", file=sys.stderr
-        )
+    files = kernel_files(args.files, "bench.phases")
+    if files is None:
         return 2
     clock = CLOCKS[args.clock]
     headers = ("module", *STEPS, "steps", *REFERENCES, "steps/floor")

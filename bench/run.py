@@ -94,6 +94,16 @@ def default_files(folder: str) -> list[Path]:
     return sorted(corpus_dir(folder).glob("*.mlir"))
 
 
+def kernel_files(given: list[Path], prog: str) -> list[Path] | None:
+    """``given``, else the corpus kernels; None, with an error on stderr, if one is missing."""
+    files = given or default_files("kernels")
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing or not files:
+        print(f"{prog}: error: no such file: {', '.join(missing) or '(none)'}", file=sys.stderr)
+        return None
+    return files
+
+
 _INDEXES: dict[Path, dict[str, Any]] = {}
 
 
