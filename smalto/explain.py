@@ -49,7 +49,7 @@ from smalto.constraints import (
     variables_of,
 )
 from smalto.hw.names import describe_value
-from smalto.infer import DEFAULT_FUEL, Inference, in_context, solve_module
+from smalto.infer import DEFAULT_FUEL, Inference, in_context
 from smalto.locations import file_position, location_name, location_text
 from smalto.printed import PrintedModule, printed_module
 from smalto.program import Kind, Program
@@ -560,9 +560,8 @@ def explain_main(argv: list[str]) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
-    from smalto import annotate
     from smalto.errors import InferenceError
-    from smalto.infer_command import rewrite_notes
+    from smalto.infer_command import infer_keeping_the_solution, rewrite_notes
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
@@ -581,13 +580,10 @@ def run_explain(args: argparse.Namespace) -> int:
         # As `smalto infer` does: a module with no layouts as written is rewritten
         # (a note per changed op), and the rewritten module's values explained.
         with in_context(source.module), rewrite_notes("smalto explain"):
-            inference = solve_module(
-                source.module, fuel=fuel, arch=arch, rewrite=not args.no_rewrite
-            )
             # Written as `smalto infer` writes them, so that the printed module is its output.
-            solution = inference.solver.solution()
-            plan = annotate.plan_attributes(inference.program, inference.system, solution)
-            annotate.write_attributes(inference.program, plan)
+            inference = infer_keeping_the_solution(
+                source.module, fuel, arch, rewrite=not args.no_rewrite
+            )
             printed = printed_module(
                 source.module,
                 inference.program,

@@ -98,7 +98,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
         with in_context(module), rewrite_notes():
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = _infer_keeping_the_solution(module, fuel, arch, dump_to, rewrite)
+                inference = infer_keeping_the_solution(module, fuel, arch, dump_to, rewrite)
             else:
                 smalto.infer_layout(module, fuel=fuel, arch=arch, rewrite=rewrite)
     except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
@@ -146,7 +146,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     return EXIT_OK
 
 
-def _infer_keeping_the_solution(
+def infer_keeping_the_solution(
     module: ir.Module,
     fuel: int,
     arch: tuple[int, int],
