@@ -55,7 +55,7 @@ def test_a_splat_is_stored_only_along_a_contiguous_minor_dim() -> None:
         ]
     )
     ours = _lowering_rejects_jax_accepts_smalto(
-        text, "unit stride", "a splat is stored only into refs whose minor dim is contiguous"
+        text, "unit stride", "a splat is stored as a strided value, and a strided value moves 4"
     )
     assert out_layouts(op(ours, "vector.broadcast")) == [splat(64, 128)]
 

@@ -52,17 +52,15 @@ def smem_transfer_problem(
             return "a splat is never loaded from SMEM"
         if transforms.tiling is not None:
             return "a splat is only stored untiled"
-        if strides and strides[-1] != 1 and math.prod(shape) > 1:
-            # It is stored as a strided value: vector stores along the minor dim.
-            return "a splat is stored only into refs whose minor dim is contiguous"
-        return splat_store_problem(shape, bitwidth)
+        return splat_store_problem(shape, bitwidth) or _splat_strides_problem(
+            shape, strides, bitwidth
+        )
     if isinstance(layout, fa.WGStridedFragLayout):
         if transforms.tiling is not None or transforms.swizzle is not None:
             return "a strided layout moves only to and from refs with no tiling and no swizzle"
-        if strides and strides[-1] != 1:
-            # Its vector loads and stores run along the minor dim.
-            return "a strided layout moves only to and from refs whose minor dim is contiguous"
-        return _strided_bytes_problem(layout, bitwidth)
+        return _strided_bytes_problem(layout, bitwidth) or strided_vectors_problem(
+            layout.vec_size, shape, strides
+        )
     assert isinstance(layout, fa.TiledLayout)
     return _tiled_problem(
         transforms, layout, shape, strides, bitwidth, optimized, txmatrix, tuple(arch)
@@ -88,13 +86,16 @@ def gmem_transfer_problem(
     4 bytes a thread, whole 32-byte sectors a warp, whole 128-byte lines a
     warpgroup).
     """
-    if not isinstance(layout, fa.TiledLayout) and strides and strides[-1] != 1:
-        if math.prod(shape) > 1:
-            return "a splat or strided value moves only along a contiguous minor dim"
     if isinstance(layout, fa.WGStridedFragLayout):
-        return _strided_bytes_problem(layout, bitwidth)
+        return _strided_bytes_problem(layout, bitwidth) or strided_vectors_problem(
+            layout.vec_size, shape, strides
+        )
     if not isinstance(layout, fa.TiledLayout):
-        return splat_store_problem(shape, bitwidth) if store else None
+        if not store:
+            return None
+        return splat_store_problem(shape, bitwidth) or _splat_strides_problem(
+            shape, strides, bitwidth
+        )
     return _tiled_problem(
         Transforms(None, None),
         layout,
@@ -134,6 +135,53 @@ def splat_store_problem(shape: tuple[int, ...], bitwidth: int) -> str | None:
     return None
 
 
+def _splat_strides_problem(
+    shape: tuple[int, ...], strides: tuple[int, ...], bitwidth: int
+) -> str | None:
+    """A splat of more than one element is stored as a strided value (see above)."""
+    elements = math.prod(shape)
+    if elements == 1:
+        return None
+    vector = math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
+    problem = strided_vectors_problem(vector, shape, strides)
+    return f"a splat is stored as a strided value, and {problem}" if problem else None
+
+
+def strided_vectors_problem(
+    vec_size: int, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> str | None:
+    """Why ``transfer_strided`` cannot move vectors of ``vec_size`` through a ref of these
+    strides; None when it can.
+
+    A thread's vector is one ``vector.load``/``vector.store`` along the minor
+    dim (one element goes anywhere). Runs of contiguous dims are folded
+    together first; the unit-stride run must hold whole vectors, the other
+    dims step by whole vectors.
+    """
+    if vec_size == 1 or not strides:
+        return None
+    if strides[-1] != 1:
+        return (
+            f"a strided value moves {vec_size} elements a vector along the minor dim, "
+            f"which has stride {strides[-1]} (a column or transposed view): only 1 element "
+            "a vector moves through it"
+        )
+    folded: list[list[int]] = []  # [size, stride] of each run of contiguous dims
+    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if folded and stride == folded[-1][0] * folded[-1][1]:
+            folded[-1][0] *= size
+        else:
+            folded.append([size, stride])
+    if len(folded) == 1:
+        return None
+    for size, stride in folded:
+        if stride == 1 and size % vec_size:
+            return f"a contiguous run of {size} elements holds no whole vectors of {vec_size}"
+        if stride != 1 and size > 1 and stride % vec_size:
+            return f"a dim of stride {stride} does not step by whole vectors of {vec_size}"
+    return None
+
+
 def _strided_bytes_problem(layout: fa.WGStridedFragLayout, bitwidth: int) -> str | None:
     """Strided loads and stores move vectors of whole bytes (``load_strided``)."""
     if layout.vec_size * bitwidth % 8:
@@ -158,17 +206,28 @@ def _tiled_problem(
     gmem: bool = False,
 ) -> str | None:
     tiling = transforms.tiling or shape
-    ref_strides = tiled_strides(strides, tiling)
-    if ref_strides is None or any(
-        s % t for s, t in zip(shape[-len(tiling) :], tiling, strict=True)
-    ):
-        return f"tiling {tiling} does not apply to the ref"
-    ref_type = ir.MemRefType.get(
-        mgpu_utils.tile_shape(shape, tiling),
-        ir.IntegerType.get_signless(bitwidth),
-        ir.StridedLayoutAttr.get(0, list(ref_strides)),
-        None if gmem else mgpu_utils.smem(),
-    )
+    memory_space = None if gmem else mgpu_utils.smem()
+    element = ir.IntegerType.get_signless(bitwidth)
+    # Untiled, the lowering keeps the ref's own strides and prepends unit dims
+    # (``load_untiled``); tiled, it compacts the strides within a tile.
+    own_strides = transforms.tiling is None and strides != _row_major(shape)
+    if own_strides:
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        ref_type = ir.MemRefType.get(
+            shape, element, ir.StridedLayoutAttr.get(dynamic, list(strides)), memory_space
+        )
+    else:
+        ref_strides = tiled_strides(strides, tiling)
+        if ref_strides is None or any(
+            s % t for s, t in zip(shape[-len(tiling) :], tiling, strict=True)
+        ):
+            return f"tiling {tiling} does not apply to the ref"
+        ref_type = ir.MemRefType.get(
+            mgpu_utils.tile_shape(shape, tiling),
+            element,
+            ir.StridedLayoutAttr.get(0, list(ref_strides)),
+            memory_space,
+        )
     i32 = ir.IntegerType.get_signless(32)
     module = ir.Module.create()
     module.operation.attributes["mosaic_gpu.arch_major"] = ir.IntegerAttr.get(i32, arch[0])
@@ -177,6 +236,8 @@ def _tiled_problem(
         probe = func.FuncOp("smalto_check_transfer", ir.FunctionType.get([], []))
     with ir.InsertionPoint(probe.add_entry_block()):
         ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
+        if own_strides:
+            ref = mgpu_utils.memref_reshape(ref, (*(1 for _ in shape), *shape))
 
         def first_step(use_txmatrix: bool) -> None:
             steps = fa.FragmentedArray.transfer_tiled(
@@ -201,3 +262,8 @@ def _tiled_problem(
         except (*_NO_PLAN, ValueError, NotImplementedError) as error:
             return f"{type(error).__name__}: {error}"
     return None
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a dense row-major ref of this shape."""
+    return tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))

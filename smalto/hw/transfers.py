@@ -77,12 +77,11 @@ def smem_transfer_supported(
     swizzled transfers supported").
     """
     if not isinstance(reg, fa.TiledLayout):
-        # A strided value moves by vector loads and stores along the minor
-        # dim, which must then be contiguous (not a transposed ref).
+        # Moved untransformed, by vectors along the minor dim (see _strided_fits).
         return (
             tiling is None
             and swizzle is None
-            and _contiguous(reg, shape, strides)
+            and _strided_fits(reg, shape, strides, bitwidth)
             and _whole_bytes(reg, bitwidth)
             and (not store or _splat_stores(reg, shape, bitwidth))
         )
@@ -97,6 +96,7 @@ def smem_transfer_supported(
         bitwidth,
         mode is Transfer.OPTIMIZED,
         txmatrix,
+        untiled=tiling is None,
     )
 
 
@@ -117,26 +117,66 @@ def gmem_transfer_supported(
     coalesce: at least 4 bytes per thread, whole 32-byte sectors per warp,
     whole 128-byte lines per warpgroup. WGMMA gives a 16-bit row 4 lanes x 4
     bytes and fails it. JAX's constraints leave this out; its lowering
-    raises. Splat and strided values move along a contiguous minor dim,
-    strided ones in vectors of whole bytes.
+    raises. Splat and strided values move as ``_strided_fits`` says, in
+    vectors of whole bytes. The ref's own strides count: a column of a
+    table (``w_ref[:, j]``) puts a lane's neighbours 8-16 bytes apart.
     """
     if not isinstance(reg, fa.TiledLayout):
         return (
-            _contiguous(reg, shape, strides)
+            _strided_fits(reg, shape, strides, bitwidth)
             and _whole_bytes(reg, bitwidth)
             and (not store or _splat_stores(reg, shape, bitwidth))
         )
     optimized = mode is Transfer.OPTIMIZED
-    return _schedule_starts(shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True)
+    return _schedule_starts(
+        shape, 16, reg, shape, strides, bitwidth, optimized, gmem=True, untiled=True
+    )
 
 
-def _contiguous(reg: fa.FragmentedLayout, shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """Splat and strided values move by vector loads and stores along the minor dim,
-    which must then be contiguous (not a transposed ref); a one-element splat is
-    one scalar store."""
-    if not strides or strides[-1] == 1:
+def _strided_fits(
+    reg: fa.FragmentedLayout, shape: tuple[int, ...], strides: tuple[int, ...], bitwidth: int
+) -> bool:
+    """Whether a splat or strided value moves through a ref of these strides.
+
+    A strided value moves by vectors of its ``vec_size``; a splat of more than
+    one element is stored as a strided value (``_splat_vector``); a
+    one-element splat is one scalar store.
+    """
+    if isinstance(reg, fa.WGSplatFragLayout):
+        elements = math.prod(shape)
+        if elements == 1 or bitwidth > 64:
+            return True  # a scalar store; or never stored (``_splat_stores`` says why)
+        return strided_vectors_fit(_splat_vector(elements, bitwidth), shape, strides)
+    assert isinstance(reg, fa.WGStridedFragLayout)
+    return strided_vectors_fit(reg.vec_size, shape, strides)
+
+
+def strided_vectors_fit(vec_size: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether ``FragmentedArray.transfer_strided`` moves vectors of ``vec_size`` through a
+    ref of this shape and these strides (loads and stores alike).
+
+    One element a vector goes anywhere (a column or a transposed ref too).
+    Longer vectors are ``vector.load``/``vector.store`` along the minor dim,
+    which MLIR verifies to have unit stride. Where the ref is not contiguous
+    as a whole, its runs of contiguous dims are folded; then the unit-stride
+    run must hold whole vectors and every other dim must step by them.
+    """
+    if vec_size == 1 or not strides:
         return True
-    return isinstance(reg, fa.WGSplatFragLayout) and math.prod(shape) == 1
+    if strides[-1] != 1:
+        return False
+    runs: list[tuple[int, int]] = []  # (size, stride) of each run of contiguous dims
+    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if runs and stride == runs[-1][0] * runs[-1][1]:
+            runs[-1] = (runs[-1][0] * size, runs[-1][1])
+        else:
+            runs.append((size, stride))
+    if len(runs) == 1:
+        return True  # contiguous: moved as one flat run of vectors
+    return all(
+        size % vec_size == 0 if stride == 1 else size == 1 or stride % vec_size == 0
+        for size, stride in runs
+    )
 
 
 def _whole_bytes(reg: fa.FragmentedLayout, bitwidth: int) -> bool:
@@ -160,8 +200,13 @@ def _splat_stores(reg: fa.FragmentedLayout, shape: tuple[int, ...], bitwidth: in
         return True
     if bitwidth > 64:
         return False
-    vector = math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
+    vector = _splat_vector(elements, bitwidth)
     return elements % (fa.WARPGROUP_SIZE * vector) == 0 and vector * bitwidth % 8 == 0
+
+
+def _splat_vector(elements: int, bitwidth: int) -> int:
+    """The elements a thread stores of a splat (``FragmentedArray._store_untiled_splat``)."""
+    return math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
 
 
 def _schedule_starts(
@@ -175,8 +220,15 @@ def _schedule_starts(
     txmatrix: bool = True,
     *,
     gmem: bool = False,
+    untiled: bool = False,
 ) -> bool:
     """Runs the first step of ``transfer_tiled`` on a ref of the tiled type.
+
+    A tiled SMEM ref's tiles are dense: the lowering compacts the strides
+    within a tile (``tile_strides``). An ``untiled`` ref (GMEM, or SMEM with
+    no tiling) keeps its own strides: the lowering only prepends unit dims
+    (``load_untiled``/``store_untiled``), so the probe does the same where
+    those strides are not row-major (a column, a window, a transposed ref).
 
     Where JAX's pass would crash instead of answering (an exception other than
     the three "no plan" ones: e.g. a 4-bit layout whose vectors are not whole
@@ -186,21 +238,32 @@ def _schedule_starts(
     either way.
     """
     ctx = _scratch_context()
+    own_strides = untiled and tuple(strides) != _row_major(shape)
     with ctx, ir.Location.unknown(ctx):
-        try:
+        memory_space = None if gmem else utils.smem()
+        element = ir.IntegerType.get_signless(bitwidth)
+        if own_strides:
+            dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
             ref_type = ir.MemRefType.get(
-                utils.tile_shape(shape, tiling),
-                ir.IntegerType.get_signless(bitwidth),
-                ir.StridedLayoutAttr.get(0, dialect_lowering.tile_strides(strides, tiling)),
-                None if gmem else utils.smem(),
+                shape, element, ir.StridedLayoutAttr.get(dynamic, list(strides)), memory_space
             )
-        except ValueError:
-            return False  # the tiling does not apply: validity rules it out first
+        else:
+            try:
+                ref_type = ir.MemRefType.get(
+                    utils.tile_shape(shape, tiling),
+                    element,
+                    ir.StridedLayoutAttr.get(0, dialect_lowering.tile_strides(strides, tiling)),
+                    memory_space,
+                )
+            except ValueError:
+                return False  # the tiling does not apply: validity rules it out first
         # Detached, as in JAX's pass (no enclosing module): see above.
         scratch = func.FuncOp("smalto_transfer_probe", ir.FunctionType.get([], []))
         try:
             with ir.InsertionPoint(scratch.add_entry_block()):
                 ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
+                if own_strides:
+                    ref = utils.memref_reshape(ref, (*(1 for _ in shape), *shape))
                 for use_txmatrix in (True, False) if txmatrix else (False,):
                     steps = fa.FragmentedArray.transfer_tiled(
                         ref,
@@ -221,6 +284,11 @@ def _schedule_starts(
                 return False
         finally:
             scratch.erase()
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a dense row-major ref of this shape."""
+    return tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
 
 
 @lru_cache(maxsize=4096)
