@@ -41,7 +41,7 @@ def mma_transforms(dtype: Any, minor: int) -> tuple[Any, Any]:
     return plgpu.TilingTransform((8, swizzle // itemsize)), plgpu.SwizzleTransform(swizzle)
 
 
-def _kernel(body: Any, out_shape: tuple[int, ...], dtype: Any, scratch: list[Any]) -> Any:
+def warpgroup_kernel(body: Any, out_shape: tuple[int, ...], dtype: Any, scratch: list[Any]) -> Any:
     return plgpu.kernel(
         body,
         out_type=sds(out_shape, dtype),
@@ -50,7 +50,7 @@ def _kernel(body: Any, out_shape: tuple[int, ...], dtype: Any, scratch: list[Any
     )
 
 
-def _operands(a: jax.Array, b: jax.Array) -> list[Any]:
+def mma_operands(a: jax.Array, b: jax.Array) -> list[Any]:
     (m, k), (_, n) = a.shape, b.shape
     return [
         plgpu.SMEM((m, k), a.dtype, transforms=mma_transforms(a.dtype, k)),
@@ -58,7 +58,9 @@ def _operands(a: jax.Array, b: jax.Array) -> list[Any]:
     ]
 
 
-def _wgmma(a_gmem: Any, b_gmem: Any, a_smem: Any, b_smem: Any, loaded: Any, m: int, n: int) -> Any:
+def wgmma_acc(
+    a_gmem: Any, b_gmem: Any, a_smem: Any, b_smem: Any, loaded: Any, m: int, n: int
+) -> Any:
     """``a @ b`` into a wgmma accumulator: the (m, n) f32 value."""
     plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
     plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
@@ -71,7 +73,7 @@ def _wgmma(a_gmem: Any, b_gmem: Any, a_smem: Any, b_smem: Any, loaded: Any, m: i
     return pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))
 
 
-def _tcgen05(
+def tcgen05_acc(
     a_gmem: Any, b_gmem: Any, a_smem: Any, b_smem: Any, acc_tmem: Any, loaded: Any, done: Any
 ) -> Any:
     """``a @ b`` into a TMEM accumulator, loaded into registers."""
@@ -83,10 +85,10 @@ def _tcgen05(
     return plgpu.async_load_tmem(acc_tmem)
 
 
-def _tcgen05_scratch(a: jax.Array, b: jax.Array) -> list[Any]:
+def tcgen05_scratch(a: jax.Array, b: jax.Array) -> list[Any]:
     (m, _), (_, n) = a.shape, b.shape
     return [
-        *_operands(a, b),
+        *mma_operands(a, b),
         plgpu.TMEM((m, n), jnp.float32),
         plgpu.Barrier(num_arrivals=2),
         plgpu.Barrier(orders_tensor_core=True),
@@ -103,11 +105,11 @@ def matmul_plus_residual(
     (m, _), (_, n) = a.shape, b.shape
 
     def body(a_gmem, b_gmem, r_gmem, o_gmem, a_smem, b_smem, loaded):
-        acc = _wgmma(a_gmem, b_gmem, a_smem, b_smem, loaded, m, n)
+        acc = wgmma_acc(a_gmem, b_gmem, a_smem, b_smem, loaded, m, n)
         o_gmem[...] = (acc + r_gmem[...].astype(jnp.float32)).astype(out_dtype)
 
-    scratch = [*_operands(a, b), plgpu.Barrier(num_arrivals=2)]
-    return _kernel(body, (m, n), out_dtype, scratch)(a, b, r)
+    scratch = [*mma_operands(a, b), plgpu.Barrier(num_arrivals=2)]
+    return warpgroup_kernel(body, (m, n), out_dtype, scratch)(a, b, r)
 
 
 def tmem_row_sums(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> jax.Array:
@@ -115,10 +117,10 @@ def tmem_row_sums(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> jax.Array:
     m = a.shape[0]
 
     def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, acc_tmem, loaded, done):
-        acc = _tcgen05(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
         o_gmem[...] = jnp.sum(acc, axis=1).astype(out_dtype)
 
-    return _kernel(body, (m,), out_dtype, _tcgen05_scratch(a, b))(a, b)
+    return warpgroup_kernel(body, (m,), out_dtype, tcgen05_scratch(a, b))(a, b)
 
 
 def tmem_row_sums_via_smem(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> jax.Array:
@@ -126,14 +128,14 @@ def tmem_row_sums_via_smem(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> jax
     m = a.shape[0]
 
     def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, acc_tmem, loaded, done, o_smem):
-        acc = _tcgen05(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
         o_smem[...] = jnp.sum(acc, axis=1).astype(out_dtype)
         plgpu.commit_smem()
         plgpu.copy_smem_to_gmem(o_smem, o_gmem)
         plgpu.wait_smem_to_gmem(0)
 
-    scratch = [*_tcgen05_scratch(a, b), plgpu.SMEM((m,), out_dtype)]
-    return _kernel(body, (m,), out_dtype, scratch)(a, b)
+    scratch = [*tcgen05_scratch(a, b), plgpu.SMEM((m,), out_dtype)]
+    return warpgroup_kernel(body, (m,), out_dtype, scratch)(a, b)
 
 
 def tmem_plus_residual(
@@ -146,7 +148,7 @@ def tmem_plus_residual(
 
     def body(a_gmem, b_gmem, r_gmem, o_gmem, a_smem, b_smem, acc_tmem, loaded, done, *rest):
         o_smem = rest[0]
-        acc = _tcgen05(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
         if via_smem:
             r_smem, r_loaded = rest[1], rest[2]
             plgpu.copy_gmem_to_smem(r_gmem, r_smem, r_loaded)
@@ -160,7 +162,7 @@ def tmem_plus_residual(
         plgpu.wait_smem_to_gmem(0)
 
     scratch = [
-        *_tcgen05_scratch(a, b),
+        *tcgen05_scratch(a, b),
         plgpu.SMEM((m, n), jnp.float32, transforms=mma_transforms(jnp.float32, n)),
     ]
     if via_smem:
@@ -168,7 +170,7 @@ def tmem_plus_residual(
             plgpu.SMEM((m, n), r.dtype, transforms=mma_transforms(r.dtype, n)),
             plgpu.Barrier(),
         ]
-    return _kernel(body, (m, n), jnp.float32, scratch)(a, b, r)
+    return warpgroup_kernel(body, (m, n), jnp.float32, scratch)(a, b, r)
 
 
 # --- 2. layouts JAX's rules do not offer ---------------------------------------------------------
@@ -194,7 +196,7 @@ def scale_rows_3d(
     scratch = [plgpu.SMEM(x.shape, x.dtype), plgpu.Barrier(num_arrivals=arrivals)]
     if via_smem:
         scratch.append(plgpu.SMEM(s.shape, s.dtype))
-    return _kernel(body, x.shape, x.dtype, scratch)(x, s, bias)
+    return warpgroup_kernel(body, x.shape, x.dtype, scratch)(x, s, bias)
 
 
 def gated_matmul(a: jax.Array, b: jax.Array, g: jax.Array, *, via_smem: bool = False) -> jax.Array:
@@ -207,15 +209,15 @@ def gated_matmul(a: jax.Array, b: jax.Array, g: jax.Array, *, via_smem: bool = F
     def body(a_gmem, b_gmem, g_gmem, o_gmem, a_smem, b_smem, loaded, *rest):
         if via_smem:
             plgpu.copy_gmem_to_smem(g_gmem, rest[0], loaded)
-        acc = _wgmma(a_gmem, b_gmem, a_smem, b_smem, loaded, m, n)
+        acc = wgmma_acc(a_gmem, b_gmem, a_smem, b_smem, loaded, m, n)
         gate = (rest[0] if via_smem else g_gmem)[...].astype(jnp.float32)
         o_gmem[...] = acc[None] * gate[:, None, :]
 
     arrivals = 3 if via_smem else 2
-    scratch = [*_operands(a, b), plgpu.Barrier(num_arrivals=arrivals)]
+    scratch = [*mma_operands(a, b), plgpu.Barrier(num_arrivals=arrivals)]
     if via_smem:
         scratch.append(plgpu.SMEM(g.shape, g.dtype))
-    return _kernel(body, (batch, m, n), jnp.float32, scratch)(a, b, g)
+    return warpgroup_kernel(body, (batch, m, n), jnp.float32, scratch)(a, b, g)
 
 
 def gated_tcgen05_matmul(a: jax.Array, b: jax.Array, g: jax.Array) -> jax.Array:
@@ -225,14 +227,14 @@ def gated_tcgen05_matmul(a: jax.Array, b: jax.Array, g: jax.Array) -> jax.Array:
     batch = g.shape[0]
 
     def body(a_gmem, b_gmem, g_gmem, o_gmem, a_smem, b_smem, acc_tmem, loaded, done, o_smem):
-        acc = _tcgen05(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
         o_smem[...] = acc[None] * g_gmem[...].astype(jnp.float32)[:, None, :]
         plgpu.commit_smem()
         plgpu.copy_smem_to_gmem(o_smem, o_gmem)
         plgpu.wait_smem_to_gmem(0)
 
-    scratch = [*_tcgen05_scratch(a, b), plgpu.SMEM((batch, m, n), jnp.float32)]
-    return _kernel(body, (batch, m, n), jnp.float32, scratch)(a, b, g)
+    scratch = [*tcgen05_scratch(a, b), plgpu.SMEM((batch, m, n), jnp.float32)]
+    return warpgroup_kernel(body, (batch, m, n), jnp.float32, scratch)(a, b, g)
 
 
 def column_stats_in_chunks(x: jax.Array, *, chunk: int = 32, stat: str = "count") -> jax.Array:
@@ -260,4 +262,4 @@ def column_stats_in_chunks(x: jax.Array, *, chunk: int = 32, stat: str = "count"
         o_gmem[...] = lax.fori_loop(0, rows // chunk, step, init)
 
     scratch = [plgpu.SMEM(x.shape, x.dtype), plgpu.Barrier()]
-    return _kernel(body, (cols,), out_dtype, scratch)(x)
+    return warpgroup_kernel(body, (cols,), out_dtype, scratch)(x)
