@@ -238,6 +238,22 @@ def _insert(ev: Evaluator, op: ir.Operation) -> list[Any]:
     return [out]
 
 
+@handles("vector.shuffle")
+def _shuffle(ev: Evaluator, op: ir.Operation) -> list[Any]:
+    """Rows of ``v1`` then ``v2`` (along the leading dim), picked by ``mask`` (-1,
+    undefined: row 0)."""
+    v1, v2 = (np.atleast_1d(np.asarray(v)) for v in ev.operands(op))
+    rows = np.concatenate([v1, v2], axis=0)
+    return [rows[[max(m, 0) for m in ints(op.attributes["mask"])]].copy()]
+
+
+@handles("vector.interleave")
+def _interleave(ev: Evaluator, op: ir.Operation) -> list[Any]:
+    """``lhs`` and ``rhs`` alternating along the trailing dim, ``lhs`` first."""
+    lhs, rhs = ev.operands(op)
+    return [np.stack([lhs, rhs], axis=-1).reshape(*lhs.shape[:-1], 2 * lhs.shape[-1])]
+
+
 @handles("vector.extract_strided_slice")
 def _extract_strided_slice(ev: Evaluator, op: ir.Operation) -> list[Any]:
     (x,) = ev.operands(op)
