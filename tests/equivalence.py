@@ -124,7 +124,7 @@ def assert_equivalent(
     after: ir.Module,
     *,
     min_trials: int = 6,
-    max_trials: int = 40,
+    max_trials: int = 100,
     specials: bool = True,
 ) -> Verdict:
     """Asserts ``before`` and ``after`` leave the same buffers on the same random

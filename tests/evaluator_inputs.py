@@ -36,7 +36,7 @@ Array = np.ndarray
 
 SMALL_INTS = (-2, 6)  # [low, high): small integers, in even trials
 WIDE_INTS = (-1000, 1000)  # in odd trials
-SCALAR_INTS = (-1, 6)  # a scalar argument: a loop bound, a switch selector
+SCALAR_INTS = (-1, 4)  # a scalar argument: a loop bound, a switch selector
 MADE_UP_INTS = (0, 4)  # what an op the evaluator does not model returns (thread ids, ...)
 
 
