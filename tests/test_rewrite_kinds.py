@@ -9,17 +9,28 @@ broadcast from a scalar (Pallas's identity, and other values a hand-written
 module may use), a ``broadcast_in_dim`` to (N, 1), elementwise ops on the
 statistic, a broadcast back against the tile; the statistic also stored and
 reduced whole (which the rewrite narrows). Loops and switches read their trip
-count and selector from a ref, as a kernel does.
+count and selector from a ref, as a kernel does. Last, a Pallas kernel on
+integers lowered for real, with smalto inferring.
 """
 
 from __future__ import annotations
 
+import warnings
+
+import jax
+import jax.numpy as jnp
 import pytest
 from equivalence import assert_equivalent
+from jax import lax
 from jax._src.lib.mlir import ir
+from jax.experimental.pallas import mosaic_gpu as plgpu
 from mlir_snippets import func_module, parse
 
+import smalto
+import smalto.jax
 from smalto.rewrite import rewrite_unit_dims
+
+WARPGROUP = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
 
 BID = "mosaic_gpu.broadcast_in_dim"
 LOAD = "mosaic_gpu.vector_load"
@@ -241,3 +252,40 @@ def test_an_if_on_a_loaded_flag_carries_the_statistic() -> None:
     ]
     changes = _rewritten_and_checked(func_module(body, args))
     assert ("scf.if", "now") in changes
+
+
+def _integer_kernel(x: jax.Array, n: jax.Array) -> jax.Array:
+    """Integer keepdims statistics through ``lax.while_loop`` and ``lax.switch``, as a
+    Pallas user writes them (the trip count and the selector read from ``n``)."""
+
+    def body(x_gmem, n_gmem, o_gmem):
+        x = x_gmem[...]
+        top = jnp.max(x, axis=-1, keepdims=True)
+        total = jnp.sum(x, axis=-1, keepdims=True)
+        trips = n_gmem[0]
+
+        def step(carry):
+            i, acc = carry
+            return i + 1, acc ^ top
+
+        _, acc = lax.while_loop(lambda c: c[0] < trips, step, (jnp.int32(0), total))
+        picked = lax.switch(trips, [lambda: acc + top, lambda: acc - top, lambda: acc * 2])
+        o_gmem[...] = x - picked
+
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return plgpu.kernel(body, out_type=out, compiler_params=WARPGROUP)(x, n)
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint32, jnp.int32], ids=["u32", "i32"])
+def test_a_pallas_integer_kernel_with_while_and_switch(dtype) -> None:
+    """Lowered by Pallas with smalto inferring: the module as written has no layouts,
+    the rewritten one does and stores the same (maxui for uint32, maxsi for int32)."""
+    args = (jax.ShapeDtypeStruct((128, 64), dtype), jax.ShapeDtypeStruct((1,), jnp.int32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (kernel,) = smalto.jax.lower(_integer_kernel, *args, arch=(9, 0)).kernels
+    assert any(isinstance(w.message, smalto.UnitDimRewriteWarning) for w in caught)
+    written, rewritten = kernel.module(), kernel.module(inferred=True)
+    kind = "maxui" if dtype == jnp.uint32 else "maxsi"
+    assert f"<{kind}>" in str(written) and "vector<128x1xi32>" not in str(rewritten)
+    assert_equivalent(written, rewritten, min_trials=3)
