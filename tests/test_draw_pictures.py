@@ -296,3 +296,22 @@ def test_no_module_of_draw_imports_another_in_a_circle() -> None:
     circles = [m for m in graph if reaches(m, m, {m})]
     assert circles == []
     assert "smalto.draw.tmem_pictures" in graph and graph["smalto.draw.pictures"]
+
+
+def test_svg_is_well_formed_and_its_text_is_text(tmp_path: Path) -> None:
+    """The SVG is written by hand: it parses as XML, its size is the picture's, its cells
+    are rectangles of the layout's colours and its titles and labels are searchable text."""
+    import xml.etree.ElementTree as ElementTree
+
+    out = tmp_path / "w.svg"
+    assert draw_main(["WGMMA", "--shape", "64x16", "--dtype", "bf16", "-o", str(out)]) == 0
+    root = ElementTree.fromstring(out.read_bytes())
+    namespace = "{http://www.w3.org/2000/svg}"
+    panels, _, _ = _pictures(build_parser().parse_args(["WGMMA", "--shape", "64x16"]))
+    assert (int(root.get("width")), int(root.get("height"))) == figure_size(panels)
+    texts = [t.text for t in root.iter(f"{namespace}text")]
+    assert "WGMMA: 64x16 bf16 in registers; 4 register(s) of 2 element(s) per thread" in texts
+    assert {"T0:R0", "T127:R3"} <= set(texts)
+    fills = {p.get("fill") for p in root.iter(f"{namespace}path") if p.get("fill") != "none"}
+    lane0 = "#" + "".join(f"{round(c * 255):02x}" for c in lane_colors(np.array([0]))[0])
+    assert lane0 in fills

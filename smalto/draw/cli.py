@@ -295,12 +295,12 @@ def _bank_conflicts(args: argparse.Namespace, subject: Any) -> tuple[list[Any], 
     arch = ARCHS[args.arch] if args.arch else subject.arch or (9, 0)
     result = bank_conflicts(
         layout, subject.shape, subject.element_type, tiling, swizzle, load=args.load,
-        optimized=not args.unoptimized, arch=arch, layout_name=subject.title,
+        optimized=not args.unoptimized, arch=arch, layout_name=subject.layout_label,
     )  # fmt: skip
     fix = None
     if result.wavefronts > result.ideal or result.refused:
         fix = remedy(layout, subject.shape, subject.element_type, load=args.load, arch=arch,
-                     layout_name=subject.title)  # fmt: skip
+                     layout_name=subject.layout_label)  # fmt: skip
     if args.json:
         document = result.as_dict()
         document["remedy"] = fix.as_dict() if fix is not None else None

@@ -36,14 +36,6 @@ def hex_color(color: Color) -> str:
     return "#" + "".join(f"{round(min(max(c, 0.0), 1.0) * 255):02x}" for c in rgb(color))
 
 
-def shade(color: Color, amount: float) -> tuple[float, float, float]:
-    """``color`` darkened (amount < 0) or lightened (> 0) towards black or white."""
-    r, g, b = rgb(color)
-    target = 1.0 if amount > 0 else 0.0
-    k = abs(amount)
-    return (r + (target - r) * k, g + (target - g) * k, b + (target - b) * k)
-
-
 @functools.cache
 def lane_color(lane: int, lanes: int = 32) -> tuple[float, float, float]:
     """Lane ``lane`` of ``lanes``: the hue goes once round the colour wheel over the

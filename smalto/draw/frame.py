@@ -136,12 +136,6 @@ def window(
     return Window(shape, rows, cols, None, note)
 
 
-def grid_extent(shape: tuple[int, ...]) -> tuple[int, int]:
-    """(rows, cols) of the grid that shows all of an array of ``shape``."""
-    whole = window(shape, 1 << 30, 1 << 30)
-    return whole.rows, whole.cols
-
-
 def map_cell_px(rows: int, cols: int, budget: tuple[float, float]) -> float:
     """The side of square cells, whole pixels, for a colour map of rows x cols within
     ``budget`` (w, h); at least ``MIN_CELL_PX`` (the map may then need a window)."""

@@ -37,6 +37,12 @@ class Subject:
     name: str  # the layout's name alone
     arch: tuple[int, int] | None = None  # the kernel's, for a value of one
     prefix: str = ""  # of default file names: the kernel and value drawn
+    value: str = ""  # the kernel's value drawn and where: "%95#0, line 260"
+
+    @property
+    def layout_label(self) -> str:
+        """The layout in a sentence: ``WGMMA``, ``WGMMA (%95#0, line 260)``."""
+        return f"{self.name} ({self.value})" if self.value else self.title
 
     @property
     def kind(self) -> str:
@@ -170,6 +176,7 @@ def _kernel_value(args: argparse.Namespace) -> Subject:
         name.partition(" (also")[0],
         found.arch,
         stem,
+        f"{found.name}, {found.place}",
     )
 
 
