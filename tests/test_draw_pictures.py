@@ -231,8 +231,8 @@ def test_warp_prints_what_the_warp_holds(capsys: pytest.CaptureFixture, tmp_path
     assert f"warp 1 (threads 32-63) holds {int(mine.sum())} of {128 * 64} elements" in text
     rows = np.flatnonzero(mine.any(axis=1))
     assert rows.tolist() == [*range(16, 32), *range(80, 96)]
-    assert "rows 16-31, 80-95 (of 128)" in text
-    assert "columns 0-63 (all)" in text
+    assert "rows: 16-31, 80-95 (of 128)" in text
+    assert "columns: 0-63 (all)" in text
     assert warp_holdings(held, 1) in text
 
 

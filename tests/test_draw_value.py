@@ -83,4 +83,15 @@ def test_the_warp_of_a_value(capsys: pytest.CaptureFixture, tmp_path: Path) -> N
     assert draw_main([str(KERNEL), "@282", "--warp", "2", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "warp 2 (threads 64-95) holds 4096 of 16384 elements" in text
-    assert "rows 32-47, 96-111 (of 128)" in text
+    assert "rows: 32-47, 96-111 (of 128)" in text
+
+
+def test_smem_with_a_value_needs_bank_conflicts(capsys: pytest.CaptureFixture) -> None:
+    assert draw_main([str(KERNEL), "%95#0", "--smem", "tile=8x32"]) == 2
+    assert "drop --smem (or add --bank-conflicts" in capsys.readouterr().err
+    args = [str(KERNEL), "%95#0", "--smem", "tile=8x32,swizzle=16", "--bank-conflicts",
+            "--no-picture"]  # fmt: skip
+    assert draw_main(args) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("store of 128x128 f32 in WGMMA (%95#0, line 260) to SMEM tiled 8x32")
+    assert "to remove them: --smem tile=8x32,swizzle=128" in text

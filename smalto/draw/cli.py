@@ -156,6 +156,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
             )
         if args.tmem:
             raise _UsageError("FILE VALUE draws the value's own layout: drop --tmem")
+        if args.smem is not None and not args.bank_conflicts:
+            raise _UsageError(
+                "FILE VALUE draws the value's own layout: drop --smem (or add --bank-conflicts "
+                "for the conflicts of transferring the value to that ref)"
+            )
     elif args.layout is not None and _is_kernel_file(args.layout):
         raise _UsageError(
             f"name the value of {args.layout} to draw: smalto draw {args.layout} %N (as "

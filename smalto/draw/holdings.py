@@ -40,12 +40,12 @@ def warp_holdings(held: Ownership, warp: int) -> str:
         lines[0] += f"; each element held by {held.copies} threads"
     if count == 0:
         return lines[0] + "\n  nothing"
-    names = ["element"] if len(held.shape) == 1 else ["row", "column"]
-    names = ["index " + str(d) for d in range(len(held.shape) - len(names))] + names
+    names = ["elements"] if len(held.shape) == 1 else ["rows", "columns"]
+    names = [f"dim {d}" for d in range(len(held.shape) - len(names))] + names
     for axis, (name, size) in enumerate(zip(names, held.shape, strict=True)):
         others = tuple(a for a in range(len(held.shape)) if a != axis)
         used = np.flatnonzero(np.any(mine, axis=others) if others else mine)
-        lines.append(f"  {name}s {_runs(used, size)}")
+        lines.append(f"  {name}: {_runs(used, size)}")
     return "\n".join(lines)
 
 
