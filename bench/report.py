@@ -9,7 +9,7 @@ printed module (``smalto.printed``), the page without its pictures (the ops
 table, the conversions, the explanations, the module listing, the HTML) and
 the pictures alone (one per distinct layout, rendered to PNG). The report
 should cost about the inference plus the pictures: the page's own share is
-the figure to watch. The first run also pays the imports (matplotlib's, for
+the figure to watch. The first run also pays the imports (Pillow's, for
 the pictures), which the minimum leaves out; the first-run figures are
 printed too.
 """

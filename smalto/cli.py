@@ -159,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
         _runs(command, name)
     # Listed for --help; its own parser takes over (see DELEGATED).
     commands.add_parser(
-        "draw", help="draw which thread and register (or SMEM bank, TMEM lane) holds each element"
+        "draw",
+        help="draw which thread and register (or SMEM bank, TMEM lane) holds each element of "
+        "a layout, or of a kernel's value (smalto draw FILE %%N)",
     )
     bench = commands.add_parser(
         "bench",

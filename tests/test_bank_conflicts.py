@@ -289,3 +289,54 @@ def test_cli_prints_the_numbers(tmp_path: Path, capsys: pytest.CaptureFixture) -
     assert numbers["wavefronts"] == numbers["ideal_wavefronts"] == 64
     assert numbers["instructions"][0]["name"] == "ldmatrix.x4"
     assert math.prod(numbers["shape"]) == 64 * 64
+
+
+# --- the transforms that remove the conflicts -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "shape", "dtype", "load", "best"),
+    [
+        (fa.WGMMA_LAYOUT, (64, 64), "bf16", False, ((8, 64), 128)),
+        (fa.WGMMA_LAYOUT, (64, 64), "f32", True, ((8, 32), 128)),
+        (fa.WGMMA_LAYOUT_8BIT, (128, 128), "i8", False, ((8, 128), 128)),
+    ],
+)
+def test_the_remedy_is_computed_not_guessed(
+    layout: fa.TiledLayout, shape: tuple, dtype: str, load: bool, best: tuple
+) -> None:
+    """Every transform the remedy calls conflict-free is, by the same counter; every other
+    candidate conflicts, or JAX refuses or cannot do it; the widest swizzle comes first."""
+    from smalto.draw.remedy import candidate_transforms, remedy
+
+    found = remedy(layout, shape, dtype, load=load, arch=(9, 0))
+    assert found.best is not None and (found.best.tiling, found.best.swizzle) == best
+    free = {(r.tiling, r.swizzle) for r in found.conflict_free}
+    bits = {"bf16": 16, "f32": 32, "i8": 8}[dtype]
+    for tiling, swizzle in candidate_transforms(shape, bits):
+        try:
+            result = bank_conflicts(layout, shape, dtype, tiling, swizzle, load=load)
+        except TransferError:
+            assert (tiling, swizzle) not in free
+            continue
+        clean = result.wavefronts == result.ideal and not result.refused
+        assert clean == ((tiling, swizzle) in free), (tiling, swizzle)
+    swizzles = [r.swizzle for r in found.conflict_free]
+    assert swizzles == sorted(swizzles, reverse=True)
+
+
+def test_the_cli_names_the_remedy(capsys: pytest.CaptureFixture) -> None:
+    args = ["WGMMA", "--smem", "tile=8x64,swizzle=16", "--bank-conflicts", "--shape", "64x64",
+            "--dtype", "bf16", "--no-picture"]  # fmt: skip
+    assert draw_main(args) == 0
+    text = capsys.readouterr().out
+    assert "to remove them: --smem tile=8x64,swizzle=128 (no bank conflicts: 16 wavefronts" in text
+    assert draw_main([*args, "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    assert numbers["remedy"]["smem"] == "tile=8x64,swizzle=128"
+    assert numbers["remedy"]["conflict_free"] is True
+    # Conflict-free already: nothing to remedy.
+    clean = ["WGMMA", "--smem", "tile=8x64,swizzle=128", "--bank-conflicts", "--shape", "64x64",
+             "--dtype", "bf16", "--no-picture", "--json"]  # fmt: skip
+    assert draw_main(clean) == 0
+    assert json.loads(capsys.readouterr().out)["remedy"] is None

@@ -18,7 +18,7 @@ from smalto.draw import draw_main, smem_placement, tmem_placement
 from smalto.draw.names import REGISTER_LAYOUT_NAMES
 from smalto.draw.ownership import ownership
 from smalto.draw.pictures import atom_extent, register_pictures
-from smalto.draw.render import BASE_DPI, MAX_SIDE, MIN_LABEL_PX, Grid, figure, text_width
+from smalto.draw.render import MAX_SIDE, MIN_LABEL_PX, Grid, scene, text_width
 from smalto.draw.spec import SpecError, parse_register_layout, parse_smem_spec
 from smalto.draw.tmem_pictures import tmem_pictures
 from smalto.mlir import make_context
@@ -249,7 +249,7 @@ def test_layout_names_and_attributes_parse() -> None:
         "lane_dims = [-3, -2], vector_dim = -1>"
     )
     assert parse_register_layout(attribute, (64, 64), 16) == fa.WGMMA_LAYOUT
-    with pytest.raises(SpecError, match="unknown layout"):
+    with pytest.raises(ValueError, match="unknown layout 'WGMMMA' \\(did you mean WGMMA\\?\\)"):
         parse_register_layout("WGMMMA", (64, 64), 16)
     with pytest.raises(SpecError, match="cannot parse"):
         parse_register_layout("#mosaic_gpu.TiledLayout<[[64", (64, 64), 16)
@@ -352,12 +352,9 @@ def test_svg_is_small(tmp_path: Path) -> None:
     assert out.stat().st_size < 700_000  # 4.8 MB before: the array is one image, labels few
 
 
-def _text_px(fig) -> list[float]:  # noqa: ANN001
-    sizes = [t.get_fontsize() for t in fig.texts]
-    for ax in fig.axes:
-        labels = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label]
-        sizes += [t.get_fontsize() for t in labels if t.get_text()]
-    return [pt * BASE_DPI / 72 for pt in sizes]
+def _text_px(items: list) -> list[float]:
+    """The em size, in pixels, of every text of the picture (titles, ticks, labels)."""
+    return [text.px for text in scene(items).texts]
 
 
 @pytest.mark.parametrize(
@@ -370,7 +367,7 @@ def test_text_is_at_least_10_pixels_and_labels_fit_their_cells(
     layout: object, shape: tuple, dtype: str
 ) -> None:
     items = register_pictures(ownership(layout, shape), layout, "L", dtype)
-    assert min(_text_px(figure(items))) >= 10
+    assert min(_text_px(items)) >= 10
     labelled = [g for g in _panels(items) if g.spans]
     assert labelled, "some panel carries the thread/register labels"
     for grid in labelled:
@@ -463,10 +460,16 @@ def test_tmem_layouts_that_differ_look_different() -> None:
     assert np.array_equal(array.regions[:, 0], np.arange(64) // 16)
 
 
-def test_register_layout_names_match_jax() -> None:
-    from smalto.draw.spec import named_register_layouts
+def test_register_layout_names_are_smaltos_names_of_every_jax_layout() -> None:
+    """``--help`` lists the names smalto's messages use (``hw.names``), and every named
+    tiled layout of JAX's ``fragmented_array`` has one of them."""
+    from smalto.hw.names import REGISTER_LAYOUTS
 
-    assert REGISTER_LAYOUT_NAMES == tuple(named_register_layouts())
+    assert REGISTER_LAYOUT_NAMES == tuple(REGISTER_LAYOUTS)
+    for attribute in dir(fa):
+        value = getattr(fa, attribute)
+        if "_LAYOUT" in attribute and isinstance(value, fa.TiledLayout):
+            assert value in REGISTER_LAYOUTS.values(), attribute
 
 
 def test_draw_parses_arguments_without_jax() -> None:

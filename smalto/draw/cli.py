@@ -2,12 +2,16 @@
 or the SMEM bank conflicts of storing/loading a register layout to/from a ref.
 
     smalto draw LAYOUT --shape 64x64 [--dtype bf16] [-o out.png|out.svg] [--thread T|--warp W]
+    smalto draw FILE %N [--thread T|--warp W] [-o ...]
     smalto draw --smem tile=8x64,swizzle=128 --shape 64x128 --dtype bf16 [-o ...]
     smalto draw --tmem [LAYOUT] --shape 128x64 [--dtype f32] [--packing N] [--collective]
     smalto draw LAYOUT --smem SPEC --bank-conflicts --shape 64x64 --dtype bf16 [--load]
 
-Exit status 0 on success, 2 on bad usage (one line on stderr). Arguments are read
-before JAX is imported, so ``--help`` and usage errors are quick.
+LAYOUT is any name smalto prints (``WGMMA``, ``WGMMA_ROW keepdims``, ``tiled 8×64 +
+swizzle 128``, ``TMEM half_lane``, ...), a Pallas spelling (``plgpu.Layout.WGMMA``,
+``WGMMA.reduce(1)``) or an attribute. Exit status 0 on success, 1 where smalto cannot
+infer FILE's layouts, 2 on bad usage (one line on stderr). Arguments are read before
+JAX is imported, so ``--help`` and usage errors are quick.
 """
 
 from __future__ import annotations
@@ -15,17 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from smalto.draw.names import REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
+from smalto.draw.names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-ARCHS = {"9.0": (9, 0), "10.0": (10, 0)}
 
 
 class _UsageError(ValueError):
@@ -38,31 +40,44 @@ def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
         description="Draw which thread and register hold each element of an array in a "
         "register layout, where each element of an SMEM ref lands (tiles, swizzled "
         "16-byte chunks, banks), which TMEM lane and column hold it, or the SMEM bank "
-        "conflicts of storing (loading) a register layout to (from) a ref.",
-        epilog=f"Register layout names: {', '.join(REGISTER_LAYOUT_NAMES)}, strided[:VEC], "
-        f"splat. TMEM layout names: {', '.join(TMEM_LAYOUT_NAMES)} (default: the layout JAX "
-        "picks for the shape).",
+        "conflicts of storing (loading) a register layout to (from) a ref. "
+        "'smalto draw FILE %N' draws the layout smalto infers for a value of a kernel.",
+        epilog=f"Layout names: any smalto prints: {', '.join(REGISTER_LAYOUT_NAMES)}, "
+        "X.reduce(AXIS), 'X keepdims', TMEM_NATIVE(N), 'strided ×VEC' (or strided:VEC), "
+        "splat, 'tiled 8×64 + swizzle 128', 'tiled 8×64, no swizzle', untiled, "
+        f"'TMEM {' | '.join(TMEM_LAYOUT_NAMES)} [(packing N)]'; Pallas spellings: "
+        "plgpu.Layout.WGMMA, plgpu.Layout.WGMMA.reduce(1), "
+        "plgpu.Layout.TCGEN05_TMEM_NATIVE(8), plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(128); "
+        "or an attribute as a module writes it.",
     )
     parser.add_argument(
         "layout",
         nargs="?",
-        metavar="LAYOUT",
-        help="a layout name or an attribute as it appears in a module, e.g. "
-        "'#mosaic_gpu.TiledLayout<...>' (with --smem: only for --bank-conflicts)",
+        metavar="LAYOUT | FILE",
+        help="a layout: a name, a Pallas spelling or an attribute such as "
+        "'#mosaic_gpu.TiledLayout<...>' (with --smem: only for --bank-conflicts); or a "
+        "kernel's .mlir file, followed by VALUE",
     )
-    parser.add_argument("--shape", required=True, help="array shape, e.g. 64x64")
     parser.add_argument(
-        "--dtype", default="f32", help="element type: f32 (default), bf16, f16, f8E4M3FN, i8, ..."
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help="with FILE: a value as 'smalto infer FILE' prints it (%%12, %%95#0) or @LINE, "
+        "drawn at its own shape, element type and inferred layout",
     )
+    parser.add_argument("--shape", help="array shape, e.g. 64x64 (with a LAYOUT: required)")
+    parser.add_argument("--dtype", help="element type: f32 (default), bf16, f16, f8E4M3FN, i8, ...")
     parser.add_argument(
         "-o", dest="output", metavar="OUT", help="picture to write, .png or .svg (default: a "
-        "name made from the layout and shape, as PNG)"
+        "name made from the layout, shape and element type, as PNG)"
     )  # fmt: skip
     parser.add_argument(
         "--thread", type=int, metavar="T",
         help="highlight what thread T (0-127) holds (TMEM: lane T), and list it",
     )  # fmt: skip
-    parser.add_argument("--warp", type=int, metavar="W", help="highlight what warp W (0-3) holds")
+    parser.add_argument(
+        "--warp", type=int, metavar="W", help="highlight what warp W (0-3) holds, and list it"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--smem",
@@ -78,9 +93,10 @@ def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
         "--collective", action="store_true", help="TMEM: the layout of a collective allocation"
     )
     conflicts = parser.add_argument_group(
-        "bank conflicts", "with LAYOUT and --smem: how JAX 0.12 lowers vector_store "
-        "(vector_load) of the array to (from) the ref, and how many SMEM wavefronts each "
-        "instruction takes; printed, and drawn"
+        "bank conflicts", "with LAYOUT (or FILE VALUE) and --smem: how JAX 0.12 lowers "
+        "vector_store (vector_load) of the array to (from) the ref, how many SMEM wavefronts "
+        "each instruction takes, and which tiling and swizzle remove the conflicts; printed, "
+        "and drawn"
     )  # fmt: skip
     conflicts.add_argument(
         "--bank-conflicts", action="store_true",
@@ -90,8 +106,9 @@ def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
         "--load", action="store_true", help="a load from SMEM (default: a store)"
     )
     conflicts.add_argument(
-        "--arch", default="9.0", choices=list(ARCHS), help="target (default 9.0, Hopper)"
-    )
+        "--arch", choices=list(ARCHS),
+        help="target (default 9.0, Hopper; with FILE: the module's own)",
+    )  # fmt: skip
     conflicts.add_argument(
         "--unoptimized", action="store_true",
         help="the transfer of an op with optimized=false (JAX's plain order, conflicts or not)",
@@ -131,6 +148,26 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise _UsageError(f"--warp must be 0-3, got {args.warp}")
     if args.thread is not None and args.warp is not None:
         raise _UsageError("--thread and --warp: choose one")
+    if args.value is not None:
+        if args.shape is not None or args.dtype is not None:
+            raise _UsageError(
+                f"--shape and --dtype come from {args.value} itself: drop them (or draw a "
+                "LAYOUT at a shape of your choosing)"
+            )
+        if args.tmem:
+            raise _UsageError("FILE VALUE draws the value's own layout: drop --tmem")
+        if args.smem is not None and not args.bank_conflicts:
+            raise _UsageError(
+                "FILE VALUE draws the value's own layout: drop --smem (or add --bank-conflicts "
+                "for the conflicts of transferring the value to that ref)"
+            )
+    elif args.layout is not None and _is_kernel_file(args.layout):
+        raise _UsageError(
+            f"name the value of {args.layout} to draw: smalto draw {args.layout} %N (as "
+            f"'smalto infer {args.layout}' prints its values)"
+        )
+    elif args.shape is None:
+        raise _UsageError("--shape is required (e.g. --shape 64x64), or draw FILE VALUE")
     if args.bank_conflicts:
         if args.smem is None or args.layout is None:
             raise _UsageError("--bank-conflicts needs a register LAYOUT and --smem SPEC")
@@ -144,12 +181,16 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise _UsageError(f"cannot tell the image format of {args.output!r}: use .png or .svg")
 
 
+def _is_kernel_file(text: str) -> bool:
+    return text.endswith((".mlir", ".mlirbc")) or (
+        not text.startswith("#") and "/" in text and Path(text).is_file()
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
-    from smalto.draw.access import AddressModelError, TransferError
-    from smalto.draw.ownership import LayoutShapeError
+    from smalto.draw.access import AddressModelError
     from smalto.draw.render import save
-    from smalto.draw.smem import SmemSpecError
-    from smalto.draw.spec import SpecError
+    from smalto.draw.value import InferenceFailed
 
     output = args.output or ""
     try:
@@ -157,14 +198,17 @@ def _run(args: argparse.Namespace) -> int:
         if not args.no_picture:
             output = args.output or default_name
             save(panels, output)
-    except (SpecError, SmemSpecError, LayoutShapeError, TransferError, ValueError) as error:
-        return _usage(str(error))
-    except OSError as error:
-        return _usage(f"cannot write '{output}': {error.strerror}")
+    except InferenceFailed as error:
+        print(f"smalto draw: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     except AddressModelError as error:  # smalto's limit, not the user's mistake
         print(f"smalto draw: error: cannot follow JAX's address arithmetic: {error}",
               file=sys.stderr)  # fmt: skip
-        return 1
+        return EXIT_FAILED
+    except OSError as error:
+        return _usage(f"cannot write '{output}': {error.strerror}")
+    except ValueError as error:  # bad names, shapes, specs; transfers JAX refuses
+        return _usage(str(error))
     try:
         if text:
             print(text)
@@ -179,132 +223,101 @@ def _run(args: argparse.Namespace) -> int:
 
 def _pictures(args: argparse.Namespace) -> tuple[list[Any], str, str]:
     """The panels to draw, the default file name, and text to print (may be empty)."""
-    from smalto.draw.spec import SpecError, parse_dtype, parse_shape
+    from smalto.draw.subject import subject_of
 
-    shape = parse_shape(args.shape)
-    bitwidth = parse_dtype(args.dtype)
-    shape_text = "x".join(map(str, shape))
+    subject = subject_of(args)
     if args.bank_conflicts:
-        return _bank_conflicts(args, shape, shape_text)
-    if args.smem is not None:
-        if args.layout is not None:
-            raise SpecError(
-                "--smem draws transforms, not a register layout: drop LAYOUT (or add "
-                "--bank-conflicts for the conflicts of transferring LAYOUT)"
-            )
-        return _smem(args, shape, bitwidth, shape_text)
-    if args.tmem:
-        return _tmem(args, shape, bitwidth, shape_text)
-    if args.layout is None:
-        raise SpecError("name a LAYOUT to draw (or use --smem / --tmem)")
+        return _bank_conflicts(args, subject)
+    if subject.kind == "smem":
+        if args.smem is None and (args.thread is not None or args.warp is not None):
+            raise ValueError("--thread and --warp highlight register and TMEM pictures only")
+        return _smem(subject)
+    if subject.kind == "tmem":
+        return _tmem(args, subject)
+    return _register(args, subject)
+
+
+def _register(args: argparse.Namespace, subject: Any) -> tuple[list[Any], str, str]:
+    from smalto.draw.holdings import thread_holdings, warp_holdings
     from smalto.draw.ownership import ownership
     from smalto.draw.pictures import register_pictures
-    from smalto.draw.spec import layout_name, parse_register_layout
 
-    register_layout = parse_register_layout(args.layout, shape, bitwidth)
-    held = ownership(register_layout, shape)
-    name = layout_name(register_layout)
+    layout = subject.layout.layout
+    held = ownership(layout, subject.shape)
     panels = register_pictures(
-        held, register_layout, name, args.dtype, thread=args.thread, warp=args.warp
+        held, layout, subject.title, subject.dtype, thread=args.thread, warp=args.warp
     )
-    text = thread_holdings(held, args.thread) if args.thread is not None else ""
-    return panels, _file_name(name, shape_text), text
+    text = ""
+    if args.thread is not None:
+        text = thread_holdings(held, args.thread)
+    elif args.warp is not None:
+        text = warp_holdings(held, args.warp)
+    return panels, subject.file_name(), text
 
 
-def _smem(
-    args: argparse.Namespace, shape: tuple[int, ...], bitwidth: int, shape_text: str
-) -> tuple[list[Any], str, str]:
-    from smalto.draw.smem import implied_swizzle, smem_placement
+def _smem(subject: Any) -> tuple[list[Any], str, str]:
+    from smalto.draw.smem import smem_placement
     from smalto.draw.smem_pictures import smem_pictures
-    from smalto.draw.spec import parse_smem_spec
 
-    tiling, swizzle = parse_smem_spec(args.smem)
-    if swizzle is None:
-        swizzle = implied_swizzle(tiling, bitwidth)
-    placed = smem_placement(shape, tiling, swizzle, bitwidth)
-    tile = "untiled" if tiling is None else "x".join(map(str, tiling))
-    return smem_pictures(placed, args.dtype), f"smem_{tile}_sw{swizzle}_{shape_text}.png", ""
+    tiling, swizzle = subject.tiling_and_swizzle()
+    placed = smem_placement(subject.shape, tiling, swizzle, subject.bitwidth)
+    return smem_pictures(placed, subject.dtype), subject.file_name(), ""
 
 
-def _tmem(
-    args: argparse.Namespace, shape: tuple[int, ...], bitwidth: int, shape_text: str
-) -> tuple[list[Any], str, str]:
+def _tmem(args: argparse.Namespace, subject: Any) -> tuple[list[Any], str, str]:
+    from smalto.draw.holdings import lane_holdings
     from smalto.draw.ownership import tmem_placement
-    from smalto.draw.spec import SpecError, parse_tmem_layout, tmem_layout_name
     from smalto.draw.tmem_pictures import tmem_pictures
 
-    if args.packing <= 0 or args.packing & (args.packing - 1):
-        raise SpecError(f"--packing must be a power of two, got {args.packing}")
     if args.warp is not None:
-        raise SpecError("--warp does not apply to TMEM pictures (they outline lane quarters)")
-    layout = parse_tmem_layout(args.layout, shape, args.packing, args.collective)
+        raise ValueError("--warp does not apply to TMEM pictures (they outline lane quarters)")
+    layout = subject.layout.layout
     try:
-        layout.check_type(shape, bitwidth)
+        layout.check_type(subject.shape, subject.bitwidth)
     except ValueError as error:
-        raise SpecError(str(error)) from None
-    name = tmem_layout_name(layout, shape)
-    panels = tmem_pictures(tmem_placement(layout, shape), name, args.dtype, thread=args.thread)
-    return panels, _file_name("tmem_" + (args.layout or "inferred"), shape_text), ""
+        message = f"{subject.title} cannot hold {subject.dims} {subject.dtype}: {error}"
+        raise ValueError(message) from None
+    placed = tmem_placement(layout, subject.shape)
+    panels = tmem_pictures(placed, subject.title, subject.dtype, thread=args.thread)
+    text = lane_holdings(placed, args.thread) if args.thread is not None else ""
+    return panels, subject.file_name(), text
 
 
-def _bank_conflicts(
-    args: argparse.Namespace, shape: tuple[int, ...], shape_text: str
-) -> tuple[list[Any], str, str]:
+def _bank_conflicts(args: argparse.Namespace, subject: Any) -> tuple[list[Any], str, str]:
     from smalto.draw.conflict_pictures import conflict_pictures
     from smalto.draw.conflicts import bank_conflicts
     from smalto.draw.ownership import LayoutShapeError, ownership
+    from smalto.draw.remedy import remedy
     from smalto.draw.smem import implied_swizzle
-    from smalto.draw.spec import (
-        layout_name,
-        mlir_element_type,
-        parse_dtype,
-        parse_register_layout,
-        parse_smem_spec,
-    )
+    from smalto.draw.spec import parse_smem_spec
 
-    bitwidth = parse_dtype(args.dtype)
-    element_type = mlir_element_type(args.dtype)
-    register_layout = parse_register_layout(args.layout, shape, bitwidth)
+    if subject.kind != "register":
+        raise ValueError(f"--bank-conflicts needs a register layout, not {subject.title}")
+    layout = subject.layout.layout
     tiling, swizzle = parse_smem_spec(args.smem)
     if swizzle is None:
-        swizzle = implied_swizzle(tiling, bitwidth)
+        swizzle = implied_swizzle(tiling, subject.bitwidth)
+    arch = ARCHS[args.arch] if args.arch else subject.arch or (9, 0)
     result = bank_conflicts(
-        register_layout, shape, element_type, tiling, swizzle, load=args.load,
-        optimized=not args.unoptimized, arch=ARCHS[args.arch],
+        layout, subject.shape, subject.element_type, tiling, swizzle, load=args.load,
+        optimized=not args.unoptimized, arch=arch, layout_name=subject.layout_label,
     )  # fmt: skip
-    text = json.dumps(result.as_dict(), indent=2) if args.json else result.text()
+    fix = None
+    if result.wavefronts > result.ideal or result.refused:
+        fix = remedy(layout, subject.shape, subject.element_type, load=args.load, arch=arch,
+                     layout_name=subject.layout_label)  # fmt: skip
+    if args.json:
+        document = result.as_dict()
+        document["remedy"] = fix.as_dict() if fix is not None else None
+        text = json.dumps(document, indent=2)
+    else:
+        text = result.text() + ("\n" + fix.text() if fix is not None else "")
     try:
-        held = ownership(register_layout, shape)
+        held = ownership(layout, subject.shape)
     except LayoutShapeError:
         held = None
-    name = layout_name(register_layout)
     tile = "untiled" if tiling is None else "x".join(map(str, tiling))
     verb = "load" if args.load else "store"
-    default = _file_name(f"banks_{verb}_{name}_{tile}_sw{swizzle}", shape_text)
-    panels = [] if args.no_picture else conflict_pictures(result, held)
+    default = subject.file_name(f"banks_{verb}_{subject.slug}_{tile}_sw{swizzle}")
+    panels = [] if args.no_picture else conflict_pictures(result, held, fix)
     return panels, default, text
-
-
-def thread_holdings(held: Any, thread: int) -> str:
-    """What ``thread`` holds, register by register: ``R3: (8, 0), (8, 1)``."""
-    import numpy as np
-
-    mine = np.any(held.threads == thread, axis=-1)
-    lines = [f"thread {thread} (warp {thread // 32}, lane {thread % 32}) holds:"]
-    by_register: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
-    for index in zip(*np.nonzero(mine), strict=True):
-        key = tuple(int(i) for i in index)
-        by_register.setdefault(int(held.register[key]), []).append((int(held.slot[key]), key))
-    for register in sorted(by_register):
-        elements = ", ".join(
-            "(" + ", ".join(map(str, key)) + ")" for _, key in sorted(by_register[register])
-        )
-        lines.append(f"  R{register}: {elements}")
-    if len(lines) == 1:
-        lines.append("  nothing")
-    return "\n".join(lines)
-
-
-def _file_name(name: str, shape_text: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower() or "layout"
-    return str(Path(f"{slug}_{shape_text}.png"))

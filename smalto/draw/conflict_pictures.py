@@ -14,10 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from smalto.draw.banks import BANKS, WarpRequest
+from smalto.draw.colors import lane_color, rgb
 from smalto.draw.conflicts import BankConflicts, InstructionConflicts
 from smalto.draw.frame import map_window, window
+from smalto.draw.lanes import lane_key, numbers_text
 from smalto.draw.ownership import WARP_SIZE, Ownership
-from smalto.draw.render import Grid, figure_size, label_cell_px, lane_color, rgb
+from smalto.draw.remedy import Remedy
+from smalto.draw.render import Grid, figure_size, label_cell_px
 
 # n-way conflict -> colour: green for none, then warmer and darker.
 CONFLICT_COLORS = {
@@ -70,9 +73,7 @@ def _array_panel(result: BankConflicts, held: Ownership | None) -> Grid:
         [],
         title,
         legend,
-        row_label=view.row_label,
-        col_label=view.col_label,
-        row_scale=view.row_scale,
+        **view.grid_fields(),  # type: ignore[arg-type]
         regions=regions,
         cell_px=(side, side),
         groups=np.arange(shown.size).reshape(shown.shape),
@@ -101,14 +102,6 @@ def worst_instruction(result: BankConflicts) -> InstructionConflicts | None:
     )
 
 
-def _lanes_text(lanes: tuple[int, ...]) -> str:
-    if len(lanes) == 1:
-        return str(lanes[0])
-    if lanes[-1] - lanes[0] == len(lanes) - 1:
-        return f"{lanes[0]}-{lanes[-1]}"
-    return f"{lanes[0]}x{len(lanes)}"
-
-
 def bank_grid(item: InstructionConflicts, warp: int = 0) -> Grid:
     """Banks x wavefronts of one instruction of one warp, cells labelled by lane."""
     request: WarpRequest = item.warps[warp]
@@ -122,7 +115,7 @@ def bank_grid(item: InstructionConflicts, warp: int = 0) -> Grid:
         for word in phase.words:
             row = first_row + word.wavefront
             colors[row, word.bank] = lane_color(word.lanes[0])
-            labels[(row, word.bank)] = _lanes_text(word.lanes)
+            labels[(row, word.bank)] = numbers_text(word.lanes)
             lane_of[row, word.bank] = word.lanes[0]
         for k in range(phase.wavefronts):
             row_ticks.append(
@@ -172,12 +165,13 @@ def bank_grid(item: InstructionConflicts, warp: int = 0) -> Grid:
 
 
 def conflict_pictures(
-    result: BankConflicts, held: Ownership | None
+    result: BankConflicts, held: Ownership | None, remedy: Remedy | None = None
 ) -> list[Grid | tuple[Grid, ...]]:
-    """The panels of ``smalto draw LAYOUT --smem SPEC --bank-conflicts``."""
-    from smalto.draw.pictures import lane_key
-
+    """The panels of ``smalto draw LAYOUT --smem SPEC --bank-conflicts``; the title of
+    the array says which transforms remove the conflicts (``remedy``), when given."""
     array = _array_panel(result, held)
+    if remedy is not None:
+        array.title += "\n" + remedy.text().strip()
     item = worst_instruction(result)
     if item is None:
         return [array]

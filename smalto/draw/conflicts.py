@@ -19,6 +19,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from smalto.draw.access import WARP_SIZE, Instruction, TransferError, transfer_instructions
 from smalto.draw.banks import WarpRequest, warp_request
 from smalto.draw.smem import SmemPlacement, smem_placement
+from smalto.draw.spec import layout_name as name_of
 from smalto.draw.spec import parse_dtype
 
 WARPS = fa.WARPS_IN_WARPGROUP
@@ -237,8 +238,6 @@ def bank_conflicts(
     all; where only the optimized transfer is refused (no conflict-free plan), the
     result is the unoptimized transfer's, with ``refused`` set.
     """
-    from smalto.draw.spec import layout_name as name_of
-
     refused = ""
     try:
         transfer = transfer_instructions(

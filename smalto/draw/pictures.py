@@ -8,31 +8,38 @@ Two panels, after CuTe's ``print_latex`` and Triton's layout plots:
   layout's runs of vectors), so it is what the colours show;
 - the layout's atom (its first tile; a strided layout's first register), large,
   each register labelled ``T<thread>:R<register>`` (``.<k>`` for one element of a
-  vector that is not drawn in one run).
+  vector that is not drawn in one run; ``T0-3``, ``T0,4..124`` where several
+  threads hold copies).
 
-A small array is drawn once, labelled. ``--thread``/``--warp`` fade everything
+A small array is drawn once, labelled; a splat, whose every element is the one
+value all threads hold, carries one label. ``--thread``/``--warp`` fade everything
 else and outline the chosen thread's (warp's) elements in red.
 
-SMEM and TMEM pictures live in ``smem_pictures`` and ``tmem_pictures``; this
-module re-exports their builders for callers of the old single module.
+SMEM and TMEM pictures live in ``smem_pictures`` and ``tmem_pictures``; the grids
+the report draws are re-exported here.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
+from smalto.draw.colors import HIGHLIGHT_COLOR, SHARED_COLOR, faded, lane_colors, rgb
 from smalto.draw.frame import Window, map_window, window
+from smalto.draw.lanes import lane_key, threads_text
 from smalto.draw.ownership import THREADS, WARP_SIZE, Ownership
 from smalto.draw.render import (
+    LABEL_PX,
+    MARGIN_LEFT,
+    MARGIN_RIGHT,
     MAX_SIDE,
-    SHARED_COLOR,
     Grid,
-    faded,
     figure_size,
     label_cell_px,
-    lane_colors,
-    rgb,
+    outlines_fit,
+    text_width,
 )
 from smalto.draw.smem_pictures import smem_grid, smem_memory_grid
 from smalto.draw.tmem_pictures import tmem_grid
@@ -47,23 +54,16 @@ __all__ = [
     "tmem_grid",
 ]
 
-OVERVIEW_BUDGET = (1400.0, 1000.0)  # pixels (width, height) of a grid
+OVERVIEW_BUDGET = (1400.0, 1000.0)  # pixels (width, height) of a colour map, when it fits
+GOOD_MAP_CELL_PX = 3.0  # below this, a map may take all the picture's room
 ATOM_BUDGET = (1100.0, 1100.0)
-SIDE_BY_SIDE_WIDTH = 2000  # panels go side by side when the picture stays this narrow
+MIN_LABELLED_CELL = (8.0, 17.0)  # no labelled cell is smaller (label_cell_px's floor)
+SPLAT_CELL_PX = 16.0
+ROOM = 300.0  # what a picture needs besides its map and atom: the lane key, titles, legends
 
 
 def _dims(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
-
-
-def threads_text(threads: np.ndarray) -> str:
-    """``T5``, ``T0-3`` (a run) or ``T0x32`` (the lowest of 32 holders)."""
-    first, count = int(threads[0]), len(threads)
-    if count == 1:
-        return f"T{first}"
-    if int(threads[-1]) - first == count - 1:
-        return f"T{first}-{int(threads[-1])}"
-    return f"T{first}x{count}"
 
 
 def _cells(held: Ownership, view: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -77,20 +77,20 @@ def _cells(held: Ownership, view: Window) -> tuple[np.ndarray, np.ndarray, np.nd
     return threads, registers, slots, warp
 
 
-def _colors(threads: np.ndarray, warp: np.ndarray) -> np.ndarray:
-    colors = lane_colors(threads[..., 0] % WARP_SIZE)
-    everyone = threads.shape[-1] == THREADS
-    if everyone:  # a splat: one value, every thread
-        colors[...] = rgb(SHARED_COLOR)
-    return colors
+def _colors(held: Ownership, threads: np.ndarray) -> np.ndarray:
+    if held.copies == THREADS:  # a splat: one value, every thread
+        return np.broadcast_to(np.array(rgb(SHARED_COLOR)), (*threads.shape[:2], 3)).copy()
+    return lane_colors(threads[..., 0] % WARP_SIZE)
 
 
 def register_spans(
     held: Ownership, view: Window, threads: np.ndarray, registers: np.ndarray, slots: np.ndarray
 ) -> list[tuple[int, int, int, str]]:
     """Labels: one per run of cells holding a whole register vector in order
-    (``T5:R3``), else one per cell (``T5:R3.1``)."""
+    (``T5:R3``), else one per cell (``T5:R3.1``); a splat's one label."""
     rows, cols = registers.shape
+    if held.copies == THREADS:
+        return [(rows // 2, 0, cols, f"{threads_text(threads[0, 0])}:R0")]
     vector = held.vector_length
     spans = []
     for r in range(rows):
@@ -119,7 +119,7 @@ def register_spans(
 
 
 def _highlight(
-    threads: np.ndarray, warp: np.ndarray, thread: int | None, warp_choice: int | None
+    threads: np.ndarray, thread: int | None, warp_choice: int | None
 ) -> np.ndarray | None:
     if thread is not None:
         return np.any(threads == thread, axis=-1)
@@ -157,68 +157,85 @@ def _register_panel(
     heading: str = "",
 ) -> Grid:
     threads, registers, slots, warp = _cells(held, view)
-    colors = _colors(threads, warp)
-    keep = _highlight(threads, warp, thread, warp_choice)
+    colors = _colors(held, threads)
+    keep = _highlight(threads, thread, warp_choice)
     if keep is not None:
         colors = faded(colors, keep)
     groups = None
     if labels:
         spans = register_spans(held, view, threads, registers, slots)
         cell = label_cell_px(spans)
+        if held.copies == THREADS:
+            cell = (max(cell[0], SPLAT_CELL_PX), max(cell[1], SPLAT_CELL_PX))
     else:
         side = map_side or 12.0
         cell = (side, side)
-        if side >= 7:  # thin lines between register vectors: only where cells are large
-            spans = register_spans(held, view, threads, registers, slots)
-            groups = _span_groups(spans, warp.shape)
+        # The cells of one register vector share their lowest holder and register.
+        groups = threads[..., 0].astype(np.int64) * (held.registers_per_thread + 1) + registers
+        spans = []
+    outlined = bool(np.any(warp >= 0)) and outlines_fit(warp, cell)
+    if not labels and outlined:
         spans = _warp_names(warp, cell)
     title = heading or _title(held, name, dtype)
     if view.note:
         title += f"\n{view.note}"
     if labels:
-        split = any("." in text for *_, text in spans)  # some vector not drawn in one run
-        title += "\nlabels: T<thread>:R<register>" + (
-            " (.<k>: element k of the register's vector)" if split else ""
-        )
+        title += _labels_note(spans)
     return Grid(
         colors,
         spans,
         title,
-        _legend(held, warp, thread, warp_choice),
-        row_label=view.row_label,
-        col_label=view.col_label,
-        row_scale=view.row_scale,
-        regions=warp if np.any(warp >= 0) else None,
+        _legend(held, warp, outlined, thread, warp_choice),
+        regions=warp if outlined else None,
         marks=keep,
         cell_px=cell,
         groups=groups,
         label_halo=not labels,
+        **view.grid_fields(),  # type: ignore[arg-type]
     )
 
 
-def _span_groups(spans: list[tuple[int, int, int, str]], shape: tuple[int, ...]) -> np.ndarray:
-    """Cell group ids: the cells of one register vector share one (thin lines go between)."""
-    groups = np.arange(int(np.prod(shape))).reshape(shape)
-    for row, start, stop, _ in spans:
-        groups[row, start:stop] = groups[row, start]
-    return groups
+def _labels_note(spans: list[tuple[int, int, int, str]]) -> str:
+    texts = [text for *_, text in spans]
+    note = "\nlabels: T<thread>:R<register>"
+    if any("." in text.partition(":")[2] for text in texts):  # some vector not drawn in one run
+        note += " (.<k>: element k of the register's vector)"
+    holders = [text.partition(":")[0] for text in texts]
+    if any(".." in h for h in holders):
+        example = next(h for h in holders if ".." in h)
+        first, _, last = example[1:].partition("..")
+        a, b = first.split(",")
+        note += f"; {example}: threads {a}, {b}, ... {last} (each holds a copy)"
+    elif any("-" in h for h in holders):
+        example = next(h for h in holders if "-" in h)
+        note += f"; {example}: threads {example[1:].replace('-', ' to ')} (each holds a copy)"
+    if any("(+" in h for h in holders):
+        note += "; T<t>(+n): thread t and n more hold copies"
+    return note
 
 
 def _warp_names(warp: np.ndarray, cell: tuple[float, float]) -> list[tuple[int, int, int, str]]:
-    """On a colour map, ``w<k>`` at the middle of each warp's region (when it is big
-    enough to hold the text and the middle is its own)."""
+    """On a colour map, ``w<k>`` in the middle of the first block of cells warp k holds
+    (from its first cell, as far right and then down as the warp goes), when the text
+    fits there. Blocks of different warps are disjoint, so the names never overlap."""
+    rows, cols = warp.shape
     spans = []
     for w in range(4):
-        rows, cols = np.nonzero(warp == w)
-        if rows.size == 0:
+        where = np.argwhere(warp == w)
+        if where.size == 0:
             continue
-        r, c = int(np.median(rows)), int(np.median(cols))
-        height = (rows.max() - rows.min() + 1) * cell[1]
-        width = (cols.max() - cols.min() + 1) * cell[0]
-        if warp[r, c] == w and height >= 18 and width >= 40:
-            span = max(1, int(np.ceil(28 / cell[0])))
-            start = max(0, min(c - span // 2, warp.shape[1] - span))
-            spans.append((r, start, start + span, f"w{w}"))
+        r0, c0 = (int(i) for i in where[0])
+        c1 = c0
+        while c1 < cols and warp[r0, c1] == w:
+            c1 += 1
+        r1 = r0
+        while r1 < rows and np.all(warp[r1, c0:c1] == w):
+            r1 += 1
+        text = f"w{w}"
+        need = math.ceil((text_width(text, LABEL_PX) + 8) / cell[0])
+        if (r1 - r0) * cell[1] >= 1.6 * LABEL_PX and need <= c1 - c0:
+            start = c0 + (c1 - c0 - need) // 2
+            spans.append(((r0 + r1 - 1) // 2, start, start + need, text))
     return spans
 
 
@@ -232,53 +249,46 @@ def _title(held: Ownership, name: str, dtype: str) -> str:
 
 
 def _legend(
-    held: Ownership, warp: np.ndarray, thread: int | None, warp_choice: int | None
+    held: Ownership,
+    warp: np.ndarray,
+    outlined: bool,
+    thread: int | None,
+    warp_choice: int | None,
 ) -> list[tuple[object, str]]:
     legend: list[tuple[object, str]] = []
     if held.copies == THREADS:
         return [(SHARED_COLOR, "all 128 threads")]
-    if np.any(warp >= 0):
+    if outlined:
         legend.append(("black", "heavy outline: a warp"))
+    elif np.any(warp >= 0):
+        legend.append(("white", "warps not outlined: too fine at this size (see the atom)"))
     if np.any(warp < 0):
         legend.append(("white", "no outline: held by threads of several warps"))
     if thread is not None:
-        legend.append(("#d00000", f"red outline: thread {thread}'s elements"))
+        legend.append((HIGHLIGHT_COLOR, f"red outline: thread {thread}'s elements"))
     elif warp_choice is not None:
-        legend.append(("#d00000", f"red outline: warp {warp_choice}'s elements"))
+        legend.append((HIGHLIGHT_COLOR, f"red outline: warp {warp_choice}'s elements"))
     return legend
-
-
-def lane_key() -> Grid:
-    """A strip of the 32 lane colours, numbered: the key to every lane-coloured panel."""
-    lanes = np.arange(WARP_SIZE)
-    spans = [(0, lane, lane + 1, str(lane)) for lane in lanes]
-    return Grid(
-        lane_colors(lanes)[None, :, :],
-        spans,
-        "lane key (thread % 32): hue runs once round the wheel over a warp; even lanes deeper",
-        row_label="",
-        col_label="lane",
-        cell_px=(24.0, 18.0),
-        row_ticks=[],
-        col_ticks=[],
-    )
 
 
 def atom_extent(layout: object, shape: tuple[int, ...]) -> tuple[int, int, str] | None:
     """(rows, cols) of the grid cells that make a layout's repeating unit, and what it is:
     a tiled layout's first tile, a strided layout's first register (all 128 threads'
-    first vectors); None for a splat."""
-    whole = window(shape, 1 << 30, 1 << 30)
+    first vectors); None for a splat. A 1D array's atom is one row of its elements
+    (``_atom_panel`` wraps it)."""
     if isinstance(layout, fa.TiledLayout):
         tile = layout.base_tile_shape
         if len(shape) == 1:
-            return max(1, tile[-1] // whole.cols), min(tile[-1], whole.cols), "its first tile"
+            return 1, min(tile[-1], shape[0]), "its first tile"
         rows = min(tile[-2] if len(tile) > 1 else 1, shape[-2])
         return rows, min(tile[-1], shape[-1]), "its first tile"
     if isinstance(layout, fa.WGStridedFragLayout):
         elements = THREADS * layout.vec_size
-        rows = max(1, min(elements // whole.cols, whole.rows))
-        return rows, whole.cols, "its first register (every thread's first vector)"
+        what = "its first register (every thread's first vector)"
+        if len(shape) == 1:
+            return 1, min(elements, shape[0]), what
+        cols = min(shape[-1], elements)
+        return max(1, min(elements // cols, shape[-2])), cols, what
     return None
 
 
@@ -294,39 +304,99 @@ def register_pictures(
     """The panels of ``smalto draw LAYOUT``: a lane key, the array as a colour map, and
     the atom labelled (or, for a small array, the whole array labelled)."""
     full = window(held.shape, 1 << 30, 1 << 30)
-    labelled = _register_panel(held, full, name, dtype, True, None, thread, warp)
-    width, height = labelled.grid_px
-    if width <= OVERVIEW_BUDGET[0] and height <= OVERVIEW_BUDGET[1] * 1.3:
-        return [lane_key(), labelled]
+    rows, cols = full.grid_shape
+    if rows * MIN_LABELLED_CELL[1] <= OVERVIEW_BUDGET[1] * 1.3 and (
+        cols * MIN_LABELLED_CELL[0] <= OVERVIEW_BUDGET[0]
+    ):
+        labelled = _register_panel(held, full, name, dtype, True, None, thread, warp)
+        width, height = labelled.grid_px
+        if width <= OVERVIEW_BUDGET[0] and height <= OVERVIEW_BUDGET[1] * 1.3:
+            return [lane_key(), labelled]
     extent = atom_extent(layout, held.shape)
-    budget = OVERVIEW_BUDGET
-    while True:
-        view, side = map_window(held.shape, budget)
-        overview = _register_panel(held, view, name, dtype, False, side, thread, warp)
-        overview.title += "\nthe whole array: colour = lane, heavy outline = warp"
-        if extent is None:
-            return [lane_key(), overview]
-        atom = _atom_panel(held, extent, thread, warp)
-        panels: list[Grid | tuple[Grid, ...]] = [lane_key(), (overview, atom)]
-        if figure_size(panels)[0] > SIDE_BY_SIDE_WIDTH:
-            panels = [lane_key(), overview, atom]
-        if max(figure_size(panels)) <= MAX_SIDE or budget[1] < 200:
-            return panels
-        budget = (budget[0] * 0.8, budget[1] * 0.8)
+    atom = None if extent is None else _atom_panel(held, extent, thread, warp)
+    unit = extent[1] if extent is not None and len(held.shape) == 1 else 1
+    view, side, together = _map_plan(held, name, dtype, atom, unit)
+    overview = _register_panel(held, view, name, dtype, False, side, thread, warp)
+    overview.title += "\nthe whole array: colour = lane, heavy outline = warp"
+    if atom is None:
+        return [lane_key(), overview]
+    if together:
+        return [lane_key(), (overview, atom)]
+    return [lane_key(), overview, atom]
+
+
+def _map_plan(
+    held: Ownership, name: str, dtype: str, atom: Grid | None, unit: int
+) -> tuple[Window, float, bool]:
+    """The colour map's window and cell side, and whether the atom goes beside it: the
+    usual budget when the whole array shows there at a good size, else as large as the
+    picture allows (side by side or stacked, whichever gives larger cells)."""
+    plans = []
+    for together in (True, False) if atom is not None else (False,):
+        view, side = map_window(held.shape, OVERVIEW_BUDGET, unit)
+        usual = not view.note.startswith("showing") and side >= GOOD_MAP_CELL_PX
+        if not (usual and _fits(held, view, side, name, dtype, atom, together)):
+            budget = _room(atom, together)
+            while True:
+                view, side = map_window(held.shape, budget, unit)
+                if _fits(held, view, side, name, dtype, atom, together) or budget[1] < 200:
+                    break
+                budget = (budget[0] * 0.92, budget[1] * 0.92)
+        plans.append((math.prod(view.grid_shape), side, together, view))
+    _, side, together, view = max(plans, key=lambda p: (p[0], p[1], p[2]))
+    return view, side, together
+
+
+def _room(atom: Grid | None, together: bool) -> tuple[float, float]:
+    """The (width, height) a colour map may take in a picture of at most ``MAX_SIDE``."""
+    frame = MARGIN_LEFT + MARGIN_RIGHT
+    if atom is None:
+        return MAX_SIDE - frame, MAX_SIDE - ROOM
+    width, height = atom.grid_px
+    if together:
+        return MAX_SIDE - 2 * frame - max(width, 300), MAX_SIDE - ROOM
+    return MAX_SIDE - frame, MAX_SIDE - 2 * ROOM - height
+
+
+def _fits(
+    held: Ownership,
+    view: Window,
+    side: float,
+    name: str,
+    dtype: str,
+    atom: Grid | None,
+    together: bool,
+) -> bool:
+    """Whether the picture with this map stays within ``MAX_SIDE`` pixels (sized with a
+    stand-in map: the sizes need only its shape, title and legend)."""
+    rows, cols = view.grid_shape
+    title = _title(held, name, dtype) + (f"\n{view.note}" if view.note else "")
+    title += "\nthe whole array: colour = lane, heavy outline = warp"
+    stand_in = Grid(np.empty((rows, cols, 0)), [], title, [("black", "heavy outline: a warp")])
+    stand_in.cell_px = (side, side)
+    panels: list[Grid | tuple[Grid, ...]] = [lane_key()]
+    if atom is None:
+        panels.append(stand_in)
+    elif together:
+        panels.append((stand_in, atom))
+    else:
+        panels += [stand_in, atom]
+    width, height = figure_size(panels)
+    return width <= MAX_SIDE and height <= MAX_SIDE
 
 
 def _atom_panel(
     held: Ownership, extent: tuple[int, int, str], thread: int | None, warp: int | None
 ) -> Grid:
     rows, cols, what = extent
+    if len(held.shape) == 1:
+        return _wrapped_atom(held, cols, what, thread, warp)
     for _ in range(8):
         view = window(held.shape, rows, cols)
         heading = f"the layout's atom, labelled: {what}"
         if view.rows < extent[0] or view.cols < extent[1]:
             heading += f"; its first {view.rows} x {view.cols} of {extent[0]} x {extent[1]} cells"
-        panel = _register_panel(held, view, "", "", True, None, thread, warp, heading)
-        lines = panel.title.split("\n")
-        panel.title = "\n".join(line for line in lines if not line.startswith("showing"))
+        panel = _register_panel(held, _unnoted(view), "", "", True, None, thread, warp, heading)
         width, height = panel.grid_px
         if width <= ATOM_BUDGET[0] and height <= ATOM_BUDGET[1]:
             return panel
@@ -334,3 +404,25 @@ def _atom_panel(
         rows = max(1, min(rows, int(ATOM_BUDGET[1] // cell_h)))
         cols = max(1, min(cols, int(ATOM_BUDGET[0] // cell_w)))
     return panel
+
+
+def _unnoted(view: Window) -> Window:
+    return Window(view.shape, view.rows, view.cols, view.wrap, "")
+
+
+def _wrapped_atom(
+    held: Ownership, elements: int, what: str, thread: int | None, warp: int | None
+) -> Grid:
+    """A 1D atom of ``elements``, wrapped into rows of a width that divides it (the widest
+    whose labels fit the budget), so that the picture holds all of it."""
+    wrap = elements
+    while True:
+        view = window(held.shape, elements // wrap, wrap, wrap=wrap)
+        heading = f"the layout's atom, labelled: {what}: elements 0..{elements - 1}" + (
+            f", {wrap} per row" if wrap < elements else ""
+        )
+        panel = _register_panel(held, _unnoted(view), "", "", True, None, thread, warp, heading)
+        width, height = panel.grid_px
+        if (width <= ATOM_BUDGET[0] and height <= ATOM_BUDGET[1]) or wrap % 2:
+            return panel
+        wrap //= 2

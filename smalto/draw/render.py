@@ -1,34 +1,30 @@
-"""Pictures of layouts with matplotlib (Agg; no pyplot, so no global figure state).
+"""Pictures of layouts, laid out in pixels and painted without a plotting library.
 
 A picture is a stack of panels (``Grid``): a grid of coloured cells with labels on
 runs of cells, heavy outlines between regions (warps, tiles, phases), optional
 marks (a highlighted thread), a title and a legend. Every size is in pixels at
-``BASE_DPI``, so that a picture's size and its text size are decided here, not
-by matplotlib: the builders choose the cell size from the shape, and
-``figure_size`` says how large the picture will be before it is drawn.
+``BASE_DPI``, so that a picture's size and its text size are decided here: the
+builders choose the cell size from the shape, and ``figure_size`` says how large
+the picture will be before it is drawn. ``scene`` lays the panels out as marks
+to paint (``smalto.draw.scene``); ``png`` and ``svg`` paint them. (matplotlib
+drew them until it cost a second and a half of every ``smalto draw``: its import
+alone takes a second, and the pictures use nothing of it but rectangles, lines
+and text.)
 """
 
 from __future__ import annotations
 
-import colorsys
-import functools
-import io
 import math
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import matplotlib
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection, PathCollection
-from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.patches import Rectangle
-from matplotlib.path import Path as MplPath
-from matplotlib.textpath import TextPath
-from matplotlib.transforms import Affine2D
+
+from smalto.draw.colors import Color
+from smalto.draw.png import png
+from smalto.draw.scene import Box, Cells, Lines, Scene, Text
+from smalto.draw.svg import svg
 
 FORMATS = ("png", "svg")
 BASE_DPI = 100  # sizes below are pixels at this resolution
@@ -52,12 +48,20 @@ TICKS_HEIGHT = 36  # column ticks and the column axis label, above a grid
 LEGEND_ROW = 22
 LEGEND_SWATCH = 14
 MIN_WIDTH = 640
+SANS_ADVANCE = 0.56  # DejaVu Sans: a generous average advance, in ems
 
-# Labels: DejaVu Sans Mono ships with matplotlib; its advance and cap height, in ems.
-LABEL_FONT = FontProperties(family="DejaVu Sans Mono", size=1)
+# Labels: DejaVu Sans Mono, its advance and cap height, in ems.
 GLYPH_ADVANCE = 0.602
 CAP_HEIGHT = 0.73
 LINE_SPACING = 1.25
+
+# Lines, pixels.
+HEAVY_LINE = 2.4
+THIN_HEAVY_LINE = 1.4  # heavy lines on cells smaller than 6 px
+MARK_LINE = 2.2
+CELL_LINE = 0.8  # the white lines between groups of cells, on cells of 7 px or more
+LABEL_HALO = 2.5
+BAND_GAP = 10  # between the bands of a folded array
 
 
 @dataclass
@@ -67,12 +71,14 @@ class Grid:
     colors: np.ndarray  # (rows, cols, 3) floats in [0, 1]
     spans: list[tuple[int, int, int, str]]  # (row, first col, last col + 1, text)
     title: str
-    legend: list[tuple[object, str]] = field(default_factory=list)  # (colour, text)
+    legend: list[tuple[Color, str]] = field(default_factory=list)  # (colour, text)
     row_lines: list[int] = field(default_factory=list)  # heavy lines above these rows
     col_lines: list[int] = field(default_factory=list)  # heavy lines left of these columns
     row_label: str = "row"
     col_label: str = "column"
     row_scale: int = 1  # a row stands for index row * row_scale (wrapped 1D arrays)
+    row_period: int = 0  # a folded array's bands: row numbers restart every this many rows
+    col_period: int = 0  # ... column numbers, every this many columns
     regions: np.ndarray | None = None  # heavy outlines between cells of different ids (< 0: none)
     marks: np.ndarray | None = None  # bool: cells outlined as highlighted
     groups: np.ndarray | None = None  # thin lines between cells of different ids; None: spans
@@ -87,64 +93,20 @@ class Grid:
         return int(self.colors.shape[0]), int(self.colors.shape[1])
 
     @property
-    def grid_px(self) -> tuple[float, float]:
+    def bands(self) -> tuple[int, int]:
+        """(bands down, bands across) of a folded array (1, 1: not folded)."""
         rows, cols = self.shape
-        return cols * self.cell_px[0], rows * self.cell_px[1]
+        down = rows // self.row_period if self.row_period else 1
+        across = cols // self.col_period if self.col_period else 1
+        return down, across
 
-
-# --- colours -------------------------------------------------------------------------------
-
-
-def rgb(color: object) -> tuple[float, float, float]:
-    r, g, b = to_rgb(color)  # type: ignore[arg-type]
-    return r, g, b
-
-
-def shade(color: object, amount: float) -> tuple[float, float, float]:
-    """``color`` darkened (amount < 0) or lightened (> 0) towards black or white."""
-    r, g, b = rgb(color)
-    target = 1.0 if amount > 0 else 0.0
-    k = abs(amount)
-    return (r + (target - r) * k, g + (target - g) * k, b + (target - b) * k)
-
-
-@functools.cache
-def lane_color(lane: int, lanes: int = 32) -> tuple[float, float, float]:
-    """Lane ``lane`` of ``lanes``: the hue goes once round the colour wheel over the
-    lanes, and even lanes are deeper than odd ones, so neighbours stand apart."""
-    hue = (lane % lanes) / lanes
-    lightness, floor = (0.56, 0.30) if lane % 2 == 0 else (0.78, 0.55)
-    while True:  # blue and violet are dark at a given lightness: raise it for black text
-        r, g, b = colorsys.hls_to_rgb(hue, lightness, 0.80)
-        if _luminance(r, g, b) >= floor or lightness >= 0.9:
-            return float(r), float(g), float(b)
-        lightness += 0.02
-
-
-def _luminance(r: float, g: float, b: float) -> float:
-    """Relative luminance (WCAG): how light a colour looks."""
-
-    def linear(c: float) -> float:
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
-
-
-def lane_colors(lanes: np.ndarray, count: int = 32) -> np.ndarray:
-    """``lane_color`` of every entry of an int array: (..., 3)."""
-    table = np.array([lane_color(i, count) for i in range(count)])
-    return table[np.asarray(lanes) % count]
-
-
-FADED = 0.82  # how far cells outside a highlight fade towards white
-SHARED_COLOR = "#c8c8c8"
-
-
-def faded(colors: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``colors`` with the cells outside ``keep`` faded towards white."""
-    out = colors.copy()
-    out[~keep] = out[~keep] + (1.0 - out[~keep]) * FADED
-    return out
+    @property
+    def grid_px(self) -> tuple[float, float]:
+        """(width, height) of the cells, with the gaps between a folded array's bands."""
+        rows, cols = self.shape
+        down, across = self.bands
+        width = cols * self.cell_px[0] + (across - 1) * BAND_GAP
+        return width, rows * self.cell_px[1] + (down - 1) * BAND_GAP
 
 
 # --- sizes ---------------------------------------------------------------------------------
@@ -153,6 +115,11 @@ def faded(colors: np.ndarray, keep: np.ndarray) -> np.ndarray:
 def text_width(text: str, px: float) -> float:
     """Pixel width of the widest line of ``text`` in the label font."""
     return max((len(line) for line in text.split("\n")), default=0) * GLYPH_ADVANCE * px
+
+
+def sans_width(text: str, px: float) -> float:
+    """About the pixel width of ``text`` in the text font (at most this)."""
+    return len(text) * SANS_ADVANCE * px
 
 
 def label_cell_px(
@@ -167,19 +134,39 @@ def label_cell_px(
     return math.ceil(width), math.ceil(height)
 
 
+def heavy_line_px(cell_px: tuple[float, float]) -> float:
+    return HEAVY_LINE if min(cell_px) >= 6 else THIN_HEAVY_LINE
+
+
+def outlines_fit(regions: np.ndarray, cell_px: tuple[float, float]) -> bool:
+    """Whether outlining ``regions`` leaves the cells visible: the heavy lines may cover
+    at most a quarter of the grid (on a map of 1-pixel cells whose warps change every
+    cell they would cover all of it: a black bar)."""
+    rows, cols = regions.shape
+    vertical = int(np.count_nonzero(regions[:, 1:] != regions[:, :-1]))
+    horizontal = int(np.count_nonzero(regions[1:, :] != regions[:-1, :]))
+    line = heavy_line_px(cell_px)
+    covered = vertical * cell_px[1] * line + horizontal * cell_px[0] * line
+    return covered <= 0.25 * rows * cols * cell_px[0] * cell_px[1]
+
+
 def _wrap(text: str, width_px: float, px: float) -> list[str]:
-    columns = max(30, int(width_px / (0.56 * px)))
+    columns = max(30, int(width_px / (SANS_ADVANCE * px)))
     lines: list[str] = []
     for line in text.split("\n"):
         lines.extend(textwrap.wrap(line, columns) or [""])
     return lines
 
 
-def _legend_rows(grid: Grid, width_px: float) -> list[list[tuple[object, str]]]:
-    rows: list[list[tuple[object, str]]] = []
+def _legend_entry_px(text: str) -> float:
+    return LEGEND_SWATCH + 8 + sans_width(text, TEXT_PX) + 22
+
+
+def _legend_rows(grid: Grid, width_px: float) -> list[list[tuple[Color, str]]]:
+    rows: list[list[tuple[Color, str]]] = []
     used = width_px
     for entry in grid.legend:
-        need = LEGEND_SWATCH + 8 + len(entry[1]) * 0.56 * TEXT_PX + 22
+        need = _legend_entry_px(entry[1])
         if not rows or used + need > width_px:
             rows.append([])
             used = 0.0
@@ -197,7 +184,7 @@ class _Block:
     grid: Grid
     width: float
     title: list[str]
-    legend: list[list[tuple[object, str]]]
+    legend: list[list[tuple[Color, str]]]
 
     @property
     def height(self) -> float:
@@ -232,88 +219,118 @@ def figure_size(panels: Panels) -> tuple[int, int]:
     return math.ceil(width), math.ceil(height)
 
 
-# --- drawing -------------------------------------------------------------------------------
+# --- the scene -----------------------------------------------------------------------------
 
 
-def _pt(px: float) -> float:
-    return px * 72 / BASE_DPI
-
-
-def figure(panels: Panels) -> Figure:
-    """One figure: the rows of panels top to bottom, each row's panels left to right."""
+def scene(panels: Panels) -> Scene:
+    """The picture of ``panels``: the rows of panels top to bottom, each row's panels
+    left to right, as marks to paint."""
     width, height, rows = _rows(panels)
-    fig = Figure(figsize=(width / BASE_DPI, height / BASE_DPI), dpi=BASE_DPI)
-    top = height - MARGIN_TOP
+    picture = Scene(math.ceil(width), math.ceil(height))
+    top = float(MARGIN_TOP)
     for row in rows:
         left = 0.0
         for block in row:
-            _place(fig, block, left, top, width, height)
+            _place(picture, block, left, top)
             left += block.width
-        top -= max(b.height for b in row) + PANEL_GAP
-    return fig
+        top += max(b.height for b in row) + PANEL_GAP
+    return picture
 
 
-def _place(
-    fig: Figure, block: _Block, left: float, top: float, width: float, height: float
-) -> None:
+def _place(picture: Scene, block: _Block, left: float, top: float) -> None:
     grid = block.grid
+    items = picture.items
     for line in block.title:
-        top -= TITLE_LINE
-        fig.text((left + 14) / width, (top + 4) / height, line, fontsize=_pt(TITLE_PX), va="bottom")
-    top -= TICKS_HEIGHT
-    grid_w, grid_h = grid.grid_px
-    bottom = top - grid_h
+        top += TITLE_LINE
+        items.append(Text(left + 14, top - 7, line, TITLE_PX))
+    top += TICKS_HEIGHT
     x0 = left + MARGIN_LEFT
-    ax = fig.add_axes((x0 / width, bottom / height, grid_w / width, grid_h / height))
-    _draw(ax, grid)
-    top = bottom - 8
+    _grid(picture, grid, x0, top)
+    top += grid.grid_px[1] + 8
     for legend_row in block.legend:
-        top -= LEGEND_ROW
+        top += LEGEND_ROW
         x = x0
         for color, text in legend_row:
-            fig.patches.append(
-                Rectangle(
-                    (x / width, (top + 4) / height),
-                    LEGEND_SWATCH / width,
-                    LEGEND_SWATCH / height,
-                    transform=fig.transFigure,
-                    facecolor=color,  # type: ignore[arg-type]
-                    edgecolor="#444",
-                    linewidth=0.6,
-                )
+            items.append(
+                Box(x, top - 4 - LEGEND_SWATCH, LEGEND_SWATCH, LEGEND_SWATCH, color, "#444444", 0.6)
             )
-            fig.text((x + LEGEND_SWATCH + 6) / width, (top + 5) / height, text,
-                     fontsize=_pt(TEXT_PX), va="bottom")  # fmt: skip
-            x += LEGEND_SWATCH + 8 + len(text) * 0.56 * TEXT_PX + 22
+            items.append(Text(x + LEGEND_SWATCH + 6, top - 7, text, TEXT_PX))
+            x += _legend_entry_px(text)
 
 
-def _draw(ax: Axes, grid: Grid) -> None:
+def _grid(picture: Scene, grid: Grid, x0: float, y0: float) -> None:
+    """The grid, band by band where it is folded (column ticks over the first row of
+    bands, row ticks beside the first column; the axis labels once)."""
     rows, cols = grid.shape
-    ax.imshow(
-        np.clip(grid.colors, 0, 1),
-        extent=(0, cols, rows, 0),
-        interpolation="nearest",
-        aspect="auto",
-    )
+    down, across = grid.bands
+    band_rows, band_cols = rows // down, cols // across
     cell_w, cell_h = grid.cell_px
+    for b in range(down):
+        for a in range(across):
+            part = _band(grid, b * band_rows, band_rows, a * band_cols, band_cols)
+            x = x0 + a * (band_cols * cell_w + BAND_GAP)
+            y = y0 + b * (band_rows * cell_h + BAND_GAP)
+            _cells_panel(picture, part, x, y)
+            _ticks(picture, part, x, y, columns=b == 0, rows_=a == 0)
+    grid_w, grid_h = grid.grid_px
+    _axis_labels(picture, grid, x0, y0, grid_w, grid_h)
+
+
+def _band(grid: Grid, row: int, rows: int, col: int, cols: int) -> Grid:
+    """The part of a folded grid that is one band (the grid itself when not folded)."""
+    if grid.bands == (1, 1):
+        return grid
+
+    def part(array: np.ndarray | None) -> np.ndarray | None:
+        return None if array is None else array[row : row + rows, col : col + cols]
+
+    spans = [
+        (r - row, start - col, stop - col, text)
+        for r, start, stop, text in grid.spans
+        if row <= r < row + rows and col <= start and stop <= col + cols
+    ]
+    return replace(
+        grid,
+        colors=part(grid.colors),
+        spans=spans,
+        regions=part(grid.regions),
+        marks=part(grid.marks),
+        groups=part(grid.groups),
+        row_lines=[y - row for y in grid.row_lines if row < y < row + rows],
+        col_lines=[x - col for x in grid.col_lines if col < x < col + cols],
+        row_period=0,
+        col_period=0,
+    )
+
+
+def _cells_panel(picture: Scene, grid: Grid, x0: float, y0: float) -> None:
+    rows, cols = grid.shape
+    cell_w, cell_h = grid.cell_px
+    grid_w, grid_h = grid.grid_px
+    items = picture.items
+    items.append(Cells(x0, y0, grid_w, grid_h, grid.colors))
+
+    def placed(segments: list[list[tuple[int, int]]]) -> np.ndarray:
+        if not segments:
+            return np.zeros((0, 4))
+        cells = np.array(segments, dtype=float).reshape(-1, 4)
+        return cells * [cell_w, cell_h, cell_w, cell_h] + [x0, y0, x0, y0]
+
     if min(cell_w, cell_h) >= 7:
         thin = [s for s in outline_segments(_groups(grid)) if _inside(s, rows, cols)]
-        ax.add_collection(LineCollection(thin, colors="white", linewidths=0.8))
+        items.append(Lines(placed(thin), "white", CELL_LINE))
     heavy = [[(x, 0), (x, rows)] for x in grid.col_lines]
     heavy += [[(0, y), (cols, y)] for y in grid.row_lines]
     if grid.regions is not None:
         heavy += outline_segments(grid.regions)
     if heavy:
-        width = 2.4 if min(cell_w, cell_h) >= 6 else 1.4
-        ax.add_collection(
-            LineCollection(heavy, colors="black", linewidths=width, capstyle="projecting")
-        )
+        items.append(Lines(placed(heavy), "black", heavy_line_px(grid.cell_px)))
     if grid.marks is not None and grid.marks.any():
         marked = outline_segments(np.where(grid.marks, 1, -1))
-        ax.add_collection(LineCollection(marked, colors="#d00000", linewidths=2.2))
+        items.append(Lines(placed(marked), "#d00000", MARK_LINE))
+    items.append(Box(x0, y0, grid_w, grid_h, None, "black", 0.6))
     if grid.label_px and grid.spans:
-        _draw_labels(ax, grid)
-    _ticks(ax, grid)
+        _labels(picture, grid, x0, y0)
 
 
 def _groups(grid: Grid) -> np.ndarray:
@@ -343,69 +360,39 @@ def outline_segments(regions: np.ndarray) -> list[list[tuple[int, int]]]:
     # Vertical edges at x = c (between padded columns c and c+1), for each row.
     left, right = padded[1:-1, :-1], padded[1:-1, 1:]
     vertical = (left != right) & ((left >= 0) | (right >= 0))  # (rows, cols + 1)
-    for x in range(cols + 1):
-        segments += [[(x, a), (x, b)] for a, b in _runs(vertical[:, x])]
+    for x, a, b in _runs(vertical.T):
+        segments.append([(x, a), (x, b)])
     up, down = padded[:-1, 1:-1], padded[1:, 1:-1]
     horizontal = (up != down) & ((up >= 0) | (down >= 0))  # (rows + 1, cols)
-    for y in range(rows + 1):
-        segments += [[(a, y), (b, y)] for a, b in _runs(horizontal[y])]
+    for y, a, b in _runs(horizontal):
+        segments.append([(a, y), (b, y)])
     return segments
 
 
-def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    runs = []
-    start = None
-    for i, flag in enumerate(list(flags) + [False]):
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
+def _runs(flags: np.ndarray) -> list[tuple[int, int, int]]:
+    """(line, start, stop) of each run of True along each line (row) of ``flags``."""
+    lines, length = flags.shape
+    padded = np.zeros((lines, length + 2), dtype=np.int8)
+    padded[:, 1:-1] = flags
+    change = np.diff(padded, axis=1)
+    line_of_start, starts = np.nonzero(change == 1)
+    _, stops = np.nonzero(change == -1)
+    return list(zip(line_of_start.tolist(), starts.tolist(), stops.tolist(), strict=True))
 
 
-def _draw_labels(ax: Axes, grid: Grid) -> None:
-    """Each span's text, centred, as glyph outlines: one collection per character.
-
-    Thousands of ``ax.text`` artists take seconds to lay out and draw; stamping
-    each glyph's outline with a collection takes milliseconds, in PNG and SVG
-    alike (SVG defines each glyph once and reuses it).
-    """
+def _labels(picture: Scene, grid: Grid, x0: float, y0: float) -> None:
+    """Each span's text, centred on its cells."""
     px = grid.label_px
     cell_w, cell_h = grid.cell_px
-    dx = px * GLYPH_ADVANCE / cell_w  # data units per character
-    dy = px * CAP_HEIGHT / 2 / cell_h
-    line_step = px * LINE_SPACING / cell_h
-    offsets: dict[str, list[tuple[float, float]]] = {}
+    halo = LABEL_HALO if grid.label_halo else 0.0
     for row, start, stop, text in grid.spans:
         lines = text.split("\n")
+        middle = y0 + (row + 0.5) * cell_h
         for index, line in enumerate(lines):
-            baseline = row + 0.5 + dy + (index - (len(lines) - 1) / 2) * line_step
-            left = (start + stop) / 2 - len(line) * dx / 2
-            for k, char in enumerate(line):
-                if not char.isspace():
-                    offsets.setdefault(char, []).append((left + k * dx, baseline))
-    to_pixels = Affine2D().scale(px / BASE_DPI) + ax.figure.dpi_scale_trans
-    layers = [("white", 2.5), ("black", 0.0)] if grid.label_halo else [("black", 0.0)]
-    for color, halo in layers:
-        for char, where in offsets.items():
-            ax.add_collection(
-                PathCollection(
-                    [_glyph(char)],
-                    offsets=where,
-                    offset_transform=ax.transData,
-                    transform=to_pixels,
-                    facecolor=color,
-                    edgecolor=color if halo else "none",
-                    linewidths=halo,
-                )
-            )
-
-
-@functools.cache
-def _glyph(char: str) -> MplPath:
-    """A character's outline, 1 unit = 1 em, origin at its baseline."""
-    return TextPath((0, 0), char, size=1, prop=LABEL_FONT)
+            baseline = middle + CAP_HEIGHT * px / 2
+            baseline += (index - (len(lines) - 1) / 2) * LINE_SPACING * px
+            x = x0 + (start + stop) / 2 * cell_w
+            picture.items.append(Text(x, baseline, line, px, mono=True, anchor="middle", halo=halo))
 
 
 def _step(cell: float, need: float, count: int) -> int:
@@ -415,30 +402,56 @@ def _step(cell: float, need: float, count: int) -> int:
     return step
 
 
-def _ticks(ax: Axes, grid: Grid) -> None:
+def _ticks(
+    picture: Scene, grid: Grid, x0: float, y0: float, *, columns: bool = True, rows_: bool = True
+) -> None:
+    """Column ticks above the grid (``columns``), row ticks left of it (``rows_``)."""
     rows, cols = grid.shape
     cell_w, cell_h = grid.cell_px
-    if grid.col_ticks is not None:
-        xs = grid.col_ticks
-    else:
-        step = _step(cell_w, 3.5 * TICK_PX, cols)
-        xs = [(x, str(x)) for x in range(0, cols, step)]
+    xs: list[tuple[int, str]] = []
+    ys: list[tuple[int, str]] = []
+    if columns:
+        if grid.col_ticks is not None:
+            xs = grid.col_ticks
+        else:
+            step = _step(cell_w, 3.5 * TICK_PX, cols)
+            xs = [(x, str(x)) for x in range(0, cols, step)]
+    if rows_:
+        if grid.row_ticks is not None:
+            ys = grid.row_ticks
+        else:
+            step = _step(cell_h, 1.6 * TICK_PX, rows)
+            ys = [(y, str(y * grid.row_scale)) for y in range(0, rows, step)]
+    items = picture.items
+    marks = []
+    for x, text in xs:
+        centre = x0 + (x + 0.5) * cell_w
+        marks.append((centre, y0 - 2, centre, y0))
+        items.append(Text(centre, y0 - 5, text, TICK_PX, anchor="middle"))
+    for y, text in ys:
+        centre = y0 + (y + 0.5) * cell_h
+        marks.append((x0 - 2, centre, x0, centre))
+        items.append(Text(x0 - 5, centre + CAP_HEIGHT * TICK_PX / 2, text, TICK_PX, anchor="end"))
+    if marks:
+        items.append(Lines(np.array(marks, dtype=float), "black", 0.8))
+
+
+def _axis_labels(
+    picture: Scene, grid: Grid, x0: float, y0: float, grid_w: float, grid_h: float
+) -> None:
+    rows = grid.row_period or grid.shape[0]
     if grid.row_ticks is not None:
-        ys = grid.row_ticks
+        widest = max((sans_width(text, TICK_PX) for _, text in grid.row_ticks), default=0.0)
     else:
-        step = _step(cell_h, 1.6 * TICK_PX, rows)
-        ys = [(y, str(y * grid.row_scale)) for y in range(0, rows, step)]
-    ax.set_xticks([x + 0.5 for x, _ in xs], [t for _, t in xs], fontsize=_pt(TICK_PX))
-    ax.set_yticks([y + 0.5 for y, _ in ys], [t for _, t in ys], fontsize=_pt(TICK_PX))
-    ax.tick_params(length=2, pad=2)
-    ax.xaxis.tick_top()
-    ax.xaxis.set_label_position("top")
-    ax.set_xlabel(grid.col_label, fontsize=_pt(TEXT_PX), labelpad=3)
-    ax.set_ylabel(grid.row_label, fontsize=_pt(TEXT_PX), labelpad=3)
-    ax.set_xlim(0, cols)
-    ax.set_ylim(rows, 0)
-    for spine in ax.spines.values():
-        spine.set_linewidth(0.6)
+        widest = sans_width(str((rows - 1) * grid.row_scale), TICK_PX)
+    if grid.col_label:
+        y = y0 - 8 - TICK_PX - 3 if grid.col_ticks != [] else y0 - 5
+        picture.items.append(Text(x0 + grid_w / 2, y, grid.col_label, TEXT_PX, anchor="middle"))
+    if grid.row_label:
+        x = max(x0 - 8 - widest - 4, TEXT_PX)
+        picture.items.append(
+            Text(x, y0 + grid_h / 2, grid.row_label, TEXT_PX, anchor="middle", vertical=True)
+        )
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -452,19 +465,11 @@ def image_format(path: str | Path) -> str:
 
 
 def render(panels: Panels, fmt: str, dpi: int = BASE_DPI) -> bytes:
-    """The picture as PNG or SVG bytes."""
-    fig = figure(panels)
-    buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "smalto"}):
-        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=_metadata(fmt))
-    return buffer.getvalue()
-
-
-def _metadata(fmt: str) -> dict[str, str | None]:
-    # No dates or tool versions: the same layout gives the same file.
+    """The picture as PNG or SVG bytes (PNG at ``dpi``: lengths scale with it)."""
+    picture = scene(panels)
     if fmt == "svg":
-        return {"Date": None, "Creator": "smalto"}
-    return {"Software": "smalto"}
+        return svg(picture)
+    return png(picture, dpi / BASE_DPI)
 
 
 def save(panels: Panels, path: str | Path, dpi: int = BASE_DPI) -> None:

@@ -15,8 +15,9 @@ import math
 
 import numpy as np
 
+from smalto.draw.colors import rgb
 from smalto.draw.frame import Window, map_window, window
-from smalto.draw.render import Grid, label_cell_px, rgb
+from smalto.draw.render import Grid, label_cell_px
 from smalto.draw.smem import CHUNK_BYTES, LINE_BYTES, SmemPlacement
 
 # One colour per 16-byte chunk position in a 128-byte line (4 banks each).
@@ -80,9 +81,7 @@ def _array_panel(
         spans,
         title,
         legend,
-        row_label=view.row_label,
-        col_label=view.col_label,
-        row_scale=view.row_scale,
+        **view.grid_fields(),  # type: ignore[arg-type]
         regions=tiles,
         cell_px=cell,
         groups=chunk,

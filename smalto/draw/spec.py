@@ -9,7 +9,10 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.draw.layout_names import read_layout
 from smalto.draw.names import TMEM_LAYOUT_NAMES
+from smalto.hw.names import describe_value
+from smalto.hw.values import Reg, Tmem
 from smalto.mlir import make_context
 
 
@@ -17,57 +20,12 @@ class SpecError(ValueError):
     """A layout, shape, type or SMEM spec that cannot be read (a usage error)."""
 
 
-def named_register_layouts() -> dict[str, fa.TiledLayout]:
-    """JAX's named tiled register layouts, by name without the ``_LAYOUT`` suffix."""
-    names: dict[str, fa.TiledLayout] = {}
-    for attribute in sorted(dir(fa)):
-        value = getattr(fa, attribute)
-        if attribute.endswith("_LAYOUT") and isinstance(value, fa.TiledLayout):
-            names[attribute.removesuffix("_LAYOUT")] = value
-        elif "_LAYOUT_" in attribute and isinstance(value, fa.TiledLayout):
-            names[attribute.replace("_LAYOUT", "")] = value  # WGMMA_LAYOUT_8BIT -> WGMMA_8BIT
-    return names
-
-
-_NAMES = named_register_layouts()
-_LAYOUT_NAME = {layout: name for name, layout in reversed(list(_NAMES.items()))}
-
-
 def layout_name(layout: object) -> str:
-    """A short name: ``WGMMA``, ``strided:8``, ``splat``, or the layout's repr."""
-    match layout:
-        case fa.WGSplatFragLayout():
-            return "splat"
-        case fa.WGStridedFragLayout(vec_size=vec):
-            return f"strided:{vec}"
-        case tcgen05.TMEMLayout():
-            return _tmem_name(layout) or "TMEM layout"
-        case fa.TiledLayout():
-            return _LAYOUT_NAME.get(layout, "tiled layout")
-    return type(layout).__name__
-
-
-def _tmem_name(layout: tcgen05.TMEMLayout) -> str | None:
-    for packing in (1, 2, 4, 8):
-        if layout == tcgen05.tmem_default_layout(packing):
-            return "TMEM default" + (f" (packing {packing})" if packing > 1 else "")
-    return None
-
-
-def tmem_layout_name(layout: tcgen05.TMEMLayout, shape: tuple[int, ...]) -> str:
-    """``TMEM default``, ``TMEM half_lane``, ... for a TMEM ref of ``shape``."""
-    name = _tmem_name(layout)
-    if name is not None or len(shape) != 2:
-        return name or "TMEM layout"
-    for key in ("half_lane", "m64_collective"):
-        for packing in (1, 2, 4, 8):
-            try:
-                candidate = getattr(tcgen05, f"tmem_{key}_layout")(shape[1], packing)
-            except ValueError:
-                continue
-            if layout == candidate:
-                return f"TMEM {key}" + (f" (packing {packing})" if packing > 1 else "")
-    return "TMEM layout"
+    """A register or TMEM layout by the name smalto prints (``WGMMA``, ``strided ×8``,
+    ``splat``, ``TMEM default``), else its compact form."""
+    if isinstance(layout, tcgen05.TMEMLayout):
+        return describe_value(Tmem(layout))
+    return describe_value(Reg(layout))  # type: ignore[arg-type]
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -121,64 +79,32 @@ _FLOAT8_NAMES = {
 
 
 def parse_register_layout(text: str, shape: tuple[int, ...], bitwidth: int) -> fa.FragmentedLayout:
-    """A register layout from a name (``WGMMA``, ``strided:8``, ``splat``) or an attribute."""
+    """A register layout from a name (any smalto prints, or a Pallas spelling) or an
+    attribute."""
     spec = text.strip()
     if spec.startswith("#"):
-        layout = _parse_attribute(spec)
+        layout = parse_attribute(spec)
         if isinstance(layout, tcgen05.TMEMLayout):
             layout = layout.as_tiled_layout()
-        return layout
-    key = spec.upper().removesuffix("_LAYOUT")
-    if key in _NAMES:
-        return _NAMES[key]
-    if key == "SPLAT":
-        return fa.WGSplatFragLayout(shape)
-    if key.startswith("STRIDED"):
-        return _strided(spec, shape, bitwidth)
-    raise SpecError(
-        f"unknown layout {text!r}; expected one of {', '.join(_NAMES)}, strided[:VEC], "
-        "splat, or an attribute such as '#mosaic_gpu.TiledLayout<...>'"
-    )
-
-
-def _strided(spec: str, shape: tuple[int, ...], bitwidth: int) -> fa.WGStridedFragLayout:
-    from smalto.hw.layouts import default_strided
-
-    _, _, vec_text = spec.partition(":")
-    if not vec_text:
-        default = default_strided(shape, bitwidth)
-        if default is None:
-            raise SpecError(f"no strided layout fits shape {shape}")
-        assert isinstance(default.layout, fa.WGStridedFragLayout)
-        return default.layout
-    try:
-        return fa.WGStridedFragLayout(shape, int(vec_text))
-    except ValueError:
-        raise SpecError(
-            f"a strided layout with vector size {vec_text} does not fit shape {shape} "
-            "(128 threads x vector size must divide its element count)"
-        ) from None
+        return layout  # type: ignore[return-value]
+    found = read_layout(spec, shape, bitwidth)
+    if not isinstance(found, Reg):
+        raise SpecError(f"{text!r} is not a register layout")
+    return found.layout
 
 
 def parse_tmem_layout(
     text: str | None, shape: tuple[int, ...], packing: int, collective: bool
 ) -> tcgen05.TMEMLayout:
-    """A TMEM layout: by name, from an attribute, or (None) the one JAX picks for the shape."""
-    try:
-        if text is None:
+    """A TMEM layout from an attribute, or (None) the one JAX picks for the shape. (Names
+    are read by ``layout_names``.)"""
+    if text is None:
+        try:
             return tcgen05._infer_tmem_layout(shape, collective, packing)
-        key = text.strip().lower()
-        if key == "default":
-            return tcgen05.tmem_default_layout(packing)
-        if key in ("half_lane", "m64_collective"):
-            if len(shape) != 2:
-                raise SpecError(f"TMEM holds 2D arrays, not shape {shape}")
-            make = getattr(tcgen05, f"tmem_{key}_layout")
-            return make(shape[1], packing)
-    except ValueError as error:
-        raise SpecError(f"no TMEM layout for shape {shape}: {error}") from None
+        except ValueError as error:
+            raise SpecError(f"no TMEM layout for shape {shape}: {error}") from None
     if text.strip().startswith("#"):
-        layout = _parse_attribute(text.strip())
+        layout = parse_attribute(text.strip())
         if not isinstance(layout, fa.TiledLayout):
             raise SpecError("a TMEM layout must be a tiled layout")
         return tcgen05.TMEMLayout(
@@ -189,7 +115,7 @@ def parse_tmem_layout(
     )
 
 
-def _parse_attribute(text: str) -> object:
+def parse_attribute(text: str) -> object:
     with make_context(), ir.Location.unknown():
         try:
             attribute = ir.Attribute.parse(text)

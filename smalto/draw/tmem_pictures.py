@@ -15,41 +15,56 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.colors import LinearSegmentedColormap
 
+from smalto.draw.colors import faded, lane_colors, ramp
 from smalto.draw.frame import map_cell_px, map_window
+from smalto.draw.lanes import lane_key
 from smalto.draw.ownership import WARP_SIZE, TmemPlacement
-from smalto.draw.render import Grid, faded, label_cell_px, lane_colors
+from smalto.draw.render import Grid, label_cell_px
 
 TMEM_LANES = 128
 MAP_BUDGET = (900.0, 900.0)
 LABELLED_LANES = 32
 LABELLED_COLUMNS = 16
 # Array rows, first to last: light colours (black labels stay legible) in hue order.
-ROW_RAMP = LinearSegmentedColormap.from_list(
-    "smalto_rows", ["#f6d55c", "#9bd88f", "#7cc6e6", "#a9a0ea", "#eb9bc9"]
-)
+ROW_RAMP = ("#f6d55c", "#9bd88f", "#7cc6e6", "#a9a0ea", "#eb9bc9")
 
 
 def _dims(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def _holdings(placed: TmemPlacement, columns: int) -> dict[tuple[int, int], list[tuple[int, ...]]]:
-    """(lane, column) -> the elements held there, for the first ``columns`` columns."""
+def _holdings(
+    placed: TmemPlacement, columns: int, lanes: int = TMEM_LANES
+) -> dict[tuple[int, int], list[tuple[int, ...]]]:
+    """(lane, column) -> the elements held there, for the first ``lanes`` x ``columns``."""
+    copies = placed.lane.shape[-1]
+    lane = placed.lane.reshape(-1, copies)
+    column = np.repeat(placed.column.reshape(-1), copies)
+    flat = np.repeat(np.arange(placed.column.size), copies)
+    lane = lane.reshape(-1)
+    kept = np.flatnonzero((column < columns) & (lane < lanes))
     held: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-    for flat in range(placed.column.size):
-        index = np.unravel_index(flat, placed.shape)
-        column = int(placed.column[index])
-        if column >= columns:
-            continue
-        for lane in placed.lane[index]:
-            held.setdefault((int(lane), column), []).append(tuple(int(i) for i in index))
+    indices = np.stack(np.unravel_index(flat[kept], placed.shape), axis=-1).tolist()
+    for where, index in zip(kept.tolist(), indices, strict=True):
+        held.setdefault((int(lane[where]), int(column[where])), []).append(tuple(index))
     return held
 
 
+def _first_rows(placed: TmemPlacement, columns: int) -> np.ndarray:
+    """(lanes, columns): the array row of the first element each TMEM cell holds (-1: none)."""
+    copies = placed.lane.shape[-1]
+    lane = placed.lane.reshape(-1)
+    column = np.repeat(placed.column.reshape(-1), copies)
+    row = np.repeat(np.indices(placed.shape)[0].reshape(-1), copies)
+    kept = column < columns
+    first = np.full((TMEM_LANES, columns), np.iinfo(np.int64).max)
+    np.minimum.at(first, (lane[kept], column[kept]), row[kept])
+    return np.where(first == np.iinfo(np.int64).max, -1, first)
+
+
 def _row_color(row: int, rows: int) -> np.ndarray:
-    return np.array(ROW_RAMP(row / max(rows - 1, 1))[:3])
+    return np.array(ramp(ROW_RAMP, row / max(rows - 1, 1)))
 
 
 def tmem_grid(
@@ -66,13 +81,11 @@ def tmem_grid(
     element held, labelled ``row,col``."""
     columns = min(placed.columns, max_cols)
     lanes = min(TMEM_LANES, max_lanes)
-    held = _holdings(placed, columns)
+    held = _holdings(placed, columns, lanes)
     rows = placed.shape[0]
     colors = np.ones((lanes, columns, 3))
     spans = []
     for (lane, column), elements in held.items():
-        if lane >= lanes:
-            continue
         elements.sort()
         start = elements[0]
         colors[lane, column] = _row_color(start[0], rows)
@@ -135,9 +148,7 @@ def _array_panel(placed: TmemPlacement, name: str, dtype: str, thread: int | Non
         colors,
         [],
         title,
-        row_label=view.row_label,
-        col_label=view.col_label,
-        row_scale=view.row_scale,
+        **view.grid_fields(),  # type: ignore[arg-type]
         regions=lane // WARP_SIZE,
         marks=keep,
         cell_px=(side, side),
@@ -148,10 +159,9 @@ def _array_panel(placed: TmemPlacement, name: str, dtype: str, thread: int | Non
 def _memory_map(placed: TmemPlacement, thread: int | None) -> Grid:
     side = map_cell_px(TMEM_LANES, placed.columns, MAP_BUDGET)
     columns = min(placed.columns, int(MAP_BUDGET[0] // side))
-    held = _holdings(placed, columns)
-    colors = np.ones((TMEM_LANES, columns, 3))
-    for (lane, column), elements in held.items():
-        colors[lane, column] = _row_color(min(elements)[0], placed.shape[0])
+    first = _first_rows(placed, columns)
+    ramp_colors = np.array([_row_color(r, placed.shape[0]) for r in range(placed.shape[0])])
+    colors = np.where((first >= 0)[..., None], ramp_colors[np.maximum(first, 0)], 1.0)
     keep = None
     if thread is not None:
         keep = np.zeros((TMEM_LANES, columns), dtype=bool)
@@ -183,8 +193,6 @@ def tmem_pictures(
 ) -> list[Grid | tuple[Grid, ...]]:
     """The panels of ``smalto draw --tmem``: the array and TMEM as colour maps side by
     side, then the first lanes and columns of TMEM labelled."""
-    from smalto.draw.pictures import lane_key
-
     labelled = tmem_grid(placed, name, dtype, LABELLED_COLUMNS, LABELLED_LANES, thread=thread)
     return [
         lane_key(),
