@@ -49,8 +49,9 @@ from smalto.constraints import (
     variables_of,
 )
 from smalto.hw.names import describe_value
-from smalto.infer import DEFAULT_FUEL, Inference, in_context
+from smalto.infer import DEFAULT_FUEL, Inference
 from smalto.locations import file_position, location_name, location_text
+from smalto.mlir import in_context
 from smalto.printed import PrintedModule, printed_module
 from smalto.program import Kind, Program
 from smalto.validate import SUPPORTED_ARCHS

@@ -15,6 +15,7 @@ from smalto.constraints import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.dump import after_derivation
 from smalto.errors import FAILURE_PREFIX, InferenceError
+from smalto.mlir import in_context
 from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
 from smalto.program import Program, read_program
 from smalto.rules import derive_system
@@ -193,13 +194,6 @@ def infer_layout(
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
         del result, plan
-
-
-@contextlib.contextmanager
-def in_context(module: ir.Module) -> Iterator[None]:
-    """Enters the module's context with an unknown location (attribute construction needs both)."""
-    with module.context, ir.Location.unknown(module.context):
-        yield
 
 
 @contextlib.contextmanager

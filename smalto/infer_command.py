@@ -25,9 +25,9 @@ from jax._src.lib.mlir import ir
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
 from smalto.errors import InferenceError
-from smalto.infer import DEFAULT_FUEL, Inference, in_context
+from smalto.infer import DEFAULT_FUEL, Inference
 from smalto.inputs import STDIN, Input, read_input
-from smalto.mlir import MlirInputError, module_arch, print_module
+from smalto.mlir import MlirInputError, in_context, module_arch, print_module
 from smalto.printed import PrintedModule
 from smalto.validate import SUPPORTED_ARCHS
 

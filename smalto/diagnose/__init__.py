@@ -19,7 +19,6 @@ from smalto.diagnose.conflict import (
     describe_element,
     describe_fuel_exhaustion,
     diagnose,
-    op_text,
 )
 from smalto.diagnose.suggest import suggest_at_derivation
 
@@ -31,6 +30,5 @@ __all__ = [
     "describe_element",
     "describe_fuel_exhaustion",
     "diagnose",
-    "op_text",
     "suggest_at_derivation",
 ]

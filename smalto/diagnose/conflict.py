@@ -43,14 +43,14 @@ from smalto.constraints import (
     Variable,
     constraint_variables,
 )
-from smalto.diagnose.origins import Origins, defining_value, op_text
+from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.subsystem import subsystem
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_text
+from smalto.locations import location_text, op_text
 from smalto.program import Program
 from smalto.solve.search import strict_cast
 

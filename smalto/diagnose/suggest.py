@@ -26,12 +26,11 @@ from smalto.diagnose.candidates import (
     annotation_edits,
 )
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
-from smalto.diagnose.origins import op_text
 from smalto.diagnose.verify import Budget, Trial, try_edits
 from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.locations import location_text
+from smalto.locations import location_text, op_text
 from smalto.program import Program
 
 if TYPE_CHECKING:

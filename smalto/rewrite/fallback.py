@@ -14,25 +14,9 @@ from collections.abc import Callable
 from jax._src.lib.mlir import ir
 
 from smalto.errors import InferenceError, UnitDimRewriteWarning
+from smalto.mlir import clone_module
 from smalto.rewrite.patterns import RewrittenOp
 from smalto.rewrite.unit_dims import rewritable_webs, rewrite_unit_dims
-
-
-def clone_module(module: ir.Module) -> ir.Module:
-    """A copy of ``module`` in its context, made without printing or parsing (the
-    module need not verify). Must run inside the module's context."""
-    copy = ir.Module.create()
-    for name, attribute in _attributes(module.operation):
-        copy.operation.attributes[name] = attribute
-    body = ir.InsertionPoint(copy.body)
-    for op in module.body.operations:
-        op.operation.clone(ip=body)
-    return copy
-
-
-def _attributes(op: ir.Operation) -> list[tuple[str, ir.Attribute]]:
-    attributes = op.attributes
-    return [(name, attributes[name]) for name in attributes]
 
 
 def solve_rewritten[Solved](

@@ -28,6 +28,7 @@ from smalto.constraints import (
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Smem
+from smalto.locations import op_text
 from smalto.program import Kind, Op, Program, Value, within
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
@@ -385,8 +386,6 @@ class RuleContext:
     # --- messages --------------------------------------------------------------------
 
     def describe_op(self, op: Op) -> str:
-        from smalto.diagnose import op_text
-
         return op_text(op)
 
     def describe(self, site: Site) -> str:

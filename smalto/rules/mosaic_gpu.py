@@ -29,6 +29,7 @@ from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
+from smalto.locations import op_text
 from smalto.program import Kind, Op
 from smalto.rules import RuleContext, rule
 
@@ -104,8 +105,6 @@ def _gmem_transfer(
 
 def _where(op: Op) -> str:
     """The op (with the primitive's name where it says more) and its source location."""
-    from smalto.diagnose import op_text
-
     return op_text(op)
 
 
