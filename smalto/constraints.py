@@ -404,9 +404,14 @@ class Fixed:
     what: str = "the value"  # which operand/result of the op, in words
 
 
+# A requirement of a system: a constraint, or a layout an op imposes.
+Element = Constraint | Fixed
+
+
 @dataclass(slots=True)
 class System:
     variables: list[Variable] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     fixed: list[Fixed] = field(default_factory=list)
     var_of_site: dict[Site, int] = field(default_factory=dict)
+

@@ -11,10 +11,9 @@
 - ``suggest``: the suggestion, in Pallas terms, from those edits (else a hint).
 """
 
+from smalto.conflict_report import ConflictReport, Requirement
 from smalto.diagnose.conflict import (
-    ConflictReport,
     Namer,
-    Requirement,
     describe_conflict,
     describe_element,
     describe_fuel_exhaustion,

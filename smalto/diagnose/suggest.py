@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Role, Site, System
+from smalto.conflict_report import ConflictReport
+from smalto.constraints import Element, Role, Site, System
 from smalto.diagnose.candidates import (
     INLINE,
     LAYOUT_CAST,
     TMEM_CAST,
     Candidates,
-    Element,
     annotation_edits,
 )
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
@@ -104,7 +104,7 @@ def suggest(
 def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
     """For an annotation whose layout its value cannot take (found while deriving the
     rules): tries its other targets and its removal, and adds what works to ``error``."""
-    from smalto.diagnose.conflict import ConflictReport, Namer
+    from smalto.diagnose.conflict import Namer
     from smalto.errors import InferenceError
 
     report = getattr(error, "conflict", None)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from jax._src.lib.mlir import ir
 
 from smalto import percontext
+from smalto.conflict_report import ConflictReport, Requirement
 from smalto.constraints import (
     Constraint,
     Fixed,
@@ -338,7 +339,6 @@ class RuleContext:
         ``phrase`` is JAX's message for it, put first; the traceback ends at
         the op's source line.
         """
-        from smalto.diagnose import ConflictReport, Requirement
         from smalto.tracebacks import with_op_traceback
 
         report = ConflictReport(
