@@ -11,12 +11,12 @@ from typing import TextIO
 from jax._src.lib.mlir import ir
 
 from smalto import annotate
-from smalto.constraints import System
+from smalto.constraints import System, conflicting_fixed
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.dump import after_derivation
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.mlir import in_context
-from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
+from smalto.phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.program import Program, read_program
 from smalto.rules import derive_system
 from smalto.solve.search import FuelExhausted, Solver, decide

@@ -321,8 +321,8 @@ class RuleContext:
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
             from smalto.errors import FAILURE_PREFIX
+            from smalto.hw.jax_text import does_not_fit
             from smalto.hw.names import describe_value
-            from smalto.phrases import does_not_fit
 
             text = (
                 f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
