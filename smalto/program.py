@@ -863,12 +863,9 @@ def _consumers() -> frozenset[str]:
     Every op with a rule and each terminator, but the elementwise `arith` and
     `math` ops: their operands are vectors only where their results are.
     """
-    from smalto.rules import RULES, TERMINATORS, load_rules
+    from smalto.rules import consumers
 
-    load_rules()
-    return frozenset(
-        name for name in RULES if not name.startswith(("arith.", "math."))
-    ) | frozenset(TERMINATORS)
+    return consumers()
 
 
 def ops_in_order(module: ir.Operation) -> list[ir.Operation]:

@@ -31,7 +31,7 @@ from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.locations import op_text
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 # The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
 _WGMMA = Reg(hl.WGMMA)
