@@ -17,7 +17,8 @@ from smalto.dump import after_derivation
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.mlir import in_context
 from smalto.phrases import OUT_OF_FUEL, unsatisfiable
-from smalto.program import Program, read_program
+from smalto.program import Program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.search import FuelExhausted, Solver, decide
 from smalto.tracebacks import with_op_traceback

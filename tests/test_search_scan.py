@@ -29,7 +29,7 @@ from smalto.check import check
 from smalto.hw.values import Const
 from smalto.infer import in_context
 from smalto.mlir import module_arch
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve import candidates as cands
 from smalto.solve import search

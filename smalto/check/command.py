@@ -110,7 +110,8 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
 def _coverage(module: object) -> tuple[int, int, dict[str, int]]:
     """(ops, ops that carry layouts, values with layouts by kind) of a module."""
     from smalto.mlir import in_context
-    from smalto.program import Kind, read_program
+    from smalto.program import Kind
+    from smalto.reader import read_program
 
     with in_context(module):  # type: ignore[arg-type]
         program = read_program(module)  # type: ignore[arg-type]

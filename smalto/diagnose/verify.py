@@ -185,7 +185,7 @@ def works_on_copy(
     from smalto.check import check
     from smalto.diagnose.lowering import jax_lowering_accepts
     from smalto.errors import InferenceError
-    from smalto.program import read_program
+    from smalto.reader import read_program
     from smalto.rules import derive_system
     from smalto.solve.search import FuelExhausted, decide
 

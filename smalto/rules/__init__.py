@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from smalto.constraints import System
 from smalto.program import Program, within
+from smalto.reader import read_operands_of
 
 # Each dialect's rules register themselves (``context.rule``) on import.
 from smalto.rules import arith, concat, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
@@ -63,3 +64,7 @@ def derive_system(program: Program, arch: tuple[int, int]) -> System:
         rule_fn(ctx, op)
     ctx.system.constraints.extend(vector_relayouts(ctx))
     return ctx.system
+
+
+# The program reader reads operands only where a rule may look (``consumers``).
+read_operands_of(consumers())
