@@ -12,10 +12,9 @@
 """
 
 from smalto.conflict_report import ConflictReport, Requirement
+from smalto.describe import Namer, describe_element
 from smalto.diagnose.conflict import (
-    Namer,
     describe_conflict,
-    describe_element,
     describe_fuel_exhaustion,
     diagnose,
 )

@@ -34,6 +34,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import Kind, Program
 from smalto.records import record
+from smalto.rules.attributes import strict_cast
 from smalto.solve import candidates as cands
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, simplify
@@ -1120,21 +1121,6 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
     wider.solved = wider.solve(guided=False)
     wider.jax_answer_breaks = solver.jax_answer_breaks
     return wider
-
-
-def strict_cast(program: Program, op_id: int) -> bool:
-    """Whether op ``op_id`` is a ``strict`` layout cast.
-
-    Its own relayout and the one from its operand's producer into it (both
-    name the cast as their origin) stay strict in the widened search: the
-    user's word that no relayout happens there, although the cast's lowering
-    would convert (JAX's inference enforces it, not its lowering).
-    """
-    op = program.ops[op_id]
-    if op.name != "mosaic_gpu.layout_cast":
-        return False
-    attrs = op.operation.attributes
-    return "strict" in attrs and bool(ir.BoolAttr(attrs["strict"]).value)
 
 
 def _admits(c: Constraint, lookup: Lookup) -> bool:
