@@ -11,7 +11,7 @@ import reference
 
 import smalto
 from smalto.diagnose import ConflictReport
-from smalto.diagnose.conflict import _satisfiable
+from smalto.diagnose.core import _satisfiable
 from smalto.infer import in_context, solve_module
 from smalto.reader import read_program
 from smalto.rules import derive_system

@@ -1,7 +1,8 @@
 """Turning a failed inference into words a kernel author can act on.
 
 - ``conflict``: from a system with no solution, a minimal set of requirements
-  that cannot hold together, each with the op that imposed it and where, and
+  that cannot hold together (found by ``core``, over just the variables they
+  mention: ``subsystem``), each with the op that imposed it and where, and
   what the values involved were forced to;
 - ``origins``: where each value of the conflict is defined (for a cast
   result, the cast and what it casts);
