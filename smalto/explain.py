@@ -49,7 +49,7 @@ from smalto.constraints import (
     variables_of,
 )
 from smalto.hw.names import describe_value
-from smalto.infer import DEFAULT_FUEL, Inference
+from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
 from smalto.locations import file_position, location_name, location_text
 from smalto.mlir import in_context
 from smalto.printed import PrintedModule, printed_module
@@ -562,7 +562,7 @@ def explain_main(argv: list[str]) -> int:
 def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
     from smalto.errors import InferenceError
-    from smalto.infer_command import infer_keeping_the_solution, rewrite_notes
+    from smalto.infer_command import rewrite_notes
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
