@@ -20,9 +20,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from smalto.check.core import Violation
-from smalto.check.walk import check
-from smalto.validate import SUPPORTED_ARCHS
+from smalto.archs import SUPPORTED_ARCHS
+from smalto.check import Violation, check
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
