@@ -32,7 +32,7 @@ from smalto.mlir import module_arch
 from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve import candidates as cands
-from smalto.solve import search
+from smalto.solve import jax_order as search  # the search in JAX's order: _Offer, _Scan
 from smalto.solve.search import Solver
 
 HOPPER = (9, 0)
