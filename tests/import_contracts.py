@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 import grimp
-from importlinter.application import output
+from importlinter.application import contract_utils, output
+from importlinter.application.contract_utils import AlertLevel
 from importlinter.domain import fields
 from importlinter.domain.contract import Contract, ContractCheck
 
@@ -26,14 +27,23 @@ from importlinter.domain.contract import Contract, ContractCheck
 class AcyclicModulesContract(Contract):
     """No module of ``package`` reaches itself again through its imports.
 
-    Options: ``package``, the package whose modules (itself included) are checked.
+    Options: ``package``, the package whose modules (itself included) are checked;
+    ``ignore_imports`` and ``unmatched_ignore_imports_alerting`` as import-linter's
+    own contracts take them.
     """
 
     type_name = "acyclic_modules"
 
     package = fields.StringField()
+    ignore_imports = fields.SetField(subfield=fields.ImportExpressionField(), required=False)
+    unmatched_ignore_imports_alerting = fields.EnumField(AlertLevel, default=AlertLevel.ERROR)
 
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        removal = contract_utils.remove_ignored_imports_and_report(
+            graph=graph,
+            ignore_imports=self.ignore_imports,  # type: ignore[arg-type]
+            unmatched_alerting=self.unmatched_ignore_imports_alerting,  # type: ignore[arg-type]
+        )
         package = str(self.package)
         modules = sorted({package, *graph.find_descendants(package)})
         edges = {
@@ -55,7 +65,12 @@ class AcyclicModulesContract(Contract):
             for circle in circles
         ]
         sizes = sorted((len(c) for c in strongly_connected(edges) if len(c) > 1), reverse=True)
-        return ContractCheck(kept=not circles, metadata={"circles": details, "sizes": sizes})
+        return ContractCheck(
+            kept=not circles,
+            metadata={"circles": details, "sizes": sizes},
+            warnings=list(removal.warnings),
+            ignored_import_count=removal.ignored_import_count,
+        )
 
     def render_broken_contract(self, check: ContractCheck) -> None:
         sizes = ", ".join(map(str, check.metadata["sizes"]))
