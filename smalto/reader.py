@@ -5,14 +5,17 @@ rules and the solver need of it. It is the one part of inference whose cost
 grows with every op of the kernel, most of which (index arithmetic, barriers,
 GMEM refs) carry no layout; so it makes as few binding calls per op as it can:
 one ``.type`` per result and block argument, one hash lookup per operand, and
-per distinct type one classification.
+per distinct type one classification (``smalto.type_facts``).
+
+One idea, one walk: the walk's callback and the reads it leaves for later
+(operands, scalar results, the count of uses that proves it missed none)
+share the reader's tables, so they stay in one module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
 from smalto import percontext
@@ -27,6 +30,7 @@ from smalto.program import (
     UnshapedValue,
     Value,
 )
+from smalto.type_facts import facts_by_text, memory_spaces
 
 # Only these types can carry a layout; every other type is classified without a
 # hash lookup (hashing an ir.Type is a binding call as dear as reading it).
@@ -45,43 +49,6 @@ def _op_class_may_have_regions(cls: type) -> bool:
         return True
     regions = getattr(cls, "_ODS_REGIONS", None)
     return not (isinstance(regions, tuple) and regions[0] == 0 and regions[1] is True)
-
-
-# What each vector or memref type tells, by its text (an immutable key; the
-# values are tuples). Bounded, lest a long session grow it.
-_INFO_LIMIT = 4096
-_info_by_text: dict[str, TypeInfo] = {}
-
-
-def _memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
-    # Attributes belong to a context; parse them in the current one.
-    return (
-        ir.Attribute.parse("#gpu.address_space<workgroup>"),
-        ir.Attribute.parse("#mosaic_gpu.tmem"),
-        ir.Attribute.parse("#mosaic_gpu.smem_cluster"),
-    )
-
-
-def _element_bitwidth(element_type: ir.Type) -> int | None:
-    """The element's width in bits, as JAX's lowering counts it; None where it has none.
-
-    Only powers of two are widths the lowering supports. The packed 6-bit
-    types count whole: 16 values in 128 bits (``b6x16_p32``), one in a byte
-    (``p2b6``).
-    """
-    if isinstance(element_type, ir.FloatTF32Type):
-        return 32
-    if isinstance(element_type, ir.IntegerType):
-        width = ir.IntegerType(element_type).width
-    elif isinstance(element_type, ir.FloatType):
-        width = ir.FloatType(element_type).width
-    elif isinstance(element_type, mgpu.B6x16P32Type):
-        width = 128
-    elif isinstance(element_type, mgpu.P2B6Type):
-        width = 8
-    else:
-        return None
-    return width if width > 0 and width.bit_count() == 1 else None
 
 
 class _HashCollision(Exception):
@@ -184,38 +151,14 @@ class _Reader:
         key = hash(ty)
         cached = self.type_cache.get(key)
         if cached is None:
-            # Across modules (and contexts), by the type's text: printing a
-            # type costs a fraction of asking the bindings for its parts.
-            text = str(ty)
-            cached = _info_by_text.get(text)
-            if cached is None:
-                cached = self._classify_shaped(ty)
-                if len(_info_by_text) >= _INFO_LIMIT:
-                    _info_by_text.clear()
-                _info_by_text[text] = cached
-            self.type_cache[key] = cached
+            cached = self.type_cache[key] = facts_by_text(ty, self.memory_spaces)
         return cached
 
-    def _classify_shaped(self, ty: ir.Type) -> TypeInfo:
-        if isinstance(ty, ir.VectorType):
-            vty = ir.VectorType(ty)
-            return (Kind.VECTOR, tuple(vty.shape), _element_bitwidth(vty.element_type), None, False)
+    def memory_spaces(self) -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
+        """SMEM, TMEM and cluster SMEM, parsed in the module's context when first asked."""
         if self.spaces is None:
-            self.spaces = _memory_spaces()
-        smem, tmem, smem_cluster = self.spaces
-        mty = ir.MemRefType(ty)
-        kind, transformable = Kind.OTHER, False
-        space = mty.memory_space
-        if space is not None and (space == smem or space == smem_cluster):
-            kind = Kind.SMEM
-            transformable = not isinstance(mty.element_type, mgpu.BarrierType)
-        elif space is not None and space == tmem:
-            kind = Kind.TMEM
-        try:
-            strides: tuple[int, ...] | None = tuple(mty.get_strides_and_offset()[0])
-        except (ValueError, RuntimeError):  # the bindings raise either for a non-strided map
-            strides = None
-        return (kind, tuple(mty.shape), _element_bitwidth(mty.element_type), strides, transformable)
+            self.spaces = memory_spaces()
+        return self.spaces
 
     def new_value(self, v: ir.Value, producer: Producer | None) -> int:
         """Registers ``v`` (its type read once, here) and returns its id."""
