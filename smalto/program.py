@@ -143,6 +143,16 @@ class LateScalar(UnshapedValue):
     def producer(self, producer: Producer | None) -> None:
         self._producer = producer
 
+    @property
+    def producer_known(self) -> bool:
+        """Whether the producer is known (else it is looked up when first asked for)."""
+        return self._known
+
+    def produced_by(self, producer: Producer) -> None:
+        """The walk met the op that defines the value: its producer is known now."""
+        self.producer = producer
+        self._known = True
+
 
 class OpIndex:
     """Op ids by operation, for the few values whose producer is looked up late."""

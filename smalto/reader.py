@@ -363,9 +363,8 @@ class _Reader:
             else:
                 # Met before as an operand: now its producer is known.
                 scalar = values[vid]
-                if isinstance(scalar, LateScalar) and not scalar._known:
-                    scalar.producer = Producer(oid, index)
-                    scalar._known = True
+                if isinstance(scalar, LateScalar) and not scalar.producer_known:
+                    scalar.produced_by(Producer(oid, index))
             ids.append(vid)
         return tuple(ids)
 
