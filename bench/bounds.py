@@ -55,7 +55,8 @@ from bench.run import (
     timed,
 )
 from smalto.mlir import module_arch
-from smalto.program import _consumers, read_program
+from smalto.reader import read_program
+from smalto.rules import consumers as rule_consumers
 
 LADDER = ("walk", "names", "skeleton", "dataflow", "read", "pass")
 DEFAULT_REPEAT = 7
@@ -98,7 +99,7 @@ def skeleton(module: ir.Module) -> None:
 
 def dataflow(module: ir.Module, consumers: frozenset[str]) -> None:
     """``consumers``: the names of the ops whose operands smalto's read reads though
-    their results need no layout (``smalto.program``'s)."""
+    their results need no layout (``smalto.rules.consumers``)."""
     handles: list[ir.Operation] = []
     names: list[str] = []
     identities: list[object] = []
@@ -150,7 +151,7 @@ def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float
             walk_only,
             names_and_handles,
             skeleton,
-            partial(dataflow, consumers=_consumers()),
+            partial(dataflow, consumers=rule_consumers()),
             read_program,
             lambda m: smalto.infer_layout(m, arch=arch),
         ]

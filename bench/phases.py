@@ -47,7 +47,7 @@ from bench.run import (
 )
 from smalto import annotate, infer
 from smalto.mlir import module_arch
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.search import Solver
 from smalto.validate import check_input

@@ -54,7 +54,7 @@ DELEGATED = {
 COMMANDS = {
     "infer": ("smalto.infer_command", "run_infer"),
     "explain": ("smalto.explain", "run_explain"),
-    "check": ("smalto.check.command", "run_check"),
+    "check": ("smalto.check_command", "run_check"),
     "capture": ("smalto.jax.cli", "run_capture_command"),
 }
 

@@ -404,9 +404,20 @@ class Fixed:
     what: str = "the value"  # which operand/result of the op, in words
 
 
+# A requirement of a system: a constraint, or a layout an op imposes.
+Element = Constraint | Fixed
+
+
 @dataclass(slots=True)
 class System:
     variables: list[Variable] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     fixed: list[Fixed] = field(default_factory=list)
     var_of_site: dict[Site, int] = field(default_factory=dict)
+
+
+def conflicting_fixed(system: System) -> bool:
+    """Whether ops impose two layouts on one variable: JAX meets this while gathering its
+    rules, before it names the module for dumps, and says the generic sentence."""
+    known: dict[int, Const] = {}
+    return any(known.setdefault(f.var, f.value) != f.value for f in system.fixed)

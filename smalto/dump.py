@@ -20,6 +20,7 @@ from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import System
+from smalto.describe import Namer, describe_element
 from smalto.program import Program
 
 DUMP_ATTRIBUTE = "mosaic_gpu.dump_basename"
@@ -32,8 +33,6 @@ def dump_options(module: ir.Module) -> object:
 
 def system_text(program: Program, system: System, name: str = "") -> str:
     """The constraint system as a person reads it: one requirement a line, with op and place."""
-    from smalto.diagnose import Namer, describe_element
-
     namer = Namer(program, system)
     title = f" for {name}" if name else ""
     lines = [

@@ -1,39 +1,51 @@
-"""The pass: read, derive, solve, annotate."""
+"""``smalto.infer_layout``: the pass, then, where it finds no layouts, the rescues and the
+diagnosis.
+
+The pass (``smalto.pipeline``: read, derive, solve, write) raises what it
+found where it finds no layouts (``Failure``), undiagnosed. Here that failure
+is decided on: the rescues the caller turned on are tried on copies of the
+module (``smalto.rescue``; ``rewrite``: the unit-dim rewrite), and where none
+works, the failure is put into words a kernel author can act on
+(``smalto.diagnose``), after JAX's own phrase for it (``smalto.phrases``),
+with a traceback that ends at the kernel line to blame.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TextIO
 
 from jax._src.lib.mlir import ir
 
-from smalto import annotate
 from smalto.constraints import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
-from smalto.dump import after_derivation
 from smalto.errors import FAILURE_PREFIX, InferenceError
-from smalto.phrases import OUT_OF_FUEL, conflicting_fixed, unsatisfiable
-from smalto.program import Program, read_program
-from smalto.rules import derive_system
-from smalto.solve.search import FuelExhausted, Solver, decide
+from smalto.mlir import in_context
+from smalto.phrases import OUT_OF_FUEL, unsatisfiable
+from smalto.pipeline import (
+    DEFAULT_FUEL,
+    Failure,
+    Inference,
+    OutOfFuel,
+    RulesRefused,
+    Unsatisfiable,
+    solve_as_written,
+    write,
+)
+from smalto.program import Program
+from smalto.solve.search import Solver
 from smalto.tracebacks import with_op_traceback
-from smalto.validate import check_input
 
-# Ample for every kernel we know: the search needs a few dozen attempts at most
-# where JAX's pass may need thousands.
-DEFAULT_FUEL = 100_000
-
-
-@dataclass
-class Inference:
-    """Everything one inference produced: the program view, the system, the solved solver."""
-
-    program: Program
-    system: System
-    solver: Solver
+__all__ = [
+    "DEFAULT_FUEL",
+    "Inference",
+    "in_context",
+    "infer_keeping_the_solution",
+    "infer_layout",
+    "solve_module",
+]
 
 
 def solve_module(
@@ -55,92 +67,57 @@ def solve_module(
     """
     arch = tuple(arch)  # type: ignore[assignment]
     try:
-        # With the rewrite to try, the diagnosis waits: the rewritten module
-        # may infer, and then nobody reads it (it is most of a failure's cost).
-        return _solve_as_written(module, fuel, arch, dump_to, diagnose=not rewrite)
-    except InferenceError as error:
-        if not rewrite:
-            raise
-        failed = error
-    # Only here, where the module has no layouts: a module that infers never
-    # even imports the rewrite.
-    from smalto.rewrite.fallback import solve_rewritten
+        return solve_as_written(module, fuel, arch, dump_to)
+    except Failure as found:
+        failure = found
+    notes: list[str] = []
+    # The rescues the caller turned on, by their keyword (see ``smalto.rescue``).
+    wanted = {"rewrite": rewrite}
+    if any(wanted.values()):
+        # Only here, where the module has no layouts: a module that infers never
+        # even imports the rescues.
+        from smalto.rescue import rescue
 
-    try:
-        return solve_rewritten(
+        rescued, notes = rescue(
             module,
-            failed,
-            solve_copy=lambda copy: search(*_derived(copy, arch), arch, fuel, diagnose=False),
-            solve=lambda rewritten: _solve_as_written(rewritten, fuel, arch, dump_to),
+            failure,
+            arch=arch,
+            fuel=fuel,
+            wanted=wanted,
+            solve=lambda changed: _solved(changed, fuel, arch, dump_to),
         )
-    except Undiagnosed as undiagnosed:
-        raise undiagnosed.diagnosed() from None
+        if rescued is not None:
+            return rescued
+    error = diagnosed(failure, arch)
+    for note in notes:
+        error.add_note(note)
+    raise error
 
 
-def _solve_as_written(
-    module: ir.Module,
-    fuel: int,
-    arch: tuple[int, int],
-    dump_to: TextIO | None,
-    *,
-    diagnose: bool = True,
+def _solved(
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None
 ) -> Inference:
-    program = read_program(module)
-    check_input(program, fuel=fuel, arch=arch)
+    """The pass on a module a rescue changed; its failure, if any, diagnosed."""
     try:
-        system = derive_system(program, arch)
-    except InferenceError as error:
-        suggest_at_derivation(error, program, arch)  # an annotation its value cannot take
-        raise
-    if not conflicting_fixed(system):
-        # (JAX's pass gives up on such a system before it gets here.)
-        after_derivation(module, program, system, dump_to)
-    return search(program, system, arch, fuel, diagnose=diagnose)
+        return solve_as_written(module, fuel, arch, dump_to)
+    except Failure as found:
+        failure = found
+    raise diagnosed(failure, arch)
 
 
-def _derived(module: ir.Module, arch: tuple[int, int]) -> tuple[Program, System]:
-    program = read_program(module)
-    return program, derive_system(program, arch)
-
-
-class Undiagnosed(InferenceError):
-    """No layouts, the diagnosis not made yet: ``diagnosed()`` makes the error to raise.
-
-    Notes added to it (``add_note``) are carried over to that error.
-    """
-
-    def __init__(self, program: Program, system: System, solver: Solver) -> None:
-        super().__init__("no layouts (not diagnosed yet)")
-        self.parts = (program, system, solver)
-
-    def diagnosed(self) -> InferenceError:
-        error = _unsatisfiable_error(*self.parts)
-        for note in getattr(self, "__notes__", ()):
-            error.add_note(note)
-        return error
-
-
-def search(
-    program: Program,
-    system: System,
-    arch: tuple[int, int],
-    fuel: int,
-    *,
-    diagnose: bool = True,
-) -> Inference:
-    """Solves a derived system; an ``InferenceError`` in JAX's words and then ours if it
-    cannot (``Undiagnosed`` without ``diagnose``, when there is no assignment)."""
-    try:
-        solver = decide(system, program, arch, fuel)
-        solved = solver.solved
-    except FuelExhausted as e:
-        reason = describe_fuel_exhaustion(program, system, e.spent, e.open_variables)
-        raise InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}") from None
-    if not solved:
-        if not diagnose:
-            raise Undiagnosed(program, system, solver)
-        raise _unsatisfiable_error(program, system, solver)
-    return Inference(program, system, solver)
+def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
+    """The error to raise for what the pass found: JAX's words for it, then ours."""
+    match failure:
+        case RulesRefused(error=error, program=program):
+            # An annotation its value cannot take: the edits that would fix it.
+            suggest_at_derivation(error, program, arch)
+            return error
+        case Unsatisfiable(program=program, system=system, solver=solver):
+            return _unsatisfiable_error(program, system, solver)
+        case OutOfFuel(program=program, system=system, spent=spent, open_variables=open_ones):
+            reason = describe_fuel_exhaustion(program, system, spent, open_ones)
+            return InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}")
+    raise AssertionError(f"smalto bug: a failure of the pass not diagnosed: {failure!r}")
 
 
 def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
@@ -157,6 +134,20 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
         op = program.ops[culprit]
         with_op_traceback(error, op.operation, op.name)
     return error
+
+
+def infer_keeping_the_solution(
+    module: ir.Module,
+    fuel: int,
+    arch: tuple[int, int],
+    dump_to: TextIO | None = None,
+    rewrite: bool = True,
+) -> Inference:
+    """``infer_layout``, keeping what the summary and the report show (the solved system);
+    the system is also written to ``dump_to`` once derived, when given."""
+    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to, rewrite=rewrite)
+    write(inference)
+    return inference
 
 
 def infer_layout(
@@ -187,19 +178,11 @@ def infer_layout(
     """
     with in_context(module), _cyclic_gc_paused():
         result = solve_module(module, fuel=fuel, arch=arch, rewrite=rewrite)
-        plan = annotate.plan_attributes(result.program, result.system, result.solver.solution())
-        annotate.write_attributes(result.program, plan)
+        write(result)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
-        del result, plan
-
-
-@contextlib.contextmanager
-def in_context(module: ir.Module) -> Iterator[None]:
-    """Enters the module's context with an unknown location (attribute construction needs both)."""
-    with module.context, ir.Location.unknown(module.context):
-        yield
+        del result
 
 
 @contextlib.contextmanager

@@ -18,16 +18,14 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
-
-from jax._src.lib.mlir import ir
+from typing import TYPE_CHECKING
 
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
 from smalto.errors import InferenceError
-from smalto.infer import DEFAULT_FUEL, Inference, in_context
+from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
 from smalto.inputs import STDIN, Input, read_input
-from smalto.mlir import MlirInputError, module_arch, print_module
+from smalto.mlir import MlirInputError, in_context, module_arch, print_module
 from smalto.printed import PrintedModule
 from smalto.validate import SUPPORTED_ARCHS
 
@@ -144,26 +142,6 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     except OSError as error:  # a file checked writable at the start, yet not written
         return fail(_cannot_write(getattr(error, "filename", None) or "", error), EXIT_USAGE)
     return EXIT_OK
-
-
-def infer_keeping_the_solution(
-    module: ir.Module,
-    fuel: int,
-    arch: tuple[int, int],
-    dump_to: TextIO | None = None,
-    rewrite: bool = True,
-) -> Inference:
-    """``infer_layout``, keeping what the summary and the report show (the solved system);
-    the system is also written to ``dump_to`` once derived, when given."""
-    from smalto import annotate
-    from smalto.infer import solve_module
-
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to, rewrite=rewrite)
-    plan = annotate.plan_attributes(
-        inference.program, inference.system, inference.solver.solution()
-    )
-    annotate.write_attributes(inference.program, plan)
-    return inference
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ else is there) and, apart, the name the location carries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from jax._src.lib.mlir import ir
 
@@ -106,3 +107,23 @@ def location_text(location: ir.Location) -> str:
         return name
     text = str(location)
     return text.removeprefix("loc(").removesuffix(")")
+
+
+class Located(Protocol):
+    """An op as messages name it: ``Op`` of the program view, or an ``ir.Operation``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def location(self) -> ir.Location: ...
+
+
+def op_text(op: Located) -> str:
+    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
+    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
+    where = location_text(op.location)
+    name = location_name(op.location)
+    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
+        return f"`{op.name}` at {where}"
+    return f"`{op.name}` (`{name}`) at {where}"

@@ -7,11 +7,22 @@ diagnostics into one readable line, and printing in pretty or generic form.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib import mosaic_gpu_dialect
 from jax._src.lib.mlir import ir
 
-__all__ = ["MlirInputError", "make_context", "module_arch", "parse_module", "print_module"]
+__all__ = [
+    "MlirInputError",
+    "clone_module",
+    "in_context",
+    "make_context",
+    "module_arch",
+    "parse_module",
+    "print_module",
+]
 
 # The buffer name jaxlib's ``Module.parse`` gives its input in diagnostics and
 # in the locations of ops that carry no explicit ``loc(...)``.
@@ -40,6 +51,26 @@ def make_context() -> ir.Context:
     context = create()
     mosaic_gpu_dialect.register_dialect(context)
     return context
+
+
+@contextlib.contextmanager
+def in_context(module: ir.Module) -> Iterator[None]:
+    """Enters the module's context with an unknown location (attribute construction needs both)."""
+    with module.context, ir.Location.unknown(module.context):
+        yield
+
+
+def clone_module(module: ir.Module) -> ir.Module:
+    """A copy of ``module`` in its context, made without printing or parsing (the
+    module need not verify). Must run inside the module's context."""
+    copy = ir.Module.create()
+    attributes = module.operation.attributes
+    for name in attributes:
+        copy.operation.attributes[name] = attributes[name]
+    body = ir.InsertionPoint(copy.body)
+    for op in module.body.operations:
+        op.operation.clone(ip=body)
+    return copy
 
 
 def parse_module(

@@ -35,8 +35,8 @@ from smalto.constraints import (
 )
 from smalto.errors import FAILURE_PREFIX
 from smalto.hw import layouts as hl
-from smalto.hw.jax_text import layout_text, ref_text, smem_swizzle, tile_transform_text
-from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.hw.jax_text import layout_text, ref_text
+from smalto.hw.values import Const, Reg, Smem
 from smalto.program import Op, Program
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
 
@@ -98,13 +98,6 @@ def _not_splat(system: System) -> set[int]:
                 found.add(target)
                 grew = True
     return found
-
-
-def conflicting_fixed(system: System) -> bool:
-    """Whether ops impose two layouts on one variable: JAX meets this while gathering its
-    rules, before it names the module for dumps, and says the generic sentence."""
-    known: dict[int, Const] = {}
-    return any(known.setdefault(f.var, f.value) != f.value for f in system.fixed)
 
 
 def _values_at_contradiction(system: System) -> dict[int, Const] | None:
@@ -327,37 +320,3 @@ def _index_operands(op: Op) -> list[int]:
     position = _TMA_COPIES[op.name]
     start = sum(segments[:position])
     return list(op.operands[start : start + segments[position]])
-
-
-# --- while gathering the rules ---------------------------------------------------------------
-
-
-def does_not_fit(op_name: str, what: str, value: Const, shape: tuple[int, ...]) -> str:
-    """JAX's sentence for an op that imposes a layout its value's shape cannot take."""
-    match value:
-        case Reg(layout=layout) if op_name == "mosaic_gpu.layout_cast":
-            return (
-                f"Cannot cast to layout {layout}: the layout is not compatible with the "
-                f"operand shape {shape}."
-            )
-        case Reg(layout=layout):
-            return (
-                f"Cannot assign layout {layout} to {what} of `{op_name}`: the layout is not "
-                f"compatible with the shape {shape}."
-            )
-        case Tmem(layout=layout) if op_name == "mosaic_gpu.tmem_layout_cast":
-            return (
-                f"Cannot cast to TMEM layout {layout} in `{op_name}`: the layout is not "
-                f"compatible with the operand shape {shape}."
-            )
-        case Tmem(layout=layout):
-            return (
-                f"Cannot assign TMEM layout {layout} to {what} of `{op_name}`: the layout is "
-                f"not compatible with the shape {shape}."
-            )
-        case Smem(tiling=tiling):
-            tiled = "empty tiling" if not tiling else f"tiling {tile_transform_text(tiling)}"
-            swizzle = smem_swizzle(value)
-            swizzled = "no swizzle" if swizzle is None else f"{swizzle} swizzle"
-            return f"Cannot apply {tiled} with {swizzled} to memref with shape {shape}."
-    return f"Cannot assign {value} to {what} of `{op_name}` (shape {shape})."

@@ -29,7 +29,7 @@ from smalto.draw.ownership import ownership, tmem_placement
 from smalto.draw.pictures import register_grid, smem_grid, tmem_grid
 from smalto.draw.render import Grid, render
 from smalto.draw.smem import smem_placement
-from smalto.explain import Explainer
+from smalto.explainer import Explainer
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference

@@ -20,7 +20,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.constraints import Role, Site
-from smalto.explain import Explainer
+from smalto.explainer import Explainer
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
 from smalto.infer import Inference

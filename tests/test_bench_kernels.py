@@ -60,7 +60,7 @@ def test_read_walk_gathers_each_ops_dataflow() -> None:
     from jax._src.lib.mlir import ir
 
     from bench.run import count_ops, read_walk
-    from smalto.program import read_program
+    from smalto.reader import read_program
 
     ctx = reference.shared_context()
     module = reference.parse(attention_kernel(1), ctx)

@@ -19,7 +19,8 @@ from jax.experimental.mosaic.gpu import tcgen05
 from rule_kit import lower_in_launch
 
 import smalto
-from smalto.check import Violation, check, check_main
+from smalto.check import Violation, check
+from smalto.check_command import check_main
 from smalto.diagnose.lowering import jax_lowering_accepts
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache

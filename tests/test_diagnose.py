@@ -11,9 +11,9 @@ import reference
 
 import smalto
 from smalto.diagnose import ConflictReport
-from smalto.diagnose.conflict import _satisfiable
+from smalto.diagnose.core import _satisfiable
 from smalto.infer import in_context, solve_module
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 
 UNSAT = Path(__file__).parent / "unsat"

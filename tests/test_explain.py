@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from cli_run import infer_output, run
 
-from smalto.explain import Explainer, explain_main
+from smalto.explain import explain_main
+from smalto.explainer import Explainer
 from smalto.infer import in_context, solve_module
 from smalto.mlir import module_arch, parse_module
 

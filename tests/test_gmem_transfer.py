@@ -39,7 +39,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg
 from smalto.infer import in_context
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, judge
 from smalto.solve.search import Solver, decide

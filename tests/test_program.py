@@ -16,8 +16,9 @@ import reference
 from jax._src.lib.mlir import ir
 
 import smalto
-from smalto import program as program_module
-from smalto.program import Kind, Program, read_program
+from smalto import reader as program_module
+from smalto.program import Kind, Program
+from smalto.reader import read_program
 
 ENTRIES = reference.bundled_entries()
 

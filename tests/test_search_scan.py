@@ -29,10 +29,10 @@ from smalto.check import check
 from smalto.hw.values import Const
 from smalto.infer import in_context
 from smalto.mlir import module_arch
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve import candidates as cands
-from smalto.solve import search
+from smalto.solve import jax_order as search  # the search in JAX's order: _Offer, _Scan
 from smalto.solve.search import Solver
 
 HOPPER = (9, 0)

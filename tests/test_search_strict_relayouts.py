@@ -32,7 +32,8 @@ from rule_kit import (
 
 from smalto.constraints import Role, System
 from smalto.infer import in_context
-from smalto.program import Program, read_program
+from smalto.program import Program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.search import Solver
 

@@ -437,10 +437,10 @@ def _tmem_attr(layout: Any) -> str:
 
 def test_a_small_budget_says_it_ran_out() -> None:
     from smalto.diagnose.candidates import Candidates
-    from smalto.diagnose.conflict import find_core
+    from smalto.diagnose.core import find_core
     from smalto.diagnose.verify import Budget, try_edits
     from smalto.infer import in_context
-    from smalto.program import read_program
+    from smalto.reader import read_program
     from smalto.rules import derive_system
 
     text = (UNSAT / "relayout_unsupported.mlir").read_text()

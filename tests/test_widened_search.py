@@ -28,7 +28,7 @@ from smalto.constraints import GmemTransfer
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
 from smalto.infer import in_context
-from smalto.program import read_program
+from smalto.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve import domains
 from smalto.solve.search import Solver, decide

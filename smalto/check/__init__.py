@@ -23,18 +23,19 @@ between ops), ``walk`` (the driver), one module per dialect (``arith``,
 ``vector``, ``scf``, ``memref``, ``mosaic_gpu``, ``copies``, ``tmem``), the
 facts they share (``smem``: SMEM transforms as written and their validity;
 ``transfers``: SMEM <-> register feasibility through the lowering's own
-schedule; ``relayouts``; ``mma``), and ``command`` (``smalto check``).
+schedule; ``relayouts``; ``mma``). Its command line, ``smalto check``, is a face of
+the package (``smalto.check_command``): the checker itself imports nothing above
+the ground.
 The requirements are jax 0.12.0.1's lowering's.
 """
 
 import sys
 import types
 
-from smalto.check.command import check_main
 from smalto.check.core import Violation
 from smalto.check.walk import check
 
-__all__ = ["Violation", "check", "check_main"]
+__all__ = ["Violation", "check"]
 
 
 class _CallableModule(types.ModuleType):

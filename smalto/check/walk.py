@@ -9,7 +9,8 @@ from smalto.check import arith, copies, memref, mosaic_gpu, scf, tmem, vector  #
 from smalto.check.core import OPAQUE, RULES, Checker, Violation
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
-from smalto.program import Op, read_program
+from smalto.program import Op
+from smalto.reader import read_program
 
 
 def check(

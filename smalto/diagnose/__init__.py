@@ -1,7 +1,8 @@
 """Turning a failed inference into words a kernel author can act on.
 
 - ``conflict``: from a system with no solution, a minimal set of requirements
-  that cannot hold together, each with the op that imposed it and where, and
+  that cannot hold together (found by ``core``, over just the variables they
+  mention: ``subsystem``), each with the op that imposed it and where, and
   what the values involved were forced to;
 - ``origins``: where each value of the conflict is defined (for a cast
   result, the cast and what it casts);
@@ -11,15 +12,12 @@
 - ``suggest``: the suggestion, in Pallas terms, from those edits (else a hint).
 """
 
+from smalto.conflict_report import ConflictReport, Requirement
+from smalto.describe import Namer, describe_element
 from smalto.diagnose.conflict import (
-    ConflictReport,
-    Namer,
-    Requirement,
     describe_conflict,
-    describe_element,
     describe_fuel_exhaustion,
     diagnose,
-    op_text,
 )
 from smalto.diagnose.suggest import suggest_at_derivation
 
@@ -31,6 +29,5 @@ __all__ = [
     "describe_element",
     "describe_fuel_exhaustion",
     "diagnose",
-    "op_text",
     "suggest_at_derivation",
 ]

@@ -20,7 +20,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import (
-    Constraint,
+    Element,
     Fixed,
     Role,
     Site,
@@ -36,7 +36,6 @@ from smalto.hw.names import HOPPER_NAMES, REGISTER_LAYOUTS
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import Kind, Op, Program
 
-Element = Constraint | Fixed
 LAYOUT_CAST = "mosaic_gpu.layout_cast"
 TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 WITH_TRANSFORMS = "mosaic_gpu.with_transforms"

@@ -2,407 +2,43 @@
 
 From a system with no solution, find a small set of requirements that cannot
 hold together (an unsatisfiable core, minimal: dropping any one of them makes
-the rest satisfiable), say for each which op imposed it and where, say what
-the values involved were forced to, and suggest the change that resolves it.
+the rest satisfiable; ``core``), say for each which op imposed it and where
+(``smalto.describe``), say what the values involved were forced to, and
+suggest the change that resolves it (``suggest``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
-from jax._src.lib.mlir import ir
 
 from smalto import lowering_advice
+from smalto.conflict_report import ConflictReport, Requirement
 from smalto.constraints import (
-    Broadcast,
-    Constraint,
     Divides,
-    Equal,
+    Element,
     Fixed,
-    FullyTiled,
     GmemTransfer,
-    MinorTileDivisible,
     NotOfKind,
-    OneOf,
-    Reduce,
-    RegisterBits,
     Relayout,
-    Reshape,
-    Role,
-    Site,
     SmemTransfer,
-    StoreRegisters,
     System,
-    TmaSwizzle,
-    TmemTransfer,
-    Var,
     Variable,
     constraint_variables,
 )
-from smalto.diagnose.origins import Origins, defining_value, op_text
-from smalto.diagnose.subsystem import subsystem
+from smalto.describe import Namer, describe_element, expr_var
+from smalto.diagnose.core import find_core
+from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
-from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_text
+from smalto.locations import location_text, op_text
 from smalto.program import Program
-from smalto.solve.search import strict_cast
-
-Element = Constraint | Fixed
-# Upper bound on time spent shrinking a core; past it the core is smaller but
-# not guaranteed minimal.
-_CORE_SECONDS = 3.0
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """One requirement in a conflict: which op imposed it, where, and what it says."""
-
-    op: str
-    location: str
-    text: str
-    element: Element = field(repr=False)
-
-
-@dataclass(frozen=True)
-class ConflictReport:
-    """The facts behind an ``InferenceError``, for tools."""
-
-    requirements: list[Requirement]
-    values: list[str]  # "%12 : vector<64x64xf32>" for each value involved
-    derivations: list[str]  # "%12 is WGMMA because ..."
-    suggestion: str | None
-    minimal: bool
-    # Every element of the core (requirements with the same wording are listed once above).
-    core: list[Element] = field(default_factory=list, repr=False)
-    # Where each value involved is defined: "%12 : vector<...> is defined by `op` at k.py:3:4".
-    origins: list[str] = field(default_factory=list)
-    # The single edits verified to make the kernel infer and check, best first
-    # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
-    edits: list[Any] = field(default_factory=list)
-    edits_tried: int = 0
-    # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
-    # the module has no launch to lower it in).
-    edits_lowered: bool | None = None
-
-    @property
-    def ops(self) -> list[str]:
-        return list(dict.fromkeys(r.op for r in self.requirements))
-
-    @property
-    def locations(self) -> list[str]:
-        return list(dict.fromkeys(r.location for r in self.requirements))
-
-    def message(self) -> str:
-        lines = ["these requirements cannot all hold:"]
-        lines += [f"  - {r.text}" for r in self.requirements]
-        if self.derivations:
-            lines.append("where:")
-            lines += [f"  - {d}" for d in self.derivations]
-        if self.origins:
-            lines.append("the values involved:")
-            lines += [f"  - {o}" for o in self.origins]
-        if self.suggestion:
-            lines.append(f"suggestion: {self.suggestion}")
-        return "\n".join(lines)
-
-
-class Namer:
-    """SSA names and types of the values behind variables and sites."""
-
-    def __init__(self, program: Program, system: System | None) -> None:
-        self.program = program
-        self.system = system
-        self._state: ir.AsmState | None = None
-
-    def _ir_value(self, site: Site) -> ir.Value:
-        view = self.program.ops[site.op].view
-        if site.role == Role.OPERAND:
-            return view.operands[site.index]
-        if site.role == Role.RESULT:
-            return view.results[site.index]
-        assert site.region is not None
-        return view.regions[site.region].blocks[0].arguments[site.index]
-
-    def site(self, site: Site) -> str:
-        return self._name(self._ir_value(site))
-
-    def _name(self, value: ir.Value | None) -> str:
-        try:
-            if value is None:
-                return "<value>"
-            if self._state is None:
-                top = self.program.ops[self.program.top_level[0]].operation
-                parent = top.parent if top.parent is not None else top
-                self._state = ir.AsmState(parent)
-            name = value.get_name(self._state)
-        except Exception:  # naming is best-effort: never hide the real error
-            name = "<value>"
-        return name
-
-    def value(self, vid: int) -> str:
-        """The SSA name of a value, by its id."""
-        producer = self.program.values[vid].producer
-        if producer is None:  # a free value: named at a use
-            for op in self.program.ops:
-                if vid in op.operands:
-                    return self._name(op.operation.operands[op.operands.index(vid)])
-            return "<value>"
-        view = self.program.ops[producer.op].operation
-        if producer.region is None:
-            return self._name(view.results[producer.index])
-        return self._name(view.regions[producer.region].blocks[0].arguments[producer.index])
-
-    def site_text(self, site: Site) -> str:
-        """``%3 (result #0 of `arith.addf` at kernel.py:12:8)``."""
-        role = {Role.OPERAND: "operand", Role.RESULT: "result", Role.ARGUMENT: "argument"}
-        op = op_text(self.program.ops[site.op])
-        return f"{self.site(site)} ({role[site.role]} #{site.index} of {op})"
-
-    def var(self, var: int) -> str:
-        variable = self.system.variables[var]
-        # Prefer a result (the value as defined) over an operand use.
-        sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
-        return self.site(sites[0]) if sites else f"v{var}"
-
-    def producer(self, var: int) -> str:
-        """ " (from `op` at file:line)" for the op that defines the variable's value."""
-        for site in self.system.variables[var].sites:
-            if site.role == Role.RESULT:
-                op = self.program.ops[site.op]
-                return f" (from {op_text(op)})"
-        return ""
-
-    def expr(self, expr: object, default: str) -> str:
-        """The name of the variable inside an expression, or ``default``."""
-        var = _expr_var(expr)
-        return self.var(var) if var is not None else default
-
-    def typed(self, var: int) -> str:
-        variable = self.system.variables[var]
-        return f"{self.var(var)} : {self.program.values[variable.key_value].type}"
-
-
-# --- finding a minimal core ---------------------------------------------------------
-
-
-def _satisfiable(
-    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
-) -> bool | None:
-    from smalto.solve.search import FuelExhausted, Solver
-
-    try:
-        # The widest search: a core is what no layout the lowering accepts satisfies.
-        return Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True).solve(
-            guided=False
-        )
-    except FuelExhausted:
-        return None
-
-
-def minimal_core(
-    elements: list[Element],
-    is_unsat: Callable[[list[Element]], bool],
-    deadline: float,
-) -> tuple[list[Element], bool]:
-    """Drops chunks, then single elements, while the rest stays unsatisfiable.
-
-    Returns the core and whether it is minimal (every single element was tried).
-    """
-    core = list(elements)
-    chunk = max(1, len(core) // 2)
-    while True:
-        i = 0
-        while i < len(core):
-            if time.monotonic() > deadline:
-                return core, False
-            trial = core[:i] + core[i + chunk :]
-            if trial and is_unsat(trial):
-                core = trial
-            else:
-                i += chunk
-        if chunk == 1:
-            return core, True
-        chunk = max(1, chunk // 2)
-
-
-def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[Element]:
-    """The elements connected to ``seeds`` through shared variables."""
-    touching: dict[int, list[int]] = {}
-    element_vars = []
-    for i, e in enumerate(elements):
-        vs = (e.var,) if isinstance(e, Fixed) else constraint_variables(e)
-        element_vars.append(vs)
-        for v in vs:
-            touching.setdefault(v, []).append(i)
-    # Equalities join variables; everything connected may matter.
-    seen_vars, stack, picked = set(seeds), list(seeds), set()
-    while stack:
-        for i in touching.get(stack.pop(), ()):
-            if i not in picked:
-                picked.add(i)
-                for v in element_vars[i]:
-                    if v not in seen_vars:
-                        seen_vars.add(v)
-                        stack.append(v)
-    return [e for i, e in enumerate(elements) if i in picked]
-
-
-def find_core(
-    program: Program,
-    system: System,
-    arch: tuple[int, int],
-    seeds: set[int],
-    explanation: list[Element] | None = None,
-) -> tuple[list[Element], bool]:
-    """A minimal core, starting from the propagation's explanation when there is one."""
-    elements: list[Element] = [*system.fixed, *system.constraints]
-
-    def unsat(subset: list[Element]) -> bool:
-        return _satisfiable(system, subset, program, arch) is False
-
-    deadline = time.monotonic() + _CORE_SECONDS
-    if explanation and unsat(explanation):
-        return minimal_core(explanation, unsat, deadline)
-    if seeds:
-        relevant = _relevant(system, elements, seeds)
-        if relevant and unsat(relevant):
-            elements = relevant
-    return minimal_core(elements, unsat, deadline)
-
-
-# --- words ------------------------------------------------------------------------
 
 
 def _op_of(program: Program, element: Element) -> tuple[str, str]:
     op = program.ops[element.origin]
     return op.name, location_text(op.location)
-
-
-def _expr_var(expr: object) -> int | None:
-    while not isinstance(expr, Var) and hasattr(expr, "expr"):
-        expr = expr.expr  # type: ignore[attr-defined]
-    return expr.id if isinstance(expr, Var) else None
-
-
-def describe_element(element: Element, program: Program, namer: Namer) -> str:
-    at = op_text(program.ops[element.origin])
-    match element:
-        case Fixed(var=var, value=value, what=what):
-            return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
-        case Relayout(source=source, strict=True):
-            s = _expr_var(source)
-            if s is not None and strict_cast(program, element.origin):
-                return (
-                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a strict layout "
-                    "cast converts only a splat"
-                )
-            if s is not None:
-                return (
-                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
-                    "layout from producer to consumer, but where the lowering converts it "
-                    "(from a splat, a transpose, an upcast layout)"
-                )
-        case Relayout(source=source):
-            s = _expr_var(source)
-            name = namer.var(s) if s is not None else "the operand"
-            return f"{name} must be convertible by the layout cast {at} (a supported relayout)"
-        case SmemTransfer(smem=smem, reg=reg):
-            s, r = _expr_var(smem), _expr_var(reg)
-            return (
-                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
-                f"and the SMEM ref {namer.var(s) if s is not None else ''}: the register "
-                f"layout and the ref's tiling and swizzle need a supported ({element.mode.value}) "
-                "transfer"
-            )
-        case TmemTransfer(tmem=tmem, reg=reg):
-            t, r = _expr_var(tmem), _expr_var(reg)
-            return (
-                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
-                f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
-                "supported TMEM transfer"
-            )
-        case OneOf(expr=expr, allowed=allowed):
-            v = _expr_var(expr)
-            options = "; ".join(describe_value(a) for a in allowed)
-            return (
-                f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
-                f"{options}"
-            )
-        case Divides(expr=expr, multiple=multiple):
-            v = _expr_var(expr)
-            return (
-                f"the tiling of {namer.var(v) if v is not None else 'the value'} must divide "
-                f"{multiple} (the sizes and known offsets used by {at})"
-            )
-        case MinorTileDivisible(expr=expr, divisor=divisor):
-            ref = namer.expr(expr, "the ref")
-            return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
-        case TmaSwizzle(expr=expr, bitwidth=bitwidth):
-            ref = namer.expr(expr, "the ref")
-            return (
-                f"a swizzle of {ref} must be exactly as wide as the rows {at} copies "
-                f"(its minor tile, or minor dim, of {bitwidth}-bit elements)"
-            )
-        case NotOfKind(expr=expr, kind=kind):
-            v = _expr_var(expr)
-            return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"
-        case Equal(lhs=lhs, rhs=Reduce()) | Equal(lhs=Reduce(), rhs=lhs):
-            return (
-                f"{namer.var(_expr_var(lhs) or 0)} must be the reduced layout of its input ({at})"
-            )
-        case Equal(lhs=lhs, rhs=Reshape()):
-            result = namer.expr(lhs, "the result")
-            return f"{result} must be a layout that reshaping its input keeps ({at})"
-        case Equal(lhs=lhs, rhs=rhs):
-            a, b = _expr_var(lhs), _expr_var(rhs)
-            if a is not None and b is not None and namer.var(a) == namer.var(b):
-                return f"{namer.var(a)} is one ref wherever {at} uses it: one set of transforms"
-            if a is not None and b is not None and a != b:
-                return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
-            return f"two layouts must agree ({at})"
-        case Broadcast():
-            return f"the broadcast {at} must be supported for its source and result layouts"
-        case FullyTiled(expr=expr, rank=rank, reduced=None):
-            return (
-                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims "
-                f"if tiled at all: {at} cannot take a row or column tile"
-            )
-        case FullyTiled(expr=expr, rank=rank, reduced=reduced):
-            return (
-                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
-                f"or leave the reduced dims {reduced} untiled ({at})"
-            )
-        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=multiple):
-            # 32-bit words for an optimization barrier, whole bytes for a conversion.
-            how = f"passes {at} as 32-bit words:" if multiple == 32 else f"is converted by {at}:"
-            return (
-                f"{namer.expr(expr, 'the value')} {how} {bitwidth}-bit elements need vector "
-                f"registers of a multiple of {multiple} bits"
-            )
-        case GmemTransfer(reg=reg, bitwidth=bitwidth, mode=Transfer.OPTIMIZED):
-            return (
-                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: an optimized "
-                f"transfer of {bitwidth}-bit elements must coalesce (at least 4 bytes a "
-                "thread, whole 32-byte sectors)"
-            )
-        case GmemTransfer(reg=reg):
-            return (
-                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: its "
-                "vectors must run along a contiguous dim of the ref"
-            )
-        case StoreRegisters(expr=expr):
-            return (
-                f"{namer.expr(expr, 'the value')} is stored by {at} one register at a time: "
-                "registers of 32 or 64 bits, each element held by one thread"
-            )
-    return f"requirement of {at}"
 
 
 def _derivations(
@@ -456,7 +92,7 @@ def _suggestion(
     program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
 ) -> str | None:
     if len(core) == 1 and isinstance(core[0], NotOfKind):
-        var = _expr_var(core[0].expr)
+        var = expr_var(core[0].expr)
         if var is not None:
             shape = system.variables[var].shape
             return (
@@ -467,7 +103,7 @@ def _suggestion(
             )
     for e in core:
         if isinstance(e, Relayout) and e.strict:
-            s, t = _expr_var(e.source), _expr_var(e.target)
+            s, t = expr_var(e.source), expr_var(e.target)
             if s is None or t is None:
                 continue
             a, b = values.get(s), values.get(t)
@@ -489,7 +125,7 @@ def _suggestion(
         return proof
     for e in core:
         if isinstance(e, Relayout) and not e.strict:
-            s, t = _expr_var(e.source), _expr_var(e.target)
+            s, t = expr_var(e.source), expr_var(e.target)
             a = values.get(s) if s is not None else None
             b = values.get(t) if t is not None else None
             if (
@@ -535,7 +171,7 @@ def _suggestion(
 def _divisibility_hint(program: Program, system: System, core: list[Element]) -> str | None:
     """For offsets not known to be tile multiples: prove them (no layout edit says that)."""
     for e in core:
-        var = _expr_var(e.expr) if isinstance(e, Divides) else None
+        var = expr_var(e.expr) if isinstance(e, Divides) else None
         if isinstance(e, Divides) and var is not None and _offset_limited(e, system.variables[var]):
             op = program.ops[e.origin]
             if op.name in ("memref.subview", "mosaic_gpu.async_load", "mosaic_gpu.async_store"):
@@ -555,7 +191,7 @@ def _transfer_alternatives(
     from smalto.hw.transfers import smem_transfer_supported
     from smalto.hw.values import Smem
 
-    s, r = _expr_var(transfer.smem), _expr_var(transfer.reg)
+    s, r = expr_var(transfer.smem), expr_var(transfer.reg)
     tiling = values.get(s) if s is not None else None
     reg = values.get(r) if r is not None else None
     if not isinstance(tiling, Smem) or not isinstance(reg, Reg):

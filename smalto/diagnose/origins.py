@@ -15,23 +15,13 @@ from jax._src.lib.mlir import ir
 from smalto.constraints import Role, System, value_at
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const
-from smalto.locations import location_name, location_text
-from smalto.program import Op, Program
+from smalto.locations import op_text
+from smalto.program import Program
 
 # Ops whose result is their operand under a layout the op states.
 CASTS = frozenset(
     {"mosaic_gpu.layout_cast", "mosaic_gpu.tmem_layout_cast", "mosaic_gpu.with_transforms"}
 )
-
-
-def op_text(op: Op) -> str:
-    """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
-    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
-    where = location_text(op.location)
-    name = location_name(op.location)
-    if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
-        return f"`{op.name}` at {where}"
-    return f"`{op.name}` (`{name}`) at {where}"
 
 
 def defining_value(program: Program, system: System, var: int) -> int:
@@ -101,4 +91,4 @@ class Origins:
         return text
 
 
-__all__ = ["CASTS", "Origins", "cast_layout", "defining_value", "op_text"]
+__all__ = ["CASTS", "Origins", "cast_layout", "defining_value"]

@@ -12,30 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Role, Site, System
+from smalto.conflict_report import ConflictReport
+from smalto.constraints import Element, Role, Site, System
+from smalto.describe import Namer
 from smalto.diagnose.candidates import (
     INLINE,
     LAYOUT_CAST,
     TMEM_CAST,
     Candidates,
-    Element,
     annotation_edits,
 )
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
-from smalto.diagnose.origins import op_text
 from smalto.diagnose.verify import Budget, Trial, try_edits
+from smalto.errors import InferenceError
 from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.locations import location_text
+from smalto.locations import location_text, op_text
 from smalto.program import Program
-
-if TYPE_CHECKING:
-    from smalto.diagnose.conflict import Namer
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
 LOWERED = (
@@ -105,9 +102,6 @@ def suggest(
 def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
     """For an annotation whose layout its value cannot take (found while deriving the
     rules): tries its other targets and its removal, and adds what works to ``error``."""
-    from smalto.diagnose.conflict import ConflictReport, Namer
-    from smalto.errors import InferenceError
-
     report = getattr(error, "conflict", None)
     if not isinstance(error, InferenceError) or not isinstance(report, ConflictReport):
         return

@@ -22,6 +22,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, apply, ops_in_order
+from smalto.pipeline import Failure, solve_copy, write
 from smalto.program import Program
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs
@@ -181,33 +182,26 @@ def works_on_copy(
 ) -> Verdict:
     """Makes ``edit`` on a clone of ``module``: does the clone infer, and its answer check?
     With ``lower``, JAX's dialect lowering must take the answer too where it can run."""
-    from smalto import annotate
     from smalto.check import check
     from smalto.diagnose.lowering import jax_lowering_accepts
-    from smalto.errors import InferenceError
-    from smalto.program import read_program
-    from smalto.rules import derive_system
-    from smalto.solve.search import FuelExhausted, decide
 
     clone = module.clone()
     try:
         with clone.context, ir.Location.unknown(clone.context):
             apply(edit, ops_in_order(clone.operation))
-            program = read_program(clone)  # type: ignore[arg-type]
-            system = derive_system(program, arch)
             # Decided as inference decides it (the widened search included).
-            solver = decide(system, program, arch, _FUEL)
-            if not solver.solved:
+            try:
+                inference = solve_copy(clone, arch, _FUEL)  # type: ignore[arg-type]
+            except Failure:
                 return Verdict(False)
-            plan = annotate.plan_attributes(program, system, solver.solution())
-            annotate.write_attributes(program, plan)
+            write(inference)
         if check(clone, arch):  # type: ignore[arg-type]
             return Verdict(False)
         if not lower:
             return Verdict(True)
         lowered, why = jax_lowering_accepts(clone.operation)
         return Verdict(lowered is not False, lowered, why)
-    except (InferenceError, NotImplementedError, ValueError, FuelExhausted):
+    except (NotImplementedError, ValueError):
         return Verdict(False)  # the edited kernel fails some other way: not a fix
     except Exception:  # noqa: BLE001 -- an edit the pipeline cannot take is no fix either
         return Verdict(False)

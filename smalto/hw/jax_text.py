@@ -46,3 +46,34 @@ def ref_text(value: Smem) -> str:
 def tile_transform_text(tiling: tuple[int, ...]) -> str:
     """A tiling as JAX prints its ``TileTransform``."""
     return f"TileTransform(tiling={tuple(tiling)}, rounding=None)"
+
+
+def does_not_fit(op_name: str, what: str, value: Const, shape: tuple[int, ...]) -> str:
+    """JAX's sentence for an op that imposes a layout its value's shape cannot take."""
+    match value:
+        case Reg(layout=layout) if op_name == "mosaic_gpu.layout_cast":
+            return (
+                f"Cannot cast to layout {layout}: the layout is not compatible with the "
+                f"operand shape {shape}."
+            )
+        case Reg(layout=layout):
+            return (
+                f"Cannot assign layout {layout} to {what} of `{op_name}`: the layout is not "
+                f"compatible with the shape {shape}."
+            )
+        case Tmem(layout=layout) if op_name == "mosaic_gpu.tmem_layout_cast":
+            return (
+                f"Cannot cast to TMEM layout {layout} in `{op_name}`: the layout is not "
+                f"compatible with the operand shape {shape}."
+            )
+        case Tmem(layout=layout):
+            return (
+                f"Cannot assign TMEM layout {layout} to {what} of `{op_name}`: the layout is "
+                f"not compatible with the shape {shape}."
+            )
+        case Smem(tiling=tiling):
+            tiled = "empty tiling" if not tiling else f"tiling {tile_transform_text(tiling)}"
+            swizzle = smem_swizzle(value)
+            swizzled = "no swizzle" if swizzle is None else f"{swizzle} swizzle"
+            return f"Cannot apply {tiled} with {swizzled} to memref with shape {shape}."
+    return f"Cannot assign {value} to {what} of `{op_name}` (shape {shape})."

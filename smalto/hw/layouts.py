@@ -3,6 +3,11 @@
 This is the one place (with ``transfers`` and ``encode``) that speaks JAX's
 layout types. Everything here is a pure function of hashable arguments, so the
 expensive ones are cached: kernels reuse a handful of layouts and shapes.
+
+One idea in some 600 lines: what JAX 0.12.0.1's layouts allow, asked by the
+rules, the solver and the diagnosis alike (validity for a shape, relayouts,
+layouts through reductions, reshapes, transposes and collapses, SMEM and
+TMEM facts), each a small function over JAX's own types.
 """
 
 from __future__ import annotations

@@ -14,6 +14,14 @@ same fuel and arch::
     smalto.jax.install()               # or for the rest of the process
     smalto.jax.uninstall()             # JAX's own pass again, exactly
 
+    with smalto.jax.enabled(rewrite=False):
+        out = my_pallas_kernel(x)      # options of smalto.infer_layout, for every call
+
+``install``, ``enabled`` and ``lower`` pass keywords of ``smalto.infer_layout``
+(but the fuel and the arch, which JAX's own call gives) to every call:
+``install``'s hold until ``uninstall``, and ``enabled`` and ``lower`` add
+theirs to those in force while they run.
+
 For code you cannot edit, run it with ``python -m smalto.jax run script.py``,
 or set ``SMALTO_JAX=1`` where something imports ``smalto.jax`` (importing it
 with the variable set installs the hook). ``SMALTO_JAX_DUMP=DIR`` writes every
@@ -38,7 +46,9 @@ from smalto.jax.hooks import (
     jax_infer_arch,
     jax_infer_layout,
     observing,
+    options_in_force,
     remove_observer,
+    set_options,
     set_smalto,
     smalto_enabled,
 )
@@ -66,13 +76,16 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _installed_dumper: list[Dumper] = []
 
 
-def install(*, dump_to: str | os.PathLike[str] | None = None) -> None:
+def install(*, dump_to: str | os.PathLike[str] | None = None, **options: object) -> None:
     """Routes JAX's Mosaic GPU layout inference through smalto from now on.
 
     Idempotent. Clears JAX's compilation caches, so kernels compiled before
     are compiled again with smalto. With ``dump_to``, every module is also
-    written to that directory before and after inference.
+    written to that directory before and after inference. ``options``:
+    keywords of ``smalto.infer_layout`` for every call (``rewrite=False``),
+    in place of those of an earlier ``install``.
     """
+    set_options(options)
     set_smalto(True)
     if dump_to is not None:
         _stop_dumping()
@@ -84,11 +97,12 @@ def install(*, dump_to: str | os.PathLike[str] | None = None) -> None:
 def uninstall() -> None:
     """Puts JAX's own pass back: its functions are again the very objects they were.
 
-    Stops the dumping ``install`` started. Clears JAX's compilation caches if
-    smalto was installed. Idempotent.
+    Stops the dumping ``install`` started, forgets its options. Clears JAX's
+    compilation caches if smalto was installed. Idempotent.
     """
     _stop_dumping()
     set_smalto(False)
+    set_options({})
 
 
 def is_installed() -> bool:
@@ -97,12 +111,15 @@ def is_installed() -> bool:
 
 
 @contextlib.contextmanager
-def enabled(*, dump_to: str | os.PathLike[str] | None = None) -> Iterator[None]:
+def enabled(*, dump_to: str | os.PathLike[str] | None = None, **options: object) -> Iterator[None]:
     """Routes layout inference through smalto inside the block.
 
-    On exit the previous state returns (installed or not). ``dump_to`` writes
-    the modules seen inside the block, as in ``install``.
+    On exit the previous state returns (installed or not, and its options).
+    ``dump_to`` writes the modules seen inside the block, as in ``install``;
+    ``options``, keywords of ``smalto.infer_layout`` for every call inside it,
+    are added to those in force (an ``install``'s, an enclosing block's).
     """
+    previous_options = set_options({**options_in_force(), **options})
     previous = set_smalto(True)
     try:
         if dump_to is None:
@@ -112,6 +129,7 @@ def enabled(*, dump_to: str | os.PathLike[str] | None = None) -> Iterator[None]:
                 yield
     finally:
         set_smalto(previous)
+        set_options(previous_options)
 
 
 def _stop_dumping() -> None:

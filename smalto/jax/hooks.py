@@ -19,16 +19,18 @@ time.
 
 Everything here is process-wide, as the patch itself is: one ``_Hooks``
 instance records who needs the patch (smalto enabled, observers, a forced
-arch); the attributes are patched while anyone does and restored as soon as
-no one does.
+arch) and the options smalto's pass gets (``set_options``: keywords of
+``smalto.infer_layout`` beyond the fuel and arch JAX's call gives); the
+attributes are patched while anyone does and restored as soon as no one does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Literal
@@ -74,6 +76,8 @@ def _jax_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
 @dataclass
 class _Hooks:
     use_smalto: bool = False
+    # Keywords for smalto.infer_layout on every call (``set_options``).
+    options: dict[str, object] = field(default_factory=dict)
     observers: list[Observer] = field(default_factory=list)
     arch: tuple[int, int] | None = None
     # (module, attribute) -> JAX's original object, while patched.
@@ -147,10 +151,12 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
 
     Runs ``smalto.infer_layout`` with the same module, fuel and arch while
     smalto is enabled (smalto's default fuel when the caller passed none; JAX
-    never does), JAX's own pass otherwise, and tells the observers.
+    never does), and the options set (``set_options``); JAX's own pass
+    otherwise; and tells the observers.
     """
     with _HOOKS.lock:
         use_smalto = _HOOKS.use_smalto
+        options = dict(_HOOKS.options)
         observers = list(_HOOKS.observers)
     call = InferenceCall(module, tuple(arch), fuel, "smalto" if use_smalto else "jax")  # type: ignore[arg-type]
     for observer in observers:
@@ -160,9 +166,9 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
             import smalto
 
             if fuel is None:
-                smalto.infer_layout(module, arch=call.arch)
+                smalto.infer_layout(module, arch=call.arch, **options)  # type: ignore[arg-type]
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=call.arch)
+                smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)  # type: ignore[arg-type]
         else:
             original = jax_infer_layout()
             if fuel is None:
@@ -194,6 +200,47 @@ def set_smalto(use: bool) -> bool:
 
 def smalto_enabled() -> bool:
     return _HOOKS.use_smalto
+
+
+def set_options(options: Mapping[str, object]) -> dict[str, object]:
+    """Sets the keywords smalto's pass gets on every hooked call (``smalto.infer_layout``'s,
+    e.g. ``rewrite=False``; not ``fuel`` nor ``arch``, which JAX's call gives); returns the
+    previous ones. Raises ``TypeError`` for a keyword ``infer_layout`` does not take.
+
+    Clears JAX's compilation caches when they change while smalto is enabled, so
+    kernels lowered before are lowered again with them.
+    """
+    wanted = dict(options)
+    unknown = sorted(set(wanted) - pass_options())
+    if unknown:
+        raise TypeError(
+            f"smalto.infer_layout takes no option {', '.join(map(repr, unknown))} "
+            f"(it takes {', '.join(map(repr, sorted(pass_options())))}; the fuel and the "
+            "arch are those of JAX's call)"
+        )
+    with _HOOKS.lock:
+        previous = _HOOKS.options
+        _HOOKS.options = wanted
+        use_smalto = _HOOKS.use_smalto
+    if use_smalto and previous != wanted:
+        jax.clear_caches()
+    return previous
+
+
+def options_in_force() -> dict[str, object]:
+    """The keywords smalto's pass gets now (``set_options``)."""
+    with _HOOKS.lock:
+        return dict(_HOOKS.options)
+
+
+def pass_options() -> frozenset[str]:
+    """The keywords ``set_options`` accepts: ``smalto.infer_layout``'s keyword-only
+    parameters but ``fuel`` and ``arch``."""
+    from smalto.infer import infer_layout
+
+    parameters = inspect.signature(infer_layout).parameters.values()
+    keywords = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return frozenset(keywords - {"fuel", "arch"})
 
 
 def add_observer(observer: Observer) -> None:

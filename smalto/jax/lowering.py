@@ -24,7 +24,7 @@ from smalto.jax.capture import (
     lower_for_cuda,
     recording,
 )
-from smalto.jax.hooks import Pass, set_smalto
+from smalto.jax.hooks import Pass, options_in_force, set_options, set_smalto
 
 Stage = Literal["before inference", "inference", "after inference", "no kernel"]
 
@@ -65,6 +65,7 @@ def lower(
     *args: Any,
     arch: tuple[int, int] | None = None,
     by: Pass = "smalto",
+    **options: object,
 ) -> Lowering:
     """Lowers ``fn(*args)`` for CUDA with ``by`` as the layout-inference pass.
 
@@ -74,10 +75,14 @@ def lower(
     JAX's own pass instead, to compare. The pass in force before the call is
     back in force after it. Every kernel must be in warpgroup semantics (the
     only ones that run layout inference) and at least one must be built.
+    ``options``: keywords of ``smalto.infer_layout`` for every call smalto
+    makes (``rewrite=False``), added to those in force (``enabled``,
+    ``install``), which are back after.
 
     Returns the lowering; raises ``KernelLoweringError`` naming the stage that
     failed.
     """
+    previous_options = set_options({**options_in_force(), **options})
     previous = set_smalto(by == "smalto")
     try:
         with recording(arch) as recorder:
@@ -97,6 +102,7 @@ def lower(
                 ) from raised
     finally:
         set_smalto(previous)
+        set_options(previous_options)
     kernels = tuple(recorder.captured)
     if not kernels:
         raise KernelLoweringError(

@@ -8,7 +8,7 @@ from smalto.constraints import LayoutKind, RegisterBits, Role, Site, Var
 from smalto.elementwise import ELEMENTWISE
 from smalto.hw import layouts as hl
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 # One layout for operands and result (``smalto.elementwise``).
 POINTWISE = ELEMENTWISE

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
+from smalto.program import Program
+
 # The marker of a dynamic size, offset or stride in static arrays (the same
 # value for all three); comparing with it spares a binding call per entry.
 DYNAMIC = ir.ShapedType.get_dynamic_size()
@@ -33,3 +35,18 @@ def segment(operation: ir.Operation, index: int) -> range:
     for i in range(index):
         start += sizes[i]  # type: ignore[index]
     return range(start, start + sizes[index])  # type: ignore[index]
+
+
+def strict_cast(program: Program, op_id: int) -> bool:
+    """Whether op ``op_id`` is a ``strict`` layout cast.
+
+    Its own relayout and the one from its operand's producer into it (both
+    name the cast as their origin) stay strict in the widened search: the
+    user's word that no relayout happens there, although the cast's lowering
+    would convert (JAX's inference enforces it, not its lowering).
+    """
+    op = program.ops[op_id]
+    if op.name != "mosaic_gpu.layout_cast":
+        return False
+    attrs = op.operation.attributes
+    return "strict" in attrs and bool(ir.BoolAttr(attrs["strict"]).value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from smalto.constraints import Equal, LayoutKind, Var
 from smalto.program import Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 
 @rule("mosaic_gpu.vector_concat")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smalto.program import Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 
 @rule("llvm.mlir.undef", "ub.poison")

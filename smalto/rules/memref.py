@@ -9,8 +9,8 @@ from jax._src.lib.mlir import ir
 from smalto.constraints import Collapse, Divides, Equal, Role, Site, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.program import Op
-from smalto.rules import RuleContext, rule
 from smalto.rules.attributes import DYNAMIC
+from smalto.rules.context import RuleContext, rule
 
 
 @rule("memref.subview")

@@ -29,8 +29,9 @@ from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
+from smalto.locations import op_text
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 # The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
 _WGMMA = Reg(hl.WGMMA)
@@ -104,8 +105,6 @@ def _gmem_transfer(
 
 def _where(op: Op) -> str:
     """The op (with the primitive's name where it says more) and its source location."""
-    from smalto.diagnose import op_text
-
     return op_text(op)
 
 

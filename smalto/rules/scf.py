@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 # scf.for's lower bound, upper bound and step come before the loop-carried values.
 _FOR_BOUNDS = 3

@@ -10,7 +10,7 @@ from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
 
 _SWIZZLE_MODES = (16, 32, 64, 128)

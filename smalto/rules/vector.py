@@ -6,7 +6,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import Divides, Equal, FullyTiled, LayoutKind, Reduce, Reshape, Var
 from smalto.program import Kind, Op
-from smalto.rules import RuleContext, rule
+from smalto.rules.context import RuleContext, rule
 
 _NOT_SPLAT_OR_STRIDED = (LayoutKind.SPLAT, LayoutKind.STRIDED)
 

@@ -20,9 +20,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from smalto.check.core import Violation
-from smalto.check.walk import check
-from smalto.validate import SUPPORTED_ARCHS
+from smalto.archs import SUPPORTED_ARCHS
+from smalto.check import Violation, check
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -109,8 +108,9 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
 
 def _coverage(module: object) -> tuple[int, int, dict[str, int]]:
     """(ops, ops that carry layouts, values with layouts by kind) of a module."""
-    from smalto.infer import in_context
-    from smalto.program import Kind, read_program
+    from smalto.mlir import in_context
+    from smalto.program import Kind
+    from smalto.reader import read_program
 
     with in_context(module):  # type: ignore[arg-type]
         program = read_program(module)  # type: ignore[arg-type]

@@ -1,0 +1,234 @@
+"""The constraint system in words: names of the values behind variables and sites
+(``Namer``), and a sentence for each requirement (``describe_element``), with
+the op that imposed it and where. The dump of the system (``smalto.dump``) and
+the diagnosis of a conflict (``smalto.diagnose``) say requirements this way.
+"""
+
+from __future__ import annotations
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import (
+    Broadcast,
+    Divides,
+    Element,
+    Equal,
+    Fixed,
+    FullyTiled,
+    GmemTransfer,
+    MinorTileDivisible,
+    NotOfKind,
+    OneOf,
+    Reduce,
+    RegisterBits,
+    Relayout,
+    Reshape,
+    Role,
+    Site,
+    SmemTransfer,
+    StoreRegisters,
+    System,
+    TmaSwizzle,
+    TmemTransfer,
+    Var,
+)
+from smalto.hw.names import describe_value
+from smalto.hw.transfers import Transfer
+from smalto.locations import op_text
+from smalto.program import Program
+from smalto.rules.attributes import strict_cast
+
+
+class Namer:
+    """SSA names and types of the values behind variables and sites."""
+
+    def __init__(self, program: Program, system: System | None) -> None:
+        self.program = program
+        self.system = system
+        self._state: ir.AsmState | None = None
+
+    def _ir_value(self, site: Site) -> ir.Value:
+        view = self.program.ops[site.op].view
+        if site.role == Role.OPERAND:
+            return view.operands[site.index]
+        if site.role == Role.RESULT:
+            return view.results[site.index]
+        assert site.region is not None
+        return view.regions[site.region].blocks[0].arguments[site.index]
+
+    def site(self, site: Site) -> str:
+        return self._name(self._ir_value(site))
+
+    def _name(self, value: ir.Value | None) -> str:
+        try:
+            if value is None:
+                return "<value>"
+            if self._state is None:
+                top = self.program.ops[self.program.top_level[0]].operation
+                parent = top.parent if top.parent is not None else top
+                self._state = ir.AsmState(parent)
+            name = value.get_name(self._state)
+        except Exception:  # naming is best-effort: never hide the real error
+            name = "<value>"
+        return name
+
+    def value(self, vid: int) -> str:
+        """The SSA name of a value, by its id."""
+        producer = self.program.values[vid].producer
+        if producer is None:  # a free value: named at a use
+            for op in self.program.ops:
+                if vid in op.operands:
+                    return self._name(op.operation.operands[op.operands.index(vid)])
+            return "<value>"
+        view = self.program.ops[producer.op].operation
+        if producer.region is None:
+            return self._name(view.results[producer.index])
+        return self._name(view.regions[producer.region].blocks[0].arguments[producer.index])
+
+    def site_text(self, site: Site) -> str:
+        """``%3 (result #0 of `arith.addf` at kernel.py:12:8)``."""
+        role = {Role.OPERAND: "operand", Role.RESULT: "result", Role.ARGUMENT: "argument"}
+        op = op_text(self.program.ops[site.op])
+        return f"{self.site(site)} ({role[site.role]} #{site.index} of {op})"
+
+    def var(self, var: int) -> str:
+        variable = self.system.variables[var]
+        # Prefer a result (the value as defined) over an operand use.
+        sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
+        return self.site(sites[0]) if sites else f"v{var}"
+
+    def producer(self, var: int) -> str:
+        """ " (from `op` at file:line)" for the op that defines the variable's value."""
+        for site in self.system.variables[var].sites:
+            if site.role == Role.RESULT:
+                op = self.program.ops[site.op]
+                return f" (from {op_text(op)})"
+        return ""
+
+    def expr(self, expr: object, default: str) -> str:
+        """The name of the variable inside an expression, or ``default``."""
+        var = expr_var(expr)
+        return self.var(var) if var is not None else default
+
+    def typed(self, var: int) -> str:
+        variable = self.system.variables[var]
+        return f"{self.var(var)} : {self.program.values[variable.key_value].type}"
+
+
+def expr_var(expr: object) -> int | None:
+    """The variable inside an expression (through reductions, reshapes...), if any."""
+    while not isinstance(expr, Var) and hasattr(expr, "expr"):
+        expr = expr.expr  # type: ignore[attr-defined]
+    return expr.id if isinstance(expr, Var) else None
+
+
+def describe_element(element: Element, program: Program, namer: Namer) -> str:
+    at = op_text(program.ops[element.origin])
+    match element:
+        case Fixed(var=var, value=value, what=what):
+            return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
+        case Relayout(source=source, strict=True):
+            s = expr_var(source)
+            if s is not None and strict_cast(program, element.origin):
+                return (
+                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a strict layout "
+                    "cast converts only a splat"
+                )
+            if s is not None:
+                return (
+                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
+                    "layout from producer to consumer, but where the lowering converts it "
+                    "(from a splat, a transpose, an upcast layout)"
+                )
+        case Relayout(source=source):
+            s = expr_var(source)
+            name = namer.var(s) if s is not None else "the operand"
+            return f"{name} must be convertible by the layout cast {at} (a supported relayout)"
+        case SmemTransfer(smem=smem, reg=reg):
+            s, r = expr_var(smem), expr_var(reg)
+            return (
+                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+                f"and the SMEM ref {namer.var(s) if s is not None else ''}: the register "
+                f"layout and the ref's tiling and swizzle need a supported ({element.mode.value}) "
+                "transfer"
+            )
+        case TmemTransfer(tmem=tmem, reg=reg):
+            t, r = expr_var(tmem), expr_var(reg)
+            return (
+                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+                f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
+                "supported TMEM transfer"
+            )
+        case OneOf(expr=expr, allowed=allowed):
+            v = expr_var(expr)
+            options = "; ".join(describe_value(a) for a in allowed)
+            return (
+                f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
+                f"{options}"
+            )
+        case Divides(expr=expr, multiple=multiple):
+            v = expr_var(expr)
+            return (
+                f"the tiling of {namer.var(v) if v is not None else 'the value'} must divide "
+                f"{multiple} (the sizes and known offsets used by {at})"
+            )
+        case MinorTileDivisible(expr=expr, divisor=divisor):
+            ref = namer.expr(expr, "the ref")
+            return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
+        case TmaSwizzle(expr=expr, bitwidth=bitwidth):
+            ref = namer.expr(expr, "the ref")
+            return (
+                f"a swizzle of {ref} must be exactly as wide as the rows {at} copies "
+                f"(its minor tile, or minor dim, of {bitwidth}-bit elements)"
+            )
+        case NotOfKind(expr=expr, kind=kind):
+            v = expr_var(expr)
+            return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"
+        case Equal(lhs=lhs, rhs=Reduce()) | Equal(lhs=Reduce(), rhs=lhs):
+            return f"{namer.var(expr_var(lhs) or 0)} must be the reduced layout of its input ({at})"
+        case Equal(lhs=lhs, rhs=Reshape()):
+            result = namer.expr(lhs, "the result")
+            return f"{result} must be a layout that reshaping its input keeps ({at})"
+        case Equal(lhs=lhs, rhs=rhs):
+            a, b = expr_var(lhs), expr_var(rhs)
+            if a is not None and b is not None and namer.var(a) == namer.var(b):
+                return f"{namer.var(a)} is one ref wherever {at} uses it: one set of transforms"
+            if a is not None and b is not None and a != b:
+                return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
+            return f"two layouts must agree ({at})"
+        case Broadcast():
+            return f"the broadcast {at} must be supported for its source and result layouts"
+        case FullyTiled(expr=expr, rank=rank, reduced=None):
+            return (
+                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims "
+                f"if tiled at all: {at} cannot take a row or column tile"
+            )
+        case FullyTiled(expr=expr, rank=rank, reduced=reduced):
+            return (
+                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
+                f"or leave the reduced dims {reduced} untiled ({at})"
+            )
+        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=multiple):
+            # 32-bit words for an optimization barrier, whole bytes for a conversion.
+            how = f"passes {at} as 32-bit words:" if multiple == 32 else f"is converted by {at}:"
+            return (
+                f"{namer.expr(expr, 'the value')} {how} {bitwidth}-bit elements need vector "
+                f"registers of a multiple of {multiple} bits"
+            )
+        case GmemTransfer(reg=reg, bitwidth=bitwidth, mode=Transfer.OPTIMIZED):
+            return (
+                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: an optimized "
+                f"transfer of {bitwidth}-bit elements must coalesce (at least 4 bytes a "
+                "thread, whole 32-byte sectors)"
+            )
+        case GmemTransfer(reg=reg):
+            return (
+                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: its "
+                "vectors must run along a contiguous dim of the ref"
+            )
+        case StoreRegisters(expr=expr):
+            return (
+                f"{namer.expr(expr, 'the value')} is stored by {at} one register at a time: "
+                "registers of 32 or 64 bits, each element held by one thread"
+            )
+    return f"requirement of {at}"

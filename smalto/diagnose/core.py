@@ -1,0 +1,107 @@
+"""Finding a small set of requirements that cannot hold together: an unsatisfiable core.
+
+A core is minimal when dropping any one of its requirements makes the rest
+satisfiable; it is shrunk from the propagation's explanation of the conflict
+when there is one, else from the requirements connected to the values
+involved, by dropping chunks and then single requirements while the rest
+stays unsatisfiable (the widest search decides: a core is what no layout the
+lowering accepts satisfies). Shrinking stops at a deadline; the core is then
+small but not known minimal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from smalto.constraints import Element, Fixed, System, constraint_variables
+from smalto.diagnose.subsystem import subsystem
+from smalto.program import Program
+from smalto.solve.search import FuelExhausted, Solver
+
+# Upper bound on time spent shrinking a core; past it the core is smaller but
+# not guaranteed minimal.
+_CORE_SECONDS = 3.0
+
+
+def _satisfiable(
+    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
+) -> bool | None:
+    try:
+        # The widest search: a core is what no layout the lowering accepts satisfies.
+        return Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True).solve(
+            guided=False
+        )
+    except FuelExhausted:
+        return None
+
+
+def minimal_core(
+    elements: list[Element],
+    is_unsat: Callable[[list[Element]], bool],
+    deadline: float,
+) -> tuple[list[Element], bool]:
+    """Drops chunks, then single elements, while the rest stays unsatisfiable.
+
+    Returns the core and whether it is minimal (every single element was tried).
+    """
+    core = list(elements)
+    chunk = max(1, len(core) // 2)
+    while True:
+        i = 0
+        while i < len(core):
+            if time.monotonic() > deadline:
+                return core, False
+            trial = core[:i] + core[i + chunk :]
+            if trial and is_unsat(trial):
+                core = trial
+            else:
+                i += chunk
+        if chunk == 1:
+            return core, True
+        chunk = max(1, chunk // 2)
+
+
+def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[Element]:
+    """The elements connected to ``seeds`` through shared variables."""
+    touching: dict[int, list[int]] = {}
+    element_vars = []
+    for i, e in enumerate(elements):
+        vs = (e.var,) if isinstance(e, Fixed) else constraint_variables(e)
+        element_vars.append(vs)
+        for v in vs:
+            touching.setdefault(v, []).append(i)
+    # Equalities join variables; everything connected may matter.
+    seen_vars, stack, picked = set(seeds), list(seeds), set()
+    while stack:
+        for i in touching.get(stack.pop(), ()):
+            if i not in picked:
+                picked.add(i)
+                for v in element_vars[i]:
+                    if v not in seen_vars:
+                        seen_vars.add(v)
+                        stack.append(v)
+    return [e for i, e in enumerate(elements) if i in picked]
+
+
+def find_core(
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    seeds: set[int],
+    explanation: list[Element] | None = None,
+) -> tuple[list[Element], bool]:
+    """A minimal core, starting from the propagation's explanation when there is one."""
+    elements: list[Element] = [*system.fixed, *system.constraints]
+
+    def unsat(subset: list[Element]) -> bool:
+        return _satisfiable(system, subset, program, arch) is False
+
+    deadline = time.monotonic() + _CORE_SECONDS
+    if explanation and unsat(explanation):
+        return minimal_core(explanation, unsat, deadline)
+    if seeds:
+        relevant = _relevant(system, elements, seeds)
+        if relevant and unsat(relevant):
+            elements = relevant
+    return minimal_core(elements, unsat, deadline)

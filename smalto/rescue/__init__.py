@@ -1,0 +1,63 @@
+"""Rescues: ways to change a module that has no layouts as written into one that has.
+
+Where the pass finds no layouts (``smalto.pipeline.Failure``), ``smalto.infer``
+tries the rescues the caller turned on, in the order of ``RESCUES``, each
+given what the pass found (``Attempt``). A rescue changes a copy of the
+module and infers it; if the copy infers, it returns the solved copy and the
+change (``Rescued``), else nothing. The first that works has its change made
+on the module itself, which is then inferred as written, and its change
+announced; when none works the module is left as it came, and the error is
+the one about the module as written, with a note from each rescue that tried.
+
+A rescue is turned on by the keyword of ``smalto.infer_layout`` that ``RESCUES``
+gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``). To add one: a
+module here with a function ``Attempt -> Rescued | None``, its entry in
+``RESCUES``, and the keyword on ``infer_layout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from jax._src.lib.mlir import ir
+
+from smalto.pipeline import Failure, Inference
+from smalto.rescue import unit_dims
+from smalto.rescue.attempt import Attempt, Rescue, Rescued
+
+__all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue"]
+
+# (the infer_layout keyword that turns it on, the rescue), in the order they are tried.
+RESCUES: tuple[tuple[str, Rescue], ...] = (("rewrite", unit_dims.rescue),)
+
+
+def rescue(
+    module: ir.Module,
+    failure: Failure,
+    *,
+    arch: tuple[int, int],
+    fuel: int,
+    wanted: Mapping[str, bool],
+    solve: Callable[[ir.Module], Inference],
+) -> tuple[Inference | None, list[str]]:
+    """Tries the rescues ``wanted`` turns on (by keyword), in order, on ``module``, which
+    the pass found no layouts for (``failure``).
+
+    Returns the inference of the module, changed by the first rescue that works
+    (``solve``: the pass on the changed module), or None, leaving the module as it
+    came; and the notes of the rescues that tried in vain.
+    """
+    attempt = Attempt(module, failure, arch, fuel)
+    for keyword, try_rescue in RESCUES:
+        if not wanted.get(keyword, False):
+            continue
+        rescued = try_rescue(attempt)
+        if rescued is None:
+            continue
+        change, announce = rescued.change, rescued.announce
+        del rescued  # the copy and its inference: the module itself is inferred below
+        changed = change(module)
+        inference = solve(module)
+        announce(changed)
+        return inference, attempt.notes
+    return None, attempt.notes

@@ -1,0 +1,214 @@
+"""The complete search: over finite domains, it finds an assignment or proves there is none.
+
+Where the search in JAX's order finds nothing that lowers (within its budget,
+or an answer that breaks a lowering requirement JAX's rules leave out), each
+variable gets a finite domain (``domains``), and the search goes most
+constrained variable first, over live values kept by forward checking (a
+value that leaves a constraint failed, or open with all its variables set,
+is dropped before it is tried), and part by part: variables no open
+constraint links are solved apart, so a part without a solution fails the
+search at once.
+"""
+
+from __future__ import annotations
+
+from smalto.constraints import Constraint, System
+from smalto.hw.values import Const
+from smalto.program import Program
+from smalto.solve import domains
+from smalto.solve.evaluate import FAILS, OPEN, Lookup, judge
+from smalto.solve.propagation import FuelExhausted, Propagation, Reason
+
+
+class CompleteSearch(Propagation):
+    """The complete search over a propagated state (see the module's doc)."""
+
+    def __init__(
+        self,
+        system: System,
+        program: Program,
+        arch: tuple[int, int],
+        fuel: int,
+        *,
+        widened: bool = False,
+    ) -> None:
+        super().__init__(system, program, arch, fuel, widened=widened)
+        # Per open slot, the values of its domain still possible (``_live_values``).
+        self.live: dict[int, list[Const]] = {}
+
+    def _start_complete_phase(self) -> bool:
+        """Judges the complete-search-only requirements from now on, at the root.
+
+        They held (and closed) in JAX's order; reopened here without a trail
+        entry, since nothing undoes past the root from now on.
+        """
+        self.complete = True
+        for ci in self.complete_only:
+            self.open[ci] = True
+        return self._propagate(list(self.complete_only))
+
+    def _prepare_domains(self) -> None:
+        mentioned = domains.constants_in(self.constraints, self.system.fixed)
+        variables = self.system.variables
+        extra = domains.wide_layouts(
+            self.constraints[ci].bitwidth  # type: ignore[union-attr]
+            for ci in self.complete_only
+        )
+        self.domains = {
+            slot: domains.domain(
+                variables[slot],
+                lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
+                mentioned,
+                self.divides.get(slot),
+                min(map(len, self.shapes[slot])),
+                extra,
+                self.widened,
+            )
+            for slot in self.shapes
+        }
+        if self.widened:
+            domains.close(self.domains, self.constraints, self.root, self._fits)
+
+    def _live_values(self, slot: int) -> list[Const]:
+        """The slot's domain values that no constraint on it alone rules out (forward checking)."""
+        checks = [
+            self.constraints[ci]
+            for ci in self.watchers[slot]
+            if self.open[ci]
+            and all(s == slot or self.value[s] is not None for s in self.slots_of[ci])
+        ]
+        live = []
+        root, value_of = self.root, self.value
+        for value in self.domains[slot]:
+            if value_of[slot] is None and not self._fits(slot, value):
+                continue
+
+            def lookup(v: int, value: Const = value) -> Const | None:
+                r = root[v]
+                return value if r == slot else value_of[r]
+
+            if all(_admits(c, lookup) for c in checks):
+                live.append(value)
+        return live
+
+    def _complete_search(self) -> bool:
+        """Most-constrained variable first, over live domains kept by forward checking.
+
+        Variables that no open constraint links are solved part by part: a
+        part without a solution fails the search at once, instead of after
+        every combination of the other parts' values has been tried with it.
+        """
+        self.live = {}
+        self.live_trail: list[tuple[int, list[Const]]] = []
+        for slot in self.domains:
+            if self.value[slot] is None:
+                self.live[slot] = self._live_values(slot)
+                if not self.live[slot]:
+                    return False
+        for part in self._independent_parts():
+            if not self._complete_step(part):
+                return False
+        return not any(self.open)
+
+    def _independent_parts(self) -> list[list[int]]:
+        """The unassigned variables, grouped by the open constraints that link them.
+
+        The most constrained part (smallest live domain) comes first, so that
+        an unsatisfiable one is met before the others are solved.
+        """
+        parent = {slot: slot for slot in self.live}
+
+        def find(slot: int) -> int:
+            while parent[slot] != slot:
+                parent[slot] = parent[parent[slot]]
+                slot = parent[slot]
+            return slot
+
+        for ci, is_open in enumerate(self.open):
+            if not is_open:
+                continue
+            linked = [s for s in self.slots_of[ci] if s in parent]
+            for other in linked[1:]:
+                parent[find(other)] = find(linked[0])
+        parts: dict[int, list[int]] = {}
+        for slot in self.live:
+            parts.setdefault(find(slot), []).append(slot)
+        return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
+
+    def _complete_step(self, part: list[int]) -> bool:
+        best, best_size = -1, 1 << 30
+        for slot in part:
+            if self.value[slot] is None and len(self.live[slot]) < best_size:
+                best, best_size = slot, len(self.live[slot])
+                if best_size <= 1:
+                    break
+        if best < 0:
+            # The part is complete: each of its constraints must have closed.
+            return not any(self.open[ci] for slot in part for ci in self.watchers[slot])
+        for value in list(self.live[best]):
+            if self.spent >= self.limit:
+                raise FuelExhausted(self.spent, self.open_variables())
+            self.spent += 1
+            self.work += 1
+            mark, live_mark = len(self.trail), len(self.live_trail)
+            queue: list[int] = []
+            if self._assign(best, value, queue):
+                self.reason[best] = Reason("domain")
+                if (
+                    self._propagate(queue)
+                    and self._forward_check(mark)
+                    and self._complete_step(part)
+                ):
+                    return True
+            self._undo(mark)
+            while len(self.live_trail) > live_mark:
+                slot, values = self.live_trail.pop()
+                self.live[slot] = values
+        return False
+
+    def _forward_check(self, mark: int) -> bool:
+        """Narrows the live values of variables left alone in a constraint by the last step."""
+        for is_value, slot in self.trail[mark:]:
+            if not is_value:
+                continue
+            for ci in self.watchers[slot]:
+                if not self.open[ci]:
+                    continue
+                unknown = [x for x in self.slots_of[ci] if self.value[x] is None]
+                if len(unknown) != 1:
+                    continue
+                target = unknown[0]
+                before = self.live[target]
+                after = self._filter(target, before, self.constraints[ci])
+                if len(after) != len(before):
+                    self.live_trail.append((target, before))
+                    self.live[target] = after
+                    if not after:
+                        return False
+        return True
+
+    def _filter(self, slot: int, values: list[Const], c: Constraint) -> list[Const]:
+        root, value_of = self.root, self.value
+        kept = []
+        for value in values:
+
+            def lookup(v: int, value: Const = value) -> Const | None:
+                r = root[v]
+                return value if r == slot else value_of[r]
+
+            if _admits(c, lookup):
+                kept.append(value)
+        return kept
+
+
+def _admits(c: Constraint, lookup: Lookup) -> bool:
+    """Whether a constraint all of whose variables ``lookup`` assigns may still hold.
+
+    With every variable set, a constraint left open can never close (its
+    expression is stuck, e.g. a reshape the layout does not allow): as good
+    as failed. Seeing it here, rather than once the whole assignment is made,
+    keeps the complete search from enumerating assignments of unrelated
+    variables around it.
+    """
+    verdict = judge(c, lookup, True)
+    return verdict is not FAILS and verdict is not OPEN
