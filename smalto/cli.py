@@ -47,7 +47,7 @@ class UsageError(Exception):
 
 # Subcommands that parse their own arguments: name -> (module, function).
 DELEGATED = {
-    "draw": ("smalto.draw", "draw_main"),
+    "draw": ("smalto.draw_command", "draw_main"),
 }
 
 # Commands with a parser here: name -> (module, function run on the parsed arguments).

@@ -12,6 +12,7 @@ import pytest
 from smalto.draw import draw_main
 from smalto.draw.cli import _pictures, build_parser
 from smalto.draw.subject import subject_of
+from smalto.draw_command import kernel_value
 from smalto.hw.names import describe_value
 
 KERNEL = Path(__file__).resolve().parents[1] / "examples" / "hopper_matmul.mlir"
@@ -38,12 +39,12 @@ def test_a_value_is_drawn_at_its_own_shape_type_and_layout(
 ) -> None:
     explained = _explained(name, capsys)
     shape, element = _vector_type(explained["type"])
-    subject = subject_of(build_parser().parse_args([str(KERNEL), name]))
+    subject = subject_of(build_parser().parse_args([str(KERNEL), name]), kernel_value)
     assert subject.shape == shape
     assert subject.element_type == element == subject.dtype
     assert describe_value(subject.layout) == explained["layout"]
     assert subject.title.startswith(f"{explained['name']} (line {explained['line']}): ")
-    panels, default, _ = _pictures(build_parser().parse_args([str(KERNEL), name]))
+    panels, default, _ = _pictures(build_parser().parse_args([str(KERNEL), name]), kernel_value)
     titles = [g.title for item in panels for g in (item if isinstance(item, tuple) else (item,))]
     dims = "x".join(map(str, shape))
     if subject.kind == "register":  # the accumulator of the wgmma at line 282

@@ -21,9 +21,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smalto.draw.names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
+
+if TYPE_CHECKING:
+    from smalto.draw.value import Lookup
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -120,8 +123,12 @@ def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
     return parser
 
 
-def draw_main(argv: list[str]) -> int:
-    """Runs ``smalto draw`` on ``argv`` (the arguments after ``draw``); returns the exit code."""
+def draw_main(argv: list[str], lookup: Lookup | None = None) -> int:
+    """Runs ``smalto draw`` on ``argv`` (the arguments after ``draw``); returns the exit code.
+
+    ``lookup`` finds a kernel's value for ``smalto draw FILE %N`` (the command,
+    ``smalto.draw_command``, gives it); without one, FILE VALUE is a usage error.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -132,7 +139,9 @@ def draw_main(argv: list[str]) -> int:
         _check_arguments(args)
     except _UsageError as error:
         return _usage(str(error))
-    return _run(args)
+    if args.value is not None and lookup is None:
+        return _usage("FILE VALUE needs smalto's inference: run it as 'smalto draw'")
+    return _run(args, lookup)
 
 
 def _usage(message: str) -> int:
@@ -187,14 +196,14 @@ def _is_kernel_file(text: str) -> bool:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
     from smalto.draw.access import AddressModelError
     from smalto.draw.render import save
     from smalto.draw.value import InferenceFailed
 
     output = args.output or ""
     try:
-        panels, default_name, text = _pictures(args)
+        panels, default_name, text = _pictures(args, lookup)
         if not args.no_picture:
             output = args.output or default_name
             save(panels, output)
@@ -221,11 +230,13 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _pictures(args: argparse.Namespace) -> tuple[list[Any], str, str]:
+def _pictures(
+    args: argparse.Namespace, lookup: Lookup | None = None
+) -> tuple[list[Any], str, str]:
     """The panels to draw, the default file name, and text to print (may be empty)."""
     from smalto.draw.subject import subject_of
 
-    subject = subject_of(args)
+    subject = subject_of(args, lookup)
     if args.bank_conflicts:
         return _bank_conflicts(args, subject)
     if subject.kind == "smem":

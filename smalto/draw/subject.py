@@ -8,6 +8,7 @@ import argparse
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
@@ -25,6 +26,9 @@ from smalto.draw.spec import (
 )
 from smalto.hw.names import REGISTER_LAYOUTS, describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
+
+if TYPE_CHECKING:
+    from smalto.draw.value import Lookup
 
 
 @dataclass(frozen=True)
@@ -79,10 +83,11 @@ class Subject:
         return file_name(stem, self.shape, self.dtype)
 
 
-def subject_of(args: argparse.Namespace) -> Subject:
-    """The subject the command line names."""
+def subject_of(args: argparse.Namespace, lookup: Lookup | None = None) -> Subject:
+    """The subject the command line names (``lookup`` finds a kernel's value)."""
     if args.value is not None:
-        return _kernel_value(args)
+        assert lookup is not None, "FILE VALUE without a lookup"
+        return _kernel_value(args, lookup)
     shape = parse_shape(args.shape)
     dtype = args.dtype or "f32"
     bitwidth = parse_dtype(dtype)
@@ -158,10 +163,8 @@ def _tmem_layout(args: argparse.Namespace, shape: tuple[int, ...]) -> tcgen05.TM
     return parse_tmem_layout(text, shape, args.packing, args.collective)
 
 
-def _kernel_value(args: argparse.Namespace) -> Subject:
-    from smalto.draw.value import kernel_value
-
-    found = kernel_value(args.layout, args.value, ARCHS[args.arch] if args.arch else None)
+def _kernel_value(args: argparse.Namespace, lookup: Lookup) -> Subject:
+    found = lookup(args.layout, args.value, ARCHS[args.arch] if args.arch else None)
     for note in found.notes:
         print(f"smalto draw: note: {note}", flush=True)
     name = layout_title(found.layout)
