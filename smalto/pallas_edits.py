@@ -1,0 +1,77 @@
+"""Edits at a Pallas user's source line, in Pallas' own words.
+
+A ``vector_load``/``vector_store`` op comes from ``x_ref[idx]`` or
+``o_ref[idx] = value`` at the position its location names (JAX gives the
+column of the subscript, 0-based). Unoptimized, the same line reads
+``plgpu.load(x_ref.at[idx], optimized=False)`` or ``plgpu.store(o_ref.at[idx],
+value, optimized=False)`` (``plgpu.load``/``plgpu.store``: "if True, a
+compilation error will be raised if no optimized implementation is
+available"). The line is parsed, never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """One source line, before and after the edit (both without their indentation)."""
+
+    before: str
+    after: str
+
+
+def unoptimized_transfer(line: str, column: int, *, store: bool) -> LineEdit | None:
+    """``line`` with the load (``store=False``) or store whose subscript starts at
+    ``column`` made unoptimized; None where the line says something else there (an
+    augmented assignment, a statement spread over lines...)."""
+    indent = len(line) - len(line.lstrip())
+    code = textwrap.dedent(line).rstrip()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    at = column - indent
+    if store:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Subscript) and target.col_offset == at:
+                    value = ast.get_source_segment(code, node.value)
+                    if value is None:
+                        return None
+                    call = f"plgpu.store({_ref_at(code, target)}, {value}, optimized=False)"
+                    return LineEdit(code, _replace(code, node, call))
+        return None
+    # The ref's own subscript: the innermost one starting there (``w_ref[:, 1][:, None]``
+    # indexes the loaded value too, from the same column).
+    loads = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
+        and node.col_offset == at
+    ]
+    if not loads:
+        return None
+    node = min(loads, key=lambda n: n.end_col_offset or 0)
+    call = f"plgpu.load({_ref_at(code, node)}, optimized=False)"
+    return LineEdit(code, _replace(code, node, call))
+
+
+def _ref_at(code: str, subscript: ast.Subscript) -> str:
+    """``x_ref`` for ``x_ref[...]``, else ``x_ref.at[idx]``."""
+    ref = ast.get_source_segment(code, subscript.value) or ""
+    index = subscript.slice
+    if isinstance(index, ast.Constant) and index.value is Ellipsis:
+        return ref
+    return f"{ref}.at[{ast.get_source_segment(code, index)}]"
+
+
+def _replace(code: str, node: ast.AST, text: str) -> str:
+    start, end = node.col_offset, node.end_col_offset  # one line: offsets in it
+    assert end is not None
+    return code[:start] + text + code[end:]
