@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from smalto import check as check  # the checker (callable: smalto.check(module, arch))
-    from smalto.errors import FAILURE_PREFIX, InferenceError, UnitDimRewriteWarning
+    from smalto.errors import (
+        FAILURE_PREFIX,
+        InferenceError,
+        UnitDimRewriteWarning,
+        UnoptimizedTransferWarning,
+    )
     from smalto.infer import DEFAULT_FUEL, infer_layout
 
 __all__ = [
@@ -23,6 +28,7 @@ __all__ = [
     "FAILURE_PREFIX",
     "InferenceError",
     "UnitDimRewriteWarning",
+    "UnoptimizedTransferWarning",
     "__version__",
     "infer_layout",
 ]
@@ -34,6 +40,7 @@ _LAZY = {
     "FAILURE_PREFIX": "smalto.errors",
     "InferenceError": "smalto.errors",
     "UnitDimRewriteWarning": "smalto.errors",
+    "UnoptimizedTransferWarning": "smalto.errors",
 }
 
 

@@ -366,12 +366,22 @@ def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _add_no_rewrite(parser: argparse.ArgumentParser, then: str) -> None:
-    """``--no-rewrite``; ``then``: what the command does with a rewritten module."""
+    """``--no-rewrite`` and ``--allow-unoptimized``; ``then``: what the command does with a
+    changed module."""
     parser.add_argument(
         "--no-rewrite",
         action="store_true",
         help="where a module as written has no layouts, do not try the unit-dim rewrite "
         f"(computing keepdims values without their unit dims); by default smalto tries it, {then}",
+    )
+    parser.add_argument(
+        "--allow-unoptimized",
+        action="store_true",
+        help="where a module has no layouts that lower because an optimized transfer has no "
+        "plan in any layout (a 16-bit WGMMA or TMEM value stored straight to GMEM, a column "
+        "of a GMEM table), make the fewest such transfers unoptimized (optimized = false: "
+        "uncoalesced or bank-conflicted, so slower) and warn for each; off by default, as "
+        "in Pallas",
     )
 
 

@@ -27,7 +27,7 @@ def kernel_value(path: str, name: str, arch: tuple[int, int] | None = None) -> K
     from smalto.errors import InferenceError
     from smalto.explainer import Explainer
     from smalto.infer import DEFAULT_FUEL, in_context
-    from smalto.infer_command import infer_keeping_the_solution, rewrite_notes
+    from smalto.infer_command import infer_keeping_the_solution, rescue_notes
     from smalto.inputs import read_input
     from smalto.mlir import module_arch
     from smalto.printed import printed_module
@@ -35,7 +35,7 @@ def kernel_value(path: str, name: str, arch: tuple[int, int] | None = None) -> K
     source = read_input(path)
     target = arch or module_arch(source.module) or (9, 0)
     try:
-        with in_context(source.module), rewrite_notes("smalto draw"):
+        with in_context(source.module), rescue_notes("smalto draw"):
             inference = infer_keeping_the_solution(source.module, DEFAULT_FUEL, target)
             printed = printed_module(
                 source.module,

@@ -43,3 +43,15 @@ class UnitDimRewriteWarning(UserWarning):
     def __init__(self, message: str, rewritten: tuple[object, ...] = ()) -> None:
         super().__init__(message)
         self.rewritten = rewritten
+
+
+class UnoptimizedTransferWarning(UserWarning):
+    """smalto made a transfer unoptimized (``optimized = false`` on a ``vector_load``,
+    ``vector_store`` or ``async_store_smem``) where the module as written has no layouts
+    that lower, as ``infer_layout(..., allow_unoptimized=True)`` (the CLI's
+    ``--allow-unoptimized``) allows; one warning per changed op, at its source line.
+    ``transfer`` says which op, what it costs and the fast alternative."""
+
+    def __init__(self, message: str, transfer: object = None) -> None:
+        super().__init__(message)
+        self.transfer = transfer

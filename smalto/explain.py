@@ -39,7 +39,7 @@ def explain_main(argv: list[str]) -> int:
 def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
     from smalto.errors import InferenceError
-    from smalto.infer_command import rewrite_notes
+    from smalto.infer_command import rescue_notes, rescue_options
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
@@ -57,10 +57,10 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         # As `smalto infer` does: a module with no layouts as written is rewritten
         # (a note per changed op), and the rewritten module's values explained.
-        with in_context(source.module), rewrite_notes("smalto explain"):
+        with in_context(source.module), rescue_notes("smalto explain"):
             # Written as `smalto infer` writes them, so that the printed module is its output.
             inference = infer_keeping_the_solution(
-                source.module, fuel, arch, rewrite=not args.no_rewrite
+                source.module, fuel, arch, **rescue_options(args)
             )
             printed = printed_module(
                 source.module,

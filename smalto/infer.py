@@ -55,6 +55,7 @@ def solve_module(
     arch: tuple[int, int] = (9, 0),
     dump_to: TextIO | None = None,
     rewrite: bool = False,
+    allow_unoptimized: bool = False,
 ) -> Inference:
     """Infers layouts without writing them; raises as ``infer_layout`` does.
 
@@ -62,8 +63,9 @@ def solve_module(
     the system when asked (``dump_to``, or JAX's environment variables), as
     JAX's pass does (see ``smalto.dump``). With ``rewrite``, a module with no
     layouts as written is tried again after the unit-dim rewrite
-    (``smalto.rewrite``), and rewritten in place if that infers. Must run
-    inside the module's context (``infer_layout`` takes care of it).
+    (``smalto.rewrite``), and rewritten in place if that infers; with
+    ``allow_unoptimized``, then with the fewest transfers made unoptimized.
+    Must run inside the module's context (``infer_layout`` takes care of it).
     """
     arch = tuple(arch)  # type: ignore[assignment]
     try:
@@ -72,7 +74,7 @@ def solve_module(
         failure = found
     notes: list[str] = []
     # The rescues the caller turned on, by their keyword (see ``smalto.rescue``).
-    wanted = {"rewrite": rewrite}
+    wanted = {"rewrite": rewrite, "allow_unoptimized": allow_unoptimized}
     if any(wanted.values()):
         # Only here, where the module has no layouts: a module that infers never
         # even imports the rescues.
@@ -142,10 +144,18 @@ def infer_keeping_the_solution(
     arch: tuple[int, int],
     dump_to: TextIO | None = None,
     rewrite: bool = True,
+    allow_unoptimized: bool = False,
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
-    inference = solve_module(module, fuel=fuel, arch=arch, dump_to=dump_to, rewrite=rewrite)
+    inference = solve_module(
+        module,
+        fuel=fuel,
+        arch=arch,
+        dump_to=dump_to,
+        rewrite=rewrite,
+        allow_unoptimized=allow_unoptimized,
+    )
     write(inference)
     return inference
 
@@ -156,6 +166,7 @@ def infer_layout(
     fuel: int = DEFAULT_FUEL,
     arch: tuple[int, int] = (9, 0),
     rewrite: bool = True,
+    allow_unoptimized: bool = False,
 ) -> None:
     """Infers register layouts, SMEM transforms and TMEM layouts for ``module``.
 
@@ -175,9 +186,19 @@ def infer_layout(
     written, and a ``smalto.UnitDimRewriteWarning`` names every changed op;
     if not, the module is left as it came and the error is the one about the
     module as written.
+
+    With ``allow_unoptimized`` (off by default: Pallas' contract is to raise
+    where an optimized transfer has no plan), where the module has no layouts
+    that lower even after the rewrite, smalto sets ``optimized = false`` on the
+    fewest ``vector_load``/``vector_store``/``async_store_smem`` ops that stand
+    in the way (an uncoalesced GMEM or bank-conflicted SMEM transfer: slower),
+    infers, and warns once per changed op (``smalto.UnoptimizedTransferWarning``).
+    It never acts where the module infers as written.
     """
     with in_context(module), _cyclic_gc_paused():
-        result = solve_module(module, fuel=fuel, arch=arch, rewrite=rewrite)
+        result = solve_module(
+            module, fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+        )
         write(result)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be

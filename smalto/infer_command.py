@@ -90,15 +90,15 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     module = source.module
     report = to.report_path(name)
     inference: Inference | None = None
-    rewrite = not args.no_rewrite
+    rescues = rescue_options(args)
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
-        with in_context(module), rewrite_notes():
+        with in_context(module), rescue_notes():
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = infer_keeping_the_solution(module, fuel, arch, dump_to, rewrite)
+                inference = infer_keeping_the_solution(module, fuel, arch, dump_to, **rescues)
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=arch, rewrite=rewrite)
+                smalto.infer_layout(module, fuel=fuel, arch=arch, **rescues)
     except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
@@ -144,24 +144,35 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     return EXIT_OK
 
 
+def rescue_options(args: argparse.Namespace) -> dict[str, bool]:
+    """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``), as
+    keywords of ``smalto.infer_layout``."""
+    return {"rewrite": not args.no_rewrite, "allow_unoptimized": args.allow_unoptimized}
+
+
 @contextlib.contextmanager
-def rewrite_notes(command: str = "smalto") -> Iterator[None]:
-    """The unit-dim rewrite's warning as notes on stderr, one per changed op, each
-    after ``command`` (how the command's other messages start)."""
-    from smalto.errors import UnitDimRewriteWarning
+def rescue_notes(command: str = "smalto") -> Iterator[None]:
+    """What the rescues changed, on stderr after ``command`` (how the command's other
+    messages start): a note per op the unit-dim rewrite changed, a warning per transfer
+    made unoptimized (it costs speed)."""
+    from smalto.errors import UnitDimRewriteWarning, UnoptimizedTransferWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnitDimRewriteWarning)
+        warnings.simplefilter("always", UnoptimizedTransferWarning)
         try:
             yield
         finally:
             for warning in caught:
-                if isinstance(warning.message, UnitDimRewriteWarning):
-                    for record in warning.message.rewritten:
+                message = warning.message
+                if isinstance(message, UnitDimRewriteWarning):
+                    for record in message.rewritten:
                         print(f"{command}: note: {record}", file=sys.stderr)
+                elif isinstance(message, UnoptimizedTransferWarning):
+                    print(f"{command}: warning: {message.transfer}", file=sys.stderr)
                 else:
                     warnings.showwarning(
-                        warning.message, warning.category, warning.filename, warning.lineno
+                        message, warning.category, warning.filename, warning.lineno
                     )
 
 

@@ -2,7 +2,7 @@
 
     python -m tests.report_differential [--corpus full|bundled] [-k TEXT]
                                         [--arch 9.0] [--fresh] [--jax-only]
-                                        [--include-failing]
+                                        [--include-failing] [--allow-unoptimized]
 
 Per folder and arch: how many modules are identical, differ, fail in smalto,
 fail in JAX, or get an answer from JAX that JAX's own lowering rejects ("jax
@@ -11,7 +11,10 @@ finds in JAX's answer; there smalto answers with layouts the checker accepts,
 or reports that none lowers, naming the requirement); then the differing
 modules with their first difference, and the median time of each pass. Exit
 status 0 when every compared module is identical or jax rejected, 1
-otherwise.
+otherwise. With ``--allow-unoptimized``, every module smalto refuses is inferred
+again with ``allow_unoptimized=True`` and lowered by JAX's dialect lowering
+(a launch context rebuilt from its ``gpu.launch``): how many then compile,
+with how many transfers made unoptimized.
 """
 
 from __future__ import annotations
@@ -125,6 +128,43 @@ def print_times(rows: list[Row]) -> None:
         )
 
 
+def unoptimized_outcome(entry: reference.CorpusEntry) -> tuple[str, int]:
+    """A refused module inferred with ``allow_unoptimized``: ("lowers" / "rejected: WHY" /
+    "refused: WHY"), and how many transfers were made unoptimized."""
+    import warnings
+
+    import smalto
+
+    module = reference.parse(entry.path, reference.make_context())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", smalto.UnoptimizedTransferWarning)
+        try:
+            smalto.infer_layout(module, arch=entry.arch, allow_unoptimized=True)
+        except smalto.InferenceError as error:
+            return f"refused: {_first_line(str(error).splitlines()[-1])}", 0
+    changed = sum(isinstance(w.message, smalto.UnoptimizedTransferWarning) for w in caught)
+    try:
+        corpus_lowering.lower_with_jax(module)
+    except Exception as error:  # noqa: BLE001 -- every rejection counts
+        return f"rejected: {type(error).__name__}: {_first_line(str(error))}", changed
+    return "lowers", changed
+
+
+def print_unoptimized(rows: list[Row]) -> None:
+    refused = [r for r in rows if r.status == "jax rejected" and r.smalto and r.smalto.error]
+    outcomes = [(r, *unoptimized_outcome(r.entry)) for r in refused]
+    lowered = [o for o in outcomes if o[1] == "lowers"]
+    by_count = Counter(n for _, _, n in lowered)
+    counts = ", ".join(f"{k} transfer(s): {by_count[k]}" for k in sorted(by_count))
+    print(
+        f"\nallow_unoptimized: {len(lowered)} of the {len(refused)} modules smalto refuses "
+        f"compile and lower through JAX's lowering ({counts})"
+    )
+    for r, outcome, _ in outcomes:
+        if outcome != "lowers":
+            print(f"  {r.entry.key} [{r.entry.arch[0]}.{r.entry.arch[1]}]: {outcome}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -148,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         "--include-failing",
         action="store_true",
         help="also modules on which JAX's pass is known to fail (JAX not rerun)",
+    )
+    parser.add_argument(
+        "--allow-unoptimized",
+        action="store_true",
+        help="also infer every module smalto refuses with allow_unoptimized=True and lower it",
     )
     args = parser.parse_args(argv)
 
@@ -177,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     for status in ("differ", "smalto error", "jax error", "jax rejected"):
         print_details(rows, status)
     print_times(rows)
+    if args.allow_unoptimized:
+        print_unoptimized(rows)
     print(f"wall time: {elapsed:.2f} s")
     compared = [r for r in rows if r.status != "jax error"]
     return 0 if all(r.status in ("identical", "jax rejected", "jax ok") for r in compared) else 1

@@ -46,9 +46,16 @@ class RecordingInfer:
         self.error = error
 
     def __call__(
-        self, module: object, *, fuel: int, arch: tuple[int, int], rewrite: bool = True
+        self,
+        module: object,
+        *,
+        fuel: int,
+        arch: tuple[int, int],
+        rewrite: bool = True,
+        allow_unoptimized: bool = False,
     ) -> None:
         self.calls.append({"fuel": fuel, "arch": arch})
+        self.rescues = {"rewrite": rewrite, "allow_unoptimized": allow_unoptimized}
         if self.error is not None:
             raise self.error
 
@@ -207,6 +214,9 @@ def test_flags_reach_infer_layout(tmp_path: Path, recorder: RecordingInfer) -> N
     path = write(tmp_path, TINY)
     assert main(["infer", str(path), "--arch", "10.0", "--fuel", "17"]) == 0
     assert recorder.calls[-1] == {"arch": (10, 0), "fuel": 17}
+    assert recorder.rescues == {"rewrite": True, "allow_unoptimized": False}
+    assert main(["infer", str(path), "--no-rewrite", "--allow-unoptimized"]) == 0
+    assert recorder.rescues == {"rewrite": False, "allow_unoptimized": True}
 
 
 def test_arch_flag_overrides_the_module(recorder: RecordingInfer) -> None:

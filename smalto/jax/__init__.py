@@ -25,7 +25,9 @@ theirs to those in force while they run.
 For code you cannot edit, run it with ``python -m smalto.jax run script.py``,
 or set ``SMALTO_JAX=1`` where something imports ``smalto.jax`` (importing it
 with the variable set installs the hook). ``SMALTO_JAX_DUMP=DIR`` writes every
-module to DIR before and after inference.
+module to DIR before and after inference; ``SMALTO_JAX_ALLOW_UNOPTIMIZED=1``
+installs it with ``allow_unoptimized=True`` (kernels whose optimized transfers
+have no plan compile with the fewest of them unoptimized, one warning each).
 
 ``capture(fn, *args)`` lowers ``fn`` for the GPU on any machine, GPU or not, and
 returns the modules JAX handed to layout inference (``CapturedModule``).
@@ -70,6 +72,8 @@ __all__ = [
 
 ENV_ENABLE = "SMALTO_JAX"
 ENV_DUMP = "SMALTO_JAX_DUMP"
+# With SMALTO_JAX: infer_layout(..., allow_unoptimized=True) on every call.
+ENV_ALLOW_UNOPTIMIZED = "SMALTO_JAX_ALLOW_UNOPTIMIZED"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 # The dumper ``install(dump_to=...)`` started; ``uninstall`` stops it.
@@ -138,15 +142,20 @@ def _stop_dumping() -> None:
 
 
 def _install_from_environment() -> None:
-    wanted = os.environ.get(ENV_ENABLE, "").strip().lower() in _TRUE
+    wanted = _true(ENV_ENABLE)
     dump_to = os.environ.get(ENV_DUMP) or None
     if wanted:
-        install(dump_to=dump_to)
+        options = {"allow_unoptimized": True} if _true(ENV_ALLOW_UNOPTIMIZED) else {}
+        install(dump_to=dump_to, **options)
     elif dump_to is not None:
         # Dumping alone: JAX's pass stays, its modules are written.
         dumper = Dumper(dump_to)
         add_observer(dumper)
         _installed_dumper.append(dumper)
+
+
+def _true(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() in _TRUE
 
 
 _install_from_environment()

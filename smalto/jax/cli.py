@@ -180,8 +180,8 @@ def _unique_stems(captured: Sequence[Any]) -> list[str]:
 def run_main(argv: Sequence[str] | None = None) -> int:
     """``python -m smalto.jax run``: runs a program with smalto as JAX's layout inference.
 
-    ``argv``: ``[--dump DIR] SCRIPT.py [ARGS...]`` or ``[--dump DIR] -m MODULE
-    [ARGS...]``. The program sees ``sys.argv`` as ``python`` would give it. An
+    ``argv``: ``[--dump DIR] [--allow-unoptimized] SCRIPT.py [ARGS...]`` or the same
+    with ``-m MODULE [ARGS...]``. The program sees ``sys.argv`` as ``python`` would give it. An
     exception from the program propagates, traceback and all, as with ``python``.
     """
     parser = argparse.ArgumentParser(
@@ -189,6 +189,12 @@ def run_main(argv: Sequence[str] | None = None) -> int:
         description="Run a Python program with smalto as JAX's Mosaic GPU layout inference.",
     )
     parser.add_argument("--dump", metavar="DIR", help="write every module to DIR, as .mlir")
+    parser.add_argument(
+        "--allow-unoptimized",
+        action="store_true",
+        help="where a kernel's optimized transfers have no plan in any layout, make the fewest "
+        "of them unoptimized (slower; a warning each) instead of failing",
+    )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...]")
     try:
@@ -203,7 +209,8 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
     import smalto.jax
 
-    smalto.jax.install(dump_to=args.dump)
+    options = {"allow_unoptimized": True} if args.allow_unoptimized else {}
+    smalto.jax.install(dump_to=args.dump, **options)
     saved_argv = sys.argv
     try:
         if args.module is not None:

@@ -4,13 +4,14 @@ Where the pass finds no layouts (``smalto.pipeline.Failure``), ``smalto.infer``
 tries the rescues the caller turned on, in the order of ``RESCUES``, each
 given what the pass found (``Attempt``). A rescue changes a copy of the
 module and infers it; if the copy infers, it returns the solved copy and the
-change (``Rescued``), else nothing. The first that works has its change made
-on the module itself, which is then inferred as written, and its change
-announced; when none works the module is left as it came, and the error is
+change (``Rescued``), else nothing. The first that works has its change
+announced, then made on the module itself, which is then inferred as
+written; when none works the module is left as it came, and the error is
 the one about the module as written, with a note from each rescue that tried.
 
 A rescue is turned on by the keyword of ``smalto.infer_layout`` that ``RESCUES``
-gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``). To add one: a
+gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``; ``allow_unoptimized``:
+the fewest transfers made unoptimized, ``unoptimized``). To add one: a
 module here with a function ``Attempt -> Rescued | None``, its entry in
 ``RESCUES``, and the keyword on ``infer_layout``.
 """
@@ -22,13 +23,17 @@ from collections.abc import Callable, Mapping
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline import Failure, Inference
-from smalto.rescue import unit_dims
+from smalto.rescue import unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
 
 __all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue"]
 
 # (the infer_layout keyword that turns it on, the rescue), in the order they are tried.
-RESCUES: tuple[tuple[str, Rescue], ...] = (("rewrite", unit_dims.rescue),)
+# The unit-dim rewrite first: it costs nothing at run time, an unoptimized transfer does.
+RESCUES: tuple[tuple[str, Rescue], ...] = (
+    ("rewrite", unit_dims.rescue),
+    ("allow_unoptimized", unoptimized.rescue),
+)
 
 
 def rescue(
@@ -54,10 +59,12 @@ def rescue(
         rescued = try_rescue(attempt)
         if rescued is None:
             continue
-        change, announce = rescued.change, rescued.announce
+        change = rescued.change
+        # Announced before the module changes: where the caller turns the warning
+        # into an error, the module stays as it came (a failed inference changes
+        # nothing). The change is deterministic: the copy's is the module's.
+        rescued.announce(rescued.changed)
         del rescued  # the copy and its inference: the module itself is inferred below
-        changed = change(module)
-        inference = solve(module)
-        announce(changed)
-        return inference, attempt.notes
+        change(module)
+        return solve(module), attempt.notes
     return None, attempt.notes

@@ -30,13 +30,15 @@ class Attempt:
 class Rescued:
     """A rescue that worked on a copy of the module.
 
-    ``inference``: the solved inference of the changed copy. ``change`` makes
-    the same change on the module itself (a rescue's changes are deterministic)
-    and returns what it changed; ``announce`` tells the user what changed
-    (warnings), once the module so changed has inferred.
+    ``inference``: the solved inference of the changed copy; ``changed``: what
+    the change did to the copy (the ops, for the user). ``change`` makes the
+    same change on the module itself (a rescue's changes are deterministic);
+    ``announce`` tells the user what changed (warnings), before the module is
+    changed.
     """
 
     inference: Inference
+    changed: Sequence[object]
     change: Callable[[ir.Module], Sequence[object]]
     announce: Callable[[Sequence[object]], None]
 

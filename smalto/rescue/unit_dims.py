@@ -29,13 +29,13 @@ def rescue(attempt: Attempt) -> Rescued | None:
     if not rewritable_webs(attempt.module):
         return None
     copy = clone_module(attempt.module)
-    rewrite_unit_dims(copy)
+    rewritten = rewrite_unit_dims(copy)
     try:
         inference = solve_copy(copy, attempt.arch, attempt.fuel)
     except Failure:
         attempt.notes.append(TRIED_IN_VAIN)
         return None
-    return Rescued(inference, rewrite_unit_dims, _warn)
+    return Rescued(inference, rewritten, rewrite_unit_dims, _warn)
 
 
 def rewrite_message(rewritten: Sequence[RewrittenOp]) -> str:

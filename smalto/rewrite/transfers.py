@@ -1,0 +1,212 @@
+"""Unoptimized transfers, on request: the fewest ``optimized = false`` that let a kernel infer.
+
+Pallas emits ``optimized = true`` on every ``o_ref[...] = x`` and ``x_ref[...]``
+(``vector_load``/``vector_store``, and ``async_store_smem``): the lowering must
+then find a coalesced GMEM plan or a bank-conflict-free SMEM schedule, and
+raises where there is none ("a compilation error will be raised if no
+optimized implementation is available", ``plgpu.load``/``plgpu.store``). A
+16-bit value in a TMEM-load or WGMMA layout stored straight to GMEM, or a
+column of a table (``w_ref[:, j]``), has no such plan in any layout.
+
+With ``allow_unoptimized``, and only where the module as written has no
+layouts that lower, smalto looks for the fewest of those transfers which,
+unoptimized, let the system be solved, and sets ``optimized = false`` on
+them. The search runs on the derived system, not the module: a candidate set
+relaxes the transfer requirements of its ops (``Transfer.UNOPTIMIZED``, what
+the lowering then asks: any schedule) and asks the widened complete search
+whether anything lowers. The module changes only once a set is found.
+
+Fewest: no single transfer is tried before every smaller set has failed, up
+to ``EXACT_SETS`` sets; past that, a set from which no transfer can be
+dropped (each one stands in the way).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import GmemTransfer, SmemTransfer, System
+from smalto.hw.transfers import Transfer
+from smalto.locations import FilePosition, file_position, location_name, location_text
+from smalto.pallas_edits import LineEdit, unoptimized_transfer
+from smalto.program import Program, ops_in_order
+from smalto.solve.search import FuelExhausted, Solver
+from smalto.sources import Sources
+
+# The ops whose transfers Pallas asks to be optimized (they carry the flag).
+TRANSFER_OPS = frozenset(
+    {"mosaic_gpu.vector_load", "mosaic_gpu.vector_store", "mosaic_gpu.async_store_smem"}
+)
+# Candidate sets tried exhaustively by size before settling for an irreducible one.
+EXACT_SETS = 64
+
+
+@dataclass(frozen=True)
+class UnoptimizedOp:
+    """One transfer smalto made unoptimized, for the user to see."""
+
+    op: str  # e.g. "mosaic_gpu.vector_store"
+    location: str  # the user's file:line:col, else what the location says
+    primitive: str | None  # the name JAX's location gives it (e.g. "swap"), if any
+    memory: str  # "GMEM" or "SMEM"
+    position: FilePosition | None = None
+    edit: LineEdit | None = None  # the user's line, made unoptimized in Pallas' words
+
+    @property
+    def store(self) -> bool:
+        return self.op != "mosaic_gpu.vector_load"
+
+    @property
+    def cost(self) -> str:
+        if self.memory == "GMEM":
+            return "uncoalesced: each warp touches partial 32-byte sectors"
+        return "may be bank-conflicted: no conflict-free SMEM schedule exists for it"
+
+    @property
+    def pallas_edit(self) -> str:
+        """The change at the user's line that says the same: the line itself rewritten where
+        its source was found, else the call's shape."""
+        if self.edit is not None:
+            return self.edit.after
+        if self.store:
+            return "plgpu.store(ref, value, optimized=False)"
+        return "plgpu.load(ref, optimized=False)"
+
+    @property
+    def fast_alternative(self) -> str:
+        if self.store:
+            return (
+                "store the value into an SMEM scratch ref and copy it out with "
+                "`plgpu.copy_smem_to_gmem` (a TMA copy)"
+            )
+        return (
+            "copy the ref into SMEM with `plgpu.copy_gmem_to_smem` (a TMA copy) and load "
+            "it from there"
+        )
+
+    def __str__(self) -> str:
+        primitive = self.primitive
+        named = f", `{primitive}`" if primitive and primitive not in self.op else ""
+        kind = "store" if self.store else "load"
+        return (
+            f"{self.location}: this {self.memory} {kind} (`{self.op}`{named}) runs unoptimized: "
+            f"{self.cost}. To say so in the kernel (and silence this): `{self.pallas_edit}`. "
+            f"Faster: {self.fast_alternative}"
+        )
+
+
+def optimized_transfers(program: Program, system: System) -> list[int]:
+    """The ops (ids, in program order) whose optimized transfer the system requires."""
+    ops = {
+        c.origin
+        for c in system.constraints
+        if type(c) in (GmemTransfer, SmemTransfer) and c.mode is Transfer.OPTIMIZED
+    }
+    return sorted(op for op in ops if program.ops[op].name in TRANSFER_OPS)
+
+
+def relaxed(system: System, ops: frozenset[int]) -> System:
+    """``system`` with the transfers of ``ops`` unoptimized (the rest shared, not copied)."""
+    constraints = [
+        replace(c, mode=Transfer.UNOPTIMIZED)
+        if type(c) in (GmemTransfer, SmemTransfer) and c.origin in ops
+        else c
+        for c in system.constraints
+    ]
+    return System(system.variables, constraints, system.fixed, system.var_of_site)
+
+
+class Plan:
+    """Asks, set by set, whether the system solves with those transfers unoptimized."""
+
+    def __init__(
+        self, program: Program, system: System, arch: tuple[int, int], fuel: int
+    ) -> None:
+        self.program, self.system, self.arch, self.fuel = program, system, arch, fuel
+        self.candidates = optimized_transfers(program, system)
+        self.asked = 0
+
+    def solves(self, ops: frozenset[int]) -> bool:
+        self.asked += 1
+        solver = Solver(relaxed(self.system, ops), self.program, self.arch, self.fuel, widened=True)
+        try:
+            return solver.solve(guided=False)
+        except FuelExhausted:
+            return False
+
+    def fewest(self) -> list[int] | None:
+        """The fewest candidate ops to make unoptimized; None if not even all of them do."""
+        everything = frozenset(self.candidates)
+        if not everything or not self.solves(everything):
+            return None
+        tried = 0
+        for size in range(1, len(self.candidates)):
+            for subset in itertools.combinations(self.candidates, size):
+                if tried == EXACT_SETS:
+                    return self._irreducible(everything)
+                tried += 1
+                if self.solves(frozenset(subset)):
+                    return list(subset)
+        return list(self.candidates)
+
+    def _irreducible(self, found: frozenset[int]) -> list[int]:
+        """A set from which no op can be dropped (tried from the last op in program order)."""
+        kept = set(found)
+        for op in sorted(found, reverse=True):
+            if self.solves(frozenset(kept - {op})):
+                kept.discard(op)
+        return sorted(kept)
+
+
+def unoptimize(
+    module: ir.Module, op_ids: Sequence[int], sources: Sources | None = None
+) -> list[UnoptimizedOp]:
+    """Sets ``optimized = false`` on the ops of ``module`` at these pre-order positions (the
+    ids ``read_program`` gives them); returns what it changed, in program order, each
+    with the edit at the user's line (its source looked up in ``sources``)."""
+    ops = ops_in_order(module.operation)
+    sources = sources or Sources()
+    changed = []
+    for op_id in sorted(op_ids):
+        operation = ops[op_id]
+        assert operation.name in TRANSFER_OPS, operation.name
+        operation.attributes["optimized"] = ir.BoolAttr.get(False)
+        changed.append(_describe(operation, sources))
+    return changed
+
+
+def describe_ops(
+    program: Program, op_ids: Sequence[int], sources: Sources | None = None
+) -> list[UnoptimizedOp]:
+    """What making these ops unoptimized would change, without changing them."""
+    sources = sources or Sources()
+    return [_describe(program.ops[i].operation, sources) for i in sorted(op_ids)]
+
+
+def _describe(operation: ir.Operation, sources: Sources) -> UnoptimizedOp:
+    """What the user is told about one transfer made unoptimized."""
+    location = operation.location
+    position = file_position(location)
+    if position is not None and position.file == "-":
+        position = None
+    text = location_text(location)
+    load = operation.name == "mosaic_gpu.vector_load"
+    ref = operation.operands[0 if load else 1]
+    memory = "SMEM" if ir.MemRefType(ref.type).memory_space is not None else "GMEM"
+    edit = None
+    if position is not None:
+        line = sources.line(position.file, position.line)
+        if line is not None:
+            edit = unoptimized_transfer(line, position.column, store=not load)
+    return UnoptimizedOp(
+        operation.name,
+        "(no location)" if text == "unknown" else text,
+        location_name(location),
+        memory,
+        position,
+        edit,
+    )
