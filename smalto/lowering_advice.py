@@ -19,18 +19,36 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from jax._src.lib.mlir import ir
 
 from smalto.check.transfers import gmem_transfer_problem
 from smalto.constraints import Constraint, GmemTransfer
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
-from smalto.hw.transfers import Transfer, gmem_transfer_supported, smem_transfer_supported
+from smalto.hw.transfers import Transfer, smem_transfer_supported
 from smalto.hw.values import Const, Reg
 from smalto.program import Program
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 STORE = "mosaic_gpu.vector_store"
 BROADCAST = "mosaic_gpu.broadcast_in_dim"
+OPTION = (
+    "or let smalto make them unoptimized for you: `allow_unoptimized=True` "
+    "(`smalto.jax.install(allow_unoptimized=True)`, `SMALTO_JAX_ALLOW_UNOPTIMIZED=1`, "
+    "`smalto infer --allow-unoptimized`)"
+)
+
+
+class TransferEdit(Protocol):
+    """A transfer to make unoptimized (``smalto.rewrite.transfers.UnoptimizedOp``)."""
+
+    location: str
+    pallas_edit: str
+    cost: str
 
 
 def advice(
@@ -39,28 +57,47 @@ def advice(
     jax_answer_breaks: list[tuple[Constraint, Const]],
     arch: tuple[int, int],
     name: dict[int, str],
+    unoptimized: Sequence[TransferEdit] = (),
 ) -> str | None:
     """The remedy for the conflict's GMEM transfer, else for its broadcast of a computed
     unit dim; None if it has neither.
 
     ``jax_answer_breaks``: the requirements the answer in JAX's order broke,
     with the layout it gave (``Solver.jax_answer_breaks``); ``name`` names
-    the values of the core's transfers (by constraint origin op).
+    the values of the core's transfers (by constraint origin op);
+    ``unoptimized``: the fewest transfers which, unoptimized, let the kernel
+    infer (none if no such set exists).
     """
     transfers = [e for e in core if isinstance(e, GmemTransfer)]
     if not transfers:
+        if unoptimized:
+            return _unoptimized(unoptimized)
         return _unit_dim_broadcast(program, core)
     chosen = {c.origin: value for c, value in jax_answer_breaks if isinstance(c, GmemTransfer)}
     for c in transfers:
         value = chosen.get(c.origin)
         if isinstance(value, Reg):
-            return _for_layout(program, c, value, arch, name.get(c.origin, "the value"))
+            return _for_layout(
+                program, c, value, arch, name.get(c.origin, "the value"), unoptimized
+            )
     c = transfers[0]
-    return _remedies(program, c, None, name.get(c.origin, "the value"))
+    return _remedies(program, c, None, name.get(c.origin, "the value"), unoptimized)
+
+
+def _unoptimized(edits: Sequence[TransferEdit]) -> str:
+    """Make these transfers unoptimized, at the user's lines."""
+    said = "; ".join(f"`{e.pallas_edit}` at {e.location}" for e in edits)
+    these = "this transfer" if len(edits) == 1 else f"these {len(edits)} transfers"
+    return f"make {these} unoptimized where written: {said} ({edits[0].cost}); {OPTION}"
 
 
 def _for_layout(
-    program: Program, c: GmemTransfer, value: Reg, arch: tuple[int, int], who: str
+    program: Program,
+    c: GmemTransfer,
+    value: Reg,
+    arch: tuple[int, int],
+    who: str,
+    unoptimized: Sequence[TransferEdit],
 ) -> str:
     reason = gmem_transfer_problem(
         value.layout,
@@ -74,24 +111,22 @@ def _for_layout(
     head = (
         f"JAX's pass would give {who} {describe_value(value)}, which its lowering rejects{said}; "
     )
-    return head + _remedies(program, c, value, who)
+    return head + _remedies(program, c, value, who, unoptimized)
 
 
-def _remedies(program: Program, c: GmemTransfer, value: Reg | None, who: str) -> str:
+def _remedies(
+    program: Program,
+    c: GmemTransfer,
+    value: Reg | None,
+    who: str,
+    unoptimized: Sequence[TransferEdit],
+) -> str:
     op = program.ops[c.origin]
-    options: list[str] = []
+    options: list[str] = [_unoptimized(unoptimized)] if unoptimized else []
+    if c.strides != _row_major(c.shape):
+        # A TMA copy needs a contiguous minor dim and 16-byte strides: a column is neither.
+        return "; or ".join(options) if options else "no remedy keeps the kernel as it is"
     if op.name == STORE:
-        wide = _wider_type(program, op.operands[0], c.bitwidth)
-        if (
-            wide is not None
-            and value is not None
-            and gmem_transfer_supported(value.layout, c.shape, c.strides, 32, c.mode, c.store)
-        ):
-            options.append(
-                f"store it as 32-bit elements (cast to `{wide}` before the GMEM store, into a "
-                f"`{wide}` output: in {describe_value(value)} each thread then stores whole "
-                "sectors)"
-            )
         options.append(
             "stage it through SMEM: store it into an SMEM scratch ref (`o_smem[...] = "
             f"{_pallas_name(who)}`{_transforms(value, c)}), then `plgpu.commit_smem()` and "
@@ -104,18 +139,6 @@ def _remedies(program: Program, c: GmemTransfer, value: Reg | None, who: str) ->
             "there"
         )
     return "; or ".join(options)
-
-
-def _wider_type(program: Program, value_id: int, bitwidth: int) -> str | None:
-    """The 32-bit type of the same kind as the stored elements, if they are narrower."""
-    if bitwidth >= 32:
-        return None
-    element = ir.ShapedType(program.values[value_id].type).element_type
-    if isinstance(element, ir.FloatType):
-        return "jnp.float32"
-    if isinstance(element, ir.IntegerType):
-        return "jnp.int32"
-    return None
 
 
 def _transforms(value: Reg | None, c: GmemTransfer) -> str:

@@ -31,9 +31,11 @@ from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
+from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
 from smalto.locations import location_text, op_text
 from smalto.program import Program
+from smalto.rewrite.transfers import Plan, UnoptimizedOp, describe_ops
 
 
 def _op_of(program: Program, element: Element) -> tuple[str, str]:
@@ -301,12 +303,36 @@ def describe_conflict(
     names = {
         e.origin: namer.expr(e.reg, "the value") for e in report.core if isinstance(e, GmemTransfer)
     }
+    unoptimized = _unoptimized_edits(program, system, report.core, arch)
     remedy = lowering_advice.advice(
-        program, report.core, getattr(solver, "jax_answer_breaks", []), arch, names
+        program,
+        report.core,
+        getattr(solver, "jax_answer_breaks", []),
+        arch,
+        names,
+        unoptimized,
     )
+    if remedy is not None and report.edits and not any(
+        isinstance(e, GmemTransfer) for e in report.core
+    ):
+        # An edit that keeps the transfer fast (transforms an SMEM ref can take) comes
+        # first; making it unoptimized, which costs speed, after it.
+        remedy = f"{report.suggestion}; or {remedy}"
     if remedy is not None:
         report = dataclasses.replace(report, suggestion=remedy)
     return report.message(), report
+
+
+def _unoptimized_edits(
+    program: Program, system: System, core: list[object], arch: tuple[int, int]
+) -> list[UnoptimizedOp]:
+    """The fewest transfers whose ``optimized = false`` lets the kernel infer, where the
+    conflict holds an optimized transfer; empty where no such set exists."""
+    transfers = [e for e in core if isinstance(e, GmemTransfer | SmemTransfer)]
+    if not any(e.mode is Transfer.OPTIMIZED for e in transfers):
+        return []
+    fewest = Plan(program, system, arch, fuel=5_000).fewest()
+    return describe_ops(program, fewest) if fewest else []
 
 
 __all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]
