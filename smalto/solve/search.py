@@ -18,7 +18,9 @@ raised when the fuel runs out before the system is decided.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from smalto.constraints import System
 from smalto.program import Program
@@ -56,38 +58,45 @@ class Solver(JaxOrderSearch, CompleteSearch):
         domains, which finds an assignment or proves there is none.
         ``guided=False`` skips the first: for deciding satisfiability only.
         """
-        queue: list[int] = []
-        for fixed in self.system.fixed:
-            if not self._assign(fixed.var, fixed.value, queue):
-                self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
-                return False
-            self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
-        queue.extend(range(len(self.constraints)))
-        if not self._propagate(queue):
+        if guided and not self.widened:
+            decided = self.solve_in_jax_order()
+            if decided is not None:
+                return decided
+        elif not self._propagate_root():
             return False
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
-        root_mark = len(self.trail)
-        self.searching = True
-        try:
-            budget = self.guided_budget()
-            self.limit = self.fuel
-            self.work_limit = budget
+        return self.solve_completely()
+
+    def solve_in_jax_order(self) -> bool | None:
+        """Propagation, then the search in JAX's order: True where it finds an answer that
+        lowers, False where the propagation alone proves there is none, None where the
+        complete search must decide (``solve_completely``)."""
+        if not self._propagate_root():
+            return False
+        budget = self.guided_budget()
+        self.limit = self.fuel
+        self.work_limit = budget
+        with self._deep_recursion():
             try:
-                if guided and not self.widened and self._search():
+                if self._search():
                     self.jax_answer_breaks = self._broken_requirements()
                     if not self.jax_answer_breaks:
                         return True
             except FuelExhausted:
                 if self.fuel <= budget:
                     raise
-            self._undo(root_mark)
-            # The complete search is smalto's own: its fuel goes on work
-            # (the splats JAX's order spent fuel on did none).
-            self.spent = self.work
-            self.limit = self.fuel
-            self.work_limit = sys.maxsize
-            self.conflict = None
+        self._undo(self.root_mark)
+        return None
+
+    def solve_completely(self, fuel: int | None = None) -> bool:
+        """The complete search from the propagated root: an assignment, or the proof there is
+        none (``fuel``: what is left of it, if not all)."""
+        # The complete search is smalto's own: its fuel goes on work
+        # (the splats JAX's order spent fuel on did none).
+        self.spent = self.work
+        self.limit = self.fuel if fuel is None else fuel
+        self.work_limit = sys.maxsize
+        self.conflict = None
+        with self._deep_recursion():
             if not self._start_complete_phase():
                 return False
             self._prepare_domains()
@@ -98,6 +107,29 @@ class Solver(JaxOrderSearch, CompleteSearch):
                     self.empty_slot = slot
                     return False
             return self._complete_search()
+
+    def _propagate_root(self) -> bool:
+        """The fixed values, then everything they force: the root every search starts from."""
+        queue: list[int] = []
+        for fixed in self.system.fixed:
+            if not self._assign(fixed.var, fixed.value, queue):
+                self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
+                return False
+            self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
+        queue.extend(range(len(self.constraints)))
+        if not self._propagate(queue):
+            return False
+        self.root_mark = len(self.trail)
+        self.searching = True
+        return True
+
+    @contextlib.contextmanager
+    def _deep_recursion(self) -> Iterator[None]:
+        """The searches recurse once per decision: room for one per variable."""
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
+        try:
+            yield
         finally:
             sys.setrecursionlimit(limit)
 
@@ -105,18 +137,27 @@ class Solver(JaxOrderSearch, CompleteSearch):
 def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -> Solver:
     """The solver that decided ``system``: solved, or the widest that proved it unsatisfiable.
 
-    First JAX's order and the complete search over JAX's rules (so smalto
-    answers as JAX does wherever JAX's answer lowers); where they find no
-    assignment that lowers, a widened complete search (``Solver(widened=True)``)
-    over everything the lowering accepts: relayouts between producer and
-    consumer, layouts no rule of JAX's offers. Raises ``FuelExhausted`` when
+    First JAX's order (so smalto answers as JAX does wherever JAX's answer
+    lowers). Where that finds no assignment that lowers, the widened complete
+    search (``Solver(widened=True)``) over everything the lowering accepts:
+    relayouts between producer and consumer, layouts no rule of JAX's offers.
+    Where even that finds none, no layout lowers: decided, without the
+    complete search over JAX's rules (whose assignments the widened search
+    covers). Where it finds one, the complete search over JAX's rules still
+    goes first, and its answer is taken if it has one: layouts JAX's rules
+    allow, with no relayout they forbid. Raises ``FuelExhausted`` when
     ``fuel`` runs out first.
     """
     solver = Solver(system, program, arch, fuel)
-    solver.solved = solver.solve()
-    if solver.solved:
+    decided = solver.solve_in_jax_order()
+    if decided:
+        solver.solved = True
         return solver
-    wider = Solver(system, program, arch, max(fuel - solver.spent, 1), widened=True)
+    # (False: JAX's rules fail at the root, which the widened search may still satisfy.)
+    wider = Solver(system, program, arch, max(fuel - solver.work, 1), widened=True)
     wider.solved = wider.solve(guided=False)
     wider.jax_answer_breaks = solver.jax_answer_breaks
-    return wider
+    if not wider.solved or decided is False:
+        return wider
+    solver.solved = solver.solve_completely()
+    return solver if solver.solved else wider
