@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 FAILURE_PREFIX = "Failed to infer a possible set of layouts"
 
 
@@ -12,26 +14,87 @@ class InferenceError(ValueError):
     With a ``phrase`` (JAX 0.12.0.1's own message for this kind of failure,
     itself starting with the prefix), the message is that phrase, then, on the
     next lines, why in smalto's words; without one, ``prefix: reason``.
+
+    With ``diagnose``, the reason and the conflict are made when first asked
+    for (the message, ``reason``, ``conflict``, ``args``): a diagnosis costs
+    many times the inference that failed, and a caller that catches the error
+    and goes on (a probe, a sweep over configurations) never reads it.
+    ``diagnose`` returns ``(reason, conflict)``; where it fails, the message
+    says so after JAX's phrase (the error itself is never lost).
     """
 
     def __init__(
-        self, reason: str, *, conflict: object | None = None, phrase: str | None = None
+        self,
+        reason: str = "",
+        *,
+        conflict: object | None = None,
+        phrase: str | None = None,
+        diagnose: Callable[[], tuple[str, object | None]] | None = None,
     ) -> None:
-        if phrase is not None:
-            message = f"{phrase}\n{reason}" if reason else phrase
-        else:
-            message = f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
-        super().__init__(message)
-        self.reason = reason
         self.phrase = phrase
-        # Structured facts about the failure (ops, locations, constraints) for
-        # tools; ``None`` where there is nothing more to say than the message.
-        self.conflict = conflict
+        self._reason, self._conflict = reason, conflict
+        self._diagnose = diagnose
+        super().__init__(self._message(reason) if diagnose is None else phrase or FAILURE_PREFIX)
+
+    def _message(self, reason: str) -> str:
+        if self.phrase is not None:
+            return f"{self.phrase}\n{reason}" if reason else self.phrase
+        return f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
+
+    def _resolve(self) -> None:
+        diagnose, self._diagnose = self._diagnose, None
+        if diagnose is None:
+            return
+        try:
+            self._reason, self._conflict = diagnose()
+        except Exception as error:  # noqa: BLE001 -- the diagnosis never hides the error
+            self._reason = f"(smalto could not diagnose it: {type(error).__name__}: {error})"
+        BaseException.args.__set__(self, (self._message(self._reason),))  # type: ignore[attr-defined]
+
+    @property
+    def diagnosed(self) -> bool:
+        """Whether the diagnosis has been made (it is made when first asked for)."""
+        return self._diagnose is None
+
+    @property
+    def reason(self) -> str:
+        self._resolve()
+        return self._reason
+
+    @property
+    def conflict(self) -> object | None:
+        """Structured facts about the failure (ops, locations, constraints) for tools;
+        ``None`` where there is nothing more to say than the message."""
+        self._resolve()
+        return self._conflict
+
+    @property  # type: ignore[override]
+    def args(self) -> tuple[object, ...]:
+        self._resolve()
+        return BaseException.args.__get__(self)  # type: ignore[attr-defined]
+
+    @args.setter
+    def args(self, value: tuple[object, ...]) -> None:
+        BaseException.args.__set__(self, value)  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        self._resolve()
+        return super().__str__()
+
+    def __reduce__(self) -> tuple[object, ...]:
+        self._resolve()
+        return (_restored, (self._reason, self.phrase), self.__dict__ | {"_conflict": None})
 
     def restate(self, reason: str, conflict: object | None) -> None:
         """Says more after JAX's phrase (a diagnosis that found a fix), keeping the traceback."""
-        fresh = InferenceError(reason, conflict=conflict, phrase=self.phrase)
-        self.args, self.reason, self.conflict = fresh.args, reason, conflict
+        self._diagnose = None
+        self._reason, self._conflict = reason, conflict
+        self.args = (self._message(reason),)
+
+
+def _restored(reason: str, phrase: str | None) -> InferenceError:
+    """An unpickled ``InferenceError``: its words (the conflict's objects do not travel)."""
+    return InferenceError(reason, phrase=phrase)
 
 
 class UnitDimRewriteWarning(UserWarning):

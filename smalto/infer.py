@@ -123,19 +123,34 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
 
 
 def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
-    """The error for a system with no assignment: JAX's phrase, then the diagnosis."""
+    """The error for a system with no assignment: JAX's phrase, then the diagnosis, made
+    when the message is first read (``InferenceError``'s ``diagnose``)."""
     phrase = unsatisfiable(program, system)
-    message, report = describe_conflict(program, system, solver)
-    error = InferenceError(message, conflict=report, phrase=phrase.text)
-    # The op JAX blames, else the first one of the conflict: its source line
+
+    def diagnose() -> tuple[str, object]:
+        with program.context, ir.Location.unknown(program.context):
+            return describe_conflict(program, system, solver)
+
+    error = InferenceError(phrase=phrase.text, diagnose=diagnose)
+    # The op JAX blames, else where the search met the conflict: its source line
     # ends the traceback, as in JAX's errors.
-    culprit = phrase.op
-    if culprit is None and report.requirements:
-        culprit = report.requirements[0].element.origin
+    culprit = phrase.op if phrase.op is not None else _where_it_failed(solver)
     if culprit is not None:
         op = program.ops[culprit]
         with_op_traceback(error, op.operation, op.name)
     return error
+
+
+def _where_it_failed(solver: Solver) -> int | None:
+    """The op of the requirement the search failed on, or of a transfer JAX's answer breaks."""
+    conflict = solver.conflict
+    if conflict is not None:
+        if conflict.constraint is not None:
+            return conflict.constraint.origin
+        if conflict.fixed is not None:
+            return conflict.fixed.origin
+    breaks = solver.jax_answer_breaks
+    return breaks[0][0].origin if breaks else None
 
 
 def infer_keeping_the_solution(
