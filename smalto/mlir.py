@@ -60,15 +60,22 @@ def in_context(module: ir.Module) -> Iterator[None]:
         yield
 
 
-def clone_module(module: ir.Module) -> ir.Module:
-    """A copy of ``module`` in its context, made without printing or parsing (the
-    module need not verify). Must run inside the module's context."""
+def clone_module(module: ir.Module | ir.Operation) -> ir.Module:
+    """A copy of ``module`` (or of a ``builtin.module`` op) in its context, made without
+    printing or parsing (the module need not verify). Must run inside the module's
+    context.
+
+    A detached module of its own: never placed at an insertion point the caller
+    holds (``Operation.clone`` puts its copy there; inside JAX's lowering that
+    is a function body, where a module does not verify).
+    """
+    operation = module.operation
     copy = ir.Module.create()
-    attributes = module.operation.attributes
+    attributes = operation.attributes
     for name in attributes:
         copy.operation.attributes[name] = attributes[name]
     body = ir.InsertionPoint(copy.body)
-    for op in module.body.operations:
+    for op in operation.regions[0].blocks[0].operations:
         op.operation.clone(ip=body)
     return copy
 

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import Fixed, Role, Site, System
-from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, apply, ops_in_order
+from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
+from smalto.mlir import clone_module
 from smalto.pipeline import Failure, solve_copy, write
 from smalto.program import Program
+from smalto.rewrite.transfers import relaxed
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs
 # many is given up (it is not the small change a suggestion should be).
@@ -77,8 +79,11 @@ def try_edits(
     arch: tuple[int, int],
     candidates: Iterable[Edit],
     budget: Budget | None = None,
+    background: tuple[Edit, ...] = (),
 ) -> Trial:
-    """The candidates (in order) that make the kernel infer and check, within ``budget``."""
+    """The candidates (in order) that make the kernel infer and check, within ``budget``;
+    ``background``: edits made first on every copy (the other problems' fixes, where a
+    kernel has several), so that each candidate is judged with them."""
     budget = budget or Budget()
     start = time.monotonic()
     deadline = start + budget.seconds
@@ -95,12 +100,12 @@ def try_edits(
             trial.complete = False
             break
         trial.tried += 1
-        if not _system_allows(program, system, arch, edit):
+        if not _system_allows(program, edited_system(system, background), arch, edit):
             continue
         trial.on_module += 1
-        # The first edit found is the one suggested: JAX's own lowering runs on it too
-        # (where the module has its launch), the others are checked by smalto's checker.
-        verdict = works_on_copy(module, edit, arch, lower=not trial.verified)
+        # JAX's own lowering runs on every edit suggested (where the module has its
+        # launch): an edit it rejects is not suggested.
+        verdict = works_on_copy(module, edit, arch, lower=True, background=background)
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
         if verdict:
@@ -116,7 +121,7 @@ def try_edits(
 
 def _place(edit: Edit) -> tuple[int, ...]:
     """Where an edit changes the kernel: the annotation (and its entry), or the cast value."""
-    kind = (RETARGET, DROP, ADD_CAST).index(edit.kind)
+    kind = (RETARGET, DROP, ADD_CAST, UNOPTIMIZE).index(edit.kind)
     if edit.value is not None:
         return (kind, edit.value, *(edit.use or ()))
     return (kind, *edit.ops, edit.argument if edit.argument is not None else -1)
@@ -136,6 +141,13 @@ def _system_allows(
     """Whether the derived system, edited as the module would be, may have a solution."""
     from smalto.solve.search import FuelExhausted, Solver
 
+    if system is not None and edit.kind == UNOPTIMIZE:
+        try:  # the widest search: what the lowering takes once they are unoptimized
+            return Solver(
+                relaxed(system, frozenset(edit.ops)), program, arch, _FUEL, widened=True
+            ).solve(guided=False)
+        except FuelExhausted:
+            return False
     if system is None or edit.kind not in (RETARGET, DROP):
         return True  # a new cast adds a value: only the module says
     fixed = _edited_fixed(system, edit)
@@ -177,18 +189,46 @@ def _same_entry(system: System, fixed: Fixed, edit: Edit) -> bool:
     return system.var_of_site.get(site) == fixed.var
 
 
+def edited_system(system: System | None, edits: tuple[Edit, ...]) -> System | None:
+    """``system`` as the module would derive it once ``edits`` are made; None where an
+    edit changes what only the module can say (a new cast), or ``system`` is None."""
+    for edit in edits:
+        if system is None:
+            return None
+        if edit.kind == UNOPTIMIZE:
+            system = relaxed(system, frozenset(edit.ops))
+        elif edit.kind in (RETARGET, DROP):
+            fixed = _edited_fixed(system, edit)
+            if fixed is None:
+                return None
+            system = System(system.variables, system.constraints, fixed, system.var_of_site)
+        else:
+            return None
+    return system
+
+
 def works_on_copy(
-    module: ir.Operation, edit: Edit, arch: tuple[int, int], *, lower: bool = False
+    module: ir.Operation,
+    edit: Edit,
+    arch: tuple[int, int],
+    *,
+    lower: bool = False,
+    background: tuple[Edit, ...] = (),
 ) -> Verdict:
-    """Makes ``edit`` on a clone of ``module``: does the clone infer, and its answer check?
-    With ``lower``, JAX's dialect lowering must take the answer too where it can run."""
+    """Makes ``edit`` (after ``background``) on a clone of ``module``: does the clone infer,
+    and its answer check? With ``lower``, JAX's dialect lowering must take the answer too
+    where it can run."""
     from smalto.check import check
     from smalto.diagnose.lowering import jax_lowering_accepts
 
-    clone = module.clone()
+    with module.context, ir.Location.unknown(module.context):
+        clone = clone_module(module)
     try:
         with clone.context, ir.Location.unknown(clone.context):
-            apply(edit, ops_in_order(clone.operation))
+            ops = ops_in_order(clone.operation)
+            # (Edits that remove ops go last: the others name ops by position.)
+            for made in sorted((*background, edit), key=lambda e: e.kind == DROP):
+                apply(made, ops)
             # Decided as inference decides it (the widened search included).
             try:
                 inference = solve_copy(clone, arch, _FUEL)  # type: ignore[arg-type]
@@ -206,7 +246,15 @@ def works_on_copy(
     except Exception:  # noqa: BLE001 -- an edit the pipeline cannot take is no fix either
         return Verdict(False)
     finally:
-        clone.operation.erase()
+        del clone
 
 
-__all__ = ["Budget", "Trial", "Verdict", "module_of", "try_edits", "works_on_copy"]
+__all__ = [
+    "Budget",
+    "Trial",
+    "Verdict",
+    "edited_system",
+    "module_of",
+    "try_edits",
+    "works_on_copy",
+]
