@@ -26,7 +26,8 @@ class Requirement:
 
 @dataclass(frozen=True)
 class ConflictReport:
-    """The facts behind an ``InferenceError``, for tools."""
+    """The facts behind an ``InferenceError``, for tools: one problem of the kernel, and in
+    ``others`` the problems independent of it (each with its own values and fix)."""
 
     requirements: list[Requirement]
     values: list[str]  # "%12 : vector<64x64xf32>" for each value involved
@@ -44,6 +45,14 @@ class ConflictReport:
     # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
     # the module has no launch to lower it in).
     edits_lowered: bool | None = None
+    # The verified changes in words, best first (the message leads with them).
+    fixes: list[str] = field(default_factory=list)
+    # What else to say: what the lowering says of JAX's answer, a faster alternative,
+    # hints where no edit was verified.
+    notes: list[str] = field(default_factory=list)
+    # The kernel's other problems, independent of this one (as a compiler reports every
+    # error it finds).
+    others: list[ConflictReport] = field(default_factory=list)
 
     @property
     def ops(self) -> list[str]:
@@ -53,15 +62,47 @@ class ConflictReport:
     def locations(self) -> list[str]:
         return list(dict.fromkeys(r.location for r in self.requirements))
 
-    def message(self) -> str:
-        lines = ["these requirements cannot all hold:"]
+    @property
+    def problems(self) -> list[ConflictReport]:
+        """This problem and the others, in the order found."""
+        return [self, *self.others]
+
+    def message(self, *, verbose: bool = False) -> str:
+        """The fix first, then why, once each; ``verbose``: also what each value was forced
+        to and where each is defined."""
+        problems = self.problems
+        if len(problems) == 1:
+            return "\n".join(self._lines(verbose))
+        lines = [f"the kernel has {len(problems)} problems, each with its own fix:"]
+        for number, problem in enumerate(problems, 1):
+            lines.append(f"problem {number} of {len(problems)}:")
+            lines += [f"  {line}" for line in problem._lines(verbose)]
+        return "\n".join(lines)
+
+    def fix_lines(self) -> list[str]:
+        """The verified fixes, each with the source line it changes (where found); the
+        suggestion where none was verified."""
+        lines: list[str] = []
+        snippets = [getattr(e, "snippet", None) for e in self.edits]
+        for number, fix in enumerate(self.fixes):
+            lines.append(f"fix: {fix}" if number == 0 else f"  or: {fix}")
+            snippet = snippets[number] if number < len(snippets) else None
+            if snippet:
+                lines.append(f"    {snippet}")
+        if not self.fixes and self.suggestion:
+            lines.append(f"suggestion: {self.suggestion}")
+        return lines
+
+    def _lines(self, verbose: bool) -> list[str]:
+        lines = self.fix_lines()
+        lines.append("why: these requirements cannot all hold:")
         lines += [f"  - {r.text}" for r in self.requirements]
-        if self.derivations:
+        said = self.suggestion or "" if not self.fixes else ""
+        lines += [f"note: {note}" for note in self.notes if note not in said]
+        if verbose and self.derivations:
             lines.append("where:")
             lines += [f"  - {d}" for d in self.derivations]
-        if self.origins:
+        if verbose and self.origins:
             lines.append("the values involved:")
             lines += [f"  - {o}" for o in self.origins]
-        if self.suggestion:
-            lines.append(f"suggestion: {self.suggestion}")
-        return "\n".join(lines)
+        return lines

@@ -31,21 +31,34 @@ from smalto.constraints import (
     TmaSwizzle,
     TmemTransfer,
     Var,
+    value_at,
 )
 from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
-from smalto.locations import op_text
+from smalto.locations import file_position, location_name, op_text
+from smalto.pallas_edits import source_name
 from smalto.program import Program
 from smalto.rules.attributes import strict_cast
+from smalto.sources import Sources
 
 
 class Namer:
-    """SSA names and types of the values behind variables and sites."""
+    """SSA names and types of the values behind variables and sites.
 
-    def __init__(self, program: Program, system: System | None) -> None:
+    With ``sources`` (the user's Python files, ``smalto.sources``), a variable is
+    also named as the user's source line names its value where the line can be
+    read: `` `s` (%53)`` for ``s = jnp.sum(x, axis=1)``; one name per variable,
+    wherever the conflict mentions it.
+    """
+
+    def __init__(
+        self, program: Program, system: System | None, sources: Sources | None = None
+    ) -> None:
         self.program = program
         self.system = system
+        self.sources = sources
         self._state: ir.AsmState | None = None
+        self._var_names: dict[int, str] = {}
 
     def _ir_value(self, site: Site) -> ir.Value:
         view = self.program.ops[site.op].view
@@ -92,10 +105,38 @@ class Namer:
         return f"{self.site(site)} ({role[site.role]} #{site.index} of {op})"
 
     def var(self, var: int) -> str:
-        variable = self.system.variables[var]
-        # Prefer a result (the value as defined) over an operand use.
-        sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
-        return self.site(sites[0]) if sites else f"v{var}"
+        name = self._var_names.get(var)
+        if name is None:
+            variable = self.system.variables[var]
+            # Prefer a result (the value as defined) over an operand use.
+            sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
+            name = self.site(sites[0]) if sites else f"v{var}"
+            if sites and self.sources is not None:
+                user = self._user_name(value_at(self.program, sites[0]))
+                if user is not None:
+                    name = f"`{user}` ({name})"
+            self._var_names[var] = name
+        return name
+
+    def _user_name(self, vid: int) -> str | None:
+        """The user's name for a value, from the source line of the op that defines it."""
+        assert self.sources is not None
+        producer = self.program.values[vid].producer
+        if producer is None or producer.region is not None:
+            return None
+        op = self.program.ops[producer.op]
+        position = file_position(op.location)
+        if position is None:
+            return None
+        line = self.sources.line(position.file, position.line)
+        if line is None:
+            return None
+        return source_name(
+            line,
+            position.column,
+            load=op.name == "mosaic_gpu.vector_load",
+            primitive=location_name(op.location),
+        )
 
     def producer(self, var: int) -> str:
         """ " (from `op` at file:line)" for the op that defines the variable's value."""

@@ -1,25 +1,30 @@
-"""What to change, in Pallas terms, where no layout lowers for a reason of the lowering.
+"""What the lowering says of a conflict, in Pallas terms, where no layout lowers for a
+reason of the lowering.
 
 - A GMEM transfer: JAX's lowering moves a register value to or from a GMEM
   ref only if each thread moves at least 4 bytes and each warp whole 32-byte
   sectors (an optimized ``vector_load``/``vector_store``;
   ``plan_gmem_transfer``). Values that come from TMEM (one row a lane) or
   from a row reduction of one (one element a lane) often have no layout
-  that does, in 16-bit types none at all. The message says why the lowering
-  refuses the layout JAX's pass would have chosen (its own words), and what
-  to write instead; each remedy is checked against the lowering for that
-  layout first (a 32-bit store must then coalesce; an SMEM ref must take the
-  layout with the transforms named).
+  that does, in 16-bit types none at all; nor does a column of a GMEM table
+  (``w_ref[:, j]``: neighbours 8-16 bytes apart). ``Advice.why`` says why
+  the lowering refuses the layout JAX's pass would have chosen (its own
+  words); the fix (the transfer made unoptimized at the user's line) is an
+  edit the diagnosis verifies; ``Advice.faster`` is the fast alternative,
+  staging through SMEM with a TMA copy (with transforms checked against the
+  lowering for that layout; never for a strided GMEM view, which a TMA copy
+  cannot take). Nothing here changes what the kernel computes or returns.
 - A computed (N, 1) value broadcast to (N, M): JAX 0.12's lowering
   broadcasts a size-1 dim of a tiled value only where that value is itself
-  a broadcast; a keep-dims reduction, or an elementwise op on an expanded
-  value, leaves it computed. The remedy: compute without the unit dim and
+  a broadcast; a keep-dims reduction, an elementwise op on an expanded
+  value, or a load keeping the unit dim leaves it unbroadcastable. The
+  remedy (``Advice.remedy``): compute, or load, without the unit dim and
   expand it where it is broadcast.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
@@ -31,24 +36,24 @@ from smalto.hw.transfers import Transfer, smem_transfer_supported
 from smalto.hw.values import Const, Reg
 from smalto.program import Program
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
 STORE = "mosaic_gpu.vector_store"
+LOAD = "mosaic_gpu.vector_load"
 BROADCAST = "mosaic_gpu.broadcast_in_dim"
+# The option that makes the verified unoptimized edit for the user (``allow_unoptimized``).
 OPTION = (
-    "or let smalto make them unoptimized for you: `allow_unoptimized=True` "
-    "(`smalto.jax.install(allow_unoptimized=True)`, `SMALTO_JAX_ALLOW_UNOPTIMIZED=1`, "
+    "compile the kernel as written, with smalto making them unoptimized: "
+    "`smalto.jax.install(allow_unoptimized=True)` (or `SMALTO_JAX_ALLOW_UNOPTIMIZED=1`, "
     "`smalto infer --allow-unoptimized`)"
 )
 
 
-class TransferEdit(Protocol):
-    """A transfer to make unoptimized (``smalto.rewrite.transfers.UnoptimizedOp``)."""
+@dataclass(frozen=True)
+class Advice:
+    """What the lowering says of a conflict, and what else to write."""
 
-    location: str
-    pallas_edit: str
-    cost: str
+    why: str | None = None  # JAX's layout and the lowering's words against it
+    faster: str | None = None  # the fast alternative to an unoptimized transfer (SMEM)
+    remedy: str | None = None  # where no edit of an annotation helps (keep-dims code)
 
 
 def advice(
@@ -57,48 +62,28 @@ def advice(
     jax_answer_breaks: list[tuple[Constraint, Const]],
     arch: tuple[int, int],
     name: dict[int, str],
-    unoptimized: Sequence[TransferEdit] = (),
-) -> str | None:
-    """The remedy for the conflict's GMEM transfer, else for its broadcast of a computed
-    unit dim; None if it has neither.
+) -> Advice:
+    """What to say of the conflict's GMEM transfer, else of its broadcast of a computed
+    unit dim (an empty ``Advice`` where it has neither).
 
     ``jax_answer_breaks``: the requirements the answer in JAX's order broke,
     with the layout it gave (``Solver.jax_answer_breaks``); ``name`` names
-    the values of the core's transfers (by constraint origin op);
-    ``unoptimized``: the fewest transfers which, unoptimized, let the kernel
-    infer (none if no such set exists).
+    the values of the core's transfers (by constraint origin op).
     """
     transfers = [e for e in core if isinstance(e, GmemTransfer)]
     if not transfers:
-        if unoptimized:
-            return _unoptimized(unoptimized)
-        return _unit_dim_broadcast(program, core)
+        return Advice(remedy=_unit_dim_broadcast(program, core))
     chosen = {c.origin: value for c, value in jax_answer_breaks if isinstance(c, GmemTransfer)}
     for c in transfers:
         value = chosen.get(c.origin)
         if isinstance(value, Reg):
-            return _for_layout(
-                program, c, value, arch, name.get(c.origin, "the value"), unoptimized
-            )
+            who = name.get(c.origin, "the value")
+            return Advice(_why(c, value, arch, who), _staging(program, c, value, who))
     c = transfers[0]
-    return _remedies(program, c, None, name.get(c.origin, "the value"), unoptimized)
+    return Advice(faster=_staging(program, c, None, name.get(c.origin, "the value")))
 
 
-def _unoptimized(edits: Sequence[TransferEdit]) -> str:
-    """Make these transfers unoptimized, at the user's lines."""
-    said = "; ".join(f"`{e.pallas_edit}` at {e.location}" for e in edits)
-    these = "this transfer" if len(edits) == 1 else f"these {len(edits)} transfers"
-    return f"make {these} unoptimized where written: {said} ({edits[0].cost}); {OPTION}"
-
-
-def _for_layout(
-    program: Program,
-    c: GmemTransfer,
-    value: Reg,
-    arch: tuple[int, int],
-    who: str,
-    unoptimized: Sequence[TransferEdit],
-) -> str:
+def _why(c: GmemTransfer, value: Reg, arch: tuple[int, int], who: str) -> str:
     reason = gmem_transfer_problem(
         value.layout,
         c.shape,
@@ -108,37 +93,29 @@ def _for_layout(
         arch=arch,
     )
     said = f" ({reason})" if reason else ""
-    head = (
-        f"JAX's pass would give {who} {describe_value(value)}, which its lowering rejects{said}; "
+    view = "" if c.strides == _row_major(c.shape) else f" through a view of strides {c.strides}"
+    return (
+        f"JAX's pass would give {who} {describe_value(value)}, which its lowering rejects"
+        f"{said}{view}; no layout of it coalesces"
     )
-    return head + _remedies(program, c, value, who, unoptimized)
 
 
-def _remedies(
-    program: Program,
-    c: GmemTransfer,
-    value: Reg | None,
-    who: str,
-    unoptimized: Sequence[TransferEdit],
-) -> str:
-    op = program.ops[c.origin]
-    options: list[str] = [_unoptimized(unoptimized)] if unoptimized else []
+def _staging(program: Program, c: GmemTransfer, value: Reg | None, who: str) -> str | None:
+    """The fast alternative: the value through SMEM and a TMA copy (none for a strided
+    GMEM view, which a TMA copy cannot take: it needs 16-byte strides)."""
     if c.strides != _row_major(c.shape):
-        # A TMA copy needs a contiguous minor dim and 16-byte strides: a column is neither.
-        return "; or ".join(options) if options else "no remedy keeps the kernel as it is"
-    if op.name == STORE:
-        options.append(
-            "stage it through SMEM: store it into an SMEM scratch ref (`o_smem[...] = "
+        return None
+    if program.ops[c.origin].name == STORE:
+        return (
+            "the fast alternative: store it into an SMEM scratch ref (`o_smem[...] = "
             f"{_pallas_name(who)}`{_transforms(value, c)}), then `plgpu.commit_smem()` and "
-            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)`"
+            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)` (a TMA copy)"
         )
-    else:
-        options.append(
-            "copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, x_smem, barrier)`, "
-            f"then `plgpu.barrier_wait(barrier)`{_transforms(value, c)}) and load it from "
-            "there"
-        )
-    return "; or ".join(options)
+    return (
+        "the fast alternative: copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, "
+        f"x_smem, barrier)`, then `plgpu.barrier_wait(barrier)`{_transforms(value, c)}) and "
+        "load it from there"
+    )
 
 
 def _transforms(value: Reg | None, c: GmemTransfer) -> str:
@@ -167,6 +144,9 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _pallas_name(who: str) -> str:
+    """The user's name in ``who`` (`` `s` (%53)`` -> ``s``), else ``x``."""
+    if who.startswith("`") and "`" in who[1:]:
+        return who[1 : who.index("`", 1)]
     return "x" if who.startswith("%") or who == "the value" else who
 
 
@@ -184,9 +164,17 @@ def _unit_dim_broadcast(program: Program, core: list[object]) -> str | None:
         ]
         grown = [d for s, d in enumerate(dims) if source.shape[s] == 1 and result.shape[d] > 1]
         producer = source.producer
-        computed = producer is None or program.ops[producer.op].name != BROADCAST
-        if grown and computed:
-            shape = "x".join(map(str, source.shape))
+        made_by = program.ops[producer.op].name if producer is not None else None
+        shape = "x".join(map(str, source.shape))
+        if grown and made_by == LOAD:
+            # Statistics read back keeping their unit dim: the value is loaded, not computed.
+            return (
+                f"a {shape} value loaded with its size-1 dim is broadcast along it, which "
+                "JAX 0.12's lowering does in no tiled layout; load it without the unit dim "
+                "and expand it where it is broadcast: e.g. `m = m_ref[:, 0]` then "
+                "`s - m[:, None]`, instead of `s - m_ref[...]`"
+            )
+        if grown and made_by != BROADCAST:
             return (
                 f"a computed {shape} value (a keep-dims reduction, or arithmetic on an "
                 "expanded value) is broadcast along its size-1 dim, which JAX 0.12's lowering "

@@ -75,3 +75,65 @@ def _replace(code: str, node: ast.AST, text: str) -> str:
     start, end = node.col_offset, node.end_col_offset  # one line: offsets in it
     assert end is not None
     return code[:start] + text + code[end:]
+
+
+# JAX primitives by the name of the call that makes them, where the two differ.
+_CALLS = {"convert_element_type": "astype", "dot_general": "dot"}
+
+
+def source_name(
+    line: str, column: int, *, load: bool = False, primitive: str | None = None
+) -> str | None:
+    """What the user calls the value an op at ``column`` of ``line`` makes: the name it is
+    assigned to (``s = jnp.sum(x, axis=1)`` -> ``s``), else the expression there
+    (``jnp.sum(x, axis=1)``; a long call as ``plgpu.layout_cast(...)``); for a ``load``,
+    the ref's own subscript (``w_ref[:, 1]`` in ``w_ref[:, 1][:, None]``); where
+    several expressions start there, the call of the ``primitive`` JAX names the op
+    after (``reduce_sum``: ``jnp.sum(acc, axis=1)`` in ``jnp.sum(acc, axis=1).astype(t)``).
+    None where the line says nothing there (no expression starts at the column, or it
+    is not Python alone)."""
+    indent = len(line) - len(line.lstrip())
+    code = textwrap.dedent(line).rstrip()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    at = column - indent
+    starting = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.expr)
+        and node.col_offset == at
+        and not isinstance(getattr(node, "ctx", None), ast.Store)
+    ]
+    if not starting:
+        return None
+    named = [n for n in starting if isinstance(n, ast.Call) and _calls(n, primitive)]
+    if load and (refs := [n for n in starting if isinstance(n, ast.Subscript)]):
+        node = min(refs, key=lambda n: n.end_col_offset or 0)
+    elif named:
+        node = min(named, key=lambda n: n.end_col_offset or 0)
+    else:
+        node = max(starting, key=lambda n: n.end_col_offset or 0)
+    for statement in ast.walk(tree):
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is node
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            return statement.targets[0].id
+    text = ast.get_source_segment(code, node) or ""
+    if len(text) > 40 and isinstance(node, ast.Call):
+        text = f"{ast.get_source_segment(code, node.func)}(...)"
+    return text if 0 < len(text) <= 40 else None
+
+
+def _calls(call: ast.Call, primitive: str | None) -> bool:
+    """Whether ``call`` is the one making JAX's ``primitive`` (``reduce_max``: ``max``)."""
+    if not primitive:
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    wanted = _CALLS.get(primitive, primitive)
+    return name == wanted or wanted.endswith(f"_{name}") or name.endswith(f"_{wanted}")

@@ -104,7 +104,9 @@ def test_the_generic_phrase_is_jax_s_whole_message() -> None:
     assert str(jax_error) == GENERIC
     first, *rest = str(ours).splitlines()
     assert first == GENERIC
-    assert rest[0] == "these requirements cannot all hold:"
+    # Then the fix (verified), then why.
+    assert rest[0].startswith("fix: change the layout cast at kernel.py:11:8")
+    assert "why: these requirements cannot all hold:" in rest
 
 
 def test_fuel_exhaustion_in_jax_s_words() -> None:

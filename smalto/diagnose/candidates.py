@@ -22,13 +22,14 @@ from jax.experimental.mosaic.gpu import tcgen05
 from smalto.constraints import (
     Element,
     Fixed,
+    GmemTransfer,
     Role,
     Site,
     System,
     constraint_variables,
     value_at,
 )
-from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit
+from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit
 from smalto.diagnose.origins import cast_layout
 from smalto.hw import encode
 from smalto.hw import layouts as hl
@@ -68,11 +69,14 @@ class Candidates:
         arch: tuple[int, int],
         elements: list[Element],
         forced: dict[int, Const],
+        unoptimize: tuple[int, ...] = (),
     ) -> None:
         self.program = program
         self.system = system
         self.arch = arch
         self.elements = elements
+        # The fewest transfers of the conflict which, unoptimized, resolve it.
+        self.unoptimize = unoptimize
         self.variables = elements_variables(elements)
         # Layouts the conflict states or forces: what the rest of the kernel wants.
         wanted: dict[Const, None] = {}
@@ -92,11 +96,20 @@ class Candidates:
 
     def _all(self) -> Iterator[Edit]:
         annotations = self._annotation_ops()
+        # A GMEM transfer with no plan in any layout: making it unoptimized is the
+        # one-word change at the user's line. For an SMEM transfer, transforms that
+        # keep it fast come first.
+        unoptimize = Edit(UNOPTIMIZE, self.unoptimize) if self.unoptimize else None
+        if unoptimize is not None and any(isinstance(e, GmemTransfer) for e in self.elements):
+            yield unoptimize
+            unoptimize = None
         # Retargets before removals before new casts: the smallest change first.
         for op_id in annotations:
             yield from self._retargets(op_id)
         for op_id in annotations:
             yield from self._drops(op_id)
+        if unoptimize is not None:
+            yield unoptimize
         yield from self._new_casts()
 
     # --- which annotations ------------------------------------------------------------

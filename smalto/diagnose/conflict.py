@@ -10,6 +10,7 @@ suggest the change that resolves it (``suggest``).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from smalto import lowering_advice
 from smalto.conflict_report import ConflictReport, Requirement
@@ -26,16 +27,22 @@ from smalto.constraints import (
     constraint_variables,
 )
 from smalto.describe import Namer, describe_element, expr_var
-from smalto.diagnose.core import find_core
+from smalto.diagnose.candidates import ANNOTATIONS, Candidates
+from smalto.diagnose.core import core_satisfiable, find_core
+from smalto.diagnose.edits import DROP, RETARGET, UNOPTIMIZE, Edit
 from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import suggest
+from smalto.diagnose.verify import edited_system
 from smalto.hw import layouts as hl
+from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
 from smalto.locations import location_text, op_text
-from smalto.program import Program
-from smalto.rewrite.transfers import Plan, UnoptimizedOp, describe_ops
+from smalto.program import Kind, Program
+from smalto.rewrite.transfers import TRANSFER_OPS
+from smalto.solve.search import FuelExhausted, Solver
+from smalto.sources import Sources
 
 
 def _op_of(program: Program, element: Element) -> tuple[str, str]:
@@ -228,17 +235,34 @@ def _offset_limited(divides: Divides, ref: Variable) -> bool:
     return any(m < d for m, d in zip(divides.multiple, tail, strict=False))
 
 
+# A kernel's problems are found one after the other, each with its own core; past
+# this many, the rest are left for the next run.
+MAX_PROBLEMS = 4
+# Edits of a core's annotations tried for the likeliest fix, at most.
+_LIKELY_CANDIDATES = 8
+
+
 def diagnose(
     program: Program,
     system: System,
     arch: tuple[int, int],
     seeds: set[int],
     explanation: list[Element] | None = None,
+    *,
+    namer: Namer | None = None,
+    jax_answer_breaks: list[tuple[object, Const]] | None = None,
+    background: tuple[Edit, ...] = (),
+    found: tuple[list[Element], bool] | None = None,
 ) -> ConflictReport:
-    core, minimal = find_core(program, system, arch, seeds, explanation)
+    """One problem: a minimal core found from ``seeds`` (or the propagation's
+    ``explanation``; or ``found`` already, with whether it is minimal), in words, with
+    the edits verified to fix it (made together with ``background``: the fixes of the
+    kernel's other problems)."""
+    core, minimal = found or find_core(program, system, arch, seeds, explanation)
+    core = list(core)
     # What ops impose outright first, then the rest in program order.
     core.sort(key=lambda e: (not isinstance(e, Fixed), e.origin))
-    namer = Namer(program, system)
+    namer = namer or Namer(program, system, Sources())
     requirements: list[Requirement] = []
     said: set[str] = set()
     for e in core:
@@ -246,6 +270,8 @@ def diagnose(
         if text not in said:  # one ref passed twice reads the same both times
             said.add(text)
             requirements.append(Requirement(*_op_of(program, e), text, e))
+    for text, e in _type_requirements(program, system, core, namer):
+        requirements.append(Requirement(*_op_of(program, e), text, e))
     derivations, values = _derivations(program, system, arch, core, namer)
     involved: dict[int, None] = {}
     for e in core:
@@ -257,11 +283,36 @@ def diagnose(
     lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
     hint = _suggestion(program, system, core, values, namer)
     proof = _divisibility_hint(program, system, core) is not None
+    names_of = {
+        e.origin: namer.expr(e.reg, "the value") for e in core if isinstance(e, GmemTransfer)
+    }
+    said_by_lowering = lowering_advice.advice(
+        program, list(core), jax_answer_breaks or [], arch, names_of
+    )
+    if hint is None:
+        hint = said_by_lowering.remedy
     try:
-        found = suggest(program, system, arch, list(core), values, namer, hint, hint_first=proof)
+        found = suggest(
+            program,
+            system,
+            arch,
+            list(core),
+            values,
+            namer,
+            hint,
+            hint_first=proof,
+            unoptimize=_core_transfers(program, system, core, arch),
+            background=background,
+        )
         text, edits, tried, lowered = found.text, found.edits, found.tried, found.lowered
+        fixes, notes = list(found.fixes), list(found.notes)
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
-        text, edits, tried, lowered = hint, [], 0, None
+        text, edits, tried, lowered, fixes, notes = hint, [], 0, None, [], [hint] if hint else []
+    if edits and edits[0].kind == UNOPTIMIZE:
+        # The same fix, made by smalto where the user asks for it.
+        fixes.insert(1, f"{lowering_advice.OPTION} (verified with the same change)")
+        edits.insert(1, None)
+    notes = [n for n in (said_by_lowering.why, *notes, said_by_lowering.faster) if n]
     return ConflictReport(
         requirements,
         names,
@@ -270,20 +321,132 @@ def diagnose(
         minimal,
         core,
         origins=list(dict.fromkeys(lines)),
-        edits=edits,
+        edits=[e for e in edits if e is not None],
         edits_tried=tried,
         edits_lowered=lowered,
+        fixes=fixes,
+        notes=list(dict.fromkeys(notes)),
     )
+
+
+def _core_transfers(
+    program: Program, system: System, core: list[Element], arch: tuple[int, int]
+) -> tuple[int, ...]:
+    """The fewest optimized transfers of the core which, unoptimized, make it satisfiable
+    (the one-word changes that resolve this conflict); none where no subset does."""
+    ops = sorted(
+        {
+            e.origin
+            for e in core
+            if isinstance(e, GmemTransfer | SmemTransfer)
+            and e.mode is Transfer.OPTIMIZED
+            and program.ops[e.origin].name in TRANSFER_OPS
+        }
+    )
+    for size in range(1, len(ops) + 1):
+        for chosen in itertools.combinations(ops, size):
+            elements = [
+                dataclasses.replace(e, mode=Transfer.UNOPTIMIZED)
+                if isinstance(e, GmemTransfer | SmemTransfer) and e.origin in chosen
+                else e
+                for e in core
+            ]
+            if core_satisfiable(system, elements, program, arch):
+                return chosen
+    return ()
+
+
+def _type_requirements(
+    program: Program, system: System, core: list[Element], namer: Namer
+) -> list[tuple[str, Element]]:
+    """For a layout an op fixes that the value's own type cannot take: that requirement
+    too, in the lowering's own words (it is no constraint of the system, so no core holds
+    it: a TMEM ref of 32-bit elements takes no packing of 2)."""
+    found = []
+    for e in core:
+        if not isinstance(e, Fixed) or e.value is None:
+            continue
+        variable = system.variables[e.var]
+        why = does_not_fit_type(e.value, variable.shape, variable.bitwidth)
+        if why is not None:
+            kind = {Kind.TMEM: "TMEM ref", Kind.SMEM: "SMEM ref"}.get(variable.kind, "value")
+            found.append(
+                (
+                    f"{namer.typed(e.var)}, a {kind} of {variable.bitwidth}-bit elements, cannot "
+                    f"be {describe_value(e.value)}: JAX's lowering says \"{why}\"",
+                    e,
+                )
+            )
+    return found
 
 
 def describe_conflict(
     program: Program, system: System, solver: object
 ) -> tuple[str, ConflictReport]:
-    """The message and report for a solver that found no solution."""
+    """The message and report for a solver that found no solution: every problem of the
+    kernel (up to ``MAX_PROBLEMS``), each with its own core and its own fixes.
+
+    First the problems are found one after the other, each with a core of its own,
+    then set aside by its likeliest fix (or without its requirements, where there is
+    none) before the next is looked for. Then each is put into words, with the edits
+    verified to fix it while the other problems' likeliest fixes are made too: alone,
+    no edit makes a kernel with several problems infer.
+    """
     empty = getattr(solver, "empty_slot", None)
     if empty is not None:
         report = _no_value_fits(program, system, empty)
         return report.message(), report
+    arch = getattr(solver, "arch", (9, 0))
+    namer = Namer(program, system, Sources())
+    breaks = getattr(solver, "jax_answer_breaks", [])
+    problems: list[tuple[list[Element], bool, Edit | None]] = []
+    current, failed = system, solver
+    # The ops the problems so far are about: their annotations and what their fixes change.
+    owned: set[int] = set()
+    while len(problems) < MAX_PROBLEMS:
+        explain = getattr(failed, "root_explanation", None)
+        core, minimal = find_core(
+            program, current, arch, _seeds(failed), explain() if explain else None
+        )
+        if problems and any(e.origin in owned for e in core):
+            # The same problem, not resolved by its likeliest fix: one problem, not two.
+            break
+        fix = _likeliest_fix(program, current, core, arch)
+        owned.update(e.origin for e in core if program.ops[e.origin].name in ANNOTATIONS)
+        if fix is not None:
+            owned.update(fix.ops)
+        problems.append((core, minimal, fix))
+        current = _past(current, core, fix)
+        if current is None:
+            break
+        failed = Solver(current, program, arch, 5_000, widened=True)
+        try:
+            if failed.solve(guided=False) or getattr(failed, "empty_slot", None) is not None:
+                break
+        except FuelExhausted:
+            break
+    reports = []
+    for index, (core, minimal, _) in enumerate(problems):
+        background = tuple(f for i, (*_, f) in enumerate(problems) if i != index and f)
+        reports.append(
+            diagnose(
+                program,
+                system,
+                arch,
+                set(),
+                namer=namer,
+                jax_answer_breaks=breaks,
+                background=background,
+                found=(core, minimal),
+            )
+        )
+    first, *others = reports
+    report = dataclasses.replace(first, others=others)
+    return report.message(), report
+
+
+def _seeds(solver: object) -> set[int]:
+    """The variables where the search met the conflict."""
     conflict = getattr(solver, "conflict", None)
     seeds: set[int] = set()
     if conflict is not None:
@@ -293,46 +456,53 @@ def describe_conflict(
             seeds.update(constraint_variables(conflict.constraint))
         if conflict.variable is not None:
             seeds.add(conflict.variable)
-    arch = getattr(solver, "arch", (9, 0))
-    explain = getattr(solver, "root_explanation", None)
-    report = diagnose(program, system, arch, seeds, explain() if explain else None)
-    # A GMEM transfer no layout makes lower (what the lowering says of JAX's
-    # layout), or a computed unit dim broadcast: what to write instead, before
-    # any other suggestion.
-    namer = Namer(program, system)
-    names = {
-        e.origin: namer.expr(e.reg, "the value") for e in report.core if isinstance(e, GmemTransfer)
-    }
-    unoptimized = _unoptimized_edits(program, system, report.core, arch)
-    remedy = lowering_advice.advice(
-        program,
-        report.core,
-        getattr(solver, "jax_answer_breaks", []),
-        arch,
-        names,
-        unoptimized,
+    return seeds
+
+
+def _likeliest_fix(
+    program: Program, system: System, core: list[Element], arch: tuple[int, int]
+) -> Edit | None:
+    """The change that most likely resolves this core, judged on the core alone: its
+    transfers made unoptimized, else the first edit of its annotations that makes it
+    satisfiable (None where neither does)."""
+    transfers = _core_transfers(program, system, core, arch)
+    candidates = Candidates(program, system, arch, core, {}, transfers)
+    for number, edit in enumerate(candidates):  # in the order they are suggested
+        if number == _LIKELY_CANDIDATES:
+            break
+        if edit.kind == UNOPTIMIZE:
+            return edit  # (resolves the core: ``_core_transfers`` checked it)
+        if edit.kind not in (RETARGET, DROP):
+            continue
+        fixed = [e for e in core if isinstance(e, Fixed)]
+        sub = edited_system(System(system.variables, [], fixed, system.var_of_site), (edit,))
+        if sub is None:
+            continue
+        elements = [*sub.fixed, *(e for e in core if not isinstance(e, Fixed))]
+        if core_satisfiable(system, elements, program, arch):
+            return edit
+    return None
+
+
+def _past(system: System, core: list[Element], fix: Edit | None) -> System | None:
+    """The system with this problem set aside: fixed as ``fix`` says, else without its
+    core's requirements (None where nothing can be set aside)."""
+    if fix is not None:
+        fixed = edited_system(system, (fix,))
+        if fixed is not None:
+            return fixed
+    dropped = {id(e) for e in core if not isinstance(e, Fixed)}
+    if not dropped:
+        fixes = [e for e in core if isinstance(e, Fixed)]
+        dropped = {id(fixes[-1])} if fixes else set()
+    if not dropped:
+        return None
+    return System(
+        system.variables,
+        [c for c in system.constraints if id(c) not in dropped],
+        [f for f in system.fixed if id(f) not in dropped],
+        system.var_of_site,
     )
-    if remedy is not None and report.edits and not any(
-        isinstance(e, GmemTransfer) for e in report.core
-    ):
-        # An edit that keeps the transfer fast (transforms an SMEM ref can take) comes
-        # first; making it unoptimized, which costs speed, after it.
-        remedy = f"{report.suggestion}; or {remedy}"
-    if remedy is not None:
-        report = dataclasses.replace(report, suggestion=remedy)
-    return report.message(), report
-
-
-def _unoptimized_edits(
-    program: Program, system: System, core: list[object], arch: tuple[int, int]
-) -> list[UnoptimizedOp]:
-    """The fewest transfers whose ``optimized = false`` lets the kernel infer, where the
-    conflict holds an optimized transfer; empty where no such set exists."""
-    transfers = [e for e in core if isinstance(e, GmemTransfer | SmemTransfer)]
-    if not any(e.mode is Transfer.OPTIMIZED for e in transfers):
-        return []
-    fewest = Plan(program, system, arch, fuel=5_000).fewest()
-    return describe_ops(program, fewest) if fewest else []
 
 
 __all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]

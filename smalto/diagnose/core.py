@@ -36,6 +36,13 @@ def _satisfiable(
         return None
 
 
+def core_satisfiable(
+    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
+) -> bool:
+    """Whether these requirements alone hold together (under the widest search)."""
+    return _satisfiable(system, elements, program, arch) is True
+
+
 def minimal_core(
     elements: list[Element],
     is_unsat: Callable[[list[Element]], bool],

@@ -5,7 +5,9 @@ of one ``plgpu.layout_cast``, the layout of one TMEM ref, the transforms of
 one SMEM ref (which Pallas states at each use of the ref, so one edit may
 touch several ``with_transforms`` ops), one layout an ``inline_mgpu`` states
 for an argument or result; or it removes one cast, or adds one
-``layout_cast`` on a value. Edits name ops by their ids in the program view,
+``layout_cast`` on a value; or it makes transfers unoptimized (``optimized =
+False`` on the ``plgpu.load``/``plgpu.store`` lines whose optimized transfer
+has no plan in any layout: the fewest that do). Edits name ops by their ids in the program view,
 which are their pre-order positions: the same in a clone of the module.
 """
 
@@ -20,16 +22,16 @@ from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import ops_in_order
 
-RETARGET, DROP, ADD_CAST = "retarget", "drop", "add_cast"
+RETARGET, DROP, ADD_CAST, UNOPTIMIZE = "retarget", "drop", "add_cast", "unoptimize"
 
 
 @dataclass(frozen=True)
 class Edit:
     """One change an author makes in one place of the kernel's source."""
 
-    kind: str  # RETARGET, DROP or ADD_CAST
-    # The ops changed (RETARGET, DROP); for ADD_CAST the op the new cast goes
-    # after (the value's producer) or, with ``use``, before (the consumer).
+    kind: str  # RETARGET, DROP, ADD_CAST or UNOPTIMIZE
+    # The ops changed (RETARGET, DROP, UNOPTIMIZE: the transfers); for ADD_CAST the op
+    # the new cast goes after (the value's producer) or, with ``use``, before (the consumer).
     ops: tuple[int, ...]
     old: Const | None = None  # the layout stated now (RETARGET, DROP)
     new: Const | None = None  # the layout stated after the edit (RETARGET, ADD_CAST)
@@ -76,6 +78,9 @@ def apply(edit: Edit, ops: list[ir.Operation]) -> None:
     elif edit.kind == ADD_CAST:
         assert isinstance(edit.new, Reg)
         _add_cast(edit, ops, cache.layout(edit.new))
+    elif edit.kind == UNOPTIMIZE:
+        for op_id in edit.ops:
+            ops[op_id].attributes["optimized"] = ir.BoolAttr.get(False)
     else:
         raise ValueError(f"unknown edit {edit.kind!r}")
 
@@ -101,4 +106,13 @@ def _result_of(anchor: ir.Operation, edit: Edit) -> ir.Value:
     return anchor.results[edit.position]
 
 
-__all__ = ["ADD_CAST", "DROP", "RETARGET", "Edit", "apply", "attribute_of", "ops_in_order"]
+__all__ = [
+    "ADD_CAST",
+    "DROP",
+    "RETARGET",
+    "UNOPTIMIZE",
+    "Edit",
+    "apply",
+    "attribute_of",
+    "ops_in_order",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from jax._src.lib.mlir import ir
 
@@ -25,20 +26,24 @@ from smalto.diagnose.candidates import (
     Candidates,
     annotation_edits,
 )
-from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, Edit, attribute_of
+from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, attribute_of
 from smalto.diagnose.verify import Budget, Trial, try_edits
 from smalto.errors import InferenceError
 from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.locations import location_text, op_text
-from smalto.program import Program
+from smalto.locations import file_position, location_text, op_text
+from smalto.program import Op, Program
+from smalto.rewrite.transfers import describe_ops
+from smalto.sources import Sources
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
 LOWERED = (
     "smalto infers the kernel with this change, its checker accepts the layouts and JAX's "
     "Mosaic GPU dialect lowering takes them"
 )
+VERIFIED_SHORT = "verified: smalto infers the kernel with it and its checker accepts the layouts"
+LOWERED_SHORT = "verified: smalto infers the kernel with it and JAX's Mosaic GPU lowering takes it"
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class SuggestedEdit:
     result: int | None = None  # ADD_CAST after its producer: which result
     use: tuple[str, str, int] | None = None  # ADD_CAST before a use: (op, location, operand)
     edit: Edit | None = field(default=None, repr=False, compare=False)
+    # The user's source line the edit changes, as ``kernels.py:52 | <the line>``, where found.
+    snippet: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,10 @@ class Suggestion:
     complete: bool
     seconds: float
     lowered: bool | None = None  # JAX's lowering took the first edit's answer (None: not run)
+    # The verified edits in words, best first, each with what verified it.
+    fixes: list[str] = field(default_factory=list)
+    # What else to say: the conflict's hint, or why no single edit works.
+    notes: list[str] = field(default_factory=list)
 
 
 def suggest(
@@ -88,15 +99,28 @@ def suggest(
     budget: Budget | None = None,
     *,
     hint_first: bool = False,
+    unoptimize: tuple[int, ...] = (),
+    background: tuple[Edit, ...] = (),
 ) -> Suggestion:
     """Tries the edits the conflict suggests and words the result (``hint_first``: the
-    hint is the likelier fix, e.g. a proof of divisibility, and comes before the edits)."""
-    candidates = Candidates(program, system, arch, elements, forced)
-    trial = try_edits(program, system, arch, candidates, budget)
+    hint is the likelier fix, e.g. a proof of divisibility, and comes before the edits;
+    ``unoptimize``: the conflict's transfers which, unoptimized, resolve it;
+    ``background``: the other problems' fixes, made with each candidate)."""
+    candidates = Candidates(program, system, arch, elements, forced, unoptimize)
+    trial = try_edits(program, system, arch, candidates, budget, background)
     words = EditWords(program, system, namer)
     edits = [words.suggested(edit) for edit in trial.verified]
     text = _text(edits, trial, hint, words, hint_first=hint_first)
-    return Suggestion(text, edits, trial.tried, trial.complete, trial.seconds, trial.lowered)
+    claim = LOWERED_SHORT if trial.lowered else VERIFIED_SHORT
+    fixes = [f"{e.text} ({claim})" for e in edits]
+    notes: list[str] = []
+    if hint and edits:
+        notes.append(hint)
+    elif not edits:
+        notes.append(text)
+    return Suggestion(
+        text, edits, trial.tried, trial.complete, trial.seconds, trial.lowered, fixes, notes
+    )
 
 
 def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
@@ -115,14 +139,19 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         return
     text = _text(edits, trial, None, words)
+    claim = LOWERED_SHORT if trial.lowered else VERIFIED_SHORT
     updated = dataclasses.replace(
         report,
         suggestion=text,
         edits=edits,
         edits_tried=trial.tried,
         edits_lowered=trial.lowered,
+        fixes=[f"{e.text} ({claim})" for e in edits],
     )
-    error.restate(f"{error.reason}\nsuggestion: {text}", updated)
+    if error.phrase is None:  # the rule's words are the first line: the fix after them
+        error.restate("\n".join([error.reason, *updated.fix_lines()]), updated)
+    else:  # JAX's phrase, then the fix, then why
+        error.restate("\n".join([*updated.fix_lines(), f"why: {error.reason}"]), updated)
 
 
 def _text(
@@ -182,6 +211,7 @@ class EditWords:
         self.program = program
         self.system = system
         self.namer = namer
+        self.sources = namer.sources or Sources()
 
     def where(self, op_id: int) -> str:
         return location_text(self.program.ops[op_id].location)
@@ -211,11 +241,25 @@ class EditWords:
             result=result,
             use=use,
             edit=edit,
+            snippet=self.snippet(edit),
         )
+
+    def snippet(self, edit: Edit) -> str | None:
+        """``kernels.py:52 | <the line>``: the user's line the edit changes, where found."""
+        position = file_position(self.program.ops[edit.ops[0]].location)
+        if position is None or position.file == "-":
+            return None
+        line = self.sources.line(position.file, position.line)
+        if line is None or not line.strip():
+            return None
+        return f"{Path(position.file).name}:{position.line} | {line.strip()}"
 
     def _attributes(self, edit: Edit) -> tuple[str | None, str | None, str | None]:
         op = self.program.ops[edit.ops[0]]
         attrs = op.operation.attributes
+        if edit.kind == UNOPTIMIZE:
+            old = str(attrs["optimized"]) if "optimized" in attrs else None
+            return "optimized", old, "false"
         if edit.kind == ADD_CAST:
             assert edit.new is not None
             return (
@@ -241,12 +285,20 @@ class EditWords:
 
     def text(self, edit: Edit) -> str:
         op = self.program.ops[edit.ops[0]]
+        if edit.kind == UNOPTIMIZE:
+            return self._unoptimize_text(edit)
         code = self.pallas(edit)
         tail = f": `{code}`" if code else ""
         old = describe_value(edit.old) if edit.old is not None else ""
         new = describe_value(edit.new) if edit.new is not None else ""
         if edit.kind == RETARGET and op.name == LAYOUT_CAST:
             return f"change the layout cast at {self.where(op.id)} from {old} to {new}{tail}"
+        if edit.kind == RETARGET and op.name == TMEM_CAST and not self._declared(op):
+            # A cast the author wrote (not one Pallas makes for a ``plgpu.TMEM`` scratch).
+            return (
+                f"change the TMEM layout cast at {self.where(op.id)} from {old} to {new}"
+                f"{f': `{self._tmem_layout(edit)}`' if self._tmem_layout(edit) else ''}"
+            )
         if edit.kind == RETARGET and op.name == TMEM_CAST:
             return f"declare the TMEM ref {self._ref_place(edit)} as {new}, not {old}{tail}"
         if edit.kind == RETARGET and op.name == INLINE:
@@ -271,9 +323,34 @@ class EditWords:
             return f"cast {name} to {new} just before {op_text(consumer)} uses it{tail}"
         return f"cast {name} to {new} right where {op_text(op)} defines it{tail}"
 
+    def _unoptimize_text(self, edit: Edit) -> str:
+        """Each transfer made unoptimized, as the user's line reads then."""
+        made = describe_ops(self.program, edit.ops, self.sources)
+        said = "; ".join(f"`{t.pallas_edit}` at {t.location}" for t in made)
+        these = "this transfer" if len(made) == 1 else f"these {len(made)} transfers"
+        return f"make {these} unoptimized where written: {said} ({made[0].cost}, so slower)"
+
+    def _declared(self, op: Op) -> bool:
+        """Whether a TMEM layout cast is how Pallas states a ``plgpu.TMEM`` scratch's layout
+        (it casts the scratch's slice of TMEM), not a cast the author wrote."""
+        source = self.program.values[op.operands[0]].producer
+        return source is not None and self.program.ops[source.op].name == "mosaic_gpu.slice_tmem"
+
+    def _tmem_layout(self, edit: Edit) -> str | None:
+        """The new layout of a TMEM cast as Python names it, where it has a name."""
+        if not isinstance(edit.new, Tmem):
+            return None
+        named = tmem_name(edit.new.layout)
+        if named is None or named.kind != "default":
+            return None
+        return f"tcgen05.tmem_default_layout(packing={named.packing})"
+
     def pallas(self, edit: Edit) -> str | None:
         """The Pallas code of the edited line (or argument)."""
         new = edit.new
+        if edit.kind == UNOPTIMIZE:
+            made = describe_ops(self.program, edit.ops, self.sources)
+            return "; ".join(t.pallas_edit for t in made)
         if edit.kind == DROP:
             return None
         if isinstance(new, Reg):

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 
+from smalto.hw import layouts as hl
+from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 
 
 def layout_text(value: Const) -> str:
-    """A register (or TMEM) layout as JAX's messages print it."""
+    """A register (or TMEM) layout as JAX's messages print it; a tiled layout JAX has no
+    name for by smalto's name for it (``tiled (128)(32)(1) ...``), not its repr."""
     match value:
         case Reg(layout=layout):
-            return jax_layouts.pprint_layout(layout)
+            text = jax_layouts.pprint_layout(layout)
+            if text.startswith("TiledLayout("):
+                return describe_value(value)
+            return text
         case Tmem(layout=layout):
             return str(layout)
     return str(value)
@@ -77,3 +83,25 @@ def does_not_fit(op_name: str, what: str, value: Const, shape: tuple[int, ...]) 
             swizzled = "no swizzle" if swizzle is None else f"{swizzle} swizzle"
             return f"Cannot apply {tiled} with {swizzled} to memref with shape {shape}."
     return f"Cannot assign {value} to {what} of `{op_name}` (shape {shape})."
+
+
+def does_not_fit_type(value: Const, shape: tuple[int, ...], bitwidth: int | None) -> str | None:
+    """Why a value of this shape and element width cannot take ``value``, in the words JAX's
+    lowering raises it with (``TMEMLayout.check_type``, the tiling of a register layout);
+    None where it can."""
+    if isinstance(value, Tmem):
+        if bitwidth is None:
+            return None
+        try:
+            value.layout.check_type(shape, bitwidth)
+        except ValueError as error:
+            return " ".join(str(error).split())
+        return None
+    if isinstance(value, Reg) and not hl.fits(value, shape):
+        layout = value.layout
+        try:
+            layout.registers_shape(shape)  # type: ignore[union-attr]
+        except (ValueError, AssertionError) as error:
+            return " ".join(str(error).split()) or f"{shape} does not fit the layout"
+        return f"{shape} does not fit the layout"
+    return None
