@@ -310,6 +310,12 @@ def reduce_tiled(layout: fa.TiledLayout, axes: tuple[int, ...]) -> fa.TiledLayou
 
 
 @cache
+def tmem_native(vector_length: int) -> fa.TiledLayout:
+    """``fa.tmem_native_layout`` (cached: JAX builds it anew)."""
+    return fa.tmem_native_layout(vector_length)
+
+
+@cache
 def m64_collective(columns: int) -> fa.TiledLayout:
     """The register layout of a collective M=64 TMEM load (cached: JAX builds it anew)."""
     return tcgen05.fa_m64_collective_layout(columns)

@@ -100,7 +100,7 @@ def domain(
             values = _register_values(variable, mentioned, min_rank, _NAMED_TILED + extra)
             if widened:
                 at = _first_untiled(values)
-                values[at:at] = minor_only_layouts(variable)
+                values[at:at] = [*minor_only_layouts(variable), *tmem_native_layouts(variable)]
         case Kind.SMEM:
             values = _smem_values(variable, mentioned, multiple)
         case _:
@@ -122,6 +122,24 @@ def minor_only_layouts(variable: Variable) -> list[Const]:
     while vec * bitwidth <= 128:
         if (vec * bitwidth) % 8 == 0 and shape[-1] % (128 * vec) == 0:
             out.append(Reg(hl.minor_only(len(shape), vec)))
+        vec *= 2
+    return out
+
+
+def tmem_native_layouts(variable: Variable) -> list[Const]:
+    """TMEM_NATIVE with each vector length that fits (``fa.tmem_native_layout``): one TMEM
+    row a thread, as a TMEM load gives it, in vectors of up to 128 bits. The lowering
+    converts between them, and a wider vector stores to swizzled SMEM where the default
+    one has no plan (a reducing TMEM load's result stored as bf16)."""
+    shape, bitwidth = variable.shape, variable.bitwidth
+    if len(shape) != 2 or bitwidth is None:
+        return []
+    out: list[Const] = []
+    vec = 1
+    while vec * bitwidth <= 128:
+        layout = Reg(hl.tmem_native(vec))
+        if layout.layout != fa.TMEM_NATIVE_LAYOUT and hl.fits(layout, shape):
+            out.append(layout)
         vec *= 2
     return out
 
@@ -155,14 +173,19 @@ def close(
             if type(target) is Var and source is not None and root[source] != root[target.id]:  # type: ignore[union-attr]
                 links.append((root[target.id], expr, root[source]))  # type: ignore[union-attr]
     seen = {slot: set(values) for slot, values in domains.items()}
+    # Per link, the source values already carried through it: each pair is tried once.
+    carried: list[set[Const]] = [set() for _ in links]
     changed = True
     while changed:
         changed = False
-        for target, expr, source in links:
+        for (target, expr, source), done in zip(links, carried, strict=True):
             if target not in domains or source not in domains:
                 continue
             added: list[Const] = []
             for value in domains[source]:
+                if value in done:
+                    continue
+                done.add(value)
                 if type(value) is not Reg or not value.is_tiled:  # type: ignore[union-attr]
                     continue
 
@@ -207,7 +230,7 @@ def wide_layouts(gmem_bitwidths: Iterable[int]) -> tuple[fa.TiledLayout, ...]:
     for bitwidth in sorted(set(gmem_bitwidths)):
         if bitwidth == 16:
             wide = hl.wide_rows(bitwidth)
-            out += [wide, wide.reduce([1]), wide.reduce([0])]
+            out += [wide, hl.reduce_tiled(wide, (1,)), hl.reduce_tiled(wide, (0,))]
     return tuple(out)
 
 
