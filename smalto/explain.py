@@ -14,12 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from smalto.explainer import Explainer
 from smalto.infer import DEFAULT_FUEL, infer_keeping_the_solution
 from smalto.mlir import in_context
 from smalto.printed import printed_module
+from smalto.sources import searching_beside
 from smalto.validate import SUPPORTED_ARCHS
+
+if TYPE_CHECKING:
+    from smalto.inputs import Input
 
 EXIT_OK = 0
 EXIT_INFERENCE_FAILED = 1
@@ -38,8 +43,6 @@ def explain_main(argv: list[str]) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
-    from smalto.errors import InferenceError
-    from smalto.infer_command import rescue_notes, rescue_options
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
@@ -54,6 +57,19 @@ def run_explain(args: argparse.Namespace) -> int:
     except (MlirInputError, ValueError) as error:
         return _fail(str(error), EXIT_USAGE)
     fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    with searching_beside(args.input) as sources:
+        status = _explain(args, source, arch, fuel)
+    note = sources.missing_note()
+    if note is not None:
+        print(f"smalto explain: note: {note}", file=sys.stderr)
+    return status
+
+
+def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fuel: int) -> int:
+    from smalto.errors import InferenceError
+    from smalto.infer_command import rescue_notes, rescue_options
+    from smalto.mlir import MlirInputError
+
     try:
         # As `smalto infer` does: a module with no layouts as written is rewritten
         # (a note per changed op), and the rewritten module's values explained.

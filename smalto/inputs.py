@@ -71,11 +71,14 @@ def _read_text(name: str) -> tuple[str, str]:
 
 
 def _parses_as_python(text: str) -> bool:
+    """Whether ``text`` is a Python script: it parses, and imports or defines something
+    (a bare expression such as ``this is not mlir`` parses too)."""
     try:
-        ast.parse(text)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    return True
+    script = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return any(isinstance(node, script) for node in tree.body)
 
 
 _FUNCTIONS_NAMED = 6  # functions of a Python file named in the message that points to capture
