@@ -105,12 +105,13 @@ def _run_capture(args: argparse.Namespace) -> int:
     for kernel, path in zip(captured, written, strict=True):
         if kernel.ok:
             continue
-        reason = _one_line(kernel.error, typed=False) if kernel.error else "no reason given"
         if args.smalto:
-            # Lowering with smalto's pass was asked for, and smalto found no layouts.
-            print(f"smalto: error: kernel {kernel.name}: {reason}", file=sys.stderr)
+            # Lowering with smalto's pass was asked for, and smalto found no layouts: its
+            # diagnosis, whole.
+            print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
             status = EXIT_FAILED
             continue
+        reason = _one_line(kernel.error, typed=False) if kernel.error else "no reason given"
         # The capture worked: the module is written as it reached the pass, before JAX's
         # pass rejected it (docs/beyond_jax.md: often where smalto's finds layouts).
         print(
@@ -118,11 +119,11 @@ def _run_capture(args: argparse.Namespace) -> int:
             f"JAX's layout inference then rejected it: {reason}",
             file=sys.stderr,
         )
-        target = path or f"{kernel.name}.mlir"
+        infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or -o DIR)"
         print(
-            f"smalto: note: `smalto infer {target}` finds layouts where JAX's pass gives up, "
-            "or says why there are none; with --smalto, `smalto capture` lowers with smalto's "
-            "pass, and the lowering goes on to any kernel after this one",
+            f"smalto: note: {infer} finds layouts where JAX's pass gives up, or says why "
+            "there are none; with --smalto, `smalto capture` lowers with smalto's pass, and "
+            "the lowering goes on to any kernel after this one",
             file=sys.stderr,
         )
     return status
