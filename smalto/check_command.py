@@ -55,7 +55,18 @@ class Checked:
     values: dict[str, int]  # values with layouts, by kind: "vector", "SMEM ref", "TMEM ref"
     violations: list[Violation]
 
+    @property
+    def annotated_at_all(self) -> bool:
+        return not any(v.not_annotated for v in self.violations)
+
     def text(self) -> str:
+        if not self.annotated_at_all:
+            return (
+                f"{self.file}: no layouts: the module has no layout attributes "
+                f"({_count(self.annotated, 'op')} need them, of {self.ops}): run "
+                f"`smalto infer {self.file}` first, and check what it writes; "
+                f"arch {self.arch[0]}.{self.arch[1]}"
+            )
         verdict = "ok" if not self.violations else _count(len(self.violations), "violation")
         kinds = ", ".join(_count(n, kind) for kind, n in self.values.items() if n)
         values = _count(sum(self.values.values()), "value") + (f": {kinds}" if kinds else "")
@@ -69,6 +80,7 @@ class Checked:
             "file": self.file,
             "arch": f"{self.arch[0]}.{self.arch[1]}",
             "ok": not self.violations,
+            "annotated": self.annotated_at_all,
             "ops": self.ops,
             "ops_with_layouts": self.annotated,
             "values": {_key(kind): n for kind, n in self.values.items()},
@@ -101,7 +113,8 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
         print(json.dumps(checked.as_json()))
     else:
         for violation in violations:
-            print(_one_line(str(violation)))
+            if not violation.not_annotated:  # (the summary line says that one)
+                print(_one_line(str(violation)))
         print(checked.text())
     return EXIT_VIOLATIONS if violations else EXIT_OK
 

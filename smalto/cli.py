@@ -285,6 +285,20 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         help="print a JSON object: each value's name, line, location, type, layout, summary "
         "and steps",
     )
+    parser.add_argument(
+        "--draw",
+        action="store_true",
+        help="also draw each value named, as `smalto draw FILE %%N` does: which thread and "
+        "register (SMEM: bank; TMEM: lane) holds each element, at the value's own shape, "
+        "element type and layout",
+    )
+    parser.add_argument(
+        "-o",
+        dest="output",
+        metavar="OUT",
+        help="with --draw and one value: the picture to write, .png or .svg (default: a "
+        "name made from the value, its layout, shape and element type)",
+    )
     _add_no_rewrite(
         parser,
         "explains the values of the rewritten module (as `smalto infer` prints it) and prints "

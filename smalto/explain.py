@@ -1,12 +1,15 @@
 """``smalto explain``: why a value got its layout.
 
     smalto explain FILE.mlir [%VALUE|@LINE ...] [--all] [--arch 9.0|10.0] [--json]
+    smalto explain FILE.mlir %VALUE --draw [-o OUT.png|OUT.svg]
 
 Infers FILE as ``smalto infer`` does (the unit-dim rewrite included) and prints,
 for each value asked for (or all of them), its layout and the chain of ops
 that forced it (``smalto.explainer``). Values and lines are those of the module
 ``smalto infer FILE`` prints (see ``smalto.printed``); names of FILE itself are
-accepted too.
+accepted too. With ``--draw``, each value asked for is also drawn as ``smalto
+draw FILE %VALUE`` draws it (at its own shape, element type and layout), from the
+same inference.
 """
 
 from __future__ import annotations
@@ -14,12 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
+from smalto.draw.value import InferenceFailed, KernelValue, ValueLookupError
 from smalto.explainer import Explainer
 from smalto.infer import DEFAULT_FUEL, infer_keeping_the_solution
-from smalto.mlir import in_context
+from smalto.mlir import in_context, module_arch
 from smalto.printed import printed_module
+from smalto.sources import searching_beside
 from smalto.validate import SUPPORTED_ARCHS
+
+if TYPE_CHECKING:
+    from smalto.inputs import Input
 
 EXIT_OK = 0
 EXIT_INFERENCE_FAILED = 1
@@ -38,8 +47,6 @@ def explain_main(argv: list[str]) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """Runs ``smalto explain`` on parsed arguments (see ``smalto.cli``); returns its status."""
-    from smalto.errors import InferenceError
-    from smalto.infer_command import rescue_notes, rescue_options
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
@@ -53,7 +60,23 @@ def run_explain(args: argparse.Namespace) -> int:
             )
     except (MlirInputError, ValueError) as error:
         return _fail(str(error), EXIT_USAGE)
+    problem = _drawing_problem(args)
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
     fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    with searching_beside(args.input) as sources:
+        status = _explain(args, source, arch, fuel)
+    note = sources.missing_note()
+    if note is not None:
+        print(f"smalto explain: note: {note}", file=sys.stderr)
+    return status
+
+
+def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fuel: int) -> int:
+    from smalto.errors import InferenceError
+    from smalto.infer_command import rescue_notes, rescue_options
+    from smalto.mlir import MlirInputError
+
     try:
         # As `smalto infer` does: a module with no layouts as written is rewritten
         # (a note per changed op), and the rewritten module's values explained.
@@ -78,6 +101,9 @@ def run_explain(args: argparse.Namespace) -> int:
             else:
                 wanted = explainer.values()
             explanations = [explainer.explain_value(v) for v in wanted]
+            drawn = [value_to_draw(explainer, v, arch) for v in wanted] if args.draw else []
+    except ValueLookupError as error:  # (a LookupError: before the next clause)
+        return _fail(str(error), EXIT_USAGE)
     except LookupError as error:
         return _fail(f"{error.args[0]} (in {source.name})", EXIT_USAGE)
     except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
@@ -97,9 +123,111 @@ def run_explain(args: argparse.Namespace) -> int:
         print("\n\n".join(e.text() for e in explanations))
     else:
         print("\n".join(e.text(detailed=False) for e in explanations))
-    return EXIT_OK
+    status = EXIT_OK
+    for value in drawn:
+        sys.stdout.flush()
+        status = max(status, _draw(args.input, value, args.output))
+    return status
+
+
+def _drawing_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--draw``/``-o`` as given, if anything."""
+    if args.output is not None and not args.draw:
+        return "-o names the picture of --draw: add --draw"
+    if not args.draw:
+        return None
+    if not args.values or args.all:
+        return "--draw draws the values named: give %VALUE (or @LINE), not --all"
+    if args.json:
+        return "--draw writes pictures and --json prints JSON: choose one"
+    if args.output is not None and len(args.values) > 1:
+        return "-o names one picture: draw one value at a time (or leave -o out)"
+    return None
+
+
+def _draw(path: str, value: KernelValue, output: str | None) -> int:
+    """Draws ``value`` as ``smalto draw FILE %N`` does, from the inference already made."""
+    from smalto.draw.cli import draw_main
+
+    def lookup(_file: str, _name: str, _arch: tuple[int, int] | None) -> KernelValue:
+        return value
+
+    argv = [path, value.name, *(["-o", output] if output is not None else [])]
+    return draw_main(argv, lookup=lookup)
 
 
 def _fail(message: str, status: int) -> int:
     print(f"smalto explain: error: {message}", file=sys.stderr)
     return status
+
+
+# --- a value's picture (``--draw``, and ``smalto draw FILE %N``) -----------------------------
+
+
+def kernel_value(path: str, name: str, arch: tuple[int, int] | None = None) -> KernelValue:
+    """The value ``name`` (``%12``, ``%95#0``, ``@40``) of the kernel in ``path`` and its
+    inferred layout, found as ``smalto explain`` finds it. Raises ``ValueLookupError`` or
+    ``InferenceFailed``."""
+    from smalto.errors import InferenceError
+    from smalto.infer_command import rescue_notes
+    from smalto.inputs import read_input
+
+    source = read_input(path)
+    target = arch or module_arch(source.module) or (9, 0)
+    # (Errors of the diagnosis are cut to their first line: no source lines are read.)
+    try:
+        with in_context(source.module), rescue_notes("smalto draw"):
+            inference = infer_keeping_the_solution(source.module, DEFAULT_FUEL, target)
+            printed = printed_module(
+                source.module,
+                inference.program,
+                input_text=source.text,
+                input_files=source.files,
+            )
+            explainer = Explainer(inference, source.name, printed)
+            try:
+                found = explainer.find(name)
+            except LookupError as error:
+                raise ValueLookupError(f"{error.args[0]} (in {source.name})") from None
+            if len(found) > 1:
+                names = ", ".join(f"{explainer.name(v)} ({explainer.place(v)})" for v in found)
+                lines = [printed.value_lines.get(v) for v in found]
+                by_line = " or ".join(f"@{line}" for line in lines if line is not None)
+                raise ValueLookupError(
+                    f"{name} names {len(found)} values: {names}; name one"
+                    + (f" by its line: {by_line}" if by_line else "")
+                )
+            (vid,) = found
+            described = value_to_draw(explainer, vid, target, tuple(explainer.notes))
+    except (InferenceError, NotImplementedError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InferenceFailed(
+            f"smalto cannot infer the layouts of {source.name}: {first}"
+        ) from None
+    return described
+
+
+def value_to_draw(
+    explainer: Explainer, vid: int, arch: tuple[int, int], notes: tuple[str, ...] = ()
+) -> KernelValue:
+    """What the drawing needs of value ``vid`` of an explained inference: its layout, shape,
+    element type, name and place. Raises ``ValueLookupError`` where it got no layout. Must
+    run inside the module's context."""
+    from jax._src.lib.mlir import ir
+
+    solver = explainer.solver
+    variable = explainer.var_of_value.get(vid)
+    layout = None if variable is None else solver.value[solver.root[variable]]
+    if layout is None:
+        raise ValueLookupError(f"{explainer.name(vid)} ({explainer.place(vid)}) got no layout")
+    value = explainer.program.values[vid]
+    element = str(ir.ShapedType(value.type).element_type)
+    return KernelValue(
+        layout,
+        tuple(value.shape),
+        element,
+        explainer.name(vid),
+        explainer.place(vid),
+        arch,
+        notes,
+    )

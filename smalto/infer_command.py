@@ -16,7 +16,7 @@ import re
 import sys
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
 from smalto.inputs import STDIN, Input, read_input
 from smalto.mlir import MlirInputError, in_context, module_arch, print_module
 from smalto.printed import PrintedModule
+from smalto.sources import Sources, searching_beside
 from smalto.validate import SUPPORTED_ARCHS
 
 if TYPE_CHECKING:
@@ -81,6 +82,19 @@ class _Stdout:
 
 
 def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _Stdout) -> int:
+    # The user's Python files behind the module's locations are looked for beside the
+    # module file too (a captured module names them relative to where it was captured).
+    with searching_beside(name) as sources:
+        status = _infer_in(name, args, to, stdout, sources)
+    note = sources.missing_note()
+    if note is not None:
+        print(f"smalto: note: {note}", file=sys.stderr)
+    return status
+
+
+def _infer_in(
+    name: str, args: argparse.Namespace, to: Destinations, stdout: _Stdout, sources: Sources
+) -> int:
     try:
         source = read_input(name)
         arch = args.arch or _arch_of(source)
@@ -93,7 +107,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     rescues = rescue_options(args)
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
-        with in_context(module), rescue_notes():
+        with in_context(module), rescue_notes() as changes:
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
                 inference = infer_keeping_the_solution(module, fuel, arch, dump_to, **rescues)
@@ -106,7 +120,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
             from smalto.report import write_failure_report
 
             try:
-                write_failure_report(source, error, report)
+                write_failure_report(source, error, report, arch=arch, sources=sources)
             except OSError as write_error:
                 return fail(_cannot_write(report, write_error), EXIT_USAGE)
         message = str(error) or "unsupported operation"
@@ -114,7 +128,14 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
         message += "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
         if to.many:
             message = f"{source.name}: {message}"
-        return fail(message + source_excerpts(error), EXIT_INFERENCE_FAILED)
+        if args.json:
+            from smalto.failure import failure_json
+
+            document = failure_json(source.name, arch, error, sources)
+            stdout.print(json.dumps(document) + "\n", "")
+            # The diagnosis is on stdout; stderr says what failed, in one line.
+            return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
+        return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
     try:
         printed = None
         if inference is not None and (report is not None or args.summary):
@@ -123,7 +144,15 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
             from smalto.report import write_report
 
             assert inference is not None
-            write_report(module, inference, report, source_name=source.name, printed=printed)
+            write_report(
+                module,
+                inference,
+                report,
+                source_name=source.name,
+                printed=printed,
+                rewritten=changes.rewritten,
+                unoptimized=changes.unoptimized,
+            )
         text = print_module(module, generic=args.generic, debug_info=args.debug_info)
         module_path = to.module_path(name)
         if module_path is not None:
@@ -132,7 +161,7 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
             assert inference is not None and printed is not None
             summary = _summary(source, inference, printed, arch)
             if args.json:
-                stdout.print(json.dumps(summary.as_json()) + "\n", "")
+                stdout.print(json.dumps({"ok": True, **summary.as_json()}) + "\n", "")
             else:
                 stdout.print(summary.text(), "\n")
         elif module_path is None:
@@ -150,25 +179,37 @@ def rescue_options(args: argparse.Namespace) -> dict[str, bool]:
     return {"rewrite": not args.no_rewrite, "allow_unoptimized": args.allow_unoptimized}
 
 
+@dataclass
+class RescueChanges:
+    """What the rescues changed in a module, as they announced it: a line per op the
+    unit-dim rewrite changed, one per transfer made unoptimized (for the report)."""
+
+    rewritten: list[str] = field(default_factory=list)
+    unoptimized: list[str] = field(default_factory=list)
+
+
 @contextlib.contextmanager
-def rescue_notes(command: str = "smalto") -> Iterator[None]:
+def rescue_notes(command: str = "smalto") -> Iterator[RescueChanges]:
     """What the rescues changed, on stderr after ``command`` (how the command's other
     messages start): a note per op the unit-dim rewrite changed, a warning per transfer
-    made unoptimized (it costs speed)."""
+    made unoptimized (it costs speed). Yields the same lines, filled in on the way out."""
     from smalto.errors import UnitDimRewriteWarning, UnoptimizedTransferWarning
 
+    changes = RescueChanges()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnitDimRewriteWarning)
         warnings.simplefilter("always", UnoptimizedTransferWarning)
         try:
-            yield
+            yield changes
         finally:
             for warning in caught:
                 message = warning.message
                 if isinstance(message, UnitDimRewriteWarning):
                     for record in message.rewritten:
+                        changes.rewritten.append(str(record))
                         print(f"{command}: note: {record}", file=sys.stderr)
                 elif isinstance(message, UnoptimizedTransferWarning):
+                    changes.unoptimized.append(str(message.transfer))
                     print(f"{command}: warning: {message.transfer}", file=sys.stderr)
                 else:
                     warnings.showwarning(
@@ -279,8 +320,11 @@ _LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
 _EXCERPT_WIDTH = 120  # an MLIR line may run to a thousand characters: show this much of it
 
 
-def source_excerpts(error: Exception) -> str:
-    """The source lines an error names, under each location, as compilers show them."""
+def source_excerpts(error: Exception, sources: Sources | None = None) -> str:
+    """The source lines an error names, under each location, as compilers show them; the
+    files are looked up by ``sources`` (default: the search the command set up, else the
+    current directory), which remembers those it did not find."""
+    sources = sources if sources is not None else Sources()
     report = getattr(error, "conflict", None)
     lines: list[str] = []
     for location in getattr(report, "locations", [])[:8]:
@@ -288,10 +332,9 @@ def source_excerpts(error: Exception) -> str:
         if match is None:
             continue
         path, line, column = match[1], int(match[2]), int(match[3])
-        try:
-            source = Path(path).read_text(encoding="utf-8").splitlines()[line - 1]
-        except (OSError, UnicodeDecodeError, IndexError):
-            continue  # not a readable file (e.g. "-" for stdin): nothing to show
+        source = sources.line(path, line)
+        if source is None:
+            continue  # not a readable file (e.g. "-" for stdin): the note says which
         source, column = _window(source, column)
         lines += [f"{location}:", f"  {source}", "  " + " " * max(column - 1, 0) + "^"]
     return "\n" + "\n".join(lines) if lines else ""

@@ -9,6 +9,7 @@ echoing it back would look like success.
 
 from __future__ import annotations
 
+import ast
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -39,13 +40,20 @@ def read_input(name: str, *, kernel: bool = True) -> Input:
     are located in it (``kernel.mlir:12:5``); stdin is located in ``-``.
     """
     text, source_name = _read_text(name)
+    if name.endswith((".py", ".pyw")):
+        raise MlirInputError(_python_source(source_name, text))
     if not _has_content(text):
         raise MlirInputError(
             f"{source_name} is empty: expected a Mosaic GPU module (the .mlir files "
             "`smalto capture` writes)"
         )
     from_file = name != STDIN and Path(name).is_file()
-    module = parse_module(text, source_name=source_name, path=name if from_file else None)
+    try:
+        module = parse_module(text, source_name=source_name, path=name if from_file else None)
+    except MlirInputError:
+        if _parses_as_python(text):
+            raise MlirInputError(_python_source(source_name, text)) from None
+        raise
     if kernel:
         require_kernel(module, source_name)
     return Input(module, text, source_name, (name,) if from_file else ("-",))
@@ -60,6 +68,49 @@ def _read_text(name: str) -> tuple[str, str]:
         raise MlirInputError(f"cannot read '{name}': {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise MlirInputError(f"cannot read '{name}': not UTF-8 text") from None
+
+
+def _parses_as_python(text: str) -> bool:
+    """Whether ``text`` is a Python script: it parses, and imports or defines something
+    (a bare expression such as ``this is not mlir`` parses too)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    script = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return any(isinstance(node, script) for node in tree.body)
+
+
+_FUNCTIONS_NAMED = 6  # functions of a Python file named in the message that points to capture
+
+
+def _python_source(source_name: str, text: str) -> str:
+    """What to say of a Python file given where a module is expected: how to get the
+    modules out of it (``smalto capture``), naming the functions it defines (parsed, never
+    run)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None
+    functions = [
+        node.name
+        for node in (tree.body if tree is not None else [])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not node.name.startswith("_")
+    ]
+    script = source_name if source_name != "<stdin>" else "SCRIPT.py"
+    function = functions[0] if len(functions) == 1 else "FUNCTION"
+    hint = "one --arg per argument, e.g. f16[256,128]"
+    if len(functions) > 1:
+        shown = functions[:_FUNCTIONS_NAMED]
+        if len(functions) > _FUNCTIONS_NAMED:
+            shown.append("...")
+        hint = f"FUNCTION: one of {', '.join(shown)}; {hint}"
+    return (
+        f"{source_name} is Python, not an MLIR module: write the Mosaic GPU modules Pallas "
+        f"builds from it with `smalto capture {script}:{function} --arg DTYPE[SHAPE] ... "
+        f"-o DIR` ({hint}), then run `smalto infer DIR/*.mlir`"
+    )
 
 
 def _has_content(text: str) -> bool:

@@ -8,20 +8,43 @@ directory), then beside the module file being read (``near``), first at the
 same relative path, then by its base name. ``Sources`` remembers what it read
 and which files it could not find, so that a message can say why it shows no
 source line.
+
+The code that reads a line (a diagnosis writing a Pallas edit, deep in the
+pass) does not know which module file is being read; the command that reads it
+does. So the command says it once, around the inference
+(``with searching_beside(path): ...``), and every ``Sources()`` made inside
+shares that search: the same directories, the same files read, one list of
+what was missing for the command to report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
+
+# Where the command running now looks, and what it found (``searching_beside``).
+_ACTIVE: ContextVar[Sources | None] = ContextVar("smalto_sources", default=None)
+_NOT_FILES = ("", "-", "<stdin>")  # stdin's names: no directory to look in
 
 
 class Sources:
     """Source files looked up from the current directory and beside ``near`` (the module
-    files read; their directories are searched)."""
+    files read; their directories are searched).
 
-    def __init__(self, near: Sequence[str | Path] = ()) -> None:
-        self.directories = [Path(p).parent for p in near if str(p) not in ("", "-")]
+    Without ``near``, inside ``searching_beside(...)``, the search that block set
+    up (shared: its files read once, its missing files reported once); elsewhere, the
+    current directory alone."""
+
+    def __init__(self, near: Sequence[str | Path] | None = None) -> None:
+        active = _ACTIVE.get() if near is None else None
+        if active is not None:
+            self.directories = active.directories
+            self._lines = active._lines
+            self.missing = active.missing
+            return
+        self.directories = [Path(p).parent for p in near or () if str(p) not in _NOT_FILES]
         self._lines: dict[str, list[str] | None] = {}
         self.missing: list[str] = []  # files named by locations and not found, in order
 
@@ -36,7 +59,10 @@ class Sources:
         return next((c for c in candidates if c.is_file()), None)
 
     def lines(self, file: str) -> list[str] | None:
-        """The lines of ``file``; None (and it is counted as missing) if it is not found."""
+        """The lines of ``file``; None (and it is counted as missing) if it is not found.
+        Stdin (``-``) is never found, and never missing: it has no file to look for."""
+        if file in _NOT_FILES:
+            return None
         if file not in self._lines:
             path = self.find(file)
             text = None
@@ -61,8 +87,20 @@ class Sources:
         """What to say of the files not found, if any."""
         if not self.missing:
             return None
-        where = " or ".join(
-            ["the current directory", *(f"beside {d}/" for d in dict.fromkeys(self.directories))]
-        )
+        here = Path.cwd().resolve()
+        beside = [d for d in dict.fromkeys(self.directories) if d.resolve() != here]
+        where = " or ".join(["the current directory", *(f"beside {d}/" for d in beside)])
         files = ", ".join(self.missing)
         return f"source lines not shown: {files} not found in {where}"
+
+
+@contextlib.contextmanager
+def searching_beside(*modules: str | Path) -> Iterator[Sources]:
+    """Inside the block, ``Sources()`` also looks beside these module files, and every one
+    shares the search it yields (so its ``missing_note()`` covers them all)."""
+    sources = Sources(near=modules)
+    token = _ACTIVE.set(sources)
+    try:
+        yield sources
+    finally:
+        _ACTIVE.reset(token)

@@ -372,6 +372,41 @@ def test_cli_unsatisfiable_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture
     assert err.startswith(f"smalto: error: {smalto.FAILURE_PREFIX}"), err
 
 
+PALLAS_SCRIPT = """\
+import jax
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+
+def add_one(x):
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    return plgpu.kernel(body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def _helper():
+    pass
+"""
+
+
+@pytest.mark.parametrize("name", ["kernel.py", "kernel.txt"])
+def test_cli_python_file_points_to_capture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """A Pallas script given to `infer` (by its .py name, or any name: it parses as Python
+    and not as MLIR): one line that says how to get its modules, never MLIR's parse error."""
+    path = tmp_path / name
+    path.write_text(PALLAS_SCRIPT)
+    for command in (["infer"], ["explain"], ["check"]):
+        status = main([*command, str(path)])
+        out, err = capsys.readouterr()
+        assert status == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert f"{path} is Python, not an MLIR module" in err
+        # The one public function it defines is the one to capture (never run, only parsed).
+        assert f"`smalto capture {path}:add_one --arg DTYPE[SHAPE] ... -o DIR`" in err
+        assert "operation name" not in err
+
+
 @pytest.mark.parametrize("fuel", ["0", "-1", "ten", "1e3"])
 def test_cli_bad_fuel_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fuel: str

@@ -8,6 +8,7 @@ that breaks it.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -246,17 +247,40 @@ def test_check_leaves_the_module_unchanged() -> None:
     assert str(module) == before
 
 
-def test_an_unannotated_module_misses_every_attribute() -> None:
+def test_an_unannotated_module_is_one_violation() -> None:
+    """A module not inferred yet: one violation says so (not one per op), with how many
+    ops need layouts."""
     module = reference.parse(POINTWISE, reference.shared_context())
+    (violation,) = check(module, source_name="k.mlir")
+    assert violation.not_annotated and violation.location == "k.mlir"
+    assert violation.message.startswith(
+        "the module has no layout attributes (5 ops need them): run `smalto infer` first"
+    )
+
+
+def test_a_partly_annotated_module_misses_each_attribute() -> None:
+    module = annotated(POINTWISE)
+    (addf,) = ops_named(module, "arith.addf")
+    for name in ("in_layouts", "out_layouts"):
+        del addf.attributes[name]
     violations = check(module)
-    assert {v.op for v in violations} == {
-        "arith.constant",
-        "arith.addf",
-        "mosaic_gpu.slice_smem",
-        "mosaic_gpu.vector_load",
-        "mosaic_gpu.vector_store",
-    }
-    assert all("has no" in v.message for v in violations)
+    assert {v.op for v in violations} == {"arith.addf"}
+    assert all("has no" in v.message for v in violations) and len(violations) == 2
+
+
+def test_layouts_are_named_as_infer_names_them() -> None:
+    """The checker's words are infer's: `strided ×4`, `splat`, `tiled 8×64 + swizzle 128`;
+    a layout's own shape only where the names alone would read the same."""
+    module = annotated(POINTWISE)
+    set_entry(module, "arith.addf", "in_layouts", 0, splat((64, 64)))
+    set_entry(module, "arith.addf", "in_layouts", 1, splat((64, 64)))
+    set_entry(module, "arith.addf", "out_layouts", 0, splat((64, 64)))
+    violations = check(module)
+    text = "\n".join(v.message for v in violations)
+    assert "splat of 64x64" in text, text
+    assert not any(
+        marker in text for marker in ("WGSplatFragLayout", "/vec", "splat(", "strided(")
+    ), text
 
 
 # --- hand-broken annotations -----------------------------------------------------------------
@@ -294,7 +318,7 @@ def test_layouts_on_an_op_without_vectors() -> None:
 def test_layout_that_does_not_fit_the_shape() -> None:
     module = annotated(POINTWISE)
     set_entry(module, "arith.addf", "in_layouts", 0, strided((64, 64), 1))
-    caught(module, "arith.addf", "cannot be laid out as strided(64, 64)")
+    caught(module, "arith.addf", "cannot be laid out as strided ×1 of 64x64")
 
 
 def test_undecodable_entry() -> None:
@@ -329,7 +353,7 @@ def test_a_splat_may_change_layout() -> None:
 def test_splat_constant_must_be_splat() -> None:
     module = annotated(POINTWISE)
     set_attr(module, "arith.constant", "out_layouts", f"[{strided((128, 64), 8)}]")
-    caught(module, "arith.constant", "a splat constant must be splat(128, 64)")
+    caught(module, "arith.constant", "result #0 is strided ×8 but a splat constant must be splat")
 
 
 def test_vector_load_cannot_be_splat() -> None:
@@ -449,14 +473,14 @@ def test_wgmma_b_needs_an_mma_tiling() -> None:
         module,
         "mosaic_gpu.wgmma",
         "an MMA reads a 16-bit operand of shape (64, 128) only as one of: "
-        "tiled (8, 64), swizzle 128; tiled (8, 32), swizzle 64; tiled (8, 16), swizzle 32",
+        "tiled 8×64 + swizzle 128; tiled 8×32 + swizzle 64; tiled 8×16 + swizzle 32",
     )
 
 
 def test_wgmma_a_and_b_must_be_tiled_alike() -> None:
     module = annotated(wgmma_kernel(False))
     set_entry(module, "mosaic_gpu.wgmma", "in_transforms", 0, tiled(8, 32))
-    caught(module, "mosaic_gpu.wgmma", "A must be tiled (8, 64), swizzle 128 to match B")
+    caught(module, "mosaic_gpu.wgmma", "A must be tiled 8×64 + swizzle 128 to match B")
 
 
 # Reductions, broadcasts, reshapes, slices, casts.
@@ -535,7 +559,7 @@ def test_broadcast_into_a_partially_tiled_layout() -> None:
 def test_shape_cast_keeps_a_tiled_layout() -> None:
     module = annotated(REDUCE)
     set_attr(module, "vector.shape_cast", "out_layouts", f"[{strided((2, 64, 128), 4)}]")
-    caught(module, "vector.shape_cast", "gives WGMMA, not strided(2, 64, 128)")
+    caught(module, "vector.shape_cast", "gives WGMMA, not strided ×4")
 
 
 def test_shape_cast_that_moves_elements() -> None:
@@ -583,7 +607,7 @@ def test_vector_broadcast_is_a_splat() -> None:
         )
     )
     set_attr(module, "vector.broadcast", "out_layouts", f"[{WGMMA_ROW}]")
-    caught(module, "vector.broadcast", "a broadcast scalar must be splat(128,)")
+    caught(module, "vector.broadcast", "result #0 is WGMMA_ROW but a broadcast scalar must be splat")
 
 
 def test_optimization_barrier_keeps_layouts() -> None:
@@ -610,7 +634,7 @@ def test_with_transforms_is_the_refs_tiling() -> None:
         )
     )
     set_attr(module, "mosaic_gpu.with_transforms", "out_transforms", f"[{tiled(8, 32)}]")
-    caught(module, "mosaic_gpu.with_transforms", "the ref given transforms must be tiled (8, 64)")
+    caught(module, "mosaic_gpu.with_transforms", "the ref given transforms must be tiled 8×64 + swizzle 128")
 
 
 SUBVIEW = kernel(
@@ -682,7 +706,7 @@ def test_transpose_permutes_the_tiling() -> None:
         set_attr(module, op, attr, f"[{tiled(8, 64)}]")
     for wrong in (tiled(64, 8, swizzle=None), tiled(64, 8, swizzle=64)):
         set_attr(module, "memref.transpose", "out_transforms", f"[{wrong}]")
-        caught(module, "memref.transpose", "gives tiled (64, 8), swizzle 128, not")
+        caught(module, "memref.transpose", "gives tiled 64×8 + swizzle 128, not")
     set_attr(module, "memref.transpose", "out_transforms", f"[{tiled(64, 8, swizzle=128)}]")
     set_attr(module, "mosaic_gpu.vector_load", "in_transforms", f"[{tiled(64, 8, swizzle=128)}]")
     set_attr(module, "mosaic_gpu.vector_load", "out_layouts", f"[{WGMMA}]")
@@ -856,7 +880,7 @@ def test_tcgen05_accumulator_layout() -> None:
 def test_tcgen05_operands_need_mma_tilings() -> None:
     module = annotated(TCGEN05_KERNEL, BLACKWELL)
     set_entry(module, "mosaic_gpu.tcgen05_mma", "in_transforms", 1, tiled(64, 8))
-    caught(module, "mosaic_gpu.tcgen05_mma", "B (operand #2) is tiled (64, 8)", BLACKWELL)
+    caught(module, "mosaic_gpu.tcgen05_mma", "B (operand #2) is tiled 64×8, no swizzle", BLACKWELL)
 
 
 def test_tmem_load_needs_a_supported_transfer() -> None:
@@ -941,3 +965,49 @@ def test_cli_bad_input(
 
 def test_cli_usage_error() -> None:
     assert check_main([]) == 2
+
+
+def test_cli_speaks_infer_s_words_for_a_pallas_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A captured Pallas kernel, inferred, then given a layout its store cannot take: the
+    violation is placed at the kernel's Python line (as `smalto infer` places it, not
+    MLIR's `loc(...)`), and names the layout as infer does."""
+    from pallas_kernels import add_one, f32
+
+    import smalto.jax
+
+    (captured,) = smalto.jax.capture(add_one, f32(128, 128), arch=HOPPER)
+    module = reference.parse(captured.text, reference.shared_context())
+    smalto.infer_layout(module)
+    (store,) = ops_named(module, "mosaic_gpu.vector_store")
+    strided = "#mosaic_gpu.WGStridedFragLayout<[128, 64], 8>"
+    with module.context:
+        store.attributes["in_layouts"] = ir.Attribute.parse(f"[{strided}]")
+    path = tmp_path / "add_one.mlir"
+    path.write_text(module.operation.get_asm(enable_debug_info=True))
+    assert check_main([str(path)]) == 1
+    violation, checked = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r".*pallas_kernels\.py:\d+:\d+: mosaic_gpu\.vector_store: operand #0 of shape "
+        r"\(128, 128\) cannot be laid out as strided ×8 of 128x64",
+        violation,
+    ), violation
+    assert "loc(" not in violation and checked.startswith(f"{path}: 1 violation: ")
+
+
+def test_cli_says_once_that_a_module_has_no_layouts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "k.mlir"
+    path.write_text(POINTWISE)
+    assert check_main([str(path)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line == (
+        f"{path}: no layouts: the module has no layout attributes (5 ops need them, of 7): "
+        f"run `smalto infer {path}` first, and check what it writes; arch 9.0"
+    )
+    assert check_main([str(path), "--json"]) == 1
+    (document,) = map(json.loads, capsys.readouterr().out.splitlines())
+    assert document["ok"] is False and document["annotated"] is False
+    assert len(document["violations"]) == 1

@@ -183,7 +183,7 @@ def test_an_mma_operand_is_an_exact_tiling_and_swizzle() -> None:
         ("mosaic_gpu.wgmma", "in_transforms"),
     ):
         set_attr(module, op, attr, f"[{tiled(8, 32, swizzle=None)}]")
-    caught(module, "mosaic_gpu.wgmma", "B (operand #2) is tiled (8, 32), no swizzle")
+    caught(module, "mosaic_gpu.wgmma", "B (operand #2) is tiled 8×32, no swizzle")
 
 
 def smem_to_tmem(source_transforms: str) -> str:
@@ -214,7 +214,7 @@ def test_smem_to_tmem_copies_read_the_unswizzled_16_byte_tile() -> None:
     caught(
         module,
         "mosaic_gpu.async_store_smem_to_tmem",
-        "the SMEM source (operand #0) is tiled (8, 16), no swizzle",
+        "the SMEM source (operand #0) is tiled 8×16, no swizzle",
         BLACKWELL,
     )
 

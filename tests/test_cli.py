@@ -652,14 +652,36 @@ def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None
         "row_max = partial(keepdims_reduce, axis=1)\n"
     )
     target = [f"{script}:row_max", "--arg", "f32[128,128]"]
+    # The capture worked (the module as it reached JAX's pass is written): exit status 0,
+    # JAX's rejection a note, with what to run next.
     rejected = run("capture", *target, "-o", tmp_path / "jax")
-    assert rejected.status == 1 and "Traceback" not in rejected.err
-    error, note = rejected.err.splitlines()
-    assert error.startswith("smalto: error: kernel body: Failed to infer")
-    assert note.startswith("smalto: note: JAX's layout inference rejected it; with --smalto")
+    assert rejected.status == 0 and "Traceback" not in rejected.err
+    written = tmp_path / "jax" / "body.mlir"
+    assert rejected.out.splitlines() == [str(written)] and written.is_file()
+    captured, advice = rejected.err.splitlines()
+    assert captured.startswith(
+        f"smalto: note: captured kernel body ({written}); JAX's layout inference then "
+        "rejected it: Failed to infer"
+    )
+    assert advice.startswith(f"smalto: note: `smalto infer {written}` finds layouts")
+    assert "with --smalto" in advice
+    assert run("infer", written).status == 0  # what the note promises
     unknown = run("capture", f"{script}:row_max", "--arg", "q7[128,128]")
     assert unknown.status == 2
     assert_one_line_error(unknown.err, "smalto: error: argument --arg: unknown dtype 'q7'")
     accepted = run("capture", *target, "--smalto", "--inferred", "-o", tmp_path)
     assert accepted.status == 0, accepted.err
     assert "out_layouts" in (tmp_path / "body.inferred.mlir").read_text()
+
+
+def test_capture_with_smalto_fails_where_smalto_finds_no_layouts(tmp_path: Path) -> None:
+    """With --smalto, a kernel smalto cannot lay out is an inference failure (exit 1), its
+    module still written; without it, the capture alone is asked for, and it worked."""
+    target = [f"{REPO / 'tests' / 'unsat' / 'kernels.py'}:row_sum_cast_to_columns"]
+    target += ["--arg", "f32[128,128]"]
+    refused = run("capture", *target, "--smalto", "-o", tmp_path / "smalto")
+    assert refused.status == 1 and "Traceback" not in refused.err
+    assert refused.err.startswith("smalto: error: kernel ") and "Failed to infer" in refused.err
+    assert [Path(p).is_file() for p in refused.out.splitlines()] == [True]
+    captured = run("capture", *target, "-o", tmp_path / "jax")
+    assert captured.status == 0 and "JAX's layout inference then rejected it" in captured.err

@@ -96,3 +96,57 @@ def test_smem_with_a_value_needs_bank_conflicts(capsys: pytest.CaptureFixture) -
     text = capsys.readouterr().out
     assert text.startswith("store of 128x128 f32 in WGMMA (%95#0, line 260) to SMEM tiled 8x32")
     assert "to remove them: --smem tile=8x32,swizzle=128" in text
+
+
+@pytest.mark.parametrize("name", ["@282", "%129"])
+def test_explain_draws_the_value_as_draw_does(
+    name: str, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """`smalto explain FILE %N --draw`: the explanation, then the very picture `smalto draw
+    FILE %N` makes (one inference, shared code)."""
+    from smalto.draw_command import draw_main as draw_command
+    from smalto.explain import explain_main
+
+    drawn = tmp_path / "draw.png"
+    assert draw_command([str(KERNEL), name, "-o", str(drawn)]) == 0
+    capsys.readouterr()
+    explained = tmp_path / "explain.png"
+    assert explain_main([str(KERNEL), name, "--draw", "-o", str(explained)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"{_explained(name, capsys)['name']} (line ")
+    assert out.rstrip().endswith(f"wrote {explained}")
+    assert explained.read_bytes() == drawn.read_bytes()
+
+
+def test_explain_draws_several_values_to_their_default_names(
+    capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smalto.explain import explain_main
+
+    monkeypatch.chdir(tmp_path)
+    assert explain_main([str(KERNEL), "@282", "%129", "--draw"]) == 0
+    wrote = [
+        line.split()[1]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("wrote ")
+    ]
+    assert len(wrote) == 2 and all((tmp_path / name).is_file() for name in wrote)
+    assert all(name.startswith("hopper_matmul_") for name in wrote)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["%129", "-o", "x.png"], "-o names the picture of --draw"),
+        (["--draw"], "--draw draws the values named"),
+        (["%129", "--draw", "--json"], "choose one"),
+        (["%129", "@282", "--draw", "-o", "x.png"], "-o names one picture"),
+        (["%0", "--draw"], "%0"),
+    ],
+)
+def test_explain_draw_usage(args: list[str], fragment: str, capsys: pytest.CaptureFixture) -> None:
+    from smalto.explain import explain_main
+
+    assert explain_main([str(KERNEL), *args]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("smalto explain: error: ") and fragment in line, line

@@ -115,7 +115,7 @@ def test_a_failed_inference_writes_the_diagnosis_and_the_module(tmp_path: Path) 
     text = page.read_text(encoding="utf-8")
     outline = _Outline()
     outline.feed(text)
-    assert outline.sections == ["error", "diagnosis", "suggestion", "module"]
+    assert outline.sections == ["error", "diagnosis", "clash", "suggestion", "module"]
     module = parse_module(source.read_text(), path=str(source), source_name=str(source))
     with in_context(module):
         try:
@@ -131,6 +131,10 @@ def test_a_failed_inference_writes_the_diagnosis_and_the_module(tmp_path: Path) 
     assert outline.marked == [f"L{n}" for n in lines]
     assert {f"L{n}" for n in lines} <= set(outline.links)
     assert len(outline.lines) == len(source.read_text().splitlines())
+    # The layouts the casts fix, which cannot all hold, drawn side by side.
+    clash = _section(text, "clash")
+    assert "strided ×2" in clash and "WGMMA" in clash
+    assert clash.count('src="data:image/png;base64,') == 2
 
 
 def test_a_failure_page_shows_the_python_source(tmp_path: Path) -> None:
@@ -144,6 +148,100 @@ def test_a_failure_page_shows_the_python_source(tmp_path: Path) -> None:
     assert done.status == 1
     text = page.read_text(encoding="utf-8")
     assert '<section id="source">' in text and "line_11 = 11" in text
+
+
+def _section(text: str, name: str) -> str:
+    start = text.index(f'<section id="{name}">')
+    return text[start : text.index("</section>", start)]
+
+
+PALLAS_UNSAT = ROOT / "tests" / "unsat" / "pallas_row_sum_cast_to_columns.mlir"
+
+
+def test_a_pallas_failure_page_draws_the_clash_and_marks_the_printed_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module captured from Pallas: its ops are located in kernels.py, not in the .mlir
+    file. The page shows the module as `smalto infer` prints it, and marks the lines of the
+    ops that carry the kernel lines the diagnosis names; it draws the row sums in the
+    layout the reduction gives them next to the column layout the cast asks for; the
+    source lines come from kernels.py beside the module (run from elsewhere)."""
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "page.html"
+    done = run("infer", PALLAS_UNSAT, "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
+    text = page.read_text(encoding="utf-8")
+    outline = _Outline()
+    outline.feed(text)
+    assert outline.sections == ["error", "diagnosis", "clash", "suggestion", "source", "module"]
+    clash = _section(text, "clash")
+    assert "cannot convert %53 (WGMMA_ROW) to %54 (WGMMA_COL)" in clash
+    assert "through `vector.multi_reduction` (`reduce_sum`) at kernels.py:51:12" in clash
+    assert clash.count('src="data:image/png;base64,') == 2
+    # The kernel lines, read beside the module; the verified edit at its line.
+    cast = "out_gmem[...] = plgpu.layout_cast(s, plgpu.Layout.WGMMA.reduce(0))"
+    assert html.escape(cast) in _section(text, "source")
+    assert html.escape(cast) in _section(text, "suggestion")
+    # The printed module, its lines of the reduction and the cast at kernels.py:52:24
+    # marked; the diagnosis links to them.
+    listing = _section(text, "module")
+    assert "as `smalto infer` prints it" in listing and "loc(" not in listing
+    lines = re.findall(r'<span id="L(\d+)"( class="hit")?><span class="n">\s*\d+  </span>(.*)', listing)
+    marked = {int(n): line for n, hit, line in lines if hit}
+    assert marked and all(
+        "vector.multi_reduction" in line or "mosaic_gpu.layout_cast" in line
+        for line in marked.values()
+    )
+    reductions = [int(n) for n, _, line in lines if "vector.multi_reduction" in line]
+    assert reductions and set(reductions) <= set(marked)
+    assert {link for link in outline.links if link.startswith("L")} <= set(outline.marked)
+    assert {f"L{n}" for n in marked} == set(outline.marked)
+
+
+def test_a_failure_page_says_which_source_file_it_did_not_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    alone = tmp_path / "alone.mlir"
+    alone.write_text(PALLAS_UNSAT.read_text())
+    page = tmp_path / "page.html"
+    done = run("infer", alone, "--report", page)
+    assert done.status == 1
+    source = _section(page.read_text(encoding="utf-8"), "source")
+    assert "source lines not shown: kernels.py not found in the current directory" in source
+
+
+def test_a_success_page_says_what_the_rescues_changed(tmp_path: Path) -> None:
+    """A module with no layouts as written: the page says which ops the unit-dim rewrite
+    changed (as the notes on stderr do) before the layouts of the rewritten module."""
+    from test_rewrite_infer import RMS_NORM
+
+    source = tmp_path / "rms.mlir"
+    source.write_text(RMS_NORM)
+    page = tmp_path / "page.html"
+    done = run("infer", source, "--report", page)
+    assert done.status == 0, done.err
+    text = page.read_text(encoding="utf-8")
+    outline = _Outline()
+    outline.feed(text)
+    assert outline.sections == ["summary", "changes", *SECTIONS[1:]]
+    notes = [n.removeprefix("smalto: note: ") for n in done.err.splitlines()]
+    assert len(notes) == 7
+    changes = _section(text, "changes")
+    assert "unit-dim rewrite" in changes
+    assert all(f"<li>{html.escape(note)}</li>" in changes for note in notes)
+
+
+def test_a_success_page_lists_the_transfers_made_unoptimized(tmp_path: Path) -> None:
+    module = ROOT / "tests" / "unoptimized" / "pallas_tests"
+    (entry,) = module.glob("*broadcast_in_dim11.mlir")
+    page = tmp_path / "page.html"
+    done = run("infer", entry, "--allow-unoptimized", "--report", page, "-o", tmp_path / "o")
+    assert done.status == 0, done.err
+    (warning,) = [w for w in done.err.splitlines() if w.startswith("smalto: warning: ")]
+    changes = _section(page.read_text(encoding="utf-8"), "changes")
+    assert "--allow-unoptimized" in changes
+    assert html.escape(warning.removeprefix("smalto: warning: ")) in changes
 
 
 def test_tmem_layouts_are_drawn(tmp_path: Path) -> None:
@@ -161,13 +259,11 @@ def _chromium() -> str | None:
     return None
 
 
-def test_page_loads_in_headless_chromium(
-    flash_report: tuple[Path, _Outline], tmp_path: Path
-) -> None:
+def _dom_in_chromium(page: Path, profile: Path) -> str:
+    """The page's DOM once headless Chromium has loaded it (skips without Chromium)."""
     browser = _chromium()
     if browser is None:
         pytest.skip("Chromium is not installed (apt-get install chromium) to open the report")
-    path, outline = flash_report
     result = subprocess.run(
         [
             browser,
@@ -178,23 +274,43 @@ def test_page_loads_in_headless_chromium(
             "--disable-component-update",
             "--disable-sync",
             "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--user-data-dir={profile}",
             "--virtual-time-budget=10000",
             "--dump-dom",
-            path.as_uri(),
+            page.as_uri(),
         ],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    dom = result.stdout
     assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_page_loads_in_headless_chromium(
+    flash_report: tuple[Path, _Outline], tmp_path: Path
+) -> None:
+    path, outline = flash_report
+    dom = _dom_in_chromium(path, tmp_path / "profile")
     for section in SECTIONS:
         assert f'<section id="{section}">' in dom
     # The page's own script counts the pictures that decoded, once it has loaded.
     loaded = re.search(r'data-images-loaded="(\d+)"', dom)
     assert loaded, "the load handler did not run"
     assert int(loaded[1]) == len(outline.images) > 0
+
+
+def test_failure_page_loads_in_headless_chromium(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    assert run("infer", PALLAS_UNSAT, "--report", page).status == 1
+    outline = _Outline()
+    outline.feed(page.read_text(encoding="utf-8"))
+    dom = _dom_in_chromium(page, tmp_path / "profile")
+    for section in outline.sections:
+        assert f'<section id="{section}">' in dom
+    loaded = re.search(r'data-images-loaded="(\d+)"', dom)
+    assert loaded, "the load handler did not run"
+    assert int(loaded[1]) == len(outline.images) == 2  # the two sides of the clash
 
 
 def test_a_failure_without_a_conflict_still_writes_the_page(tmp_path: Path) -> None:

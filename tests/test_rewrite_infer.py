@@ -244,6 +244,11 @@ def test_cli_no_rewrite(tmp_path, capsys) -> None:
     assert out == ""
     assert err.startswith(f"smalto: error: {smalto.FAILURE_PREFIX}")
     assert "unit-dim rewrite" not in err  # (no rewrite tried, no rescue note)
+    # The kernel file (rms.py) is not there to quote: one note says so.
+    assert (
+        "smalto: note: source lines not shown: rms.py not found in the current directory "
+        f"or beside {tmp_path}/"
+    ) in err.splitlines()
 
 
 def test_cli_failure_says_the_rewrite_was_tried(tmp_path, capsys) -> None:

@@ -12,8 +12,10 @@ from cli_run import infer_output, run
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
+import smalto
 from smalto.cli import main
 from smalto.hw.values import Reg, Smem, Tmem
+from smalto.mlir import in_context, parse_module
 from smalto.summary import layout_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,6 +168,59 @@ def test_several_files_as_json_lines(tmp_path: Path, capsys: pytest.CaptureFixtu
     out_dir = tmp_path / "o"
     _run(["infer", "--summary", "-o", str(out_dir), str(FLASH), str(TCGEN05)], capsys)
     assert "out_layouts" in (out_dir / FLASH.name).read_text()
+
+
+def test_a_failed_file_is_a_json_diagnosis(capsys: pytest.CaptureFixture[str]) -> None:
+    """`infer --json` on several files: one object per file, the failed one a diagnosis
+    (what failed, each requirement with its op, location and source line, the values,
+    the suggestion and the verified edits); exit status 1 still."""
+    unsat = Path(__file__).resolve().parent / "unsat" / "pallas_row_sum_cast_to_columns.mlir"
+    status = main(["infer", "--json", str(FLASH), str(unsat)])
+    captured = capsys.readouterr()
+    assert status == 1
+    solved, failed = (json.loads(line) for line in captured.out.splitlines())
+    assert solved["ok"] is True and solved["file"] == str(FLASH) and solved["values"]
+    assert failed["ok"] is False and failed["file"] == str(unsat) and failed["arch"] == "9.0"
+    assert failed["error"].startswith(smalto.FAILURE_PREFIX)
+    assert failed["message"].startswith(failed["error"]) and not failed["unsupported"]
+    # stderr: what failed, in one line (the diagnosis is on stdout).
+    assert captured.err == f"smalto: error: {unsat}: {failed['error']}\n"
+    # The same facts as the error's own report, each requirement with its kernel line.
+    with in_context(module := parse_module(unsat.read_text())):
+        with pytest.raises(smalto.InferenceError) as raised:
+            smalto.infer_layout(module)
+    report = raised.value.conflict
+    assert [(r["op"], r["location"], r["text"]) for r in failed["requirements"]] == [
+        (r.op, r.location, r.text) for r in report.requirements
+    ]
+    cast = "out_gmem[...] = plgpu.layout_cast(s, plgpu.Layout.WGMMA.reduce(0))"
+    at_cast = [r["source"] for r in failed["requirements"] if r["location"] == "kernels.py:52:24"]
+    assert at_cast and set(at_cast) == {cast}
+    assert [f"{v['name']} : {v['type']}" for v in failed["values"]] == report.values
+    assert failed["suggestion"] == report.suggestion
+    first = failed["edits"][0]
+    assert (first["kind"], first["old"], first["new"]) == ("retarget", "WGMMA_COL", "WGMMA_ROW")
+    assert first["pallas"] == "plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(1))"
+    assert first["ops"] == [
+        {"op": "mosaic_gpu.layout_cast", "location": "kernels.py:52:24", "source": cast}
+    ]
+    assert failed["notes"] == []
+
+
+def test_an_op_without_a_rule_is_a_json_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "no_rule.mlir"
+    path.write_text(
+        "func.func @k() {\n"
+        '  %c = "arith.constant"() <{value = dense<1.0> : vector<128x64xf32>}> : () -> vector<128x64xf32>\n'
+        '  %t = "vector.transpose"(%c) <{permutation = array<i64: 1, 0>}> : (vector<128x64xf32>) -> vector<64x128xf32>\n'
+        "  return\n}\n"
+    )
+    assert main(["infer", "--json", str(path)]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["ok"] is False and document["unsupported"] is True
+    assert "vector.transpose" in document["error"] and document["requirements"] == []
 
 
 @pytest.mark.parametrize(

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
-from smalto.check.names import describe
+from smalto.check.names import describe, describe_apart
 from smalto.check.semantics import Layout, tile_of
 from smalto.check.smem import UNTRANSFORMED, Transforms
 from smalto.hw.numbers import prime_factors
 from smalto.hw.values import Reg, Tmem
+from smalto.locations import file_position, location_text
 from smalto.program import Kind, Op, Program, Value
 
 IN, OUT = 0, 1
@@ -41,6 +42,15 @@ class Violation:
 
     def __str__(self) -> str:
         return f"{self.location}: {self.op}: {self.message}"
+
+    @property
+    def not_annotated(self) -> bool:
+        """The one violation of a module with no layout attributes at all."""
+        return self.op_index == NOT_ANNOTATED
+
+
+# The op index of the violation of a whole module that carries no layouts.
+NOT_ANNOTATED = -1
 
 
 # --- site layouts ------------------------------------------------------------------
@@ -87,17 +97,16 @@ class Checker:
         self.violations.append(Violation(self.location(op), op.name, message, op.id))
 
     def location(self, op: Op) -> str:
-        """``FILE:LINE:COL`` of ``op``, with the source name in place of ``-``."""
-        location = op.location
-        try:
-            file = ir.FileLineColLoc(location)
-        except (ValueError, TypeError):
-            text = str(location)
-            return text.removeprefix("loc(").removesuffix(")")
-        name = file.filename
-        if name == "-" and self.source_name is not None:
-            name = self.source_name
-        return f"{name}:{file.start_line}:{file.start_col}"
+        """Where ``op`` is, as ``smalto infer`` says it (``kernel.py:88:12``: the user's
+        line inside JAX's name and call-site locations), with the source name in place of
+        the parser's ``-``."""
+        position = file_position(op.location)
+        if position is None:
+            return location_text(op.location)
+        file = position.file
+        if file == "-" and self.source_name is not None:
+            file = self.source_name
+        return f"{file}:{position.line}:{position.column}"
 
     # --- access -----------------------------------------------------------------------
 
@@ -131,9 +140,8 @@ class Checker:
     def expect(self, op: Op, role: int, index: int, wanted: Layout, why: str) -> None:
         got = self.get(op, role, index)
         if got is not None and got != wanted:
-            self.report(
-                op, f"{ROLE[role]} #{index} is {describe(got)} but {why} must be {describe(wanted)}"
-            )
+            got_name, wanted_name = describe_apart(got, wanted)
+            self.report(op, f"{ROLE[role]} #{index} is {got_name} but {why} must be {wanted_name}")
 
     def same(self, op: Op, sites: Sequence[tuple[int, int]], why: str) -> None:
         """All of ``sites`` (role, index) that have a layout have the same one."""
@@ -144,10 +152,11 @@ class Checker:
         (first_site, first), *rest = known
         for site, layout in rest:
             if layout != first:
+                name, first_name = describe_apart(layout, first)
                 self.report(
                     op,
-                    f"{ROLE[site[0]]} #{site[1]} is {describe(layout)} but "
-                    f"{ROLE[first_site[0]]} #{first_site[1]} is {describe(first)}; {why}",
+                    f"{ROLE[site[0]]} #{site[1]} is {name} but "
+                    f"{ROLE[first_site[0]]} #{first_site[1]} is {first_name}; {why}",
                 )
 
     def not_kinds(self, op: Op, role: int, index: int, *, splat: bool, strided: bool) -> None:

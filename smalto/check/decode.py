@@ -82,7 +82,8 @@ def decode_entry(
     if isinstance(layout, Transforms):
         return layout if transforms_valid(c, op, where, value, layout) else None
     if not hl.fits(layout, value.shape):
-        c.report(op, f"{where} of shape {value.shape} cannot be laid out as {describe(layout)}")
+        laid_out = describe(layout, with_shape=True)  # a splat's or strided layout's own shape
+        c.report(op, f"{where} of shape {value.shape} cannot be laid out as {laid_out}")
         return None
     if isinstance(layout, Tmem) and not hl.tmem_fits(layout, value.shape, value.bitwidth):
         # TMEMLayout.check_type, run wherever the lowering builds a TMEM ref.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.check.core import FOR_BOUNDS, IN, LAYOUTS, OUT, Checker, family_of
-from smalto.check.names import describe
+from smalto.check.names import describe, describe_apart
 from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import Layout
 from smalto.hw.values import Reg
@@ -52,16 +52,18 @@ def check_uses(c: Checker, op: Op) -> None:
             # a layout cast performs.
             if relayout_allowed(given, used, value.bitwidth or 0, strict=False):
                 continue
+            used_name, given_name = describe_apart(used, given)
             c.report(
                 op,
-                f"operand #{index} is used as {describe(used)} but produced as "
-                f"{describe(given)}; the lowering cannot convert between them",
+                f"operand #{index} is used as {used_name} but produced as "
+                f"{given_name}; the lowering cannot convert between them",
             )
         else:
+            used_name, given_name = describe_apart(used, given)
             c.report(
                 op,
-                f"operand #{index} is used with {family.suffix} {describe(used)} but the "
-                f"ref was defined with {describe(given)}",
+                f"operand #{index} is used with {family.suffix} {used_name} but the "
+                f"ref was defined with {given_name}",
             )
 
 

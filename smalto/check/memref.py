@@ -14,7 +14,7 @@ from smalto.check.core import (
     rule,
     untiled,
 )
-from smalto.check.names import describe
+from smalto.check.names import describe, describe_apart
 from smalto.check.semantics import (
     collapse_tiling,
     transpose_tiling,
@@ -78,10 +78,11 @@ def _transpose(c: Checker, op: Op) -> None:
         )
     # The swizzle is physical: a view keeps it whatever it does to the tiling.
     elif (wanted := Transforms(expected, source.swizzle)) != result:  # type: ignore[arg-type]
+        wanted_name, result_name = describe_apart(wanted, result)
         c.report(
             op,
-            f"transposing {describe(source)} by {permutation} gives {describe(wanted)}, "
-            f"not {describe(result)}",
+            f"transposing {describe(source)} by {permutation} gives {wanted_name}, "
+            f"not {result_name}",
         )
 
 

@@ -9,7 +9,7 @@ from jax.experimental.mosaic.gpu.mma import MMALayouts
 from smalto.check.core import IN, OUT, Checker, bool_attr, ints, rule, untiled
 from smalto.check.decode import transforms_valid
 from smalto.check.mma import mma_operand
-from smalto.check.names import describe
+from smalto.check.names import describe, describe_apart
 from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import reduce_layout, swap, transposed
 from smalto.check.smem import Transforms, decode_transforms
@@ -160,7 +160,8 @@ def _layout_cast(c: Checker, op: Op) -> None:
     strict = bool(bool_attr(op, "strict"))
     if not relayout_allowed(source, result, bitwidth, strict=strict):
         why = " (a strict cast changes only a splat's layout)" if strict else ""
-        c.report(op, f"cannot relayout {describe(source)} to {describe(result)}{why}")
+        source_name, result_name = describe_apart(source, result)
+        c.report(op, f"cannot relayout {source_name} to {result_name}{why}")
 
 
 @rule("mosaic_gpu.vector_concat")
@@ -251,8 +252,9 @@ def _broadcast_in_dim(c: Checker, op: Op) -> None:
     elif expected != source:
         c.report(
             op,
-            f"broadcasting into {describe(result)} needs the source in {describe(expected)}, "
-            f"not {describe(source)}",
+            "broadcasting into {} needs the source in {}, not {}".format(
+                describe(result), *describe_apart(expected, source)
+            ),
         )
     if result.is_tiled and len(result.layout.base_tile_shape) != len(dst_shape):
         c.report(

@@ -1,8 +1,13 @@
-"""How messages name layouts: JAX's named register layouts by name, the rest in short."""
+"""How the checker's messages name layouts: as ``smalto infer`` and its diagnosis do
+(``smalto.hw.names.describe_value``: ``WGMMA``, ``strided ×2``, ``splat``, ``TMEM
+half_lane``, ``tiled 8×64 + swizzle 128``), never a repr or a page of tiling.
+
+A splat or strided layout is made for one shape, which its name leaves out; where
+that shape is what is wrong (two splats of different shapes, a layout of another
+shape than its value's), ``with_shape`` says it too: ``splat of 128x64``.
+"""
 
 from __future__ import annotations
-
-from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.check.semantics import Layout
 from smalto.check.smem import Transforms
@@ -10,44 +15,32 @@ from smalto.hw.names import describe_value
 from smalto.hw.values import Reg, Tmem
 
 
-def describe(layout: Layout | None) -> str:
+def describe(layout: Layout | None, *, with_shape: bool = False) -> str:
+    """``layout`` by its name in smalto's messages (``nothing`` for no layout)."""
     match layout:
         case None:
             return "nothing"
-        case Reg(layout=inner):
-            name = NAMED.get(inner)
-            if name is not None:
-                return name
-            if isinstance(inner, fa.WGSplatFragLayout):
-                return f"splat{inner.shape}"
-            if isinstance(inner, fa.WGStridedFragLayout):
-                return f"strided{inner.shape}/vec{inner.vec_size}"
-            return describe_value(layout)  # a name, or a compact form: never a repr
+        case Reg():
+            name = describe_value(layout)
+            shape = getattr(layout.layout, "shape", None)
+            if with_shape and (layout.is_splat or layout.is_strided) and shape is not None:
+                return f"{name} of {'x'.join(map(str, shape))}"
+            return name
         case Tmem():
             return describe_value(layout)  # TMEM default, TMEM half_lane, ...
         case Transforms(tiling=tiling, swizzle=swizzle):
-            tiled = "untiled" if tiling is None else f"tiled {tiling}"
-            if swizzle is not None:
-                return f"{tiled}, swizzle {swizzle}"
-            return tiled if tiling is None else f"{tiled}, no swizzle"
+            # As ``smem_name`` words them; the checker keeps whatever swizzle is written.
+            tiled = "untiled" if tiling is None else "tiled " + "×".join(map(str, tiling))
+            if swizzle is None:
+                return tiled if tiling is None else f"{tiled}, no swizzle"
+            return f"{tiled} + swizzle {swizzle}"
     return str(layout)
 
 
-NAMED: dict[object, str] = {}
-for _name_, _layout_ in (
-    ("WGMMA", fa.WGMMA_LAYOUT),
-    ("WGMMA_8BIT", fa.WGMMA_LAYOUT_8BIT),
-    ("WGMMA_TRANSPOSED", fa.WGMMA_TRANSPOSED_LAYOUT),
-    ("WGMMA_ROW", fa.WGMMA_ROW_LAYOUT),
-    ("WGMMA_COL", fa.WGMMA_COL_LAYOUT),
-    ("WGMMA_UPCAST_2X", fa.WGMMA_LAYOUT_UPCAST_2X),
-    ("WGMMA_UPCAST_4X", fa.WGMMA_LAYOUT_UPCAST_4X),
-    ("TCGEN05", fa.TCGEN05_LAYOUT),
-    ("TCGEN05_TRANSPOSED", fa.TCGEN05_TRANSPOSED_LAYOUT),
-    ("TCGEN05_ROW", fa.TCGEN05_ROW_LAYOUT),
-    ("TCGEN05_COL", fa.TCGEN05_COL_LAYOUT),
-    ("TMEM_NATIVE", fa.TMEM_NATIVE_LAYOUT),
-    ("TMA_INDICES", fa.TMA_INDICES_LAYOUT),
-    ("TMA_INDICES_4", fa.TMA_INDICES_4_LAYOUT),
-):
-    NAMED.setdefault(_layout_, _name_)  # equal layouts keep their first name
+def describe_apart(first: Layout | None, second: Layout | None) -> tuple[str, str]:
+    """Both layouts by name, with their shapes where the names alone are the same (two
+    splats of different shapes)."""
+    a, b = describe(first), describe(second)
+    if a == b and first != second:
+        return describe(first, with_shape=True), describe(second, with_shape=True)
+    return a, b

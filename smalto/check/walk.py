@@ -6,7 +6,20 @@ from jax._src.lib.mlir import ir
 
 # The per-dialect modules register their rules on import.
 from smalto.check import arith, copies, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
-from smalto.check.core import OPAQUE, RULES, Checker, Violation
+from smalto.check.core import (
+    IN,
+    LAYOUTS,
+    NOT_ANNOTATED,
+    OPAQUE,
+    OUT,
+    PREFIX,
+    RULES,
+    TMEM,
+    TRANSFORMS,
+    Checker,
+    Violation,
+    family_of,
+)
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
 from smalto.program import Op
@@ -31,6 +44,8 @@ def check(
 def run(c: Checker) -> None:
     for top in c.program.top_level:
         _collect(c, c.program.ops[top])
+    if _not_annotated(c):
+        return
     for op in c.annotated:
         decode(c, op)
     for op in c.annotated:
@@ -55,3 +70,37 @@ def _collect(c: Checker, op: Op) -> None:
         for _, body in region:
             for inner in body:
                 _collect(c, c.program.ops[inner])
+
+
+# Every attribute that carries layouts.
+LAYOUT_ATTRIBUTES = tuple(
+    f"{PREFIX[role]}_{family.suffix}"
+    for role in (IN, OUT)
+    for family in (LAYOUTS, TMEM, TRANSFORMS)
+)
+
+
+def _not_annotated(c: Checker) -> bool:
+    """A module with no layout attribute at all, where ops need them (one not yet
+    inferred): one violation says so, rather than one per op."""
+    if any(name in op.operation.attributes for op in c.annotated for name in LAYOUT_ATTRIBUTES):
+        return False
+    values = c.program.values
+    needing = [
+        op
+        for op in c.annotated
+        if any(family_of(values[v]) is not None for v in (*op.operands, *op.results))
+    ]
+    if not needing:
+        return False  # nothing to lay out: nothing missing
+    where = c.source_name or c.location(needing[0])
+    c.violations.append(
+        Violation(
+            where,
+            "builtin.module",
+            f"the module has no layout attributes ({len(needing)} ops need them): run "
+            "`smalto infer` first, and check what it writes",
+            NOT_ANNOTATED,
+        )
+    )
+    return True

@@ -8,10 +8,13 @@ JAX hands to layout inference as ``.mlir`` files, ready for ``smalto infer``.
 (or ``-m MODULE``) runs a program you cannot edit with smalto as JAX's
 layout-inference pass.
 
-Exit status, as the ``smalto`` command: 0 on success; 1 when a kernel could not
-be lowered (layout inference failed: the modules captured so far are still
-written; the reason is on stderr); 2 on bad usage or a script that cannot be
-loaded, with one line on stderr.
+Exit status of ``capture``: 0 when it captured the modules, also where JAX's
+layout inference then rejected one (the module is written as it reached the
+pass, which is what ``smalto infer`` reads; a note on stderr says so); 1 when
+the lowering failed before any module was captured, or, with ``--smalto``,
+where smalto's inference found no layouts (the reason on stderr; the modules
+captured are still written); 2 on bad usage or a script that cannot be loaded,
+with one line on stderr.
 """
 
 from __future__ import annotations
@@ -97,19 +100,33 @@ def _run_capture(args: argparse.Namespace) -> int:
             "(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)",
             EXIT_FAILED,
         )
-    _write(captured, args.output, inferred=args.inferred)
-    failed = [c for c in captured if not c.ok]
-    for kernel in failed:
-        print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
-    if failed and not args.smalto:
-        # JAX's pass gives up on kernels that have layouts (docs/beyond_jax.md).
+    written = _write(captured, args.output, inferred=args.inferred)
+    status = EXIT_OK
+    for kernel, path in zip(captured, written, strict=True):
+        if kernel.ok:
+            continue
+        if args.smalto:
+            # Lowering with smalto's pass was asked for, and smalto found no layouts: its
+            # diagnosis, whole.
+            print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
+            status = EXIT_FAILED
+            continue
+        reason = _one_line(kernel.error, typed=False) if kernel.error else "no reason given"
+        # The capture worked: the module is written as it reached the pass, before JAX's
+        # pass rejected it (docs/beyond_jax.md: often where smalto's finds layouts).
         print(
-            "smalto: note: JAX's layout inference rejected it; with --smalto, `smalto "
-            "capture` lowers it with smalto's instead, which finds layouts where JAX's "
-            "gives up, or says why there are none",
+            f"smalto: note: captured kernel {kernel.name}{f' ({path})' if path else ''}; "
+            f"JAX's layout inference then rejected it: {reason}",
             file=sys.stderr,
         )
-    return EXIT_FAILED if failed else EXIT_OK
+        infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or -o DIR)"
+        print(
+            f"smalto: note: {infer} finds layouts where JAX's pass gives up, or says why "
+            "there are none; with --smalto, `smalto capture` lowers with smalto's pass, and "
+            "the lowering goes on to any kernel after this one",
+            file=sys.stderr,
+        )
+    return status
 
 
 def _load_function(target: str) -> Callable[..., Any]:
@@ -144,7 +161,8 @@ def _script_directory_on_path(script: Path) -> Iterator[None]:
             sys.path.remove(directory)
 
 
-def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> None:
+def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> list[str | None]:
+    """Writes the modules; returns where each kernel's module went (None: stdout)."""
     if output is None:
         texts = []
         for kernel in captured:
@@ -152,12 +170,14 @@ def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> No
             if inferred and kernel.inferred_text is not None:
                 texts.append(kernel.inferred_text)
         sys.stdout.write("// -----\n".join(texts))
-        return
+        return [None] * len(captured)
     directory = Path(output)
+    written: list[str | None] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for stem, kernel in zip(_unique_stems(captured), captured, strict=True):
             files = [(directory / f"{stem}.mlir", kernel.text)]
+            written.append(str(files[0][0]))
             if inferred and kernel.inferred_text is not None:
                 files.append((directory / f"{stem}.inferred.mlir", kernel.inferred_text))
             for path, text in files:
@@ -165,6 +185,7 @@ def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> No
                 print(path)
     except OSError as error:
         raise _Usage(f"cannot write to '{output}': {error.strerror or error}") from None
+    return written
 
 
 def _unique_stems(captured: Sequence[Any]) -> list[str]:
@@ -244,9 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return commands[argv[0]](argv[1:])
 
 
-def _one_line(error: BaseException) -> str:
+def _one_line(error: BaseException, *, typed: bool = True) -> str:
+    """The first line of ``error``'s message (after its type's name, with ``typed``)."""
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    if not text:
+        return type(error).__name__
+    return f"{type(error).__name__}: {text[0]}" if typed else text[0]
 
 
 def _fail(message: str, status: int) -> int:

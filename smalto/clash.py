@@ -1,0 +1,314 @@
+"""The layouts in a conflict, for pictures: each value of a failed inference in the layout
+each side of the conflict wants.
+
+The diagnosis (``InferenceError.conflict``) names the requirements that cannot hold
+together (its core: constraints and fixed layouts of the derived system) and says in
+words what the values were forced to; it does not hand over those values as data.
+This is the face's adapter for that: it derives the module's system again (the
+rules are deterministic: the same module gives the same variables and
+requirements, checked element by element against the core), then follows each of
+the kernel's own annotations (every fixed layout: a cast, an MMA's accumulator...)
+alone through the requirements that force one layout from another, and looks
+where the conclusions meet the core:
+
+- one value forced to two layouts (by two annotations) is a clash of the two;
+- a requirement of the core that fails between the layouts its values are forced
+  to (a relayout the lowering cannot make, a transfer with no plan, a layout not
+  among an op's options) is a clash of those values, each in its own layout
+  (for an op's options, the value in the first option next to the layout it has).
+
+Nothing here decides anything: where the facts do not line up (another system,
+values not forced), there is simply no picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints import (
+    Constraint,
+    Element,
+    Equal,
+    Fixed,
+    LayoutKind,
+    NotOfKind,
+    OneOf,
+    Relayout,
+    SmemTransfer,
+    System,
+    TmemTransfer,
+    Var,
+    constraint_variables,
+    expressions_of,
+    variables_of,
+)
+from smalto.errors import InferenceError
+from smalto.hw.names import describe_value
+from smalto.hw.values import Const, Reg
+from smalto.locations import op_text
+from smalto.program import Program
+from smalto.rules import derive_system
+from smalto.solve.evaluate import CONTRADICTION, FAILS, Forces, judge, simplify
+
+MAX_CLASHES = 4
+_MAX_STEPS = 10_000  # per annotation followed: far more than any kernel's forced chain
+
+
+@dataclass(frozen=True)
+class Side:
+    """One value in one layout, and what wants it there."""
+
+    value: int  # the value's id in the program
+    layout: Const
+    shape: tuple[int, ...]
+    element_type: str  # MLIR's spelling: f32, bf16...
+    bitwidth: int
+    strides: tuple[int, ...] | None  # memrefs: the ref's strides
+    wanted_by: list[str] = field(default_factory=list)  # "the cast result of `op` at k.py:3"
+
+    @property
+    def layout_name(self) -> str:
+        return describe_value(self.layout)
+
+
+@dataclass(frozen=True)
+class Clash:
+    """Layouts that cannot hold together: ``sides`` drawn side by side, under ``title``."""
+
+    title: str  # what cannot hold, with ``{0}``, ``{1}``... for the values' names
+    sides: list[Side]
+
+
+@dataclass
+class _Conclusions:
+    """What each annotation, followed alone, forces: variable -> layout -> who wants it."""
+
+    wanted: dict[int, dict[Const, list[str]]] = field(default_factory=dict)
+
+    def add(self, var: int, layout: Const, why: str) -> None:
+        whys = self.wanted.setdefault(var, {}).setdefault(layout, [])
+        if why not in whys:
+            whys.append(why)
+
+    def only(self, var: int) -> Const | None:
+        layouts = self.wanted.get(var, {})
+        return next(iter(layouts)) if len(layouts) == 1 else None
+
+
+def conflict_clashes(
+    program: Program, core: Sequence[Element], arch: tuple[int, int]
+) -> list[Clash]:
+    """The clashes behind a diagnosis whose requirements are ``core`` (the elements of
+    ``InferenceError.conflict``), on ``program``: the module as it came (a failed
+    inference leaves it so), read again. Must run inside the module's context. Empty
+    where there is nothing to draw."""
+    if not core:
+        return []
+    try:
+        system = derive_system(program, arch)
+    except (InferenceError, NotImplementedError, ValueError):
+        return []  # a rule refused the module: the diagnosis's one requirement says it all
+    known = set(system.constraints) | set(system.fixed)
+    if any(element not in known for element in core):
+        return []  # not the system the diagnosis saw: say nothing rather than guess
+    found = _follow_annotations(program, system)
+    clashes = _two_layouts(program, system, core, found)
+    clashes += _failing_requirements(program, system, core, found)
+    if not clashes:
+        clashes = _what_is_fixed(program, system, core, found)
+    return _distinct(clashes)[:MAX_CLASHES]
+
+
+def _follow_annotations(program: Program, system: System) -> _Conclusions:
+    """Every fixed layout followed alone through the requirements that force one layout
+    from another (an equality, a reduction, a producer-to-consumer pass-through)."""
+    watching: dict[int, list[int]] = {}
+    for index, constraint in enumerate(system.constraints):
+        for var in constraint_variables(constraint):
+            watching.setdefault(var, []).append(index)
+    # Values that cannot be splats: between producer and consumer such a value keeps its
+    # layout, so a consumer's layout is its producer's too.
+    never_splat = {
+        var
+        for c in system.constraints
+        if isinstance(c, NotOfKind) and c.kind is LayoutKind.SPLAT
+        for var in variables_of(c.expr)
+    }
+    found = _Conclusions()
+    for fixed in system.fixed:
+        annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
+        values: dict[int, Const] = {fixed.var: fixed.value}
+        # var -> the ops on the way from the annotation that changed the layout (a
+        # reduction, a reshape...): where the layout the picture shows comes from.
+        steps_to: dict[int, list[int]] = {fixed.var: []}
+        queue = [fixed.var]
+        steps = 0
+        while queue and steps < _MAX_STEPS:
+            var = queue.pop()
+            for index in watching.get(var, ()):
+                steps += 1
+                constraint = system.constraints[index]
+                forced = _forced(constraint, values, never_splat)
+                if forced is None or forced.var in values:
+                    continue
+                values[forced.var] = forced.value
+                changed = forced.value != values[var]
+                steps_to[forced.var] = steps_to[var] + ([constraint.origin] if changed else [])
+                queue.append(forced.var)
+        for var, value in values.items():
+            why = annotation
+            through = [op for op in dict.fromkeys(steps_to[var]) if op != fixed.origin]
+            if through:
+                why += ", through " + ", ".join(op_text(program.ops[op]) for op in through)
+            found.add(var, value, why)
+    return found
+
+
+def _forced(
+    constraint: Constraint, values: dict[int, Const], never_splat: set[int]
+) -> Forces | None:
+    """The layout ``constraint`` forces on one more variable, given ``values``."""
+    verdict = judge(constraint, values.get)
+    if isinstance(verdict, Forces):
+        return verdict
+    if isinstance(constraint, Relayout) and constraint.strict:
+        source = variables_of(constraint.source)
+        target = simplify(constraint.target, values.get)
+        if (
+            len(source) == 1
+            and source[0] not in values
+            and source[0] in never_splat
+            and isinstance(target, Reg)
+            and not target.is_splat
+            and type(constraint.source) is Var
+        ):
+            return Forces(source[0], target)
+    return None
+
+
+def _side(program: Program, system: System, var: int, layout: Const, why: list[str]) -> Side:
+    variable = system.variables[var]
+    value = program.values[variable.key_value]
+    element = value.type
+    if isinstance(element, ir.ShapedType):
+        element = ir.ShapedType(element).element_type
+    return Side(
+        variable.key_value,
+        layout,
+        tuple(variable.shape),
+        str(element),
+        variable.bitwidth or 32,
+        variable.strides,
+        list(why),
+    )
+
+
+def _two_layouts(
+    program: Program, system: System, core: Sequence[Element], found: _Conclusions
+) -> list[Clash]:
+    """Values of the core that two annotations force to two layouts."""
+    clashes = []
+    for var in _involved(core):
+        layouts = found.wanted.get(var, {})
+        if len(layouts) < 2:
+            continue
+        sides = [_side(program, system, var, layout, why) for layout, why in layouts.items()]
+        names = " and ".join(side.layout_name for side in sides)
+        clashes.append(Clash(f"{{0}} cannot be both {names}", sides))
+    return clashes
+
+
+def _failing_requirements(
+    program: Program, system: System, core: Sequence[Element], found: _Conclusions
+) -> list[Clash]:
+    """Requirements of the core that fail between the layouts their values are forced to."""
+    clashes = []
+    for element in core:
+        if isinstance(element, Fixed):
+            continue
+        variables = list(dict.fromkeys(constraint_variables(element)))
+        values = {var: layout for var in variables if (layout := found.only(var)) is not None}
+        if len(values) != len(variables) or judge(element, values.get) is not FAILS:
+            continue
+        op = op_text(program.ops[element.origin])
+        if isinstance(element, SmemTransfer | TmemTransfer):
+            variables.reverse()  # the registers first, then the memory
+        sides = [
+            _side(program, system, var, values[var], found.wanted[var][values[var]])
+            for var in variables
+        ]
+        wanted = _what_it_wants(element, values)
+        if wanted is not None and len(variables) == 1:
+            (var,) = variables
+            sides.append(_side(program, system, var, wanted, [op]))
+            title = f"{op} needs {{0}} as {describe_value(wanted)}, not {sides[0].layout_name}"
+        elif len(sides) == 2:
+            first, second = (f"{{{i}}} ({side.layout_name})" for i, side in enumerate(sides))
+            if isinstance(element, Relayout):
+                title = f"{op} cannot convert {first} to {second}"
+            elif isinstance(element, SmemTransfer | TmemTransfer):
+                title = f"{op} has no transfer of {first} to or from {second}"
+            else:
+                title = f"{op} cannot hold between {first} and {second}"
+        else:
+            continue
+        clashes.append(Clash(title, sides))
+    return clashes
+
+
+def _what_is_fixed(
+    program: Program, system: System, core: Sequence[Element], found: _Conclusions
+) -> list[Clash]:
+    """Where no requirement can be seen failing between two layouts (it fails for every
+    layout of a value nothing forces): the values of the core whose layouts are forced,
+    each in its layout, for the reader to compare."""
+    sides: list[Side] = []
+    for var in _involved(core):
+        layout = found.only(var)
+        if layout is None:
+            continue
+        side = _side(program, system, var, layout, found.wanted[var][layout])
+        if all((side.value, side.layout) != (s.value, s.layout) for s in sides):
+            sides.append(side)
+    if len(sides) < 2:
+        return []
+    return [Clash("the layouts the requirements fix, which cannot all hold", sides)]
+
+
+def _what_it_wants(element: Element, values: dict[int, Const]) -> Const | None:
+    """The layout a one-value requirement asks for, where it names one: an op's first
+    option, or the layout an equality gives."""
+    if isinstance(element, OneOf):
+        return element.allowed[0] if element.allowed else None
+    if isinstance(element, Equal):
+        for expr in expressions_of(element):
+            if not variables_of(expr):
+                value = simplify(expr, values.get)
+                return None if value is CONTRADICTION else value  # type: ignore[return-value]
+    return None
+
+
+def _involved(core: Sequence[Element]) -> list[int]:
+    """The variables of the core's requirements, in order."""
+    involved: list[int] = []
+    for element in core:
+        for var in (element.var,) if isinstance(element, Fixed) else constraint_variables(element):
+            if var not in involved:
+                involved.append(var)
+    return involved
+
+
+def _distinct(clashes: list[Clash]) -> list[Clash]:
+    """The clashes that draw differently (the same layouts at the same shapes, for two
+    values, are one picture)."""
+    seen: set[tuple[tuple[Const, tuple[int, ...]], ...]] = set()
+    out = []
+    for clash in clashes:
+        key = tuple(sorted(((s.layout, s.shape) for s in clash.sides), key=repr))
+        if key not in seen:
+            seen.add(key)
+            out.append(clash)
+    return out
