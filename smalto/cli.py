@@ -251,6 +251,12 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
         "to stdout, as JAX's pass does)",
     )
     _add_no_rewrite(parser, "prints the rewritten module and a note per changed op on stderr")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="where inference fails, also say what each value of the conflict was forced to "
+        "and where each is defined (the message leads with the fix and the requirements)",
+    )
 
 
 EXPLAIN_DESCRIPTION = (

@@ -16,7 +16,6 @@ from typing import Any
 from smalto.sources import Sources
 
 _LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
-_TYPED = re.compile(r"^(\S+) : (.+)$")  # "%12 : vector<64x64xf32>"
 
 
 def failure_json(
@@ -35,6 +34,22 @@ def failure_json(
         "unsupported": isinstance(error, NotImplementedError),
         "phrase": getattr(error, "phrase", None),
         "message": message,
+        **_problem(conflict, sources),
+    }
+    # Every independent problem (the first one's fields are also the document's own).
+    problems = getattr(conflict, "problems", None) or ([conflict] if conflict else [])
+    document["problems"] = [_problem(problem, sources) for problem in problems]
+    notes = [str(note) for note in getattr(error, "__notes__", ())]
+    missing = sources.missing_note()
+    if missing is not None:
+        notes.append(missing)
+    document["notes"] = notes
+    return document
+
+
+def _problem(conflict: object, sources: Sources) -> dict[str, Any]:
+    """One problem of the diagnosis: its requirements, values, fixes and edits."""
+    return {
         "requirements": [
             {
                 "op": requirement.op,
@@ -52,13 +67,9 @@ def failure_json(
         "edits_tried": getattr(conflict, "edits_tried", 0),
         "edits_lowered": getattr(conflict, "edits_lowered", None),
         "minimal": getattr(conflict, "minimal", None),
+        "fixes": list(getattr(conflict, "fixes", None) or []),
+        "diagnosis_notes": list(getattr(conflict, "notes", None) or []),
     }
-    notes = [str(note) for note in getattr(error, "__notes__", ())]
-    missing = sources.missing_note()
-    if missing is not None:
-        notes.append(missing)
-    document["notes"] = notes
-    return document
 
 
 def source_line(location: str, sources: Sources) -> str | None:
@@ -72,10 +83,11 @@ def source_line(location: str, sources: Sources) -> str | None:
 
 
 def _value(text: str) -> dict[str, str | None]:
-    match = _TYPED.match(text)
-    if match is None:
+    """``%12 : vector<...>`` (or `` `s` (%12) : vector<...>``) as its name and type."""
+    name, colon, type_ = text.rpartition(" : ")
+    if not colon:
         return {"name": text, "type": None}
-    return {"name": match[1], "type": match[2]}
+    return {"name": name, "type": type_}
 
 
 def _edit(edit: object, sources: Sources) -> dict[str, Any]:

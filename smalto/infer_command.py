@@ -124,6 +124,10 @@ def _infer_in(
             except OSError as write_error:
                 return fail(_cannot_write(report, write_error), EXIT_USAGE)
         message = str(error) or "unsupported operation"
+        conflict = getattr(error, "conflict", None)
+        if args.verbose and conflict is not None and getattr(error, "phrase", None):
+            # Also what each value was forced to, and where each is defined.
+            message = f"{error.phrase}\n{conflict.message(verbose=True)}"  # type: ignore[attr-defined]
         # (The unit-dim rewrite, tried and failed, says so in a note.)
         message += "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
         if to.many:
