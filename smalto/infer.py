@@ -36,6 +36,7 @@ from smalto.pipeline import (
 )
 from smalto.program import Program
 from smalto.solve.search import Solver
+from smalto.sources import Sources
 from smalto.tracebacks import with_op_traceback
 
 __all__ = [
@@ -126,10 +127,13 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     """The error for a system with no assignment: JAX's phrase, then the diagnosis, made
     when the message is first read (``InferenceError``'s ``diagnose``)."""
     phrase = unsatisfiable(program, system)
+    # Where the user's source files are looked for is decided now (the caller's scope),
+    # not when the message is read.
+    sources = Sources()
 
     def diagnose() -> tuple[str, object]:
         with program.context, ir.Location.unknown(program.context):
-            return describe_conflict(program, system, solver)
+            return describe_conflict(program, system, solver, sources)
 
     error = InferenceError(phrase=phrase.text, diagnose=diagnose)
     # The op JAX blames, else where the search met the conflict: its source line

@@ -16,6 +16,7 @@ import smalto
 from smalto.cli import main
 from smalto.hw.values import Reg, Smem, Tmem
 from smalto.mlir import in_context, parse_module
+from smalto.sources import searching_beside
 from smalto.summary import layout_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,9 +187,11 @@ def test_a_failed_file_is_a_json_diagnosis(capsys: pytest.CaptureFixture[str]) -
     # stderr: what failed, in one line (the diagnosis is on stdout).
     assert captured.err == f"smalto: error: {unsat}: {failed['error']}\n"
     # The same facts as the error's own report, each requirement with its kernel line.
-    with in_context(module := parse_module(unsat.read_text())):
+    # (Its kernel lines read beside the module, as the command line reads them.)
+    with in_context(module := parse_module(unsat.read_text())), searching_beside(unsat):
         with pytest.raises(smalto.InferenceError) as raised:
             smalto.infer_layout(module)
+        str(raised.value)  # the diagnosis is made here, where the sources are
     report = raised.value.conflict
     assert [(r["op"], r["location"], r["text"]) for r in failed["requirements"]] == [
         (r.op, r.location, r.text) for r in report.requirements

@@ -381,7 +381,7 @@ def _type_requirements(
 
 
 def describe_conflict(
-    program: Program, system: System, solver: object
+    program: Program, system: System, solver: object, sources: Sources | None = None
 ) -> tuple[str, ConflictReport]:
     """The message and report for a solver that found no solution: every problem of the
     kernel (up to ``MAX_PROBLEMS``), each with its own core and its own fixes.
@@ -397,7 +397,7 @@ def describe_conflict(
         report = _no_value_fits(program, system, empty)
         return report.message(), report
     arch = getattr(solver, "arch", (9, 0))
-    namer = Namer(program, system, Sources())
+    namer = Namer(program, system, sources or Sources())
     breaks = getattr(solver, "jax_answer_breaks", [])
     problems: list[tuple[list[Element], bool, Edit | None]] = []
     current, failed = system, solver
