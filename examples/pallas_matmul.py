@@ -66,9 +66,17 @@ def matmul(
         plgpu.emit_pipeline(
             step,
             grid=(k // tile_k,),
+            # wgmma_wait(1) leaves the last step's wgmma reading its blocks: the
+            # pipeline must not refill them until the step after (delay_release=1),
+            # or the next TMA overwrites them under the running wgmma (a race: wrong
+            # tiles, differently on every run).
             in_specs=[
-                plgpu.BlockSpec((tile_m, tile_k), lambda ki: (0, ki), transforms=in_transforms),
-                plgpu.BlockSpec((tile_k, tile_n), lambda ki: (ki, 0), transforms=in_transforms),
+                plgpu.BlockSpec(
+                    (tile_m, tile_k), lambda ki: (0, ki), transforms=in_transforms, delay_release=1
+                ),
+                plgpu.BlockSpec(
+                    (tile_k, tile_n), lambda ki: (ki, 0), transforms=in_transforms, delay_release=1
+                ),
             ],
             max_concurrent_steps=max_concurrent_steps,
         )(a_gmem.at[m_slice, :], b_gmem.at[:, n_slice])

@@ -41,11 +41,10 @@ _ATTENTION_TOLERANCE = {"bfloat16": 3e-2, "float16": 1e-2}
 
 
 def _runnable() -> list[Kernel]:
-    """One kernel per variant, dtype and shape, for the GPU's own arch (rank 3 waits
-    for #17 part 2)."""
+    """One kernel per variant, dtype and shape, for the GPU's own arch."""
     if ARCH is None:
         return []
-    return [k for k in KERNELS if k.arch == ARCH and not k.pending and k.name in REFERENCES]
+    return [k for k in KERNELS if k.arch == ARCH and k.name in REFERENCES]
 
 
 def _inputs(kernel: Kernel) -> tuple[jax.Array, ...]:
