@@ -252,7 +252,10 @@ class EditWords:
         line = self.sources.line(position.file, position.line)
         if line is None or not line.strip():
             return None
-        return f"{Path(position.file).name}:{position.line} | {line.strip()}"
+        text = line.strip()
+        if len(text) > 100:
+            text = text[:97] + "..."
+        return f"{Path(position.file).name}:{position.line} | {text}"
 
     def _attributes(self, edit: Edit) -> tuple[str | None, str | None, str | None]:
         op = self.program.ops[edit.ops[0]]

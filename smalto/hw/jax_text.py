@@ -24,8 +24,8 @@ def layout_text(value: Const) -> str:
             if text.startswith("TiledLayout("):
                 return describe_value(value)
             return text
-        case Tmem(layout=layout):
-            return str(layout)
+        case Tmem():
+            return describe_value(value)
     return str(value)
 
 
@@ -56,26 +56,27 @@ def tile_transform_text(tiling: tuple[int, ...]) -> str:
 
 def does_not_fit(op_name: str, what: str, value: Const, shape: tuple[int, ...]) -> str:
     """JAX's sentence for an op that imposes a layout its value's shape cannot take."""
+    # JAX's sentence, with the layout by name where JAX prints a repr.
     match value:
-        case Reg(layout=layout) if op_name == "mosaic_gpu.layout_cast":
+        case Reg() if op_name == "mosaic_gpu.layout_cast":
             return (
-                f"Cannot cast to layout {layout}: the layout is not compatible with the "
-                f"operand shape {shape}."
+                f"Cannot cast to layout {layout_text(value)}: the layout is not compatible "
+                f"with the operand shape {shape}."
             )
-        case Reg(layout=layout):
+        case Reg():
             return (
-                f"Cannot assign layout {layout} to {what} of `{op_name}`: the layout is not "
-                f"compatible with the shape {shape}."
+                f"Cannot assign layout {layout_text(value)} to {what} of `{op_name}`: the "
+                f"layout is not compatible with the shape {shape}."
             )
-        case Tmem(layout=layout) if op_name == "mosaic_gpu.tmem_layout_cast":
+        case Tmem() if op_name == "mosaic_gpu.tmem_layout_cast":
             return (
-                f"Cannot cast to TMEM layout {layout} in `{op_name}`: the layout is not "
-                f"compatible with the operand shape {shape}."
+                f"Cannot cast to TMEM layout {layout_text(value)} in `{op_name}`: the layout is "
+                f"not compatible with the operand shape {shape}."
             )
-        case Tmem(layout=layout):
+        case Tmem():
             return (
-                f"Cannot assign TMEM layout {layout} to {what} of `{op_name}`: the layout is "
-                f"not compatible with the shape {shape}."
+                f"Cannot assign TMEM layout {layout_text(value)} to {what} of `{op_name}`: the "
+                f"layout is not compatible with the shape {shape}."
             )
         case Smem(tiling=tiling):
             tiled = "empty tiling" if not tiling else f"tiling {tile_transform_text(tiling)}"

@@ -446,6 +446,18 @@ def tmem_default(packing: int) -> Tmem:
     return Tmem(tcgen05.tmem_default_layout(packing))
 
 
+# JAX builds (and canonicalizes) a TMEM layout anew on every call, a quarter of a
+# millisecond each: the domains and the transfer tables ask for the same few.
+@cache
+def tmem_half_lane(columns: int, packing: int) -> tcgen05.TMEMLayout:
+    return tcgen05.tmem_half_lane_layout(columns, packing)
+
+
+@cache
+def tmem_m64_collective(columns: int, packing: int) -> tcgen05.TMEMLayout:
+    return tcgen05.tmem_m64_collective_layout(columns, packing)
+
+
 def mma_layouts(element_type: object, m: int, n: int) -> object:
     """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``).
 

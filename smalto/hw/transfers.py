@@ -311,7 +311,7 @@ def tmem_transfer_supported(
         return False
     packing = tmem.vector_length
     columns = shape[1]
-    default = tcgen05.tmem_default_layout(packing)
+    default = hl.tmem_default(packing).layout
     if reg == fa.TCGEN05_LAYOUT and tmem == default:
         return True
     if reg == tmem.as_tiled_layout() and packing * bitwidth == 32:
@@ -325,8 +325,8 @@ def tmem_transfer_supported(
     if columns % 16:
         return False
     if packing <= columns // 2 and reg == fa.WGMMA_LAYOUT:
-        if tmem == tcgen05.tmem_half_lane_layout(columns, packing):
+        if tmem == hl.tmem_half_lane(columns, packing):
             return True
     if packing <= 8 and reg == hl.m64_collective(columns):
-        return tmem == tcgen05.tmem_m64_collective_layout(columns, packing)
+        return tmem == hl.tmem_m64_collective(columns, packing)
     return False

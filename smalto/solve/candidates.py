@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
-from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import (
     Broadcast,
@@ -179,11 +178,11 @@ def _tmem_for_registers(var: int, reg: Reg, c: TmemTransfer) -> Iterator[Candida
         return
     columns = c.shape[1]
     for packing in dict.fromkeys([32 // c.bitwidth, 1]):
-        layouts = [tcgen05.tmem_default_layout(packing)]
+        layouts = [hl.tmem_default(packing).layout]
         if columns % 16 == 0 and packing <= columns // 2:
-            layouts.append(tcgen05.tmem_half_lane_layout(columns, packing))
+            layouts.append(hl.tmem_half_lane(columns, packing))
         if columns % 16 == 0 and packing <= 8:
-            layouts.append(tcgen05.tmem_m64_collective_layout(columns, packing))
+            layouts.append(hl.tmem_m64_collective(columns, packing))
         for layout in layouts:
             if tmem_transfer_supported(layout, reg.layout, c.shape, c.bitwidth):
                 yield var, Tmem(layout)

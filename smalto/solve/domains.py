@@ -25,7 +25,6 @@ import math
 from collections.abc import Callable, Iterable
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
-from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import (
     Constraint,
@@ -332,7 +331,7 @@ def _tmem_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
     for packing in dict.fromkeys([32 // bitwidth, 1]):
         values.append(hl.tmem_default(packing))
         if columns % 16 == 0 and packing <= columns // 2:
-            values.append(Tmem(tcgen05.tmem_half_lane_layout(columns, packing)))
+            values.append(Tmem(hl.tmem_half_lane(columns, packing)))
         if columns % 16 == 0 and packing <= 8:
-            values.append(Tmem(tcgen05.tmem_m64_collective_layout(columns, packing)))
+            values.append(Tmem(hl.tmem_m64_collective(columns, packing)))
     return values
