@@ -117,7 +117,7 @@ def _infer_in(
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
         if report is not None:
-            from smalto.report import write_failure_report
+            from smalto.failure_page import write_failure_report
 
             try:
                 write_failure_report(source, error, report, arch=arch, sources=sources)

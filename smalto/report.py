@@ -25,24 +25,18 @@ from pathlib import Path
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.clash import Clash, Side, conflict_clashes
 from smalto.constraints import Role, Site
 from smalto.draw.ownership import ownership, tmem_placement
 from smalto.draw.pictures import register_grid, smem_grid, tmem_grid
 from smalto.draw.render import Grid, render
 from smalto.draw.smem import smem_placement
 from smalto.explainer import Explainer
-from smalto.failure import source_line
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.infer import Inference
-from smalto.inputs import Input
-from smalto.locations import location_name, location_text
-from smalto.mlir import in_context
-from smalto.printed import PrintedModule, printed_module
-from smalto.program import Kind, Program
-from smalto.reader import read_program
-from smalto.sources import Sources
+from smalto.locations import location_name
+from smalto.printed import PrintedModule
+from smalto.program import Kind
 from smalto.summary import Conversion, conversions, layout_name
 
 # Pictures in the report show a part of the array: enough rows for all four warps.
@@ -55,7 +49,7 @@ PICTURE_DPI = 110
 
 
 @dataclass
-class _Layout:
+class Pictured:
     """One distinct layout (or transform) and where it is used."""
 
     anchor: str
@@ -92,7 +86,7 @@ class _Page:
         self.solver = inference.solver
         self.explainer = Explainer(inference, source_name, printed)
         self.printed = self.explainer.printed
-        self.layouts: dict[object, _Layout] = {}
+        self.layouts: dict[object, Pictured] = {}
         self.rows: list[_Row] = []
         self.rewritten: list[str] = []  # the unit-dim rewrite's changes, as it said them
         self.unoptimized: list[str] = []  # the transfers made unoptimized, as warned
@@ -106,7 +100,7 @@ class _Page:
             return None
         return self.solver.value[self.solver.root[var]]
 
-    def layout_entry(self, value: Const, vid: int) -> _Layout:
+    def layout_entry(self, value: Const, vid: int) -> Pictured:
         info = self.program.values[vid]
         swizzle = 16  # the drawing's "no swizzle"
         if isinstance(value, Smem):
@@ -120,10 +114,10 @@ class _Page:
             order = None
             if isinstance(value, Smem) and value.tiling is not None:
                 title += f" ({info.bitwidth}-bit elements)"
-                order = _memory_order(info.strides, len(value.tiling))
+                order = memory_order(info.strides, len(value.tiling))
                 if order is not None:
                     title += ", seen transposed"
-            entry = _Layout(
+            entry = Pictured(
                 f"layout-{len(self.layouts) + 1}",
                 key,
                 value,
@@ -196,7 +190,7 @@ class _Page:
             )
 
 
-def _memory_order(strides: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
+def memory_order(strides: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
     """The trailing ``rank`` dims from largest to smallest stride, if that is not 0, 1, ..."""
     if not strides or len(strides) < rank:
         return None
@@ -211,8 +205,8 @@ def _element_type(ty: ir.Type) -> str:
     return str(ty)
 
 
-def _picture(
-    entry: _Layout, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_COLS
+def picture(
+    entry: Pictured, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_COLS
 ) -> Grid | None:
     """The picture of a layout at the shape of its first user (None for splats); register
     layouts show ``rows`` x ``cols`` of the array."""
@@ -237,7 +231,7 @@ def _picture(
     return None
 
 
-_STYLE = """
+PAGE_STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 12px; }
@@ -256,7 +250,7 @@ figcaption { margin-bottom: 0.5em; }
 """
 
 # Marks on <body> how many pictures decoded, for tests (and curious readers).
-_SCRIPT = """
+PAGE_SCRIPT = """
 window.addEventListener("load", () => {
   const images = [...document.querySelectorAll("figure img")];
   document.body.dataset.imagesLoaded = images.filter(i => i.complete && i.naturalWidth > 0).length;
@@ -268,8 +262,8 @@ def _html(page: _Page, title: str) -> str:
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>",
-        f"<script>{_SCRIPT}</script></head><body>",
+        f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style>",
+        f"<script>{PAGE_SCRIPT}</script></head><body>",
         f"<h1>Layouts of {html.escape(title)}</h1>",
     ]
     relayouts = sum(len(r.relayouts) for r in page.rows)
@@ -289,7 +283,7 @@ def _html(page: _Page, title: str) -> str:
             f"used by <span class=mono>{html.escape(users)}</span>)</figcaption>"
         )
         try:
-            grid = _picture(entry)
+            grid = picture(entry)
         except ValueError as error:  # a layout we cannot draw must not cost the whole page
             grid = None
             out.append(f"<p>(no picture: {html.escape(str(error))})</p>")
@@ -321,7 +315,7 @@ def _html(page: _Page, title: str) -> str:
     out.append("</div></section>")
     out.append('<section id="module"><h2>The module</h2><details><summary>as `smalto infer` ')
     out.append(f"prints it ({len(page.printed.text.splitlines())} lines)</summary>")
-    out.append(_listing(page.printed.text, set()))
+    out.append(listing_html(page.printed.text, set()))
     out.append("</details></section></body></html>")
     return "\n".join(out)
 
@@ -352,7 +346,7 @@ def _changes(page: _Page) -> list[str]:
     return out
 
 
-def _listing(text: str, marked: set[int]) -> str:
+def listing_html(text: str, marked: set[int]) -> str:
     """A module's text with numbered lines, each an anchor (``#L12``); ``marked`` lines
     highlighted."""
     lines = text.splitlines()
@@ -393,271 +387,3 @@ def write_report(
     page.collect()
     page.rewritten, page.unoptimized = list(rewritten), list(unoptimized)
     Path(path).write_text(_html(page, source_name), encoding="utf-8")
-
-
-# --- when inference fails --------------------------------------------------------------------
-
-
-def write_failure_report(
-    source: Input,
-    error: Exception,
-    path: str | Path,
-    *,
-    arch: tuple[int, int] = (9, 0),
-    sources: Sources | None = None,
-) -> None:
-    """Writes the page of a failed inference to ``path``: the diagnosis on ``error`` (an
-    ``InferenceError``'s ``conflict``, when it has one), pictures of the layouts in
-    conflict, and ``source``'s module with the lines the diagnosis names marked; the
-    user's source lines looked up by ``sources`` (default: beside the module file).
-    ``source.module`` must be as it came (a failed inference leaves it so)."""
-    sources = sources if sources is not None else Sources(near=[source.name])
-    conflict = getattr(error, "conflict", None)
-    message = str(error) or type(error).__name__
-    title = source.name
-    with in_context(source.module):
-        listing = _failure_listing(conflict, source)
-        clashes = _clashes(conflict, listing.program, arch)
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}: no layouts</title><style>{_STYLE}</style>",
-        f"<script>{_SCRIPT}</script></head><body>",
-        f"<h1>No layouts for {html.escape(title)}</h1>",
-        '<section id="error"><h2>What failed</h2>',
-        f'<p class="error">{html.escape(message.splitlines()[0])}</p></section>',
-    ]
-    if conflict is not None:
-        out += _diagnosis(conflict, listing)
-        if clashes:
-            out += _clash_section(clashes, listing)
-        out += _suggestion(conflict, sources)
-        out += _source_section(conflict, source, sources)
-    else:
-        out.append('<section id="diagnosis"><h2>Diagnosis</h2>')
-        out.append(f'<div class="why">{html.escape(message)}</div></section>')
-    out.append('<section id="module"><h2>The module</h2>')
-    out.append(f"<p>{html.escape(listing.caption)}</p>")
-    out.append(_listing(listing.text, listing.marked))
-    out.append("</section></body></html>")
-    Path(path).write_text("\n".join(out), encoding="utf-8")
-
-
-@dataclass
-class _FailureListing:
-    """The module the failure page shows, and where the diagnosis's locations are in it."""
-
-    text: str
-    caption: str
-    lines: dict[str, list[int]]  # a location the diagnosis names -> its lines in ``text``
-    program: Program | None = None
-    printed: PrintedModule | None = None
-
-    @property
-    def marked(self) -> set[int]:
-        return {line for lines in self.lines.values() for line in lines}
-
-    def name(self, value: int) -> str:
-        if self.printed is not None and value in self.printed.names:
-            return self.printed.names[value]
-        return f"value #{value}"
-
-
-def _failure_listing(conflict: object, source: Input) -> _FailureListing:
-    """The input as given where the diagnosis's locations are its own lines; else (a
-    module whose ops are located in the user's Python, as Pallas captures them) the module
-    as ``smalto infer`` prints it, with the lines of the ops that carry those locations."""
-    locations = _diagnosis_locations(conflict)
-    program = None
-    try:
-        program = read_program(source.module)
-    except Exception:  # noqa: BLE001 -- the page still shows the module and the message
-        program = None
-    in_input = _input_lines(locations, source)
-    given = f"{source.name}, as given; the lines named above are marked."
-    if in_input or not locations or program is None:
-        printed = None
-        if program is not None:
-            try:
-                printed = printed_module(source.module, program)
-            except Exception:  # noqa: BLE001 -- names only: the page does without
-                printed = None
-        return _FailureListing(source.text, given, in_input, program, printed)
-    printed = printed_module(source.module, program)
-    carried: dict[str, list[int]] = {}
-    for op in program.ops:
-        where = location_text(op.location)
-        line = printed.line_of_op(op.id)
-        if where in locations and line is not None:
-            carried.setdefault(where, []).append(line)
-    caption = (
-        f"{source.name}, as `smalto infer` prints it (its ops carry their Python lines as "
-        "locations); the lines of the ops at the kernel lines named above are marked."
-    )
-    return _FailureListing(printed.text, caption, carried, program, printed)
-
-
-def _diagnosis_locations(conflict: object) -> list[str]:
-    """The locations the diagnosis names: its requirements', then its edits' ops'."""
-    locations = list(getattr(conflict, "locations", None) or [])
-    for edit in getattr(conflict, "edits", None) or []:
-        locations += [location for _, location in getattr(edit, "ops", None) or []]
-    return list(dict.fromkeys(locations))
-
-
-def _clashes(conflict: object, program: Program | None, arch: tuple[int, int]) -> list[Clash]:
-    if conflict is None or program is None:
-        return []
-    core = list(getattr(conflict, "core", None) or [])
-    if not core:
-        core = [r.element for r in getattr(conflict, "requirements", None) or []]
-    try:
-        return conflict_clashes(program, core, arch)
-    except Exception:  # noqa: BLE001 -- a picture must not cost the page its diagnosis
-        return []
-
-
-def _place(location: str, listing: _FailureListing) -> str:
-    lines = listing.lines.get(location)
-    text = html.escape(location)
-    return f'<a href="#L{lines[0]}">{text}</a>' if lines else text
-
-
-def _diagnosis(conflict: object, listing: _FailureListing) -> list[str]:
-    out = ['<section id="diagnosis"><h2>These requirements cannot all hold</h2><table>']
-    out.append("<tr><th>where</th><th>op</th><th>requirement</th></tr>")
-    for requirement in getattr(conflict, "requirements", []):
-        out.append(
-            f"<tr><td>{_place(requirement.location, listing)}</td><td><code>"
-            f"{html.escape(requirement.op)}</code></td><td>{html.escape(requirement.text)}</td></tr>"
-        )
-    out.append("</table>")
-    derivations = getattr(conflict, "derivations", [])
-    if derivations:
-        out.append("<h3>Where the values' layouts come from</h3><ul>")
-        out += [f"<li>{html.escape(d)}</li>" for d in derivations]
-        out.append("</ul>")
-    out.append("</section>")
-    return out
-
-
-# The pictures of a clash: a few rows of the array, enough to tell the layouts apart.
-CLASH_PICTURE_ROWS = 32
-CLASH_PICTURE_COLS = 16
-
-
-def _clash_section(clashes: list[Clash], listing: _FailureListing) -> list[str]:
-    """The values of the conflict, each in the layout each side wants, side by side."""
-    out = ['<section id="clash"><h2>The layouts in conflict</h2>']
-    for number, clash in enumerate(clashes, 1):
-        names = [listing.name(side.value) for side in clash.sides]
-        title = clash.title.format(*names)
-        out.append(f'<div class="clash" id="clash-{number}"><h3>{html.escape(title)}</h3>')
-        out.append('<div class="sides">')
-        for side, name in zip(clash.sides, names, strict=True):
-            dims = "x".join(map(str, side.shape))
-            out.append(
-                f"<figure><figcaption><b>{html.escape(name)}</b> ({dims} "
-                f"{html.escape(side.element_type)}) as <b>{html.escape(side.layout_name)}</b>"
-                f"<br><small>wanted by {html.escape('; '.join(side.wanted_by))}</small>"
-                "</figcaption>"
-            )
-            try:
-                grid = _side_picture(side)
-            except ValueError as error:  # a layout we cannot draw: say so, keep the page
-                grid = None
-                out.append(f"<p>(no picture: {html.escape(str(error))})</p>")
-            if grid is not None:
-                data = base64.b64encode(render([grid], "png", PICTURE_DPI)).decode("ascii")
-                alt = html.escape(f"{name} as {side.layout_name}")
-                out.append(f'<img src="data:image/png;base64,{data}" alt="{alt}">')
-            elif isinstance(side.layout, Reg) and side.layout.is_splat:
-                out.append("<p>(a splat: one value in every thread)</p>")
-            out.append("</figure>")
-        out.append("</div></div>")
-    out.append("</section>")
-    return out
-
-
-def _side_picture(side: Side) -> Grid | None:
-    entry = _Layout(
-        "",
-        side.layout,
-        side.layout,
-        f"{side.layout_name}",
-        side.shape,
-        side.element_type,
-        side.bitwidth,
-        side.layout.swizzle or 16 if isinstance(side.layout, Smem) else 16,
-        _memory_order(side.strides, len(side.layout.tiling))
-        if isinstance(side.layout, Smem) and side.layout.tiling
-        else None,
-    )
-    return _picture(entry, rows=CLASH_PICTURE_ROWS, cols=CLASH_PICTURE_COLS)
-
-
-def _suggestion(conflict: object, sources: Sources) -> list[str]:
-    suggestions = list(getattr(conflict, "suggestions", None) or [])
-    suggestion = getattr(conflict, "suggestion", None)
-    if not suggestions and suggestion:
-        suggestions = [suggestion]
-    out = ['<section id="suggestion"><h2>Suggestion</h2>']
-    if suggestions:
-        out.append("<ul>" + "".join(f"<li>{html.escape(str(s))}</li>" for s in suggestions))
-        out.append("</ul>")
-    else:
-        out.append("<p>(none)</p>")
-    edits = getattr(conflict, "edits", None) or []
-    lines = []
-    for edit in edits:
-        for _, location in getattr(edit, "ops", None) or []:
-            line = source_line(location, sources)
-            pallas = getattr(edit, "pallas", None)
-            if line is not None and pallas:
-                lines.append(
-                    f"<li><code>{html.escape(location)}</code>: <code>{html.escape(line)}</code>"
-                    f" &rarr; <code>{html.escape(pallas)}</code></li>"
-                )
-    if lines:
-        out.append("<p>The verified edits, at their lines:</p><ul>" + "".join(lines) + "</ul>")
-    out.append("</section>")
-    return out
-
-
-def _source_section(conflict: object, source: Input, sources: Sources) -> list[str]:
-    excerpts = _python_excerpts(getattr(conflict, "locations", []), source, sources)
-    note = sources.missing_note()
-    if not excerpts and note is None:
-        return []
-    out = ['<section id="source"><h2>Source</h2>', *excerpts]
-    if note is not None:
-        out.append(f'<p class="note">{html.escape(note)}</p>')
-    out.append("</section>")
-    return out
-
-
-def _input_lines(locations: list[str], source: Input) -> dict[str, list[int]]:
-    """The locations that are lines of the input module: location -> [line]."""
-    lines = {}
-    for location in locations:
-        file, _, rest = location.rpartition(":")
-        file, _, line = file.rpartition(":")
-        if file in (*source.files, source.name) and line.isdigit() and rest.isdigit():
-            lines[location] = [int(line)]
-    return lines
-
-
-def _python_excerpts(locations: list[str], source: Input, sources: Sources) -> list[str]:
-    """The source lines of the locations in other files (the user's Python)."""
-    out = []
-    for location in locations[:8]:
-        file, _, rest = location.rpartition(":")
-        file, _, line = file.rpartition(":")
-        if file in (*source.files, source.name) or not line.isdigit():
-            continue
-        text = sources.line(file, int(line))
-        if text is None:
-            continue
-        out.append(f"<p><code>{html.escape(location)}</code></p>")
-        out.append(f'<pre class="module">{html.escape(text)}</pre>')
-    return out

@@ -1,5 +1,7 @@
 """Turning a failed inference into words a kernel author can act on.
 
+- ``problems``: every independent problem of a kernel, one after the other,
+  each set aside by its likeliest fix before the next is looked for;
 - ``conflict``: from a system with no solution, a minimal set of requirements
   that cannot hold together (found by ``core``, over just the variables they
   mention: ``subsystem``), each with the op that imposed it and where, and
@@ -14,11 +16,8 @@
 
 from smalto.conflict_report import ConflictReport, Requirement
 from smalto.describe import Namer, describe_element
-from smalto.diagnose.conflict import (
-    describe_conflict,
-    describe_fuel_exhaustion,
-    diagnose,
-)
+from smalto.diagnose.conflict import describe_fuel_exhaustion, diagnose
+from smalto.diagnose.problems import describe_conflict
 from smalto.diagnose.suggest import suggest_at_derivation
 
 __all__ = [

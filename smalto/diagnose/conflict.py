@@ -27,12 +27,10 @@ from smalto.constraints import (
     constraint_variables,
 )
 from smalto.describe import Namer, describe_element, expr_var
-from smalto.diagnose.candidates import ANNOTATIONS, Candidates
 from smalto.diagnose.core import core_satisfiable, find_core
-from smalto.diagnose.edits import DROP, RETARGET, UNOPTIMIZE, Edit
+from smalto.diagnose.edits import UNOPTIMIZE, Edit
 from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import suggest
-from smalto.diagnose.verify import edited_system
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
@@ -41,7 +39,7 @@ from smalto.hw.values import Const, Reg
 from smalto.locations import location_text, op_text
 from smalto.program import Kind, Program
 from smalto.rewrite.transfers import TRANSFER_OPS
-from smalto.solve.search import FuelExhausted, Solver
+from smalto.solve.search import Solver
 from smalto.sources import Sources
 
 
@@ -54,7 +52,6 @@ def _derivations(
     program: Program, system: System, arch: tuple[int, int], core: list[Element], namer: Namer
 ) -> tuple[list[str], dict[int, Const]]:
     """What each value of the core is forced to, and by what (propagating the core alone)."""
-    from smalto.solve.search import Solver
 
     sub = System(
         variables=system.variables,
@@ -235,13 +232,6 @@ def _offset_limited(divides: Divides, ref: Variable) -> bool:
     return any(m < d for m, d in zip(divides.multiple, tail, strict=False))
 
 
-# A kernel's problems are found one after the other, each with its own core; past
-# this many, the rest are left for the next run.
-MAX_PROBLEMS = 4
-# Edits of a core's annotations tried for the likeliest fix, at most.
-_LIKELY_CANDIDATES = 8
-
-
 def diagnose(
     program: Program,
     system: System,
@@ -301,7 +291,7 @@ def diagnose(
             namer,
             hint,
             hint_first=proof,
-            unoptimize=_core_transfers(program, system, core, arch),
+            unoptimize=core_transfers(program, system, core, arch),
             background=background,
         )
         text, edits, tried, lowered = found.text, found.edits, found.tried, found.lowered
@@ -329,7 +319,7 @@ def diagnose(
     )
 
 
-def _core_transfers(
+def core_transfers(
     program: Program, system: System, core: list[Element], arch: tuple[int, int]
 ) -> tuple[int, ...]:
     """The fewest optimized transfers of the core which, unoptimized, make it satisfiable
@@ -380,135 +370,10 @@ def _type_requirements(
     return found
 
 
-def describe_conflict(
-    program: Program, system: System, solver: object, sources: Sources | None = None
-) -> tuple[str, ConflictReport]:
-    """The message and report for a solver that found no solution: every problem of the
-    kernel (up to ``MAX_PROBLEMS``), each with its own core and its own fixes.
-
-    First the problems are found one after the other, each with a core of its own,
-    then set aside by its likeliest fix (or without its requirements, where there is
-    none) before the next is looked for. Then each is put into words, with the edits
-    verified to fix it while the other problems' likeliest fixes are made too: alone,
-    no edit makes a kernel with several problems infer.
-    """
-    empty = getattr(solver, "empty_slot", None)
-    if empty is not None:
-        report = _no_value_fits(program, system, empty)
-        return report.message(), report
-    arch = getattr(solver, "arch", (9, 0))
-    namer = Namer(program, system, sources or Sources())
-    breaks = getattr(solver, "jax_answer_breaks", [])
-    problems: list[tuple[list[Element], bool, Edit | None]] = []
-    current, failed = system, solver
-    # The ops the problems so far are about: their annotations and what their fixes change.
-    owned: set[int] = set()
-    while len(problems) < MAX_PROBLEMS:
-        explain = getattr(failed, "root_explanation", None)
-        core, minimal = find_core(
-            program, current, arch, _seeds(failed), explain() if explain else None
-        )
-        if problems and any(e.origin in owned for e in core):
-            # The same problem, not resolved by its likeliest fix: one problem, not two.
-            break
-        fix = _likeliest_fix(program, current, core, arch)
-        owned.update(e.origin for e in core if program.ops[e.origin].name in ANNOTATIONS)
-        if fix is not None:
-            owned.update(fix.ops)
-        problems.append((core, minimal, fix))
-        current = _past(current, core, fix)
-        if current is None:
-            break
-        failed = Solver(current, program, arch, 5_000, widened=True)
-        try:
-            if failed.solve(guided=False) or getattr(failed, "empty_slot", None) is not None:
-                break
-        except FuelExhausted:
-            break
-    reports = []
-    for index, (core, minimal, _) in enumerate(problems):
-        background = tuple(f for i, (*_, f) in enumerate(problems) if i != index and f)
-        reports.append(
-            diagnose(
-                program,
-                system,
-                arch,
-                set(),
-                namer=namer,
-                jax_answer_breaks=breaks,
-                background=background,
-                found=(core, minimal),
-            )
-        )
-    first, *others = reports
-    report = dataclasses.replace(first, others=others)
-    return report.message(), report
+__all__ = ["ConflictReport", "Requirement", "Variable", "core_transfers", "diagnose"]
 
 
-def _seeds(solver: object) -> set[int]:
-    """The variables where the search met the conflict."""
-    conflict = getattr(solver, "conflict", None)
-    seeds: set[int] = set()
-    if conflict is not None:
-        if conflict.fixed is not None:
-            seeds.add(conflict.fixed.var)
-        if conflict.constraint is not None:
-            seeds.update(constraint_variables(conflict.constraint))
-        if conflict.variable is not None:
-            seeds.add(conflict.variable)
-    return seeds
-
-
-def _likeliest_fix(
-    program: Program, system: System, core: list[Element], arch: tuple[int, int]
-) -> Edit | None:
-    """The change that most likely resolves this core, judged on the core alone: its
-    transfers made unoptimized, else the first edit of its annotations that makes it
-    satisfiable (None where neither does)."""
-    transfers = _core_transfers(program, system, core, arch)
-    candidates = Candidates(program, system, arch, core, {}, transfers)
-    for number, edit in enumerate(candidates):  # in the order they are suggested
-        if number == _LIKELY_CANDIDATES:
-            break
-        if edit.kind == UNOPTIMIZE:
-            return edit  # (resolves the core: ``_core_transfers`` checked it)
-        if edit.kind not in (RETARGET, DROP):
-            continue
-        fixed = [e for e in core if isinstance(e, Fixed)]
-        sub = edited_system(System(system.variables, [], fixed, system.var_of_site), (edit,))
-        if sub is None:
-            continue
-        elements = [*sub.fixed, *(e for e in core if not isinstance(e, Fixed))]
-        if core_satisfiable(system, elements, program, arch):
-            return edit
-    return None
-
-
-def _past(system: System, core: list[Element], fix: Edit | None) -> System | None:
-    """The system with this problem set aside: fixed as ``fix`` says, else without its
-    core's requirements (None where nothing can be set aside)."""
-    if fix is not None:
-        fixed = edited_system(system, (fix,))
-        if fixed is not None:
-            return fixed
-    dropped = {id(e) for e in core if not isinstance(e, Fixed)}
-    if not dropped:
-        fixes = [e for e in core if isinstance(e, Fixed)]
-        dropped = {id(fixes[-1])} if fixes else set()
-    if not dropped:
-        return None
-    return System(
-        system.variables,
-        [c for c in system.constraints if id(c) not in dropped],
-        [f for f in system.fixed if id(f) not in dropped],
-        system.var_of_site,
-    )
-
-
-__all__ = ["ConflictReport", "Requirement", "Variable", "describe_conflict", "diagnose"]
-
-
-def _no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
+def no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
     variable = system.variables[var]
     namer = Namer(program, system)
     op = program.ops[variable.key.op]
