@@ -28,13 +28,10 @@ def unoptimized_transfer(line: str, column: int, *, store: bool) -> LineEdit | N
     """``line`` with the load (``store=False``) or store whose subscript starts at
     ``column`` made unoptimized; None where the line says something else there (an
     augmented assignment, a statement spread over lines...)."""
-    indent = len(line) - len(line.lstrip())
-    code = textwrap.dedent(line).rstrip()
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    parsed = _parsed(line, column)
+    if parsed is None:
         return None
-    at = column - indent
+    code, tree, at = parsed
     if store:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -60,6 +57,18 @@ def unoptimized_transfer(line: str, column: int, *, store: bool) -> LineEdit | N
     node = min(loads, key=lambda n: n.end_col_offset or 0)
     call = f"plgpu.load({_ref_at(code, node)}, optimized=False)"
     return LineEdit(code, _replace(code, node, call))
+
+
+def _parsed(line: str, column: int) -> tuple[str, ast.Module, int] | None:
+    """The line without its indentation, parsed, and the column in it; None where the line
+    is not Python alone (a statement spread over lines)."""
+    indent = len(line) - len(line.lstrip())
+    code = textwrap.dedent(line).rstrip()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    return code, tree, column - indent
 
 
 def _ref_at(code: str, subscript: ast.Subscript) -> str:
@@ -92,13 +101,10 @@ def source_name(
     after (``reduce_sum``: ``jnp.sum(acc, axis=1)`` in ``jnp.sum(acc, axis=1).astype(t)``).
     None where the line says nothing there (no expression starts at the column, or it
     is not Python alone)."""
-    indent = len(line) - len(line.lstrip())
-    code = textwrap.dedent(line).rstrip()
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    parsed = _parsed(line, column)
+    if parsed is None:
         return None
-    at = column - indent
+    code, tree, at = parsed
     starting = [
         node
         for node in ast.walk(tree)
