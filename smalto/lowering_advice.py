@@ -32,6 +32,7 @@ from smalto.check.transfers import gmem_transfer_problem
 from smalto.constraints import Constraint, GmemTransfer
 from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
+from smalto.hw.strides import row_major
 from smalto.hw.transfers import Transfer, smem_transfer_supported
 from smalto.hw.values import Const, Reg
 from smalto.program import Program
@@ -93,7 +94,7 @@ def _why(c: GmemTransfer, value: Reg, arch: tuple[int, int], who: str) -> str:
         arch=arch,
     )
     said = f" ({reason})" if reason else ""
-    view = "" if c.strides == _row_major(c.shape) else f" through a view of strides {c.strides}"
+    view = "" if c.strides == row_major(c.shape) else f" through a view of strides {c.strides}"
     return (
         f"JAX's pass would give {who} {describe_value(value)}, which its lowering rejects"
         f"{said}{view}; no layout of it coalesces"
@@ -103,7 +104,7 @@ def _why(c: GmemTransfer, value: Reg, arch: tuple[int, int], who: str) -> str:
 def _staging(program: Program, c: GmemTransfer, value: Reg | None, who: str) -> str | None:
     """The fast alternative: the value through SMEM and a TMA copy (none for a strided
     GMEM view, which a TMA copy cannot take: it needs 16-byte strides)."""
-    if c.strides != _row_major(c.shape):
+    if c.strides != row_major(c.shape):
         return None
     if program.ops[c.origin].name == STORE:
         return (
@@ -122,7 +123,7 @@ def _transforms(value: Reg | None, c: GmemTransfer) -> str:
     """The SMEM transforms under which the lowering moves ``value`` (", with ..."), if any."""
     if value is None or len(c.shape) < 2:
         return ""
-    contiguous = _row_major(c.shape)
+    contiguous = row_major(c.shape)
     for swizzle in hl.SWIZZLES:
         tile = (8, 8 * swizzle // c.bitwidth)
         if smem_transfer_supported(
@@ -133,14 +134,6 @@ def _transforms(value: Reg | None, c: GmemTransfer) -> str:
                 f"plgpu.SwizzleTransform({swizzle}))` on the scratch ref"
             )
     return ""
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, size = [], 1
-    for n in reversed(shape):
-        strides.append(size)
-        size *= n
-    return tuple(reversed(strides))
 
 
 def _pallas_name(who: str) -> str:

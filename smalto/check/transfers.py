@@ -25,6 +25,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
 from smalto.check.smem import Transforms, tiled_strides
+from smalto.hw.strides import row_major
 
 _NO_PLAN = (fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
 
@@ -210,7 +211,7 @@ def _tiled_problem(
     element = ir.IntegerType.get_signless(bitwidth)
     # Untiled, the lowering keeps the ref's own strides and prepends unit dims
     # (``load_untiled``); tiled, it compacts the strides within a tile.
-    own_strides = transforms.tiling is None and strides != _row_major(shape)
+    own_strides = transforms.tiling is None and strides != row_major(shape)
     if own_strides:
         dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
         ref_type = ir.MemRefType.get(
@@ -262,8 +263,3 @@ def _tiled_problem(
         except (*_NO_PLAN, ValueError, NotImplementedError) as error:
             return f"{type(error).__name__}: {error}"
     return None
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The strides of a dense row-major ref of this shape."""
-    return tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))

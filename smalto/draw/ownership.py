@@ -22,6 +22,8 @@ import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.hw.strides import row_major
+
 WARP_SIZE = fa.WARP_SIZE
 WARPS = fa.WARPS_IN_WARPGROUP
 THREADS = fa.WARPGROUP_SIZE
@@ -78,13 +80,6 @@ def ownership(layout: fa.FragmentedLayout, shape: tuple[int, ...]) -> Ownership:
     raise TypeError(f"not a register layout: {layout!r}")
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    return tuple(strides)
-
-
 def _delinearized_offsets(
     layout: fa.TiledLayout, count: int, dims: tuple[int | fa.Replicated, ...], strides: tuple
 ) -> np.ndarray:
@@ -93,7 +88,7 @@ def _delinearized_offsets(
     sizes = [d.times if isinstance(d, fa.Replicated) else tiled[d] for d in dims]
     index = np.arange(count)
     offset = np.zeros(count, dtype=np.int64)
-    for dim, dim_stride in zip(dims, _contiguous_strides(tuple(sizes)), strict=True):
+    for dim, dim_stride in zip(dims, row_major(tuple(sizes)), strict=True):
         if isinstance(dim, fa.Replicated):
             continue  # replicated: every value of this index holds the same elements
         coordinate = (index // dim_stride) % tiled[dim]
@@ -108,7 +103,7 @@ def _tiled(layout: fa.TiledLayout, shape: tuple[int, ...]) -> Ownership:
         raise LayoutShapeError(
             f"the layout's tile {layout.base_tile_shape} does not divide shape {shape}"
         ) from error
-    tile_strides = layout.tiling.tile_strides(_contiguous_strides(shape))
+    tile_strides = layout.tiling.tile_strides(row_major(shape))
     rank = layout.tiled_tiling_rank
     tail = tile_strides[-rank:]
     warp = _delinearized_offsets(layout, WARPS, layout.warp_dims, tail)

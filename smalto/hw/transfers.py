@@ -21,6 +21,7 @@ from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.hw import layouts as hl
+from smalto.hw.strides import row_major
 
 
 class Transfer(enum.Enum):
@@ -238,7 +239,7 @@ def _schedule_starts(
     either way.
     """
     ctx = _scratch_context()
-    own_strides = untiled and tuple(strides) != _row_major(shape)
+    own_strides = untiled and tuple(strides) != row_major(shape)
     with ctx, ir.Location.unknown(ctx):
         memory_space = None if gmem else utils.smem()
         element = ir.IntegerType.get_signless(bitwidth)
@@ -284,11 +285,6 @@ def _schedule_starts(
                 return False
         finally:
             scratch.erase()
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The strides of a dense row-major ref of this shape."""
-    return tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
 
 
 @lru_cache(maxsize=4096)

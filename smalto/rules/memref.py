@@ -8,6 +8,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import Collapse, Divides, Equal, Role, Site, Transpose, Var
 from smalto.hw import layouts as hl
+from smalto.hw.strides import row_major
 from smalto.program import Op
 from smalto.rules.attributes import DYNAMIC
 from smalto.rules.context import RuleContext, rule
@@ -101,21 +102,13 @@ def collapse_shape(ctx: RuleContext, op: Op) -> None:
     if not groups:
         raise NotImplementedError(f"`memref.collapse_shape` to rank 0 at {op.where}")
     source_value = ctx.program.values[op.operands[0]]
-    contiguous = _contiguous_strides(source_value.shape)
+    contiguous = row_major(source_value.shape)
     if source_value.strides != contiguous:
         raise NotImplementedError(f"`memref.collapse_shape` of a non-contiguous ref at {op.where}")
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     dest = ctx.new_var(ctx.result(op, 0))
     ctx.require(Equal(Var(dest), Collapse(Var(source), source_value.shape, groups), op.id))
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, running = [], 1
-    for d in reversed(shape):
-        strides.append(running)
-        running *= d
-    return tuple(reversed(strides))
 
 
 @rule("memref.load", "memref.store")
