@@ -119,6 +119,25 @@ class Located(Protocol):
     def location(self) -> ir.Location: ...
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a changed op is, for the user: the location in words, the name JAX gives it,
+    and the user's source position (None for parsed text without a file)."""
+
+    text: str  # ``kernels.py:88:12``, or ``(no location)``
+    name: str | None  # the primitive's name (``swap``), if the location has one
+    position: FilePosition | None
+
+
+def place(location: ir.Location) -> Place:
+    """``location`` as ``Place`` says it (what the rewrites tell the user they changed)."""
+    position = file_position(location)
+    if position is not None and position.file == "-":  # parsed text without a file
+        position = None
+    text = location_text(location)
+    return Place("(no location)" if text == "unknown" else text, location_name(location), position)
+
+
 def op_text(op: Located) -> str:
     """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
     (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
-from smalto.locations import FilePosition, file_position, location_name, location_text
+from smalto.locations import FilePosition, place
 from smalto.rewrite import ops as names
 from smalto.rewrite.webs import Web, i64_array, iota_dimension, vector_shape
 
@@ -40,18 +40,8 @@ class RewrittenOp:
 
 
 def _record(op: ir.Operation, change: str) -> RewrittenOp:
-    location = op.location
-    position = file_position(location)
-    if position is not None and position.file == "-":  # parsed text without a file
-        position = None
-    text = location_text(location)
-    return RewrittenOp(
-        op.name,
-        "(no location)" if text == "unknown" else text,
-        location_name(location),
-        change,
-        position,
-    )
+    where = place(op.location)
+    return RewrittenOp(op.name, where.text, where.name, change, where.position)
 
 
 def _squeezed_type(value: ir.Value, web: Web) -> ir.VectorType:

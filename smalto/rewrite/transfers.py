@@ -31,7 +31,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
-from smalto.locations import FilePosition, file_position, location_name, location_text
+from smalto.locations import FilePosition, place
 from smalto.pallas_edits import LineEdit, unoptimized_transfer
 from smalto.program import Program, ops_in_order
 from smalto.solve.search import FuelExhausted, Solver
@@ -189,11 +189,8 @@ def describe_ops(
 
 def _describe(operation: ir.Operation, sources: Sources) -> UnoptimizedOp:
     """What the user is told about one transfer made unoptimized."""
-    location = operation.location
-    position = file_position(location)
-    if position is not None and position.file == "-":
-        position = None
-    text = location_text(location)
+    where = place(operation.location)
+    position = where.position
     load = operation.name == "mosaic_gpu.vector_load"
     ref = operation.operands[0 if load else 1]
     memory = "SMEM" if ir.MemRefType(ref.type).memory_space is not None else "GMEM"
@@ -202,11 +199,4 @@ def _describe(operation: ir.Operation, sources: Sources) -> UnoptimizedOp:
         line = sources.line(position.file, position.line)
         if line is not None:
             edit = unoptimized_transfer(line, position.column, store=not load)
-    return UnoptimizedOp(
-        operation.name,
-        "(no location)" if text == "unknown" else text,
-        location_name(location),
-        memory,
-        position,
-        edit,
-    )
+    return UnoptimizedOp(operation.name, where.text, where.name, memory, position, edit)
