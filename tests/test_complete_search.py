@@ -13,13 +13,19 @@ instead of being retried under every combination of the others' values.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
+import reference
 from fuzz.property import try_jax_lowering
 from rule_kit import HOPPER, run_jax, run_smalto
 
 import smalto
 from smalto.check import check
-from smalto.solve.search import GUIDED_BUDGET
+from smalto.reader import read_program
+from smalto.rules import derive_system
+from smalto.solve import domains
+from smalto.solve.search import GUIDED_BUDGET, Solver
 
 # Found by the fuzzer (seed 1796154461). JAX answers with a splat for the i16
 # optimization barrier, which the barrier cannot pass (whole 32-bit registers
@@ -142,3 +148,44 @@ def test_an_unsatisfiable_part_ends_the_complete_search() -> None:
         run_smalto(INDEPENDENT_PARTS, HOPPER, fuel=GUIDED_BUDGET + 1000)
     assert "fuel" not in str(failure.value)
     assert "the ref supports" in str(failure.value)
+
+
+@pytest.mark.parametrize("widened", [False, True])
+def test_slots_alike_share_a_domain_but_not_its_list(widened: bool, monkeypatch) -> None:
+    """Each slot's domain is what ``domains.domain`` gives it alone (made once per kind of
+    slot, then copied); before closing, so ``close`` can extend one without the others."""
+    made: list[dict[int, list]] = []
+    monkeypatch.setattr(
+        domains, "close", lambda *args: made.append({s: list(v) for s, v in args[0].items()})
+    )
+    compared = 0
+    for entry in reference.bundled_entries()[:40]:
+        module = reference.parse(entry.path, reference.shared_context())
+        with module.context:
+            program = read_program(module)
+            system = derive_system(program, entry.arch)
+            solver = Solver(system, program, entry.arch, 1000, widened=widened)
+            if not solver._propagate_root() or not solver._start_complete_phase():
+                continue
+            made.clear()
+            solver._prepare_domains()
+            prepared = made[0] if widened else solver.domains
+            mentioned = domains.constants_in(solver.constraints, system.fixed)
+            extra = domains.wide_layouts(
+                solver.constraints[ci].bitwidth for ci in solver.complete_only
+            )
+            for slot, values in prepared.items():
+                alone = domains.domain(
+                    system.variables[slot],
+                    functools.partial(solver._fits, slot),
+                    mentioned,
+                    solver.divides.get(slot),
+                    min(map(len, solver.shapes[slot])),
+                    extra,
+                    widened,
+                )
+                assert values == alone, (entry.key, slot)
+            lists = list(solver.domains.values())
+            assert len({id(values) for values in lists}) == len(lists)
+            compared += len(prepared)
+    assert compared > 100

@@ -15,7 +15,7 @@ from smalto.errors import UnitDimRewriteWarning
 from smalto.mlir import clone_module
 from smalto.pipeline import Failure, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued
-from smalto.rewrite import RewrittenOp, rewritable_webs, rewrite_unit_dims
+from smalto.rewrite import RewrittenOp, may_have_webs, rewritable_webs, rewrite_unit_dims
 
 TRIED_IN_VAIN = (
     "smalto also tried computing the values expanded by unit dims without them "
@@ -26,7 +26,7 @@ TRIED_IN_VAIN = (
 def rescue(attempt: Attempt) -> Rescued | None:
     """The module rewritten, if a rewritten copy infers; else None (with a note when
     there was something to rewrite)."""
-    if not rewritable_webs(attempt.module):
+    if not may_have_webs(attempt.failure.program) or not rewritable_webs(attempt.module):
         return None
     copy = clone_module(attempt.module)
     rewritten = rewrite_unit_dims(copy)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import ops_in_order
+from smalto.program import Kind, Program, ops_in_order
 from smalto.rewrite import ops as names
 
 Shape = tuple[int, ...]
@@ -51,9 +51,20 @@ def vector_shape(value: ir.Value) -> Shape | None:
 def _with_unit_dim(value: ir.Value) -> Shape | None:
     """The shape of a vector value of rank 2 or more with a size-1 dim (a web member)."""
     shape = vector_shape(value)
-    if shape is not None and len(shape) >= 2 and 1 in shape:
-        return shape
-    return None
+    return shape if shape is not None and _web_shape(shape) else None
+
+
+def _web_shape(shape: Shape) -> bool:
+    return len(shape) >= 2 and 1 in shape
+
+
+def may_have_webs(program: Program) -> bool:
+    """Whether the module read into ``program`` has a vector type a web member could have
+    (rank 2 or more, a size-1 dim): without one, ``find_webs`` finds nothing, and the
+    walk over the bindings it takes is spared."""
+    return any(
+        value.kind is Kind.VECTOR and _web_shape(value.shape) for value in program.layout_types
+    )
 
 
 def i64_array(attribute: ir.Attribute) -> tuple[int, ...]:

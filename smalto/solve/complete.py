@@ -54,18 +54,35 @@ class CompleteSearch(Propagation):
             self.constraints[ci].bitwidth  # type: ignore[union-attr]
             for ci in self.complete_only
         )
-        self.domains = {
-            slot: domains.domain(
-                variables[slot],
-                lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
-                mentioned,
-                self.divides.get(slot),
-                min(map(len, self.shapes[slot])),
-                extra,
-                self.widened,
+        # Slots alike (kind, shape, element width, divisibility, the types whose
+        # validity decides) have one domain: most values of a kernel share a few
+        # types, so each domain is made once and copied (``close`` extends them apart).
+        made: dict[tuple[object, ...], list[Const]] = {}
+        self.domains = {}
+        for slot, shapes in self.shapes.items():
+            variable = variables[slot]
+            multiple = self.divides.get(slot)
+            alike = (
+                variable.kind,
+                variable.shape,
+                variable.bitwidth,
+                multiple,
+                frozenset(shapes),
+                frozenset(self.smem_types.get(slot, ())),
+                frozenset(self.tmem_types.get(slot, ())),
             )
-            for slot in self.shapes
-        }
+            values = made.get(alike)
+            if values is None:
+                values = made[alike] = domains.domain(
+                    variable,
+                    lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
+                    mentioned,
+                    multiple,
+                    min(map(len, shapes)),
+                    extra,
+                    self.widened,
+                )
+            self.domains[slot] = list(values)
         if self.widened:
             domains.close(self.domains, self.constraints, self.root, self._fits)
 
