@@ -24,10 +24,11 @@ demo: venv
 test: venv
 	$(BIN)/python -m pytest -q
 
-# ruff, then the import contracts of pyproject.toml (the layers, no circles; see
+# ruff (lint and format), then the import contracts of pyproject.toml (the layers, no circles; see
 # docs/architecture.md), which the test suite checks too (tests/test_import_contracts.py).
 lint: venv
 	$(BIN)/ruff check smalto tests bench
+	$(BIN)/ruff format --check smalto tests bench
 	$(BIN)/lint-imports --no-cache
 
 # Timings, not tests: writes bench/RESULTS.md (corpus kernels, then the

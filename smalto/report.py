@@ -205,9 +205,7 @@ def _element_type(ty: ir.Type) -> str:
     return str(ty)
 
 
-def picture(
-    entry: Pictured, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_COLS
-) -> Grid | None:
+def picture(entry: Pictured, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_COLS) -> Grid | None:
     """The picture of a layout at the shape of its first user (None for splats); register
     layouts show ``rows`` x ``cols`` of the array."""
     match entry.value:

@@ -607,7 +607,9 @@ def test_vector_broadcast_is_a_splat() -> None:
         )
     )
     set_attr(module, "vector.broadcast", "out_layouts", f"[{WGMMA_ROW}]")
-    caught(module, "vector.broadcast", "result #0 is WGMMA_ROW but a broadcast scalar must be splat")
+    caught(
+        module, "vector.broadcast", "result #0 is WGMMA_ROW but a broadcast scalar must be splat"
+    )
 
 
 def test_optimization_barrier_keeps_layouts() -> None:
@@ -634,7 +636,11 @@ def test_with_transforms_is_the_refs_tiling() -> None:
         )
     )
     set_attr(module, "mosaic_gpu.with_transforms", "out_transforms", f"[{tiled(8, 32)}]")
-    caught(module, "mosaic_gpu.with_transforms", "the ref given transforms must be tiled 8×64 + swizzle 128")
+    caught(
+        module,
+        "mosaic_gpu.with_transforms",
+        "the ref given transforms must be tiled 8×64 + swizzle 128",
+    )
 
 
 SUBVIEW = kernel(

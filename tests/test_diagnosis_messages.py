@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -90,8 +91,9 @@ def test_each_independent_problem_is_reported_with_its_own_fix() -> None:
         assert lines, problem
     cast, store = sorted(problems, key=lambda p: p.edits[0].kind != "retarget")
     assert "TCGEN05_ROW" in cast.fixes[0] and "maxima" in cast.message()
-    assert "plgpu.store(r_gmem, jnp.sum(acc, axis=1).astype(jnp.bfloat16), optimized=False)" in (
-        store.fixes[0]
+    assert (
+        "plgpu.store(r_gmem, jnp.sum(acc, axis=1).astype(jnp.bfloat16), optimized=False)"
+        in (store.fixes[0])
     )
 
 
@@ -135,7 +137,8 @@ def test_the_message_leads_with_the_fix_and_names_values_by_source() -> None:
     assert first == error.phrase
     assert fix.startswith("fix: make this transfer unoptimized where written: ")
     assert "`scale = plgpu.load(w_ref.at[:, column], optimized=False)`" in fix
-    assert snippet.strip() == "user_kernels_unoptimized.py:111 | scale = w_ref[:, column]"
+    line = _line_of("scale = w_ref[:, column]", scale_rows_by_table_column)
+    assert snippet.strip() == f"user_kernels_unoptimized.py:{line} | scale = w_ref[:, column]"
     why = rest.index("why: these requirements cannot all hold:")
     assert rest[why - 1].startswith("  or: compile the kernel as written")
     # The value by the user's own name, one name for it throughout.
@@ -294,3 +297,9 @@ def test_a_loaded_keepdims_statistic_is_described_as_loaded() -> None:
     assert "loaded with its size-1 dim" in message
     assert "a computed" not in message
 
+
+def _line_of(text: str, function: Any) -> int:
+    """The line of the file defining ``function`` that holds ``text`` (once)."""
+    lines, first = inspect.getsourcelines(function)
+    (at,) = [first + i for i, line in enumerate(lines) if text in line]
+    return at

@@ -186,7 +186,9 @@ def test_a_pallas_failure_page_draws_the_clash_and_marks_the_printed_lines(
     # marked; the diagnosis links to them.
     listing = _section(text, "module")
     assert "as `smalto infer` prints it" in listing and "loc(" not in listing
-    lines = re.findall(r'<span id="L(\d+)"( class="hit")?><span class="n">\s*\d+  </span>(.*)', listing)
+    lines = re.findall(
+        r'<span id="L(\d+)"( class="hit")?><span class="n">\s*\d+  </span>(.*)', listing
+    )
     marked = {int(n): line for n, hit, line in lines if hit}
     assert marked and all(
         "vector.multi_reduction" in line or "mosaic_gpu.layout_cast" in line

@@ -57,9 +57,7 @@ def _lower(fn: Callable[..., Any], *args: Any, arch: tuple[int, int], **options:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lowering = smalto.jax.lower(fn, *args, arch=arch, by="smalto", **options)
-    transfers = [
-        w for w in caught if issubclass(w.category, smalto.UnoptimizedTransferWarning)
-    ]
+    transfers = [w for w in caught if issubclass(w.category, smalto.UnoptimizedTransferWarning)]
     return lowering, transfers
 
 
@@ -145,13 +143,22 @@ def test_the_option_never_acts_where_the_kernel_lowers_as_written(
 @pytest.mark.parametrize(
     ("arch", "fixed", "args"),
     [
-        (BLACKWELL, functools.partial(tcgen05_narrow_out, out_dtype=BF16, fixed=True),
-         (_a(), _b())),
+        (
+            BLACKWELL,
+            functools.partial(tcgen05_narrow_out, out_dtype=BF16, fixed=True),
+            (_a(), _b()),
+        ),
         (HOPPER, functools.partial(matmul_narrow_out, out_dtype=F8, fixed=True), (_a(), _b())),
-        (HOPPER, functools.partial(scale_rows_by_table_column, fixed=True),
-         (sds((64, 64), BF16), sds((64, 64), BF16), sds((64, 2), F32))),
-        (HOPPER, functools.partial(row_max_into_table_column, fixed=True),
-         (sds((64, 64), BF16), sds((64, 64), BF16))),
+        (
+            HOPPER,
+            functools.partial(scale_rows_by_table_column, fixed=True),
+            (sds((64, 64), BF16), sds((64, 64), BF16), sds((64, 2), F32)),
+        ),
+        (
+            HOPPER,
+            functools.partial(row_max_into_table_column, fixed=True),
+            (sds((64, 64), BF16), sds((64, 64), BF16)),
+        ),
     ],  # fmt: skip
     ids=["tcgen05 bf16 out", "wgmma fp8 out", "table column load", "table column store"],
 )

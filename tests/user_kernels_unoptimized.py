@@ -87,9 +87,7 @@ def tcgen05_row_max_and_out(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> An
         body,
         out_type=(sds((m, n), out_dtype), sds((m,), out_dtype)),
         scratch_types=tcgen05_scratch(a, b),
-        compiler_params=plgpu.CompilerParams(
-            lowering_semantics=plgpu.LoweringSemantics.Warpgroup
-        ),
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
     )(a, b)
 
 

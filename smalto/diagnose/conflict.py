@@ -363,7 +363,7 @@ def _type_requirements(
             found.append(
                 (
                     f"{namer.typed(e.var)}, a {kind} of {variable.bitwidth}-bit elements, cannot "
-                    f"be {describe_value(e.value)}: JAX's lowering says \"{why}\"",
+                    f'be {describe_value(e.value)}: JAX\'s lowering says "{why}"',
                     e,
                 )
             )

@@ -230,9 +230,7 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
     return EXIT_OK
 
 
-def _pictures(
-    args: argparse.Namespace, lookup: Lookup | None = None
-) -> tuple[list[Any], str, str]:
+def _pictures(args: argparse.Namespace, lookup: Lookup | None = None) -> tuple[list[Any], str, str]:
     """The panels to draw, the default file name, and text to print (may be empty)."""
     from smalto.draw.subject import subject_of
 

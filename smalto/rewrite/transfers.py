@@ -123,9 +123,7 @@ def relaxed(system: System, ops: frozenset[int]) -> System:
 class Plan:
     """Asks, set by set, whether the system solves with those transfers unoptimized."""
 
-    def __init__(
-        self, program: Program, system: System, arch: tuple[int, int], fuel: int
-    ) -> None:
+    def __init__(self, program: Program, system: System, arch: tuple[int, int], fuel: int) -> None:
         self.program, self.system, self.arch, self.fuel = program, system, arch, fuel
         self.candidates = optimized_transfers(program, system)
         self.asked = 0
