@@ -246,14 +246,15 @@ class MinorTileDivisible:
 
 
 @record
-class TmaSwizzle:
-    """A swizzled TMA copy moves rows of exactly the swizzle's width.
+class TmaRows:
+    """A TMA copy moves the SMEM ref's rows whole: 16-byte rows, exactly the swizzle's
+    width where swizzled.
 
     The copied minor dim (the tile's, or the ref's when untiled; minor in
     memory, so not the last dim of a transposed ref, of type ``shape`` and
-    ``strides``) times ``bitwidth`` must be the swizzle in bits. JAX's
-    constraints leave this out; its lowering (``launch_context``) rejects the
-    copy.
+    ``strides``) times ``bitwidth``: a multiple of 128 bits where the ref is
+    tiled, and the swizzle in bits where it is swizzled. JAX's constraints
+    leave this out; its lowering (``launch_context``) rejects the copy.
     """
 
     expr: Expr
@@ -333,7 +334,7 @@ Constraint = (
     | OneOf
     | Divides
     | MinorTileDivisible
-    | TmaSwizzle
+    | TmaRows
     | Broadcast
     | StoreRegisters
     | RegisterBits
@@ -363,7 +364,7 @@ _EXPRESSION_FIELDS: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
             OneOf,
             Divides,
             MinorTileDivisible,
-            TmaSwizzle,
+            TmaRows,
             StoreRegisters,
             RegisterBits,
             FullyTiled,

@@ -28,7 +28,7 @@ from smalto.constraints import (
     SmemTransfer,
     StoreRegisters,
     System,
-    TmaSwizzle,
+    TmaRows,
     TmemTransfer,
     Var,
     value_at,
@@ -216,11 +216,12 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
         case MinorTileDivisible(expr=expr, divisor=divisor):
             ref = namer.expr(expr, "the ref")
             return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
-        case TmaSwizzle(expr=expr, bitwidth=bitwidth):
+        case TmaRows(expr=expr, bitwidth=bitwidth):
             ref = namer.expr(expr, "the ref")
             return (
-                f"a swizzle of {ref} must be exactly as wide as the rows {at} copies "
-                f"(its minor tile, or minor dim, of {bitwidth}-bit elements)"
+                f"the rows {at} copies of {ref} (its minor tile, or minor dim, of "
+                f"{bitwidth}-bit elements) must be whole 16-byte rows, and exactly as wide as "
+                "its swizzle where swizzled"
             )
         case NotOfKind(expr=expr, kind=kind):
             v = expr_var(expr)

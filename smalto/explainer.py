@@ -33,7 +33,7 @@ from smalto.constraints import (
     Role,
     Site,
     SmemTransfer,
-    TmaSwizzle,
+    TmaRows,
     TmemTransfer,
     Transpose,
     Var,
@@ -314,7 +314,7 @@ class Explainer(Places):
                 )
             case Broadcast():
                 return f"it is broadcast by {self.op_text(c.origin)}", "is broadcast by", others
-            case Divides() | MinorTileDivisible() | TmaSwizzle():
+            case Divides() | MinorTileDivisible() | TmaRows():
                 return (
                     f"{self.op_text(c.origin)} needs its tiling to divide what it copies",
                     "is copied by",

@@ -233,7 +233,7 @@ F32_REF = smem((128, 64), "f32")
 F32_VIEW = smem((64, 128), "f32", "strided<[1, 64]>")
 
 
-def _swizzled_copy(tile: tuple[int, int], swizzle: int, *, transposed: bool) -> str:
+def _swizzled_copy(tile: tuple[int, int], swizzle: int | None, *, transposed: bool) -> str:
     """An f32 copy into a ref whose transforms are given: into its transpose if asked.
 
     The lowering undoes a transpose before the copy, so the rows TMA moves run
@@ -278,5 +278,42 @@ def test_a_swizzled_copy_of_wider_rows_is_refused(transposed: bool):
     assert any("exactly 8 elements, not 16" in v.message for v in check(jax_answer))
     with pytest.raises(ValueError, match="require the last dimension of the slice to be exactly"):
         lower_in_launch(jax_answer)
-    with pytest.raises(smalto.InferenceError, match="as wide as the rows"):
+    with pytest.raises(smalto.InferenceError, match="exactly as wide as its swizzle"):
         run_smalto(text)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_an_unswizzled_tile_of_narrow_rows_is_refused(transposed: bool):
+    """A tile whose minor dim is 2 f32, 8 bytes (the ref's; the view's leading dim where
+    transposed): JAX's pass takes the tiling, its lowering of the copy wants whole
+    16-byte rows; smalto refuses it."""
+    text = _swizzled_copy((8, 2), None, transposed=transposed)
+    jax_answer = run_jax(text)
+    assert any("whole 16-byte rows" in v.message for v in check(jax_answer))
+    with pytest.raises(ValueError, match="divisible by 128"):
+        lower_in_launch(jax_answer)
+    with pytest.raises(smalto.InferenceError, match="whole 16-byte rows"):
+        run_smalto(text)
+
+
+def test_a_free_transposed_ref_gets_whole_rows():
+    """A copy into the transpose of a bf16 ref with no transforms of its own lowers: the
+    tiling chosen gives whole rows along the dim minor in memory (the view's first).
+    (Where the complete search decides, the fuzz once caught it choosing a 4x8 tile
+    there, 8-byte rows: ``fuzz/regressions/checker-rejects-8067448621d0.mlir``.)"""
+    gmem_ty, ref_ty = gmem((1024, 1024), "bf16"), smem((64, 128), "bf16")
+    view_ty = smem((128, 64), "bf16", "strided<[1, 128]>")
+    body = [
+        f"%g = builtin.unrealized_conversion_cast %arg0 : !llvm.ptr to {gmem_ty} "
+        "{mosaic_gpu.original_kernel_arg}",
+        slice_smem("r", ref_ty),
+        '%t = "memref.transpose"(%r) <{permutation = affine_map<(d0, d1) -> (d1, d0)>}> '
+        f": ({ref_ty}) -> {view_ty}",
+        slice_smem("bar", BARRIER, offset=65536),
+        "%z = arith.constant 0 : i32",
+    ]
+    load = async_load(["%z", "%z"], ["i32", "i32"], gmem_ty=gmem_ty, lengths=(128, 64), ref="t",
+                      ref_ty=view_ty)  # fmt: skip
+    module = run_smalto(kernel([*body, load.replace("(%arg0,", "(%g,")], ["!llvm.ptr"]))
+    assert check(module) == []
+    lower_in_launch(module)

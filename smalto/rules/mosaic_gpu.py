@@ -20,7 +20,7 @@ from smalto.constraints import (
     Site,
     SmemTransfer,
     StoreRegisters,
-    TmaSwizzle,
+    TmaRows,
     Transpose,
     Var,
     one_of,
@@ -446,7 +446,7 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     ctx.require(Divides(expr, tuple(multiple), op.id))
     ref = ctx.program.values[op.operands[smem_operand]]
     if ref.shape and ref.bitwidth and ref.strides:
-        ctx.require(TmaSwizzle(expr, ref.shape, ref.strides, ref.bitwidth, op.id))
+        ctx.require(TmaRows(expr, ref.shape, ref.strides, ref.bitwidth, op.id))
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)

@@ -32,7 +32,7 @@ from smalto.constraints import (
     Reshape,
     SmemTransfer,
     StoreRegisters,
-    TmaSwizzle,
+    TmaRows,
     TmemTransfer,
     Transpose,
     Var,
@@ -306,16 +306,21 @@ def _judge_minor_tile_divisible(c: MinorTileDivisible, lookup: Lookup) -> Verdic
     return OPEN
 
 
-def _judge_tma_swizzle(c: TmaSwizzle, lookup: Lookup) -> Verdict:
+def _judge_tma_rows(c: TmaRows, lookup: Lookup) -> Verdict:
     value = simplify(c.expr, lookup)
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Smem:
-        swizzle = value.swizzle  # type: ignore[union-attr]
-        if swizzle is None:
+        tiling, swizzle = value.tiling, value.swizzle  # type: ignore[union-attr]
+        if tiling is None and swizzle is None:
             return True
-        minor = hl.physical_minor(value.tiling, c.shape, c.strides)  # type: ignore[union-attr]
-        return minor is not None and minor * c.bitwidth == swizzle * 8
+        minor = hl.physical_minor(tiling, c.shape, c.strides)
+        if minor is None:
+            return swizzle is None  # a tiling the strides cannot take: validity says so
+        bits = minor * c.bitwidth
+        if tiling is not None and bits % 128:
+            return False  # the tile's rows are not whole 16-byte rows
+        return swizzle is None or bits == swizzle * 8
     return OPEN
 
 
@@ -340,7 +345,7 @@ _JUDGES: dict[type, Callable[[Any, Lookup], Verdict]] = {
     OneOf: _judge_one_of,
     Divides: _judge_divides,
     MinorTileDivisible: _judge_minor_tile_divisible,
-    TmaSwizzle: _judge_tma_swizzle,
+    TmaRows: _judge_tma_rows,
     Broadcast: _judge_broadcast,
     StoreRegisters: _judge_store_registers,
     RegisterBits: _judge_register_bits,
