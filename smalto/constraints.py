@@ -253,8 +253,10 @@ class TmaRows:
     The copied minor dim (the tile's, or the ref's when untiled; minor in
     memory, so not the last dim of a transposed ref, of type ``shape`` and
     ``strides``) times ``bitwidth``: a multiple of 128 bits where the ref is
-    tiled, and the swizzle in bits where it is swizzled. JAX's constraints
-    leave this out; its lowering (``launch_context``) rejects the copy.
+    tiled, and the swizzle in bits where it is swizzled. A copy without a
+    barrier (``cp_async``: ``cp.async``, not TMA) swizzles only a tiled ref.
+    JAX's constraints leave this out; its lowering (``launch_context``)
+    rejects the copy.
     """
 
     expr: Expr
@@ -262,6 +264,7 @@ class TmaRows:
     strides: tuple[int, ...]
     bitwidth: int
     origin: int
+    cp_async: bool = False
 
 
 @record

@@ -216,13 +216,16 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
         case MinorTileDivisible(expr=expr, divisor=divisor):
             ref = namer.expr(expr, "the ref")
             return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
-        case TmaRows(expr=expr, bitwidth=bitwidth):
+        case TmaRows(expr=expr, bitwidth=bitwidth, cp_async=cp_async):
             ref = namer.expr(expr, "the ref")
-            return (
+            text = (
                 f"the rows {at} copies of {ref} (its minor tile, or minor dim, of "
                 f"{bitwidth}-bit elements) must be whole 16-byte rows, and exactly as wide as "
                 "its swizzle where swizzled"
             )
+            if cp_async:
+                text += "; without a barrier (cp.async) it swizzles only a tiled ref"
+            return text
         case NotOfKind(expr=expr, kind=kind):
             v = expr_var(expr)
             return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"

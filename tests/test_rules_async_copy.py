@@ -317,3 +317,34 @@ def test_a_free_transposed_ref_gets_whole_rows():
     module = run_smalto(kernel([*body, load.replace("(%arg0,", "(%g,")], ["!llvm.ptr"]))
     assert check(module) == []
     lower_in_launch(module)
+
+
+def _cp_async_copy(tile: tuple[int, int] | None, swizzle: int | None) -> str:
+    """An f32 copy without a barrier (``cp.async``) into a (128, 32) ref: 128-byte rows."""
+    ref_ty = smem((128, 32), "f32")
+    body = [
+        f"%g = builtin.unrealized_conversion_cast %arg0 : !llvm.ptr to {F32_GMEM} "
+        "{mosaic_gpu.original_kernel_arg}",
+        slice_smem("r0", ref_ty),
+        with_transforms("r", "r0", ref_ty, tile, swizzle),
+        "%z = arith.constant 0 : i32",
+    ]
+    load = async_load(["%z", "%z"], ["i32", "i32"], barrier=False, gmem_ty=F32_GMEM,
+                      lengths=(128, 32), ref_ty=ref_ty)  # fmt: skip
+    return kernel([*body, load.replace("(%arg0,", "(%g,")], ["!llvm.ptr"])
+
+
+def test_a_copy_without_a_barrier_swizzles_only_a_tiled_ref():
+    """cp.async (no barrier) does not swizzle an untiled ref: JAX's pass takes the
+    transforms, its lowering raises; smalto refuses, and offers the tiled ref instead."""
+    text = _cp_async_copy(None, 128)
+    jax_answer = run_jax(text)
+    assert any("cannot swizzle an untiled ref" in v.message for v in check(jax_answer))
+    with pytest.raises(NotImplementedError, match="untiled CP_ASYNC"):
+        lower_in_launch(jax_answer)
+    with pytest.raises(smalto.InferenceError, match=r"without a barrier \(cp.async\)") as refused:
+        run_smalto(text)
+    assert "tiled 8×32 + swizzle 128" in str(refused.value)
+    tiled = run_smalto(_cp_async_copy((8, 32), 128))
+    assert check(tiled) == []
+    lower_in_launch(tiled)

@@ -446,7 +446,8 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
     ctx.require(Divides(expr, tuple(multiple), op.id))
     ref = ctx.program.values[op.operands[smem_operand]]
     if ref.shape and ref.bitwidth and ref.strides:
-        ctx.require(TmaRows(expr, ref.shape, ref.strides, ref.bitwidth, op.id))
+        cp_async = is_load and not ctx.segment(op, 2)  # no barrier: cp.async, not TMA
+        ctx.require(TmaRows(expr, ref.shape, ref.strides, ref.bitwidth, op.id, cp_async))
     if has_gather:
         # Each of the 4 rows a gather writes at once must be 256-bit aligned.
         divisor = (1024 // 4) // (ctx.program.values[op.operands[smem_operand]].bitwidth or 1)

@@ -314,6 +314,8 @@ def _judge_tma_rows(c: TmaRows, lookup: Lookup) -> Verdict:
         tiling, swizzle = value.tiling, value.swizzle  # type: ignore[union-attr]
         if tiling is None and swizzle is None:
             return True
+        if tiling is None and c.cp_async:
+            return False  # cp.async swizzles tiles only
         minor = hl.physical_minor(tiling, c.shape, c.strides)
         if minor is None:
             return swizzle is None  # a tiling the strides cannot take: validity says so
