@@ -59,6 +59,8 @@ class Namer:
         self.sources = sources
         self._state: ir.AsmState | None = None
         self._var_names: dict[int, str] = {}
+        # Explanations already given in this message: the second time, a short form.
+        self.explained: set[str] = set()
 
     def _ir_value(self, site: Site) -> ir.Value:
         view = self.program.ops[site.op].view
@@ -176,10 +178,13 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
                     "cast converts only a splat"
                 )
             if s is not None:
+                used = f"{namer.var(s)}{namer.producer(s)} is used by {at}"
+                if "relayout" in namer.explained:
+                    return f"{used}: it keeps its layout there (as above)"
+                namer.explained.add("relayout")
                 return (
-                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a value keeps its "
-                    "layout from producer to consumer, but where the lowering converts it "
-                    "(from a splat, a transpose, an upcast layout)"
+                    f"{used}: a value keeps its layout from producer to consumer, but where "
+                    "the lowering converts it (from a splat, a transpose, an upcast layout)"
                 )
         case Relayout(source=source):
             s = expr_var(source)

@@ -149,6 +149,16 @@ def test_the_message_leads_with_the_fix_and_names_values_by_source() -> None:
     assert "the values involved:" in error.conflict.message(verbose=True)
 
 
+def test_each_explanation_is_given_once_per_message() -> None:
+    """Two values that keep their layout into a consumer: the why is told for the first."""
+    error = _refusal(kernels.column_max_cast_to_rows, sds((64, 128), BF16), arch=HOPPER)
+    text = str(error)
+    kept = [line for line in text.splitlines() if " is used by " in line]
+    assert len(kept) == 2, text
+    assert text.count("where the lowering converts it") == 1
+    assert kept[1].endswith("it keeps its layout there (as above)")
+
+
 def test_a_type_s_own_requirement_is_stated_in_the_lowering_s_words() -> None:
     """JAX's own TMEM test: a 32-bit TMEM ref cast to a layout of packing 2. Both
     requirements are listed (the cast's, and the element type's in JAX's words), the ref
