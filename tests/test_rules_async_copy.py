@@ -268,31 +268,31 @@ def test_a_swizzled_copy_takes_rows_as_wide_as_the_swizzle(transposed: bool):
     lower_in_launch(module)
 
 
-@pytest.mark.parametrize("transposed", [False, True])
-def test_a_swizzled_copy_of_wider_rows_is_refused(transposed: bool):
-    """16 f32 columns are 64 bytes: JAX's pass accepts the tiling (a valid ref) but its
-    lowering of the TMA copy does not; smalto refuses it, for a transposed view too,
-    where the rows are the view's minor *tile* dim of 16 rather than its last dim of 8."""
-    text = _swizzled_copy((8, 16), 32, transposed=transposed)
-    jax_answer = run_jax(text)
-    assert any("exactly 8 elements, not 16" in v.message for v in check(jax_answer))
-    with pytest.raises(ValueError, match="require the last dimension of the slice to be exactly"):
-        lower_in_launch(jax_answer)
-    with pytest.raises(smalto.InferenceError, match="exactly as wide as its swizzle"):
-        run_smalto(text)
+# (tile, swizzle, what the checker says of JAX's answer, what JAX's lowering raises, smalto's
+# refusal): JAX's pass accepts each tiling (a valid ref), its lowering of the TMA copy does not.
+# - 16 f32 columns are 64 bytes, wider than the swizzle; for a transposed view too, where the
+#   rows are the view's minor *tile* dim of 16 rather than its last dim of 8;
+# - an unswizzled tile whose minor dim is 2 f32 (the ref's; the view's leading dim where
+#   transposed) is 8 bytes, where the copy wants whole 16-byte rows.
+REFUSED_ROWS = {
+    "wider-than-swizzle": ((8, 16), 32, "exactly 8 elements, not 16",
+                           "require the last dimension of the slice to be exactly",
+                           "exactly as wide as its swizzle"),
+    "narrow-unswizzled": ((8, 2), None, "whole 16-byte rows", "divisible by 128",
+                          "whole 16-byte rows"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_an_unswizzled_tile_of_narrow_rows_is_refused(transposed: bool):
-    """A tile whose minor dim is 2 f32, 8 bytes (the ref's; the view's leading dim where
-    transposed): JAX's pass takes the tiling, its lowering of the copy wants whole
-    16-byte rows; smalto refuses it."""
-    text = _swizzled_copy((8, 2), None, transposed=transposed)
+@pytest.mark.parametrize("case", sorted(REFUSED_ROWS))
+def test_copied_rows_the_lowering_rejects_are_refused(case: str, transposed: bool):
+    tile, swizzle, checker_says, lowering_raises, smalto_says = REFUSED_ROWS[case]
+    text = _swizzled_copy(tile, swizzle, transposed=transposed)
     jax_answer = run_jax(text)
-    assert any("whole 16-byte rows" in v.message for v in check(jax_answer))
-    with pytest.raises(ValueError, match="divisible by 128"):
+    assert any(checker_says in v.message for v in check(jax_answer))
+    with pytest.raises(ValueError, match=lowering_raises):
         lower_in_launch(jax_answer)
-    with pytest.raises(smalto.InferenceError, match="whole 16-byte rows"):
+    with pytest.raises(smalto.InferenceError, match=smalto_says):
         run_smalto(text)
 
 
