@@ -206,3 +206,41 @@ def test_the_cases_cover_both_answers() -> None:
     view = VIEWS[0]  # a column: its optimized WGMMA_ROW transfer does not coalesce
     assert _lowering_rejects(view, "f32", False, fa.WGMMA_ROW_LAYOUT, True, False) is not None
     assert _lowering_rejects(view, "f32", False, fa.WGMMA_ROW_LAYOUT, False, False) is None
+
+
+@pytest.mark.parametrize("vec_size", [2, 16])
+@pytest.mark.parametrize("store", [False, True], ids=["load", "store"])
+def test_sub_byte_vectors_through_a_transposed_view_are_refused_where_jax_miscompiles(
+    vec_size: int, store: bool
+) -> None:
+    """Vectors of i4 along a dim of stride 64: JAX's lowering takes them, and should not.
+
+    For 8 bits and more it moves each vector with ``vector.load``/``store``,
+    which the verifier refuses on a non-unit minor stride (the matrix above).
+    Below 8 bits it reads or writes ``vec_size`` elements at a flat index made
+    from the strides and divided by ``vec_size``: elements that are contiguous
+    in memory, i.e. along the *other* dim of a transposed view. Nothing fails,
+    the wrong elements move. (The fuzz found this: the checker rejects JAX's
+    answer, JAX's lowering takes it.) smalto's tables and checker refuse it.
+    """
+    view = next(v for v in VIEWS if v.name == "transposed ref")
+    layout = fa.WGStridedFragLayout(view.shape, vec_size)
+    assert _lowering_rejects(view, "i4", True, layout, False, store) is None  # JAX takes it
+    with shared_context(), ir.Location.unknown():
+        for optimized in (True, False):
+            mode = Transfer.OPTIMIZED if optimized else Transfer.UNOPTIMIZED
+            assert not smem_transfer_supported(
+                None, None, layout, view.shape, view.strides, 4, mode, True, store
+            )
+            problem = smem_transfer_problem(
+                Transforms(None, None),
+                layout,
+                view.shape,
+                view.strides,
+                4,
+                optimized=optimized,
+                txmatrix=True,
+                arch=HOPPER,
+                store=store,
+            )
+            assert problem is not None and "stride 64" in problem
