@@ -44,7 +44,8 @@ import smalto
 import smalto.jax
 from smalto.mlir import in_context
 from smalto.pipeline import Unsatisfiable, solve_as_written
-from smalto.rewrite.transfers import Plan
+from smalto.rewrite import transfers
+from smalto.rewrite.transfers import Plan, fewest
 
 HERE = Path(__file__).resolve().parent
 MODULES = HERE / "unoptimized"
@@ -209,6 +210,48 @@ def test_the_fewest_transfers_are_made_unoptimized() -> None:
         # No single transfer would do, and the pair found does.
         assert not any(plan.solves(frozenset({op})) for op in plan.candidates)
         assert plan.solves(frozenset(fewest))
+
+
+def test_the_subset_search_asks_smallest_first_in_order() -> None:
+    asked: list[frozenset[str]] = []
+
+    def needs_b_and_c(chosen: frozenset[str]) -> bool:
+        asked.append(chosen)
+        return {"b", "c"} <= chosen
+
+    items = ["a", "b", "c", "d"]
+    assert fewest(items, needs_b_and_c, largest=4, limit=100) == ["b", "c"]
+    # The four singles, then pairs in order up to (b, c): ab, ac, ad, bc.
+    assert [len(c) for c in asked] == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert fewest(items, needs_b_and_c, largest=1, limit=100) is None  # pairs not allowed
+    asked.clear()
+    assert fewest(items, needs_b_and_c, largest=4, limit=5) is None  # asked five, none did
+    assert len(asked) == 5
+
+
+def test_past_the_exact_sets_the_plan_keeps_an_irreducible_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seven candidates of which the last five are needed: past ``EXACT_SETS`` sets
+    (all 35 triples come first) the plan stops counting and drops, from the last, every
+    op it can; with a higher limit it finds the same set by counting."""
+    asked: list[frozenset[int]] = []
+
+    def needs_the_last_five(self: Plan, ops: frozenset[int]) -> bool:
+        asked.append(ops)
+        return {2, 3, 4, 5, 6} <= ops
+
+    plan = Plan.__new__(Plan)
+    plan.candidates = list(range(7))
+    monkeypatch.setattr(Plan, "solves", needs_the_last_five)
+    assert plan.fewest() == [2, 3, 4, 5, 6]
+    assert len(asked) == 1 + transfers.EXACT_SETS + 7  # all, the exact sets, one drop each
+    asked.clear()
+    monkeypatch.setattr(transfers, "EXACT_SETS", 200)
+    assert plan.fewest() == [2, 3, 4, 5, 6]
+    assert len(asked) == 1 + 7 + 21 + 35 + 35 + 21  # the last set of five is the answer
+    monkeypatch.setattr(Plan, "solves", lambda self, ops: len(ops) == 7)
+    assert plan.fewest() == list(range(7))  # every smaller set asked, none does: all
 
 
 def test_where_no_transfer_stands_in_the_way_the_module_is_left_as_it_came() -> None:

@@ -9,9 +9,6 @@ suggest the change that resolves it (``suggest``).
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-
 from smalto import lowering_advice
 from smalto.conflict_report import ConflictReport, Requirement
 from smalto.constraints import (
@@ -34,11 +31,10 @@ from smalto.diagnose.suggest import suggest
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
-from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const, Reg
 from smalto.locations import location_text, op_text
 from smalto.program import Kind, Program
-from smalto.rewrite.transfers import TRANSFER_OPS
+from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
 from smalto.solve.search import Solver
 from smalto.sources import Sources
 
@@ -324,26 +320,13 @@ def core_transfers(
 ) -> tuple[int, ...]:
     """The fewest optimized transfers of the core which, unoptimized, make it satisfiable
     (the one-word changes that resolve this conflict); none where no subset does."""
-    ops = sorted(
-        {
-            e.origin
-            for e in core
-            if isinstance(e, GmemTransfer | SmemTransfer)
-            and e.mode is Transfer.OPTIMIZED
-            and program.ops[e.origin].name in TRANSFER_OPS
-        }
-    )
-    for size in range(1, len(ops) + 1):
-        for chosen in itertools.combinations(ops, size):
-            elements = [
-                dataclasses.replace(e, mode=Transfer.UNOPTIMIZED)
-                if isinstance(e, GmemTransfer | SmemTransfer) and e.origin in chosen
-                else e
-                for e in core
-            ]
-            if core_satisfiable(system, elements, program, arch):
-                return chosen
-    return ()
+    ops = optimized_transfers(program, core)
+
+    def resolves(chosen: frozenset[int]) -> bool:
+        return core_satisfiable(system, relax_transfers(core, chosen), program, arch)
+
+    found = fewest(ops, resolves, largest=len(ops), limit=2 ** len(ops))
+    return tuple(found) if found is not None else ()
 
 
 def _type_requirements(

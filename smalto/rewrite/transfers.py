@@ -24,12 +24,12 @@ dropped (each one stands in the way).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import GmemTransfer, SmemTransfer, System
+from smalto.constraints import Element, GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
 from smalto.locations import FilePosition, place
 from smalto.pallas_edits import LineEdit, unoptimized_transfer
@@ -99,25 +99,47 @@ class UnoptimizedOp:
         )
 
 
-def optimized_transfers(program: Program, system: System) -> list[int]:
-    """The ops (ids, in program order) whose optimized transfer the system requires."""
+def optimized_transfers(program: Program, elements: Iterable[Element]) -> list[int]:
+    """The ops (ids, in program order) whose optimized transfer ``elements`` (a system's
+    constraints, or a conflict's core) require, and which carry the flag."""
     ops = {
-        c.origin
-        for c in system.constraints
-        if type(c) in (GmemTransfer, SmemTransfer) and c.mode is Transfer.OPTIMIZED
+        e.origin
+        for e in elements
+        if isinstance(e, GmemTransfer | SmemTransfer) and e.mode is Transfer.OPTIMIZED
     }
     return sorted(op for op in ops if program.ops[op].name in TRANSFER_OPS)
 
 
-def relaxed(system: System, ops: frozenset[int]) -> System:
-    """``system`` with the transfers of ``ops`` unoptimized (the rest shared, not copied)."""
-    constraints = [
-        replace(c, mode=Transfer.UNOPTIMIZED)
-        if type(c) in (GmemTransfer, SmemTransfer) and c.origin in ops
-        else c
-        for c in system.constraints
+def relax_transfers[E: Element](elements: Iterable[E], ops: Collection[int]) -> list[E]:
+    """``elements`` with the transfers of ``ops`` unoptimized (the rest as they are)."""
+    return [
+        replace(e, mode=Transfer.UNOPTIMIZED)
+        if isinstance(e, GmemTransfer | SmemTransfer) and e.origin in ops
+        else e
+        for e in elements
     ]
+
+
+def relaxed(system: System, ops: Collection[int]) -> System:
+    """``system`` with the transfers of ``ops`` unoptimized (the rest shared, not copied)."""
+    constraints = relax_transfers(system.constraints, ops)
     return System(system.variables, constraints, system.fixed, system.var_of_site)
+
+
+def fewest[T](
+    items: Sequence[T], works: Callable[[frozenset[T]], bool], *, largest: int, limit: int
+) -> list[T] | None:
+    """The first subset of ``items`` of at most ``largest`` that ``works``, smallest first
+    (in ``items``' order within a size); None when none of the first ``limit`` asked does."""
+    asked = 0
+    for size in range(1, largest + 1):
+        for subset in itertools.combinations(items, size):
+            if asked == limit:
+                return None
+            asked += 1
+            if works(frozenset(subset)):
+                return list(subset)
+    return None
 
 
 class Plan:
@@ -125,7 +147,7 @@ class Plan:
 
     def __init__(self, program: Program, system: System, arch: tuple[int, int], fuel: int) -> None:
         self.program, self.system, self.arch, self.fuel = program, system, arch, fuel
-        self.candidates = optimized_transfers(program, system)
+        self.candidates = optimized_transfers(program, system.constraints)
         self.asked = 0
 
     def solves(self, ops: frozenset[int]) -> bool:
@@ -141,15 +163,13 @@ class Plan:
         everything = frozenset(self.candidates)
         if not everything or not self.solves(everything):
             return None
-        tried = 0
-        for size in range(1, len(self.candidates)):
-            for subset in itertools.combinations(self.candidates, size):
-                if tried == EXACT_SETS:
-                    return self._irreducible(everything)
-                tried += 1
-                if self.solves(frozenset(subset)):
-                    return list(subset)
-        return list(self.candidates)
+        smaller = len(self.candidates) - 1
+        found = fewest(self.candidates, self.solves, largest=smaller, limit=EXACT_SETS)
+        if found is not None:
+            return found
+        if 2 ** len(self.candidates) - 2 <= EXACT_SETS:
+            return list(self.candidates)  # every smaller set was asked: none works
+        return self._irreducible(everything)
 
     def _irreducible(self, found: frozenset[int]) -> list[int]:
         """A set from which no op can be dropped (tried from the last op in program order)."""
