@@ -33,8 +33,12 @@ class Reg:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        # JAX's layouts compare field by field, even with themselves: identity first
+        # (layouts are shared where smalto's cached functions made them).
         return self is other or (
-            type(other) is Reg and self._hash == other._hash and self.layout == other.layout
+            type(other) is Reg
+            and self._hash == other._hash
+            and (self.layout is other.layout or self.layout == other.layout)
         )
 
     @property
@@ -87,8 +91,12 @@ class Tmem:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        # JAX's layouts compare field by field, even with themselves: identity first
+        # (layouts are shared where smalto's cached functions made them).
         return self is other or (
-            type(other) is Tmem and self._hash == other._hash and self.layout == other.layout
+            type(other) is Tmem
+            and self._hash == other._hash
+            and (self.layout is other.layout or self.layout == other.layout)
         )
 
 

@@ -58,6 +58,9 @@ class CompleteSearch(Propagation):
         # validity decides) have one domain: most values of a kernel share a few
         # types, so each domain is made once and copied (``close`` extends them apart).
         made: dict[tuple[object, ...], list[Const]] = {}
+        # One object per value, the root's included: the search compares values all the
+        # time, and equal values that are one object compare without comparing layouts.
+        canonical: dict[Const, Const] = {v: v for v in self.value if v is not None}
         self.domains = {}
         for slot, shapes in self.shapes.items():
             variable = variables[slot]
@@ -73,7 +76,7 @@ class CompleteSearch(Propagation):
             )
             values = made.get(alike)
             if values is None:
-                values = made[alike] = domains.domain(
+                made_now = domains.domain(
                     variable,
                     lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
                     mentioned,
@@ -82,9 +85,12 @@ class CompleteSearch(Propagation):
                     extra,
                     self.widened,
                 )
+                values = made[alike] = [canonical.setdefault(v, v) for v in made_now]
             self.domains[slot] = list(values)
         if self.widened:
-            domains.close(self.domains, self.constraints, self.root, self._fits)
+            domains.close(
+                self.domains, self.constraints, self.root, self._fits, canonical.setdefault
+            )
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
@@ -94,11 +100,12 @@ class CompleteSearch(Propagation):
             if self.open[ci]
             and all(s == slot or self.value[s] is not None for s in self.slots_of[ci])
         ]
+        # Every value of a domain fits its slot (``domain`` and ``close`` keep only those).
+        if not checks:
+            return list(self.domains[slot])
         live = []
         root, value_of = self.root, self.value
         for value in self.domains[slot]:
-            if value_of[slot] is None and not self._fits(slot, value):
-                continue
 
             def lookup(v: int, value: Const = value) -> Const | None:
                 r = root[v]

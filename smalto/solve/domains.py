@@ -148,6 +148,7 @@ def close(
     constraints: Iterable[Constraint],
     root: list[int],
     fits: Callable[[int, Const], bool],
+    canonical: Callable[[Const, Const], Const] = lambda value, default: value,
 ) -> None:
     """Closes the register domains under the expressions between variables (in place).
 
@@ -157,6 +158,8 @@ def close(
     tiled layout of ``b``'s domain, carried through ``expr``, joins ``a``'s
     domain if it fits, before its strided and splat layouts. Repeated until
     nothing is added: a chain of broadcasts carries a layout all along.
+    ``canonical(value, value)``: the one object for a value added (``dict.setdefault``
+    of the caller's table), where the caller keeps one.
     """
     links: list[tuple[int, object, int]] = []
     for c in constraints:
@@ -188,13 +191,18 @@ def close(
                 if type(value) is not Reg or not value.is_tiled:  # type: ignore[union-attr]
                     continue
 
-                def lookup(v: int, value: Const = value, source: int = source) -> Const | None:
-                    return value if root[v] == source else None
+                if type(expr) is Var:
+                    out: object = value  # a producer and its consumer: the layout itself
+                else:
 
-                out = simplify(expr, lookup)  # type: ignore[arg-type]
+                    def lookup(v: int, value: Const = value, source: int = source) -> Const | None:
+                        return value if root[v] == source else None
+
+                    out = simplify(expr, lookup)  # type: ignore[arg-type]
                 if type(out) is Reg and out not in seen[target] and fits(target, out):
-                    seen[target].add(out)  # type: ignore[arg-type]
-                    added.append(out)  # type: ignore[arg-type]
+                    out = canonical(out, out)  # type: ignore[arg-type]
+                    seen[target].add(out)
+                    added.append(out)
             if added:
                 values = domains[target]
                 at = _first_untiled(values)
@@ -284,13 +292,15 @@ def _tiled_at_own_rank(shape: tuple[int, ...], named: tuple[fa.TiledLayout, ...]
     if rank < 2:
         return []
     full: list[fa.TiledLayout] = []
+    values: list[Reg] = []
     for layout in named:
         if len(layout.base_tile_shape) < 2:
             continue
         lifted = hl.lifted(layout, rank)
         if lifted is not None:
             full.append(lifted)
-    values = [Reg(layout) for layout in full if layout not in named]
+            if lifted is not layout:  # (a layout of this rank is offered already)
+                values.append(Reg(lifted))
     for axis, size in enumerate(shape):
         if size == 1:
             values += [Reg(hl.keep_dims(layout, axis)) for layout in full]
