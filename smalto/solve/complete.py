@@ -16,7 +16,7 @@ from smalto.constraints import Constraint, System
 from smalto.hw.values import Const
 from smalto.program import Program
 from smalto.solve import domains
-from smalto.solve.evaluate import FAILS, OPEN, Lookup, judge
+from smalto.solve.evaluate import FAILS, OPEN, judge_of
 from smalto.solve.propagation import FuelExhausted, Propagation, Reason
 
 
@@ -103,17 +103,7 @@ class CompleteSearch(Propagation):
         # Every value of a domain fits its slot (``domain`` and ``close`` keep only those).
         if not checks:
             return list(self.domains[slot])
-        live = []
-        root, value_of = self.root, self.value
-        for value in self.domains[slot]:
-
-            def lookup(v: int, value: Const = value) -> Const | None:
-                r = root[v]
-                return value if r == slot else value_of[r]
-
-            if all(_admits(c, lookup) for c in checks):
-                live.append(value)
-        return live
+        return self._admitted(slot, self.domains[slot], checks)
 
     def _complete_search(self) -> bool:
         """Most-constrained variable first, over live domains kept by forward checking.
@@ -203,7 +193,7 @@ class CompleteSearch(Propagation):
                     continue
                 target = unknown[0]
                 before = self.live[target]
-                after = self._filter(target, before, self.constraints[ci])
+                after = self._admitted(target, before, [self.constraints[ci]])
                 if len(after) != len(before):
                     self.live_trail.append((target, before))
                     self.live[target] = after
@@ -211,28 +201,30 @@ class CompleteSearch(Propagation):
                         return False
         return True
 
-    def _filter(self, slot: int, values: list[Const], c: Constraint) -> list[Const]:
+    def _admitted(self, slot: int, values: list[Const], checks: list[Constraint]) -> list[Const]:
+        """The ``values`` of ``slot`` that every one of ``checks`` (constraints all of whose
+        other variables are set) may still hold with.
+
+        With every variable set, a constraint left open can never close (its
+        expression is stuck, e.g. a reshape the layout does not allow): as good
+        as failed. Seeing it here, rather than once the whole assignment is made,
+        keeps the complete search from enumerating assignments of unrelated
+        variables around it.
+        """
         root, value_of = self.root, self.value
+        judged = [(judge_of(c, True), c) for c in checks]
+        candidate: Const | None = None
+
+        def lookup(v: int) -> Const | None:
+            r = root[v]
+            return candidate if r == slot else value_of[r]
+
         kept = []
-        for value in values:
-
-            def lookup(v: int, value: Const = value) -> Const | None:
-                r = root[v]
-                return value if r == slot else value_of[r]
-
-            if _admits(c, lookup):
-                kept.append(value)
+        for candidate in values:  # (``lookup`` reads it)
+            for judge_kind, c in judged:
+                verdict = judge_kind(c, lookup)
+                if verdict is FAILS or verdict is OPEN:
+                    break
+            else:
+                kept.append(candidate)
         return kept
-
-
-def _admits(c: Constraint, lookup: Lookup) -> bool:
-    """Whether a constraint all of whose variables ``lookup`` assigns may still hold.
-
-    With every variable set, a constraint left open can never close (its
-    expression is stuck, e.g. a reshape the layout does not allow): as good
-    as failed. Seeing it here, rather than once the whole assignment is made,
-    keeps the complete search from enumerating assignments of unrelated
-    variables around it.
-    """
-    verdict = judge(c, lookup, True)
-    return verdict is not FAILS and verdict is not OPEN

@@ -156,10 +156,16 @@ def judge(c: Constraint, lookup: Lookup, complete: bool = False) -> Verdict:
     lowering requirements JAX's answers break (``GmemTransfer``). Everywhere
     else (the search in JAX's order, the phrasing of JAX's messages) they hold.
     """
+    return judge_of(c, complete)(c, lookup)
+
+
+def judge_of(c: Constraint, complete: bool = False) -> Callable[[Any, Lookup], Verdict]:
+    """The judge of ``c``'s kind (``judge`` without the dispatch, for loops that judge one
+    constraint under many lookups)."""
     judge_kind = (_COMPLETE_JUDGES if complete else _JUDGES).get(type(c))
     if judge_kind is None:
         raise TypeError(c)
-    return judge_kind(c, lookup)
+    return judge_kind
 
 
 def _judge_equal(c: Equal, lookup: Lookup) -> Verdict:
