@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from functools import cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -96,27 +97,25 @@ def domain(
     """
     match variable.kind:
         case Kind.VECTOR:
-            values = _register_values(variable, mentioned, min_rank, _NAMED_TILED + extra)
-            if widened:
-                at = _first_untiled(values)
-                values[at:at] = [*minor_only_layouts(variable), *tmem_native_layouts(variable)]
+            values = _register_values(variable, mentioned, min_rank, extra, widened)
         case Kind.SMEM:
-            values = _smem_values(variable, mentioned, multiple)
+            values = [v for v in mentioned if type(v) is Smem and v != UNTILED]
+            values += _smem_values(variable.bitwidth, len(variable.shape), multiple)
         case _:
             values = _tmem_values(variable, mentioned)
     return [v for v in dict.fromkeys(values) if valid(v)]
 
 
-def minor_only_layouts(variable: Variable) -> list[Const]:
-    """The layouts tiling only the minor dim that fit the variable (``hl.minor_only``).
+def minor_only_layouts(shape: tuple[int, ...], bitwidth: int | None) -> list[Reg]:
+    """The layouts tiling only the minor dim (``hl.minor_only``) that fit a value of this
+    shape and element width.
 
     From 1 element a thread up to 16 bytes, in whole bytes, where 128 threads'
     worth divides the minor dim.
     """
-    shape, bitwidth = variable.shape, variable.bitwidth
     if not shape or bitwidth is None:
         return []
-    out: list[Const] = []
+    out: list[Reg] = []
     vec = 1
     while vec * bitwidth <= 128:
         if (vec * bitwidth) % 8 == 0 and shape[-1] % (128 * vec) == 0:
@@ -125,15 +124,14 @@ def minor_only_layouts(variable: Variable) -> list[Const]:
     return out
 
 
-def tmem_native_layouts(variable: Variable) -> list[Const]:
+def tmem_native_layouts(shape: tuple[int, ...], bitwidth: int | None) -> list[Reg]:
     """TMEM_NATIVE with each vector length that fits (``fa.tmem_native_layout``): one TMEM
     row a thread, as a TMEM load gives it, in vectors of up to 128 bits. The lowering
     converts between them, and a wider vector stores to swizzled SMEM where the default
     one has no plan (a reducing TMEM load's result stored as bf16)."""
-    shape, bitwidth = variable.shape, variable.bitwidth
     if len(shape) != 2 or bitwidth is None:
         return []
-    out: list[Const] = []
+    out: list[Reg] = []
     vec = 1
     while vec * bitwidth <= 128:
         layout = Reg(hl.tmem_native(vec))
@@ -174,23 +172,31 @@ def close(
             source = _only_var(expr)
             if type(target) is Var and source is not None and root[source] != root[target.id]:  # type: ignore[union-attr]
                 links.append((root[target.id], expr, root[source]))  # type: ignore[union-attr]
-    seen = {slot: set(values) for slot, values in domains.items()}
-    # Per link, the source values already carried through it: each pair is tried once.
-    carried: list[set[Const]] = [set() for _ in links]
+    links = [link for link in links if link[0] in domains and link[2] in domains]
+    if not links:
+        return
+    # What a link carries: a register domain's tiled layouts, which come first in it
+    # (``_first_untiled``). They only grow, at their end: each link reads on from where
+    # it stopped, so each value goes through each link once.
+    tiled = {
+        slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled]  # type: ignore[union-attr]
+        for _, _, slot in links
+    }
+    for target, _, _ in links:
+        tiled.setdefault(target, [])
+    seen = {target: set(domains[target]) for target, _, _ in links}
+    added: dict[int, list[Const]] = {}
+    carried = [0] * len(links)
     changed = True
     while changed:
         changed = False
-        for (target, expr, source), done in zip(links, carried, strict=True):
-            if target not in domains or source not in domains:
+        for index, (target, expr, source) in enumerate(links):
+            values = tiled[source]
+            start = carried[index]
+            if start == len(values):
                 continue
-            added: list[Const] = []
-            for value in domains[source]:
-                if value in done:
-                    continue
-                done.add(value)
-                if type(value) is not Reg or not value.is_tiled:  # type: ignore[union-attr]
-                    continue
-
+            carried[index] = len(values)
+            for value in values[start:]:
                 if type(expr) is Var:
                     out: object = value  # a producer and its consumer: the layout itself
                 else:
@@ -202,12 +208,13 @@ def close(
                 if type(out) is Reg and out not in seen[target] and fits(target, out):
                     out = canonical(out, out)  # type: ignore[arg-type]
                     seen[target].add(out)
-                    added.append(out)
-            if added:
-                values = domains[target]
-                at = _first_untiled(values)
-                values[at:at] = added
-                changed = True
+                    tiled[target].append(out)
+                    added.setdefault(target, []).append(out)
+                    changed = True
+    for target, values in added.items():
+        domain = domains[target]
+        at = _first_untiled(domain)
+        domain[at:at] = values
 
 
 def _only_var(expr: object) -> int | None:
@@ -245,10 +252,33 @@ def _register_values(
     variable: Variable,
     mentioned: list[Const],
     min_rank: int | None,
-    named: tuple[fa.TiledLayout, ...],
+    extra: tuple[fa.TiledLayout, ...],
+    widened: bool,
 ) -> list[Const]:
+    """The kernel's own tiled layouts, the hardware's (``_hardware_register_values``), the
+    kernel's own strided layouts of the variable's shape, and the splat."""
     shape = variable.shape
-    values: list[Const] = [v for v in mentioned if isinstance(v, Reg) and v.is_tiled]
+    values: list[Const] = [v for v in mentioned if type(v) is Reg and v.is_tiled]
+    tiled, strided = _hardware_register_values(shape, variable.bitwidth, min_rank, extra, widened)
+    values += tiled
+    values += strided
+    values += [v for v in mentioned if type(v) is Reg and v.is_strided and v.layout.shape == shape]
+    values.append(hl.splat(shape))
+    return values
+
+
+@cache
+def _hardware_register_values(
+    shape: tuple[int, ...],
+    bitwidth: int | None,
+    min_rank: int | None,
+    extra: tuple[fa.TiledLayout, ...],
+    widened: bool,
+) -> tuple[tuple[Reg, ...], tuple[Reg, ...]]:
+    """The named tiled layouts (and ``extra``) that may lay out a value of this shape and
+    element width, then its strided layouts; a function of the type alone, so made once
+    per type in a process (as the layouts themselves are, ``hl``)."""
+    named = _NAMED_TILED + extra
     # Only named layouts whose tile covers the vector's two minor dims (all of
     # them for a 1-D vector): the lowering of reductions, broadcasts and stores
     # takes no row/column tile of a larger vector, although the constraints
@@ -256,27 +286,26 @@ def _register_values(
     # extract of a leading index), its tilings are offered too.
     rank = len(shape)
     low = min(rank, 2)
-    values += [Reg(layout) for layout in named if low <= len(layout.base_tile_shape) <= rank]
+    tiled = [Reg(layout) for layout in named if low <= len(layout.base_tile_shape) <= rank]
     if rank >= 2 and shape[-1] % 16 == 0:
-        values.append(Reg(hl.m64_collective(shape[-1])))
+        tiled.append(Reg(hl.m64_collective(shape[-1])))
     # Whether these move to and from GMEM is the complete search's to check
     # (``GmemTransfer``), with the value's own element type.
     if min_rank is not None and min_rank < low:
-        values += [Reg(layout) for layout in named if min_rank <= len(layout.base_tile_shape) < low]
-    values += _tiled_at_own_rank(shape, named)
+        tiled += [Reg(layout) for layout in named if min_rank <= len(layout.base_tile_shape) < low]
+    tiled += _tiled_at_own_rank(shape, named)
+    if widened:
+        tiled += [*minor_only_layouts(shape, bitwidth), *tmem_native_layouts(shape, bitwidth)]
+    strided: list[Reg] = []
     size = math.prod(shape)
-    if variable.bitwidth is not None:
+    if bitwidth is not None:
         # Vectors of at most 64 bits that fill whole bytes (sub-byte elements too).
-        vec = 64 // variable.bitwidth
-        while vec and (vec * variable.bitwidth) % 8 == 0:
+        vec = 64 // bitwidth
+        while vec and (vec * bitwidth) % 8 == 0:
             if size % (vec * hl.WARPGROUP_SIZE) == 0:
-                values.append(hl.strided(shape, vec))
+                strided.append(hl.strided(shape, vec))
             vec //= 2
-    values += [
-        v for v in mentioned if isinstance(v, Reg) and v.is_strided and v.layout.shape == shape
-    ]
-    values.append(hl.splat(shape))
-    return values
+    return tuple(tiled), tuple(strided)
 
 
 def _tiled_at_own_rank(shape: tuple[int, ...], named: tuple[fa.TiledLayout, ...]) -> list[Reg]:
@@ -307,16 +336,17 @@ def _tiled_at_own_rank(shape: tuple[int, ...], named: tuple[fa.TiledLayout, ...]
     return values
 
 
+@cache
 def _smem_values(
-    variable: Variable, mentioned: list[Const], multiple: tuple[int, ...] | None
-) -> list[Const]:
-    """The kernel's own SMEM values, then each MMA-style tile with its swizzle and without.
+    bitwidth: int | None, rank: int, multiple: tuple[int, ...] | None
+) -> tuple[Smem, ...]:
+    """Each MMA-style tile with its swizzle and without (cut down to ``multiple`` too), then
+    no tiling; a function of the type alone, made once per type in a process.
 
     Validity (applied by ``domain``) drops the pairs the ref cannot take.
     """
-    values: list[Const] = [v for v in mentioned if isinstance(v, Smem) and v != UNTILED]
-    bitwidth = variable.bitwidth
-    if bitwidth is not None and len(variable.shape) >= 2:
+    values: list[Smem] = []
+    if bitwidth is not None and rank >= 2:
         for width in (*hl.SWIZZLES, 16):
             elems = 8 * width // bitwidth
             swizzle = width if width in hl.SWIZZLES else None
@@ -329,7 +359,7 @@ def _smem_values(
                         values.append(Smem(merged, s))
                     values.append(Smem(merged, None))
     values.append(UNTILED)
-    return values
+    return tuple(values)
 
 
 def _tmem_values(variable: Variable, mentioned: list[Const]) -> list[Const]:
