@@ -180,10 +180,9 @@ def close(
     # it stopped, so each value goes through each link once.
     tiled = {
         slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled]  # type: ignore[union-attr]
-        for _, _, slot in links
+        for target, _, source in links
+        for slot in (target, source)
     }
-    for target, _, _ in links:
-        tiled.setdefault(target, [])
     seen = {target: set(domains[target]) for target, _, _ in links}
     added: dict[int, list[Const]] = {}
     carried = [0] * len(links)
