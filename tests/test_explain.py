@@ -282,9 +282,11 @@ def test_generic_names_and_lines_match_infer_generic(capsys: pytest.CaptureFixtu
 
 
 def test_the_readme_example_runs_as_written() -> None:
-    """Every `$ smalto explain ...` line of the README prints what the README shows next."""
-    examples = re.findall(r"^\$ (smalto explain [^\n]+)\n([^\n]+)", README.read_text(), re.M)
-    assert examples, "the README shows no explain example"
+    """Every `$ smalto explain ...` line of the README and docs/ prints what they show next."""
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    text = "\n".join(page.read_text() for page in pages)
+    examples = re.findall(r"^\$ (smalto explain [^\n]+)\n([^\n]+)", text, re.M)
+    assert re.search(r"^\$ smalto explain ", README.read_text(), re.M), "the README shows none"
     for command, shown in examples:
         ran = run(*command.split()[1:])
         assert ran.status == 0, ran.err

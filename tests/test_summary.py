@@ -270,11 +270,12 @@ def test_summary_on_failure_is_the_error(capsys: pytest.CaptureFixture[str]) -> 
     assert captured.out == "" and captured.err.startswith("smalto: error: Failed to infer")
 
 
-def test_the_readme_example_runs_as_written() -> None:
-    """The README's --summary example: its first lines are what the command prints."""
-    readme = (ROOT / "README.md").read_text()
+@pytest.mark.parametrize("page", ["README.md", "docs/cli.md"])
+def test_the_documented_example_runs_as_written(page: str) -> None:
+    """The --summary example of the README and of docs/cli.md: its lines are what it prints."""
+    text = (ROOT / page).read_text()
     command, shown = re.search(
-        r"^\$ (smalto infer \S+ --summary)\n(.*?)\n```", readme, re.M | re.S
+        r"^\$ (smalto infer \S+ --summary)\n(.*?)\n```", text, re.M | re.S
     ).groups()
     ran = run(*command.split()[1:])
     assert ran.status == 0, ran.err
