@@ -83,12 +83,17 @@ class ConflictReport:
         """The verified fixes, each with the source line it changes (where found); the
         suggestion where none was verified."""
         lines: list[str] = []
-        snippets = [getattr(e, "snippet", None) for e in self.edits]
+        # A fix with no edit of its own (the ``allow_unoptimized`` option) has no line:
+        # each edit's line goes with the fix that words it.
+        edits = iter(self.edits)
+        edit = next(edits, None)
         for number, fix in enumerate(self.fixes):
             lines.append(f"fix: {fix}" if number == 0 else f"  or: {fix}")
-            snippet = snippets[number] if number < len(snippets) else None
-            if snippet:
-                lines.append(f"    {snippet}")
+            if edit is not None and fix.startswith(getattr(edit, "text", "\0")):
+                snippet = getattr(edit, "snippet", None)
+                edit = next(edits, None)
+                if snippet:
+                    lines.append(f"    {snippet}")
         if not self.fixes and self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return lines

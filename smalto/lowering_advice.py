@@ -48,6 +48,14 @@ OPTION = (
 )
 
 
+def none_keeps_it_fast(tried: int) -> str:
+    """Said where the only fixes of a transfer with no plan make it unoptimized."""
+    return (
+        f"no single edit of the layout annotations keeps this transfer optimized (smalto "
+        f"tried {tried}: other targets for each cast and other transforms for each SMEM ref)"
+    )
+
+
 @dataclass(frozen=True)
 class Advice:
     """What the lowering says of a conflict, and what else to write."""

@@ -22,7 +22,6 @@ from jax.experimental.mosaic.gpu import tcgen05
 from smalto.constraints import (
     Element,
     Fixed,
-    GmemTransfer,
     Role,
     Site,
     System,
@@ -96,20 +95,17 @@ class Candidates:
 
     def _all(self) -> Iterator[Edit]:
         annotations = self._annotation_ops()
-        # A GMEM transfer with no plan in any layout: making it unoptimized is the
-        # one-word change at the user's line. For an SMEM transfer, transforms that
-        # keep it fast come first.
-        unoptimize = Edit(UNOPTIMIZE, self.unoptimize) if self.unoptimize else None
-        if unoptimize is not None and any(isinstance(e, GmemTransfer) for e in self.elements):
-            yield unoptimize
-            unoptimize = None
+        # A transfer with no plan (GMEM or SMEM, load or store): making it unoptimized is
+        # the one-word change at the user's line, and what ``allow_unoptimized`` makes;
+        # it comes first. The edits that keep it fast (other transforms, other casts)
+        # follow it.
+        if self.unoptimize:
+            yield Edit(UNOPTIMIZE, self.unoptimize)
         # Retargets before removals before new casts: the smallest change first.
         for op_id in annotations:
             yield from self._retargets(op_id)
         for op_id in annotations:
             yield from self._drops(op_id)
-        if unoptimize is not None:
-            yield unoptimize
         yield from self._new_casts()
 
     # --- which annotations ------------------------------------------------------------

@@ -163,9 +163,8 @@ def _suggestion(
     for e in core:
         if isinstance(e, SmemTransfer):
             return (
-                "give the SMEM ref transforms that fit the register layout (e.g. "
-                "`plgpu.TilingTransform((8, 64))` + `plgpu.SwizzleTransform(128)` for bf16 WGMMA "
-                "layouts), or `layout_cast` the value to a layout the ref supports"
+                "give the SMEM ref transforms that fit the register layout, or `layout_cast` "
+                "the value to a layout the ref supports"
             )
     return None
 
@@ -295,8 +294,11 @@ def diagnose(
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         text, edits, tried, lowered, fixes, notes = hint, [], 0, None, [], [hint] if hint else []
     if edits and edits[0].kind == UNOPTIMIZE:
-        # The same fix, made by smalto where the user asks for it.
+        # The same fix, made by smalto where the user asks for it; then the edits that
+        # keep the transfer optimized, or where none does, a word that none does.
         fixes.insert(1, f"{lowering_advice.OPTION} (verified with the same change)")
+        if len(edits) == 1 and found.complete:
+            notes.append(lowering_advice.none_keeps_it_fast(found.tried))
         edits.insert(1, None)
     notes = [n for n in (said_by_lowering.why, *notes, said_by_lowering.faster) if n]
     return ConflictReport(

@@ -6,6 +6,15 @@ variable of the system it is given, so asking with the whole kernel's
 variables costs as much as solving the kernel; renumbered onto the few
 variables the requirements mention, each question costs almost nothing.
 (The answer is the same: a variable no requirement mentions is free.)
+
+One thing the whole kernel gives its searches that a handful of requirements
+does not: the layouts its other requirements mention, which the search offers
+every variable. A transposed SMEM view's transforms are found from its
+ref's, but the search propagates a transpose only from the view to the ref;
+without the kernel's other requirements, the view's transforms (the ref's,
+transposed back) would be offered nowhere, and a satisfiable handful would
+read as a conflict. So each such value is mentioned by a variable of its own,
+fixed to it and tied to nothing (``_hints``).
 """
 
 from __future__ import annotations
@@ -16,14 +25,18 @@ from collections.abc import Sequence
 from smalto.constraints import (
     Collapse,
     Constraint,
+    Equal,
     Fixed,
     Reduce,
     Reshape,
     System,
     Transpose,
     Var,
+    Variable,
     constraint_variables,
 )
+from smalto.hw import layouts as hl
+from smalto.hw.values import Smem
 
 _WRAPPERS = (Reduce, Reshape, Transpose, Collapse)
 # The fields of each kind of constraint that hold expressions (see ``expressions_of``).
@@ -46,14 +59,47 @@ def subsystem(system: System, elements: Sequence[Constraint | Fixed]) -> System:
     variables = [
         dataclasses.replace(system.variables[old], id=new, sites=[]) for old, new in ids.items()
     ]
+    fixed = [Fixed(ids[e.var], e.value, e.origin, e.what) for e in elements if isinstance(e, Fixed)]
+    for hint in _hints(system, elements):
+        variable, value, origin = hint
+        fixed.append(Fixed(len(variables), value, origin, "a layout to offer"))
+        variables.append(dataclasses.replace(variable, id=len(variables), sites=[]))
     return System(
         variables=variables,
         constraints=[_renamed(e, ids) for e in elements if not isinstance(e, Fixed)],
-        fixed=[
-            Fixed(ids[e.var], e.value, e.origin, e.what) for e in elements if isinstance(e, Fixed)
-        ],
+        fixed=fixed,
         var_of_site={},
     )
+
+
+def _hints(
+    system: System, elements: Sequence[Constraint | Fixed]
+) -> list[tuple[Variable, Smem, int]]:
+    """The transforms of each transposed view of an SMEM ref the elements fix (the ref's
+    fixed transforms transposed back), each with the view's variable and the op: values
+    the whole kernel's search would be offered, which the elements alone do not mention."""
+    stated = [e.value for e in elements if isinstance(e, Fixed) and type(e.value) is Smem]
+    hints: list[tuple[Variable, Smem, int]] = []
+    if not stated:
+        return hints
+    for e in elements:
+        if type(e) is not Equal:
+            continue
+        for view in (e.lhs, e.rhs):
+            if type(view) is not Transpose or type(view.expr) is not Var:
+                continue
+            variable = system.variables[view.expr.id]
+            inverse = tuple(view.permutation.index(i) for i in range(len(view.permutation)))
+            for value in stated:
+                if value.tiling is None:
+                    continue
+                tiling = hl.transposed_tiling(value.tiling, inverse)
+                back = Smem(tiling, value.swizzle) if tiling is not None else None
+                if back is not None and hl.smem_valid(
+                    back, variable.shape, variable.strides, variable.bitwidth
+                ):
+                    hints.append((variable, back, e.origin))
+    return hints
 
 
 def _renamed(c: Constraint, ids: dict[int, int]) -> Constraint:

@@ -44,6 +44,11 @@ LOWERED = (
 )
 VERIFIED_SHORT = "verified: smalto infers the kernel with it and its checker accepts the layouts"
 LOWERED_SHORT = "verified: smalto infers the kernel with it and JAX's Mosaic GPU lowering takes it"
+# Said of a verified edit whose layouts only smalto's own searches find.
+NEEDS_SMALTO = (
+    "verified with smalto's pass; JAX's own pass still rejects the edited kernel: "
+    "needs smalto installed"
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ class SuggestedEdit:
     edit: Edit | None = field(default=None, repr=False, compare=False)
     # The user's source line the edit changes, as ``kernels.py:52 | <the line>``, where found.
     snippet: str | None = None
+    # With the edit made, JAX's own pass still finds no layouts that lower (only smalto's
+    # searches do): the fix works with smalto installed, not without.
+    needs_smalto: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,10 +117,9 @@ def suggest(
     candidates = Candidates(program, system, arch, elements, forced, unoptimize)
     trial = try_edits(program, system, arch, candidates, budget, background)
     words = EditWords(program, system, namer)
-    edits = [words.suggested(edit) for edit in trial.verified]
+    edits = [words.suggested(edit, edit in trial.needs_smalto) for edit in trial.verified]
     text = _text(edits, trial, hint, words, hint_first=hint_first)
-    claim = LOWERED_SHORT if trial.lowered else VERIFIED_SHORT
-    fixes = [f"{e.text} ({claim})" for e in edits]
+    fixes = [f"{e.text} ({_short_claim(e, trial)})" for e in edits]
     notes: list[str] = []
     if hint and edits:
         notes.append(hint)
@@ -135,23 +142,29 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
     try:
         trial = try_edits(program, None, arch, annotation_edits(program, arch, op_id))
         words = EditWords(program, None, Namer(program, None))
-        edits = [words.suggested(edit) for edit in trial.verified]
+        edits = [words.suggested(edit, edit in trial.needs_smalto) for edit in trial.verified]
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         return
     text = _text(edits, trial, None, words)
-    claim = LOWERED_SHORT if trial.lowered else VERIFIED_SHORT
     updated = dataclasses.replace(
         report,
         suggestion=text,
         edits=edits,
         edits_tried=trial.tried,
         edits_lowered=trial.lowered,
-        fixes=[f"{e.text} ({claim})" for e in edits],
+        fixes=[f"{e.text} ({_short_claim(e, trial)})" for e in edits],
     )
     if error.phrase is None:  # the rule's words are the first line: the fix after them
         error.restate("\n".join([error.reason, *updated.fix_lines()]), updated)
     else:  # JAX's phrase, then the fix, then why
         error.restate("\n".join([*updated.fix_lines(), f"why: {error.reason}"]), updated)
+
+
+def _short_claim(edit: SuggestedEdit, trial: Trial) -> str:
+    """What verified ``edit``, in the fix line's parenthesis."""
+    if edit.needs_smalto:
+        return NEEDS_SMALTO
+    return LOWERED_SHORT if trial.lowered else VERIFIED_SHORT
 
 
 def _text(
@@ -163,6 +176,8 @@ def _text(
     hint_first: bool = False,
 ) -> str:
     claim = LOWERED if trial.lowered else VERIFIED
+    if edits and edits[0].needs_smalto:
+        claim = f"{claim}; JAX's own pass still rejects the edited kernel: needs smalto installed"
     if edits and hint and hint_first:
         return f"{hint}\n  or: {edits[0].text} ({claim})" + "".join(
             f"\n  or: {e.text}" for e in edits[1:]
@@ -216,7 +231,7 @@ class EditWords:
     def where(self, op_id: int) -> str:
         return location_text(self.program.ops[op_id].location)
 
-    def suggested(self, edit: Edit) -> SuggestedEdit:
+    def suggested(self, edit: Edit, needs_smalto: bool = False) -> SuggestedEdit:
         ops = [(self.program.ops[i].name, self.where(i)) for i in edit.ops]
         attribute, old_attr, new_attr = self._attributes(edit)
         value = result = use = None
@@ -242,6 +257,7 @@ class EditWords:
             use=use,
             edit=edit,
             snippet=self.snippet(edit),
+            needs_smalto=needs_smalto,
         )
 
     def snippet(self, edit: Edit) -> str | None:

@@ -1,15 +1,22 @@
 """Trying edits: one is suggested only if, made on a copy of the module, inference
 succeeds and the checker accepts every layout of the answer.
 
-Most candidates fail, and a failure is found cheaply on the derived system:
-a new target for an annotation changes only the layout that annotation fixes
-(its rule states nothing else that depends on it), so solving the system
-with that one value changed is exact; removing an annotation is at most as
-constrained as dropping what it fixes, so that relaxed system is a sound
-filter. Only edits that pass are made on a clone of the module, which is
-then read, derived, solved, annotated and checked (``smalto.check``, JAX
-0.12.0.1's lowering requirements), as a kernel author's next run would be.
-The work is bounded: a number of candidates and a deadline.
+An edit is judged by what smalto, as the user runs it, then does with the
+kernel: the whole decision of the pass (JAX's order, the complete search,
+the widened one: ``decide``), never a narrower search. Most candidates fail,
+and a failure is found cheaply on the derived system: a new target for an
+annotation changes only the layout that annotation fixes (its rule states
+nothing else that depends on it), so deciding the system with that one value
+changed is exact; removing an annotation is at most as constrained as
+dropping what it fixes, so that relaxed system is a sound filter. Only edits
+that pass are made on a clone of the module, which is then read, derived,
+solved, annotated and checked (``smalto.check``, JAX 0.12.0.1's lowering
+requirements), as a kernel author's next run would be.
+
+Where the edited kernel's layouts come from smalto's own searches (JAX's
+order finds none that lowers), JAX's own pass still rejects the edited
+kernel: the edit then needs smalto installed (``Verdict.needs_smalto``), and
+the fix says so. The work is bounded: a number of candidates and a deadline.
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ class Trial:
     lowered: bool | None = None
     # Edits smalto's checker accepted but JAX's lowering rejected, with its reason.
     rejected: list[tuple[Edit, str]] = field(default_factory=list)
+    # The verified edits whose kernel JAX's own pass still rejects: they need smalto.
+    needs_smalto: set[Edit] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class Verdict:
     ok: bool
     lowered: bool | None = None
     rejected: str = ""  # why JAX's lowering rejected an answer the checker accepted
+    # The layouts came from smalto's own searches, not JAX's order: JAX's own pass finds
+    # none that lowers for the edited kernel (it needs smalto installed).
+    needs_smalto: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
@@ -112,6 +124,8 @@ def try_edits(
             if not trial.verified:
                 trial.lowered = verdict.lowered
             trial.verified.append(edit)
+            if verdict.needs_smalto:
+                trial.needs_smalto.add(edit)
             fixed_places.add(_place(edit))
             if len(trial.verified) >= budget.verified:
                 break
@@ -138,24 +152,23 @@ def module_of(program: Program) -> ir.Operation:
 def _system_allows(
     program: Program, system: System | None, arch: tuple[int, int], edit: Edit
 ) -> bool:
-    """Whether the derived system, edited as the module would be, may have a solution."""
-    from smalto.solve.search import FuelExhausted, Solver
-
-    if system is not None and edit.kind == UNOPTIMIZE:
-        try:  # the widest search: what the lowering takes once they are unoptimized
-            return Solver(
-                relaxed(system, frozenset(edit.ops)), program, arch, _FUEL, widened=True
-            ).solve(guided=False)
-        except FuelExhausted:
-            return False
-    if system is None or edit.kind not in (RETARGET, DROP):
+    """Whether the derived system, edited as the module would be, may have a solution:
+    decided as the pass decides it (``decide``: JAX's order, then the widened search),
+    so that an edit is never refused for want of a layout only smalto's searches find."""
+    if system is None or edit.kind == ADD_CAST:
         return True  # a new cast adds a value: only the module says
-    fixed = _edited_fixed(system, edit)
-    if fixed is None:
+    edited = edited_system(system, (edit,))
+    if edited is None:
         return True
-    sub = System(system.variables, system.constraints, fixed, system.var_of_site)
+    return _decides(edited, program, arch)
+
+
+def _decides(system: System, program: Program, arch: tuple[int, int]) -> bool:
+    """Whether the pass finds layouts for ``system`` (within the fuel a fix may need)."""
+    from smalto.solve.search import FuelExhausted, decide
+
     try:
-        return Solver(sub, program, arch, _FUEL).solve()
+        return decide(system, program, arch, _FUEL).solved
     except FuelExhausted:
         return False
 
@@ -235,12 +248,15 @@ def works_on_copy(
             except Failure:
                 return Verdict(False)
             write(inference)
+            # JAX's order answers only as JAX's pass does; the complete and widened
+            # searches find what it does not.
+            needs_smalto = bool(inference.solver.complete)
         if check(clone, arch):  # type: ignore[arg-type]
             return Verdict(False)
         if not lower:
-            return Verdict(True)
+            return Verdict(True, needs_smalto=needs_smalto)
         lowered, why = jax_lowering_accepts(clone.operation)
-        return Verdict(lowered is not False, lowered, why)
+        return Verdict(lowered is not False, lowered, why, needs_smalto)
     except (NotImplementedError, ValueError):
         return Verdict(False)  # the edited kernel fails some other way: not a fix
     except Exception:  # noqa: BLE001 -- an edit the pipeline cannot take is no fix either

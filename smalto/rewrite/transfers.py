@@ -78,6 +78,17 @@ class UnoptimizedOp:
 
     @property
     def fast_alternative(self) -> str:
+        """The fast way for this transfer: through SMEM with a TMA copy for a GMEM one;
+        for an SMEM one (already the fast way to GMEM), transforms that fit its layout."""
+        if self.memory == "SMEM":
+            moved = "stored into" if self.store else "read from"
+            return (
+                f"give the SMEM ref transforms (`plgpu.TilingTransform`, "
+                f"`plgpu.SwizzleTransform`) under which the value's layout has a "
+                f"conflict-free schedule, or `plgpu.layout_cast` the value {moved} it to a "
+                "layout that has one with the ref's transforms (smalto's error without "
+                "allow_unoptimized lists those it verified)"
+            )
         if self.store:
             return (
                 "store the value into an SMEM scratch ref and copy it out with "
