@@ -20,6 +20,11 @@ from jax._src.lib.mlir import ir
 
 from smalto.locations import location_text
 
+# Ops whose regions hold already-lowered code: no layout is inferred inside
+# them (JAX's pass does not enter them), and the reader reads nothing of them.
+# Each is isolated from above: its body uses only its own block arguments.
+OPAQUE_REGIONS = frozenset({"mosaic_gpu.custom_primitive"})
+
 
 class Kind(enum.IntEnum):
     """Where a value lives, as far as layout inference is concerned."""

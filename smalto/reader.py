@@ -20,6 +20,7 @@ from jax._src.lib.mlir import ir
 
 from smalto import percontext
 from smalto.program import (
+    OPAQUE_REGIONS,
     Kind,
     LateScalar,
     Op,
@@ -63,10 +64,14 @@ class _Frame:
     once, when the op is entered) tells which op belongs to which block.
     """
 
-    __slots__ = ("parent", "blocks", "counts", "block", "body", "left")
+    __slots__ = ("parent", "blocks", "counts", "block", "body", "left", "opaque")
 
-    def __init__(self, parent: int | None, blocks: list[list[int]], counts: list[int]) -> None:
+    def __init__(
+        self, parent: int | None, blocks: list[list[int]], counts: list[int], opaque: bool = False
+    ) -> None:
         self.parent = parent
+        # Inside an already lowered body (``OPAQUE_REGIONS``): ops are only counted.
+        self.opaque = opaque
         self.blocks = blocks  # op ids per block, all regions' blocks in order
         self.counts = counts  # ops per block
         self.block = 0  # the block being walked
@@ -92,6 +97,14 @@ class _Reader:
     uses a value needing a layout is checked afterwards, by counting each
     such value's uses through the bindings (``check_uses``); if one does, the
     module is read again with every op's operands.
+
+    The body of an op in ``OPAQUE_REGIONS`` is already lowered: no layout is
+    inferred in it (JAX's pass does not enter it), yet it can be most of a
+    kernel (an ``inline_mgpu`` loop over every register of a tile). The walk
+    gives its ops their ids and parents and reads nothing else of them; their
+    values, needing no layout, are registered (by their types) only if asked
+    for. Such a body is isolated from above (the verifier holds it to its own
+    arguments), so no use of a value needing a layout hides in it.
     """
 
     def __init__(self, *, by_hash: bool, consumers: frozenset[str] | None = None) -> None:
@@ -126,6 +139,9 @@ class _Reader:
         # values are classified by this one dictionary lookup.
         self.shaped_classes: dict[type, bool] = {}
         self.stack: list[_Frame] = []
+        # Ids of the ops whose regions are opaque (an ``OPAQUE_REGIONS`` op, or
+        # an op inside one): their ops' values are read, when asked, as opaque.
+        self.opaque_parents: set[int] = set()
         # Set when two values share a key; the walk then stops (an exception
         # raised in its callback would come out as a RuntimeError).
         self.collided = False
@@ -185,6 +201,18 @@ class _Reader:
         self.layout_types.setdefault(id(info), value)
         return True
 
+    def opaque_value(self, v: ir.Value, producer: Producer | None) -> int:
+        """Registers a value of an opaque body (its type read here), needing no layout."""
+        ty = v.type
+        vid = len(self.values)
+        if self.value_ids.setdefault(self.key(v), vid) != vid:
+            self.collided = True
+        if self.is_shaped(ty):
+            self.values.append(Value(vid, self.classify(ty), producer, ty))
+        else:
+            self.values.append(UnshapedValue(vid, producer, ty))
+        return vid
+
     def late_value(
         self, v: ir.Value, producer: Producer | None, known: bool, key: object = None
     ) -> int:
@@ -230,14 +258,16 @@ class _Reader:
         add_operation, add_name, add_parent = operations.append, names.append, parents.append
         frame = stack[-1]
         left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+        opaque = frame.opaque
         oid = len(operations) - 1
 
         def visit(operation: ir.Operation) -> ir.WalkResult:
-            nonlocal left, add_to_body, parent, oid
+            nonlocal left, add_to_body, parent, oid, opaque
             if not left:
                 stack[-1].left = 0
                 frame = self.next_block()
                 left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+                opaque = frame.opaque
             left -= 1
             oid += 1
             add_to_body(oid)
@@ -248,6 +278,16 @@ class _Reader:
             role = roles.get(name)
             if role is None:
                 role = self.role(name, operation)
+            if opaque:  # already lowered: nothing of it is read now
+                if role & _REGIONS:
+                    stack[-1].left = left
+                    self.enter(oid, operation, True)
+                    if self.collided:
+                        return interrupt
+                    frame = stack[-1]
+                    left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+                    opaque = frame.opaque
+                return advance
             layout = False
             result_ids: tuple[int, ...] | None = None
             # Types in one call; a result object only for a vector or memref.
@@ -286,21 +326,25 @@ class _Reader:
                                 value.uses.append((oid, index))
             if role & _REGIONS:
                 stack[-1].left = left
-                self.enter(oid, operation)
+                self.enter(oid, operation, role & _OPAQUE != 0)
                 if self.collided:
                     return interrupt
                 frame = stack[-1]
                 left, add_to_body, parent = frame.left, frame.body.append, frame.parent
+                opaque = frame.opaque
             return advance
 
         return visit
 
     def role(self, name: str, operation: ir.Operation) -> int:
-        """What the walk does with ops of this name (``_READ_OPERANDS``, ``_REGIONS``)."""
+        """What the walk does with ops of this name (``_READ_OPERANDS``, ``_REGIONS``,
+        ``_OPAQUE``)."""
         consumers = self.consumers
         role = _READ_OPERANDS if consumers is None or name in consumers else 0
         if _op_class_may_have_regions(operation.opview.__class__):
             role |= _REGIONS
+            if name in OPAQUE_REGIONS:
+                role |= _OPAQUE
         _roles_reading_all[name] = role | _READ_OPERANDS
         if consumers is not None:
             _roles[name] = role
@@ -346,20 +390,30 @@ class _Reader:
     def operand_ids(self, oid: int) -> tuple[int, ...]:
         """An op's operand ids, for an op whose operands the walk did not read."""
         get = self.value_ids.get
+        opaque = self.parents[oid] in self.opaque_parents
         ids = []
         for v in self.operations[oid].operands:
             vid = get(self.key(v))
-            ids.append(self.late_value(v, None, False) if vid is None else vid)
+            if vid is None:
+                if opaque:
+                    vid = self.opaque_value(v, self.op_index.producer_of(v))
+                else:
+                    vid = self.late_value(v, None, False)
+            ids.append(vid)
         return tuple(ids)
 
     def result_ids(self, oid: int) -> tuple[int, ...]:
         """An op's result ids, for an op whose results the walk did not register."""
         get, values = self.value_ids.get, self.values
+        opaque = self.parents[oid] in self.opaque_parents
         ids = []
         for index, r in enumerate(self.operations[oid].results):
             vid = get(self.key(r))
             if vid is None:
-                vid = self.late_value(r, Producer(oid, index), True)
+                if opaque:
+                    vid = self.opaque_value(r, Producer(oid, index))
+                else:
+                    vid = self.late_value(r, Producer(oid, index), True)
             else:
                 # Met before as an operand: now its producer is known.
                 scalar = values[vid]
@@ -394,8 +448,14 @@ class _Reader:
                 frame = stack[-1]
         return frame
 
-    def enter(self, oid: int, operation: ir.Operation) -> None:
-        """Records an op's regions: their blocks' arguments now, their ops as the walk goes."""
+    def enter(self, oid: int, operation: ir.Operation, opaque: bool = False) -> None:
+        """Records an op's regions: their blocks' arguments now, their ops as the walk goes.
+
+        ``opaque``: the regions are already lowered (their arguments need no layout).
+        """
+        register = self.opaque_value if opaque else self.new_value
+        if opaque:
+            self.opaque_parents.add(oid)
         blocks: list[list[int]] = []
         counts: list[int] = []
         regions: list[list[tuple[tuple[int, ...], list[int]]]] = []
@@ -403,10 +463,7 @@ class _Reader:
             region_blocks = []
             for inner in region.blocks:
                 args = tuple(
-                    [
-                        self.new_value(a, Producer(oid, i, r_index))
-                        for i, a in enumerate(inner.arguments)
-                    ]
+                    [register(a, Producer(oid, i, r_index)) for i, a in enumerate(inner.arguments)]
                 )
                 body: list[int] = []
                 region_blocks.append((args, body))
@@ -415,7 +472,7 @@ class _Reader:
             regions.append(region_blocks)
         self.regions[oid] = regions
         if blocks:
-            self.stack.append(_Frame(oid, blocks, counts))
+            self.stack.append(_Frame(oid, blocks, counts, opaque))
 
     def check_uses(self) -> bool:
         """Whether the ops the walk read hold every use of every value needing a layout.
@@ -481,8 +538,9 @@ _FEW_USERS = 4
 
 # What the walk does with an op, by name (the first op of the name says; one
 # table for the walk that reads the consumers' operands, one for the walk
-# that reads every op's): read its operands, enter its regions.
-_READ_OPERANDS, _REGIONS = 1, 2
+# that reads every op's): read its operands, enter its regions, and whether its
+# regions are already lowered (``OPAQUE_REGIONS``).
+_READ_OPERANDS, _REGIONS, _OPAQUE = 1, 2, 4
 _roles: dict[str, int] = {}
 _roles_reading_all: dict[str, int] = {}
 

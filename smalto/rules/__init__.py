@@ -12,12 +12,12 @@ op's rule, then states the producer-to-consumer relayouts (``relayouts``).
 from __future__ import annotations
 
 from smalto.constraints import System
-from smalto.program import Program, within
+from smalto.program import OPAQUE_REGIONS, Program, within
 from smalto.reader import read_operands_of
 
 # Each dialect's rules register themselves (``context.rule``) on import.
 from smalto.rules import arith, concat, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
-from smalto.rules.context import OPAQUE_REGIONS, RULES, TERMINATORS, RuleContext
+from smalto.rules.context import RULES, TERMINATORS, RuleContext
 from smalto.rules.relayouts import vector_relayouts
 
 __all__ = ["RULES", "TERMINATORS", "RuleContext", "consumers", "derive_system"]

@@ -42,8 +42,6 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 # Ops whose block arguments are SMEM buffers JAX 0.12.0.1 neither infers (its
 # pass fails with a KeyError) nor lowers (no lowering rule for the op).
 UNSUPPORTED_BUFFER_OWNERS = frozenset({"mosaic_gpu.run_scoped"})
-# Ops whose regions are already lowered: nothing inside them is inferred.
-OPAQUE_REGIONS = frozenset({"mosaic_gpu.custom_primitive"})
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
