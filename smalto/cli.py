@@ -56,6 +56,7 @@ COMMANDS = {
     "explain": ("smalto.explain", "run_explain"),
     "check": ("smalto.check_command", "run_check"),
     "capture": ("smalto.jax.cli", "run_capture_command"),
+    "fix": ("smalto.fix_command", "run_fix"),
 }
 
 
@@ -152,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
             "lower a Pallas kernel without a GPU and write its Mosaic GPU modules",
             CAPTURE_DESCRIPTION,
             add_capture_arguments,
+        ),
+        (
+            "fix",
+            "make a failing Pallas kernel lower: apply smalto's verified fixes to its source",
+            FIX_DESCRIPTION,
+            add_fix_arguments,
         ),
     ):
         command = commands.add_parser(name, help=summary, description=description)
@@ -376,6 +383,53 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+FIX_DESCRIPTION = (
+    "Lower a Pallas function with smalto as the layout-inference pass (no GPU needed); "
+    "where its kernel has no layouts, apply the first verified fix of every problem to the "
+    "Python source, lower again, and repeat until it lowers or no verified fix is left. "
+    "Writes the script only if the function then lowers (and the file did not change "
+    "meanwhile), and prints each change and why. Exit status: 0 when it lowers (fixed or "
+    "as written), 1 when it still fails (the diagnosis on stderr), 2 on bad usage."
+)
+
+
+def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="SCRIPT.py:FUNCTION", help="the function to fix, in a Python file"
+    )
+    parser.add_argument(
+        "--arg",
+        dest="args",
+        action="append",
+        default=[],
+        type=_dtype_and_shape,
+        metavar="DTYPE[SHAPE]",
+        help="one argument of FUNCTION, e.g. bf16[256,128] (repeat, in order)",
+    )
+    parser.add_argument(
+        "--arch",
+        choices=["10.0", "9.0"],
+        help="target architecture (default: the GPU's, or 9.0 without one)",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the changes as a unified diff on stdout and write nothing",
+    )
+    parser.add_argument(
+        "--allow-unoptimized",
+        action="store_true",
+        help="also make fixes that turn transfers unoptimized (plgpu.store(..., "
+        "optimized=False): correct, slower), where no other fix is verified",
+    )
+    parser.add_argument(
+        "--allow-smalto-only",
+        action="store_true",
+        help="write fixes even where JAX's own pass still rejects the fixed kernel (it then "
+        "compiles with smalto as the pass only)",
+    )
+
+
 def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
     """``f16[128,64]`` as ``("f16", (128, 64))``; the dtype is looked up when the command
     runs (that needs JAX)."""
@@ -422,11 +476,13 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         "explain": add_explain_arguments,
         "check": add_check_arguments,
         "capture": add_capture_arguments,
+        "fix": add_fix_arguments,
     }
     descriptions = {
         "explain": EXPLAIN_DESCRIPTION,
         "check": CHECK_DESCRIPTION,
         "capture": CAPTURE_DESCRIPTION,
+        "fix": FIX_DESCRIPTION,
     }
     parser = argparse.ArgumentParser(
         prog=f"smalto {command}", description=descriptions.get(command)

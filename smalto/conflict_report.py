@@ -11,7 +11,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from smalto.constraints import Element
+from smalto.codes import CODES, GENERIC
+from smalto.constraints import (
+    Broadcast,
+    Divides,
+    Element,
+    Equal,
+    Fixed,
+    FullyTiled,
+    GmemTransfer,
+    MinorTileDivisible,
+    NotOfKind,
+    Reduce,
+    RegisterBits,
+    Relayout,
+    SmemTransfer,
+    StoreRegisters,
+    TmaRows,
+    TmemTransfer,
+)
+from smalto.hw.values import Tmem
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,16 @@ class ConflictReport:
             lines += [f"  {line}" for line in problem._lines(verbose)]
         return "\n".join(lines)
 
+    @property
+    def code(self) -> str:
+        """The kind of failure, as a stable code (``smalto.codes``; ``smalto explain CODE``)."""
+        return failure_code(self.core or [r.element for r in self.requirements])
+
+    def code_line(self) -> str:
+        """``error[SM004]: <its title> (`smalto explain SM004`)``: the last line of a problem."""
+        code = self.code
+        return f"error[{code}]: {CODES[code].title} (`smalto explain {code}`)"
+
     def fix_lines(self) -> list[str]:
         """The verified fixes, each with the source line it changes (where found); the
         suggestion where none was verified."""
@@ -110,4 +139,35 @@ class ConflictReport:
         if verbose and self.origins:
             lines.append("the values involved:")
             lines += [f"  - {o}" for o in self.origins]
+        lines.append(self.code_line())
         return lines
+
+
+def failure_code(elements: list[Element]) -> str:
+    """The code of a conflict from the requirements it holds: the transfer that has no
+    plan, else the divisibility, the reduction, the relayout, the shape; else ``GENERIC``
+    (layouts fixed twice, differently)."""
+    if any(isinstance(e, GmemTransfer) for e in elements):
+        return "SM005"
+    if any(isinstance(e, SmemTransfer) for e in elements):
+        return "SM004"
+    if any(
+        isinstance(e, TmemTransfer) or (isinstance(e, Fixed) and isinstance(e.value, Tmem))
+        for e in elements
+    ):
+        return "SM006"
+    if any(isinstance(e, Divides | MinorTileDivisible | TmaRows) for e in elements):
+        return "SM007"
+    reduced = any(
+        isinstance(e, Broadcast)
+        or (isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce)))
+        for e in elements
+    )
+    relayout = any(isinstance(e, Relayout) for e in elements)
+    if reduced and (relayout or any(isinstance(e, Fixed) for e in elements)):
+        return "SM003"
+    if relayout:
+        return "SM002"
+    if any(isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters) for e in elements):
+        return "SM008"
+    return GENERIC

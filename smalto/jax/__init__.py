@@ -34,6 +34,9 @@ returns the modules JAX handed to layout inference (``CapturedModule``).
 ``lower(fn, *args, arch=(10, 0))`` lowers ``fn`` for that GPU, on any machine,
 with smalto inferring and JAX's own Mosaic GPU lowering consuming the layouts,
 and says at which stage it failed, if it did (``KernelLoweringError``).
+``fix(fn, *args, arch=(9, 0))`` returns the verified fixes of a kernel that has no
+layouts as edits of its Python source (spans, replacement texts, applicability;
+``smalto.fix_edits.SourceEdit``), writing nothing; ``smalto fix`` applies them.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import os
 from collections.abc import Iterator
 
 from smalto.jax.capture import CapturedModule, Dumper, capture
+from smalto.jax.fixing import fix
 from smalto.jax.hooks import (
     add_observer,
     jax_infer_arch,
@@ -62,6 +66,7 @@ __all__ = [
     "Lowering",
     "capture",
     "enabled",
+    "fix",
     "install",
     "is_installed",
     "jax_infer_arch",

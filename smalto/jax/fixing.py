@@ -1,0 +1,318 @@
+"""Making a failing Pallas kernel lower: the verified fixes applied to its Python source.
+
+``fix_script`` lowers a function of a script with smalto as the pass (no GPU
+needed). Where a kernel has no layouts, the diagnosis has verified, on the
+kernel's module, the edits that fix each of its problems; the first of each
+that has a place in the source (``smalto.fix_edits``) is made on the text,
+the edited script is lowered again, and so on until the function lowers or
+no verified fix is left. The script runs from a copy in a temporary folder
+(its own folder still on ``sys.path``), so that nothing is written until the
+end, and never where the kernel still fails. Once it lowers with smalto, the
+edited kernel is lowered with JAX's own pass too: a fix JAX's pass rejects
+needs smalto installed to compile.
+
+``fix(fn, *args)`` is the same diagnosis for a function at hand, as edits of
+its source file, without running anything again nor writing.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smalto.fix_edits import SourceEdit, apply_parts, keeps_meaning, overlaps, source_edit
+from smalto.jax.lowering import KernelLoweringError, lower
+
+# Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
+# more than the diagnosis' four problems at once).
+MAX_ROUNDS = 4
+UNOPTIMIZE = "unoptimize"
+
+
+class ScriptError(Exception):
+    """The script cannot be loaded, or does not define the function: a usage error."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """An edit made, with what it changed line by line and why."""
+
+    edit: SourceEdit
+    before: list[str]  # the lines it changes, as they were
+    after: list[str]  # the same lines, edited
+    why: str  # the failure it fixes: its code and title
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """A verified fix not made, and why not."""
+
+    edit: SourceEdit
+    reason: str
+
+
+@dataclass
+class FixOutcome:
+    """What ``fix_script`` did: the text before and after, whether the edited function
+    lowers with smalto (and with JAX's own pass), the edits made and those held back."""
+
+    path: Path
+    original: str
+    text: str  # the edited text (the original where nothing was made)
+    lowers: bool  # the function lowers with smalto as the pass, as edited
+    already: bool = False  # it lowered as written
+    applied: list[Applied] = field(default_factory=list)
+    held_back: list[HeldBack] = field(default_factory=list)
+    remaining: str | None = None  # the diagnosis where it still fails
+    # JAX's own pass rejects the kernel as edited (None: not asked, it does not lower).
+    needs_smalto: bool | None = None
+    jax_says: str = ""  # what JAX's pass said, where it rejected it
+    rounds: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+
+def fix_script(
+    path: Path,
+    function: str,
+    args: tuple[Any, ...],
+    *,
+    arch: tuple[int, int] | None = None,
+    allow_unoptimized: bool = False,
+    text: str | None = None,
+) -> FixOutcome:
+    """Fixes ``function`` of the script at ``path`` (its text: ``text``, else the file's)
+    until it lowers with smalto, on text only; raises ``ScriptError`` where the script
+    cannot be run as written."""
+    original = path.read_text(encoding="utf-8") if text is None else text
+    outcome = FixOutcome(path, original, original, lowers=False)
+    seen = {original}
+    current = original
+    with tempfile.TemporaryDirectory(prefix="smalto-fix-") as scratch:
+        for round_number in range(MAX_ROUNDS + 1):
+            copy = Path(scratch) / f"round{round_number}" / path.name
+            try:
+                fn = load_function(copy, current, function, home=path.parent)
+            except ScriptError:
+                if round_number == 0:
+                    raise
+                break  # an edited script that does not load: not a fix (never written)
+            ok, error = lower_with(fn, args, arch, "smalto")
+            outcome.rounds = round_number + 1
+            if ok:
+                outcome.lowers, outcome.already = True, round_number == 0
+                outcome.text, outcome.remaining = current, None
+                break
+            outcome.remaining = _named(_message(error), copy, path)
+            if round_number == MAX_ROUNDS:
+                break
+            chosen = choose(error, current, copy, allow_unoptimized, outcome)
+            if not chosen:
+                break
+            edited = apply_parts(current, [p for e in chosen for p in e.parts])
+            if edited in seen or not keeps_meaning(current, edited):
+                break
+            for edit in chosen:
+                outcome.applied.append(_applied(edit, current, copy, path))
+            seen.add(edited)
+            current = edited
+        if outcome.lowers:
+            copy = Path(scratch) / "jax" / path.name
+            ok, error = lower_with(
+                load_function(copy, outcome.text, function, home=path.parent), args, arch, "jax"
+            )
+            outcome.needs_smalto = not ok
+            cause = getattr(error, "__cause__", None) or error
+            outcome.jax_says = "" if ok else _named(_first_line(cause), copy, path)
+    if not outcome.lowers:
+        outcome.text = original  # a kernel not fixed is left as it was
+        outcome.applied.clear()
+    return outcome
+
+
+def choose(
+    error: BaseException | None,
+    text: str,
+    copy: Path,
+    allow_unoptimized: bool,
+    outcome: FixOutcome,
+) -> list[SourceEdit]:
+    """The first verified fix of every problem that can be made on the text: it has a place
+    in the source, keeps what the kernel computes, and (made unoptimized) is allowed."""
+
+    def read(file: str) -> str | None:
+        return text if Path(file) == copy else None
+
+    chosen: list[SourceEdit] = []
+    for problem, report in enumerate(problems_of(error)):
+        code = getattr(report, "code", None)
+        for suggested in getattr(report, "edits", None) or []:
+            edit = source_edit(suggested, read, code=code, problem=problem, home=str(copy))
+            reason = _not_made(edit, text, allow_unoptimized)
+            if reason is None and any(
+                overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
+            ):
+                reason = "it changes the same place as another problem's fix"
+            if reason is not None:
+                outcome.held_back.append(HeldBack(_renamed(edit, copy, outcome.path), reason))
+                continue
+            chosen.append(edit)
+            break
+    return chosen
+
+
+def _not_made(edit: SourceEdit, text: str, allow_unoptimized: bool) -> str | None:
+    if not edit.applicable:
+        return f"no place in the source: {edit.why or 'the edit has no source form'}"
+    if edit.kind == UNOPTIMIZE and not allow_unoptimized:
+        return "it makes transfers unoptimized (slower): --allow-unoptimized makes it"
+    if not keeps_meaning(text, apply_parts(text, edit.parts)):
+        return "it would change what the kernel computes"
+    return None
+
+
+def problems_of(error: BaseException | None) -> list[object]:
+    """The problems of a failed inference (its conflict's), in the order found."""
+    report = getattr(error, "conflict", None)
+    return list(getattr(report, "problems", None) or ([report] if report else []))
+
+
+def lower_with(
+    fn: Callable[..., Any], args: tuple[Any, ...], arch: tuple[int, int] | None, by: str
+) -> tuple[bool, BaseException | None]:
+    """Whether ``fn(*args)`` lowers with ``by``'s pass; else the inference error (the
+    diagnosis), or what the lowering raised."""
+    try:
+        lower(fn, *args, arch=arch, by=by)  # type: ignore[arg-type]
+    except KernelLoweringError as failed:
+        if failed.stage == "inference" and failed.kernels and failed.kernels[-1].error:
+            return False, failed.kernels[-1].error
+        return False, failed
+    return True, None
+
+
+def load_function(copy: Path, text: str, function: str, *, home: Path) -> Callable[..., Any]:
+    """Runs ``text`` as the script ``copy`` (written there) with ``home``, the script's own
+    folder, on ``sys.path`` as ``python SCRIPT.py`` has it; returns its ``function``."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text, encoding="utf-8")
+    try:
+        with _on_path(home.resolve()):
+            namespace = runpy.run_path(str(copy), run_name="__smalto_fix__")
+    except SystemExit:
+        raise ScriptError("the script exited while being loaded") from None
+    except Exception as error:  # the user's script: their error, reported in one line
+        raise ScriptError(f"loading the script failed: {_first_line(error)}") from None
+    found = namespace.get(function)
+    if not callable(found):
+        raise ScriptError(f"the script defines no function {function!r}")
+    return found
+
+
+@contextmanager
+def _on_path(directory: Path) -> Iterator[None]:
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        if str(directory) in sys.path:
+            sys.path.remove(str(directory))
+
+
+def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
+    lines = text.splitlines()
+    first = min(p.span.line for p in edit.parts)
+    last = max(p.span.end_line for p in edit.parts)
+    edited = apply_parts(text, edit.parts).splitlines()
+    grown = len(edited) - len(lines)
+    code = edit.code or ""
+    why = code
+    if code:
+        from smalto.codes import CODES
+
+        why = f"error[{code}]: {CODES[code].title}" if code in CODES else code
+    return Applied(
+        _renamed(edit, copy, path),
+        lines[first - 1 : last],
+        edited[first - 1 : last + grown],
+        why,
+    )
+
+
+def _renamed(edit: SourceEdit, copy: Path, path: Path) -> SourceEdit:
+    """``edit`` with the copy's name replaced by the script's own, in its text and spans."""
+    from dataclasses import replace
+
+    parts = tuple(
+        replace(p, span=replace(p.span, file=str(path))) if Path(p.span.file) == copy else p
+        for p in edit.parts
+    )
+    return replace(edit, parts=parts, text=_named(edit.text, copy, path))
+
+
+def _named(text: str, copy: Path, path: Path) -> str:
+    return text.replace(str(copy), str(path))
+
+
+def _message(error: BaseException | None) -> str:
+    return str(error) if error is not None else "the lowering failed"
+
+
+def _first_line(error: BaseException | None) -> str:
+    if error is None:
+        return ""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def fix(
+    fn: Callable[..., Any], *args: Any, arch: tuple[int, int] | None = None
+) -> list[SourceEdit]:
+    """The verified fixes of ``fn(*args)``'s kernel, as edits of its Python source; none
+    where it lowers with smalto as the pass.
+
+    Every problem's verified edits, best first (``SourceEdit.problem`` says whose; the
+    first of each is what ``smalto fix`` makes), each with the spans of the source
+    files it changes, the replacement texts and its applicability. Nothing is written.
+    """
+    ok, error = lower_with(fn, args, arch, "smalto")
+    if ok:
+        return []
+
+    def read(file: str) -> str | None:
+        try:
+            return Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    home = _source_file(fn)
+    edits: list[SourceEdit] = []
+    for problem, report in enumerate(problems_of(error)):
+        code = getattr(report, "code", None)
+        for suggested in getattr(report, "edits", None) or []:
+            edits.append(source_edit(suggested, read, code=code, problem=problem, home=home))
+    return edits
+
+
+def _source_file(fn: Callable[..., Any]) -> str | None:
+    """The file ``fn`` is written in (through ``jax.jit`` and ``functools.partial``)."""
+    import inspect
+
+    inner: Any = fn
+    for _ in range(8):
+        inner = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None) or inner
+    try:
+        return inspect.getsourcefile(inner)
+    except TypeError:
+        return None
+
+
+__all__ = ["Applied", "FixOutcome", "HeldBack", "ScriptError", "fix", "fix_script"]

@@ -1,0 +1,36 @@
+"""Hopper: ``a @ b`` on the wgmma, narrowed to bf16 and stored straight to GMEM: JAX's
+pass answers with layouts its lowering rejects (whole 32-byte sectors); smalto's lower."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+SWIZZLED = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+
+def matmul_bf16(a, b):
+    m, n = a.shape[0], b.shape[1]
+
+    def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, loaded):
+        plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
+        plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
+        plgpu.barrier_wait(loaded)
+
+        def mma(acc_ref):
+            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            return acc_ref[...]
+
+        acc = pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))
+        o_gmem[...] = acc.astype(jnp.bfloat16)
+
+    return plgpu.kernel(
+        body,
+        out_type=jax.ShapeDtypeStruct((m, n), jnp.bfloat16),
+        scratch_types=[
+            plgpu.SMEM(a.shape, a.dtype, transforms=SWIZZLED),
+            plgpu.SMEM(b.shape, b.dtype, transforms=SWIZZLED),
+            plgpu.Barrier(num_arrivals=2),
+        ],
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+    )(a, b)

@@ -1,0 +1,46 @@
+"""Hopper: the f16 wgmma result stored to an SMEM tile that is tiled but not swizzled
+(no SMEM transfer plan), and its row sums cast to the column layout: two problems."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+SWIZZLED = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+TILED = (plgpu.TilingTransform((8, 64)),)
+
+
+def matmul_and_row_sums(a, b):
+    m, n = a.shape[0], b.shape[1]
+
+    def body(a_gmem, b_gmem, o_gmem, s_gmem, a_smem, b_smem, o_smem, loaded):
+        plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
+        plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
+        plgpu.barrier_wait(loaded)
+
+        def mma(acc_ref):
+            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            return acc_ref[...]
+
+        acc = pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))
+        o_smem[...] = acc.astype(o_smem.dtype)
+        sums = jnp.sum(acc, axis=1)
+        s_gmem[...] = plgpu.layout_cast(sums, plgpu.Layout.WGMMA.reduce(0))
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o_smem, o_gmem)
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(
+        body,
+        out_type=(
+            jax.ShapeDtypeStruct((m, n), a.dtype),
+            jax.ShapeDtypeStruct((m,), jnp.float32),
+        ),
+        scratch_types=[
+            plgpu.SMEM(a.shape, a.dtype, transforms=SWIZZLED),
+            plgpu.SMEM(b.shape, b.dtype, transforms=SWIZZLED),
+            plgpu.SMEM((m, n), a.dtype, transforms=TILED),
+            plgpu.Barrier(num_arrivals=2),
+        ],
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+    )(a, b)
