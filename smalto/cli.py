@@ -274,7 +274,12 @@ EXPLAIN_DESCRIPTION = (
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="FILE", help="MLIR module to read ('-' for stdin)")
+    parser.add_argument(
+        "input",
+        metavar="FILE",
+        help="MLIR module to read ('-' for stdin); or a failure code (SM004) to print its "
+        "entry in the catalogue of codes",
+    )
     parser.add_argument(
         "values",
         nargs="*",
@@ -367,7 +372,14 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--smalto",
         action="store_true",
-        help="run smalto as the inference pass while lowering (default: JAX's)",
+        help="fail (exit 1, smalto's diagnosis on stderr) where smalto's pass finds no layouts "
+        "or JAX's lowering rejects them (default: a note, exit 0)",
+    )
+    parser.add_argument(
+        "--jax",
+        action="store_true",
+        help="run JAX's own inference pass while lowering, to see what it does with each "
+        "module (slower: JAX's pass may take seconds to run out of fuel; default: smalto's)",
     )
     parser.add_argument(
         "--inferred",
@@ -378,8 +390,9 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         dest="output",
         metavar="DIR",
-        help="write NAME.mlir files here and list them on stdout (default: print the "
-        "modules to stdout, separated by '// -----')",
+        help="write FUNCTION.mlir here (FUNCTION-1.mlir, -2, ... for several kernels) and "
+        "list the files on stdout (default: print the modules to stdout, separated by "
+        "'// -----')",
     )
 
 

@@ -53,7 +53,8 @@ Failed to infer a possible set of layouts: expected register layouts ... to be e
             "SM002",
             "a relayout no lowering performs",
             """\
-acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.WGMMA)   # on Blackwell
+acc = pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))    # WGMMA
+acc = plgpu.layout_cast(acc, plgpu.Layout.WG_STRIDED((m, n), vec_size=2))
 
 Failed to infer a possible set of layouts: cannot relayout from register layout ... to ...""",
             "A `plgpu.layout_cast` (or a `layout=` argument) asks for a layout the value "
@@ -62,8 +63,8 @@ Failed to infer a possible set of layouts: cannot relayout from register layout 
             "elements, and from the WGMMA upcast layouts. Any other conversion has no code "
             "behind it.",
             (
-                "cast to the layout the producer gives (on Blackwell a TMEM load is "
-                "TCGEN05, not WGMMA)",
+                "cast to the layout the producer gives (a wgmma's result is WGMMA; on "
+                "Blackwell a TMEM load is TCGEN05, not WGMMA)",
                 "remove the cast and let inference choose",
                 "produce the value in the layout you need (load it with that layout)",
             ),

@@ -2,6 +2,7 @@
 
     smalto explain FILE.mlir [%VALUE|@LINE ...] [--all] [--arch 9.0|10.0] [--json]
     smalto explain FILE.mlir %VALUE --draw [-o OUT.png|OUT.svg]
+    smalto explain CODE          (a failure's code, e.g. SM004: its catalogue entry)
 
 Infers FILE as ``smalto infer`` does (the unit-dim rewrite included) and prints,
 for each value asked for (or all of them), its layout and the chain of ops
@@ -17,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from smalto.codes import CODES, entry_text, is_code
 from smalto.draw.value import InferenceFailed, KernelValue, ValueLookupError
 from smalto.explainer import Explainer
 from smalto.infer import DEFAULT_FUEL, infer_keeping_the_solution
@@ -50,6 +53,8 @@ def run_explain(args: argparse.Namespace) -> int:
     from smalto.inputs import read_input
     from smalto.mlir import MlirInputError, module_arch
 
+    if is_code(args.input) and not Path(args.input).exists():
+        return _explain_code(args.input)
     try:
         source = read_input(args.input)
         arch = args.arch or module_arch(source.module) or (9, 0)
@@ -70,6 +75,15 @@ def run_explain(args: argparse.Namespace) -> int:
     if note is not None:
         print(f"smalto explain: note: {note}", file=sys.stderr)
     return status
+
+
+def _explain_code(code: str) -> int:
+    """``smalto explain SM004``: the code's entry in the catalogue (``smalto.codes``)."""
+    if code.upper() not in CODES:
+        known = ", ".join(CODES)
+        return _fail(f"no failure code {code!r}; the codes are {known}", EXIT_USAGE)
+    sys.stdout.write(entry_text(code))
+    return EXIT_OK
 
 
 def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fuel: int) -> int:

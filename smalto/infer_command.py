@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
@@ -135,7 +135,9 @@ def _infer_in(
         if args.json:
             from smalto.failure import failure_json
 
-            document = failure_json(source.name, arch, error, sources)
+            document = with_source_edits(
+                failure_json(source.name, arch, error, sources), error, sources
+            )
             stdout.print(json.dumps(document) + "\n", "")
             # The diagnosis is on stdout; stderr says what failed, in one line.
             return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
@@ -353,3 +355,35 @@ def _window(source: str, column: int) -> tuple[str, int]:
     prefix = "..." if start else ""
     suffix = "..." if start + _EXCERPT_WIDTH < len(source) else ""
     return prefix + window + suffix, column - start + len(prefix)
+
+
+def with_source_edits(
+    document: dict[str, Any], error: BaseException, sources: Sources
+) -> dict[str, Any]:
+    """``document`` (``failure_json``'s) with each problem's failure code, and each verified
+    edit's place in the Python source as an editor applies it: ``fix`` holds its span
+    (file, line, first and end column), the replacement, every part, and rustc's
+    applicability (``smalto.fix_edits``)."""
+    from smalto.fix_edits import source_edit
+
+    conflict = getattr(error, "conflict", None)
+    problems = list(getattr(conflict, "problems", None) or ([conflict] if conflict else []))
+    documents = document.get("problems") or []
+
+    def read(file: str) -> str | None:
+        found = sources.find(file)
+        try:
+            return found.read_text(encoding="utf-8") if found is not None else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    for number, (report, entry) in enumerate(zip(problems, documents, strict=False)):
+        code = getattr(report, "code", None)
+        entry["code"] = code
+        edits = getattr(report, "edits", None) or []
+        for edit, edit_entry in zip(edits, entry.get("edits") or [], strict=False):
+            edit_entry["fix"] = source_edit(edit, read, code=code, problem=number).as_json()
+    if documents:
+        document["code"] = documents[0].get("code")
+        document["edits"] = documents[0].get("edits", document.get("edits"))
+    return document
