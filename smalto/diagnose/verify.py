@@ -61,7 +61,7 @@ class Trial:
     complete: bool = True  # every candidate was looked at (no budget ran out)
     seconds: float = 0.0
     # Whether JAX's dialect lowering took the first verified edit's answer (None: not run,
-    # the module has no launch to lower it in).
+    # the module has no launch to lower it in). It runs on the first verified edit only.
     lowered: bool | None = None
     # Edits smalto's checker accepted but JAX's lowering rejected, with its reason.
     rejected: list[tuple[Edit, str]] = field(default_factory=list)
@@ -115,9 +115,11 @@ def try_edits(
         if not _system_allows(program, edited_system(system, background), arch, edit):
             continue
         trial.on_module += 1
-        # JAX's own lowering runs on every edit suggested (where the module has its
-        # launch): an edit it rejects is not suggested.
-        verdict = works_on_copy(module, edit, arch, lower=True, background=background)
+        # JAX's own lowering (where the module has its launch) runs on the edit printed
+        # first: an edit it rejects is not suggested. It costs many times the rest of
+        # the trial, so the edits after it are verified by inference and the checker.
+        first = not trial.verified
+        verdict = works_on_copy(module, edit, arch, lower=first, background=background)
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
         if verdict:
