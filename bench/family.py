@@ -10,9 +10,9 @@ module, by process CPU time:
 - **warm**: ``bench.run.measure_module``: both passes in this one process on
   separately parsed copies, each after an untimed run, the median of
   ``--repeat`` runs (and the IR floor beside them);
-- **cold**: each pass's first run in a fresh process (both passes' modules
-  imported, the module parsed, every cache of either pass empty): ``--cold`` processes per
-  module, each timing both passes, which goes first alternating; the median.
+- **cold**: each pass's first run in a fresh process of its own (both
+  passes' modules imported, the module parsed, every cache empty, the other
+  pass not run): ``--cold`` processes per pass and module; the median.
 
 It prints, per module and over the family, JAX/smalto and smalto's time per op.
 """
@@ -20,7 +20,6 @@ It prints, per module and over the family, JAX/smalto and smalto's time per op.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -65,8 +64,11 @@ def family_files(given: Sequence[Path]) -> list[Path]:
     return list(given) or sorted(FAMILY_DIR.glob("*.mlir"))
 
 
-def cold_run(path: Path, arch: Arch, smalto_first: bool) -> dict[str, float]:
-    """Milliseconds of each pass's first run in this process (call it in a fresh one)."""
+PASSES = ("jax", "smalto")
+
+
+def cold_run(path: Path, arch: Arch, which: str) -> float:
+    """Milliseconds of pass ``which``'s first run in this process (call it in a fresh one)."""
     import reference
     from jax._src.lib.mlir import ir
     from jax.experimental.mosaic.gpu import layout_inference
@@ -74,34 +76,28 @@ def cold_run(path: Path, arch: Arch, smalto_first: bool) -> dict[str, float]:
     import smalto
     import smalto.infer  # noqa: F401 -- the pass's modules, imported as JAX's are
 
-    text = path.read_text()
+    passes = {
+        "jax": lambda m: layout_inference.infer_layout(m, arch=arch),
+        "smalto": lambda m: smalto.infer_layout(m, arch=arch),
+    }
     ctx = reference.make_context()
     with ctx, ir.Location.unknown():
-        copies = {name: reference.parse(text, ctx) for name in ("jax", "smalto")}
-        passes = {
-            "jax": lambda m: layout_inference.infer_layout(m, arch=arch),
-            "smalto": lambda m: smalto.infer_layout(m, arch=arch),
-        }
-        order = ("smalto", "jax") if smalto_first else ("jax", "smalto")
-        times = {}
-        for name in order:
-            start = time.process_time()
-            passes[name](copies[name])
-            times[name] = (time.process_time() - start) * 1e3
-    return times
+        module = reference.parse(path.read_text(), ctx)
+        start = time.process_time()
+        passes[which](module)
+        return (time.process_time() - start) * 1e3
 
 
 def cold_medians(path: Path, arch: Arch, processes: int) -> tuple[float, float]:
-    """Median cold milliseconds (JAX, smalto) over ``processes`` fresh processes."""
-    jax_ms, smalto_ms = [], []
-    for i in range(processes):
-        argv = [sys.executable, "-m", "bench.family", "--cold-run", str(path)]
-        argv += ["--arch", f"{arch[0]}.{arch[1]}"] + (["--smalto-first"] if i % 2 == 0 else [])
-        done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
-        times = json.loads(done.stdout.strip().splitlines()[-1])
-        jax_ms.append(times["jax"])
-        smalto_ms.append(times["smalto"])
-    return statistics.median(jax_ms), statistics.median(smalto_ms)
+    """Median cold milliseconds (JAX, smalto), each over ``processes`` fresh processes."""
+    times: dict[str, list[float]] = {name: [] for name in PASSES}
+    for _ in range(processes):
+        for name in PASSES:
+            argv = [sys.executable, "-m", "bench.family", "--cold-run", str(path), name]
+            argv += ["--arch", f"{arch[0]}.{arch[1]}"]
+            done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+            times[name].append(float(done.stdout.strip().splitlines()[-1]))
+    return statistics.median(times["jax"]), statistics.median(times["smalto"])
 
 
 def row(result: ModuleResult, cold: tuple[float, float] | None) -> list[str]:
@@ -156,13 +152,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--markdown", type=Path, metavar="OUT")
     parser.add_argument("--append", action="store_true")
-    parser.add_argument("--cold-run", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--arch", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--smalto-first", action="store_true", help=argparse.SUPPRESS)
+    # One cold run (in a process of its own): the module, the pass, the arch.
+    parser.add_argument("--cold-run", nargs=2, metavar=("FILE", "PASS"), help=argparse.SUPPRESS)
+    parser.add_argument("--arch", default="10.0", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_run is not None:
         major, minor = (int(p) for p in args.arch.split("."))
-        print(json.dumps(cold_run(args.cold_run, (major, minor), args.smalto_first)))
+        print(cold_run(Path(args.cold_run[0]), (major, minor), args.cold_run[1]))
         return 0
     files = family_files(args.files)
     missing = [str(f) for f in files if not f.is_file()]
@@ -192,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             environment_line(),
             "",
             f"Process CPU time; warm: median of {args.repeat} runs in one process; cold: "
-            f"median of {args.cold} fresh processes, each pass's first run.",
+            f"median of {args.cold} fresh processes per pass, its first run.",
             "",
             markdown_table(list(HEADERS), rows),
             "",

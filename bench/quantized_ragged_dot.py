@@ -402,7 +402,8 @@ def capture_all(out_dir: Path, configs: Sequence[Config] = CONFIGS) -> list[Path
 
         [module] = capture(run, *arguments(), arch=BLACKWELL)
         path = out_dir / f"{config.name}.mlir"
-        path.write_text(module.text, encoding="utf-8")
+        # Locations name this file relative to the repository, not this checkout.
+        path.write_text(module.text.replace(f'"{REPO_ROOT}/', '"'), encoding="utf-8")
         index[config.name] = {
             "arch": list(BLACKWELL),
             "source": "bench/quantized_ragged_dot.py",

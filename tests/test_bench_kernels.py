@@ -145,3 +145,30 @@ def test_bounds_names_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None
 
     assert bounds_main(["no-such-kernel.mlir"]) == 2
     assert "no-such-kernel.mlir" in capsys.readouterr().err
+
+
+def test_the_quantized_family_is_what_its_pallas_kernel_lowers_to(tmp_path: Path) -> None:
+    """bench/quantized holds what bench.quantized_ragged_dot captures (one tiling redone)."""
+    from bench.quantized_ragged_dot import CONFIGS, OUT_DIR, capture_all
+
+    config = CONFIGS[0]
+    (written,) = capture_all(tmp_path, [config])
+    assert written.read_text() == (OUT_DIR / written.name).read_text()
+    assert 1000 < written.read_text().count("loc(") and "/work/" not in written.read_text()
+
+
+def test_family_bench_prints_jax_over_smalto_warm_and_cold(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.family import FAMILY_DIR
+    from bench.family import main as family_main
+
+    kernel = sorted(FAMILY_DIR.glob("*.mlir"))[0]
+    assert family_main(["--repeat", "1", "--cold", "1", str(kernel)]) == 0
+    out = capsys.readouterr().out
+    header, _, row, *_ = out.splitlines()
+    assert "JAX/smalto" in header and "cold JAX/smalto" in header
+    cells = row.split()
+    assert cells[0] == kernel.stem and cells[-1] == "yes"  # identical to JAX's attributes
+    assert all(float(c) > 0 for c in cells[1:-1])
+    assert "warm JAX/smalto: median" in out and "cold JAX/smalto: median" in out
