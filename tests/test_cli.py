@@ -652,26 +652,26 @@ def test_capture_of_a_kernel_jax_rejects_hints_at_smalto(tmp_path: Path) -> None
         "row_max = partial(keepdims_reduce, axis=1)\n"
     )
     target = [f"{script}:row_max", "--arg", "f32[128,128]"]
-    # The capture worked (the module as it reached JAX's pass is written): exit status 0,
-    # JAX's rejection a note, with what to run next.
-    rejected = run("capture", *target, "-o", tmp_path / "jax")
+    # With --jax the capture still works (the module as it reached JAX's pass is written):
+    # exit status 0, JAX's rejection a note, with what smalto's pass makes of it.
+    rejected = run("capture", *target, "--jax", "-o", tmp_path / "jax")
     assert rejected.status == 0 and "Traceback" not in rejected.err
-    written = tmp_path / "jax" / "body.mlir"
+    written = tmp_path / "jax" / "row_max.mlir"
     assert rejected.out.splitlines() == [str(written)] and written.is_file()
     captured, advice = rejected.err.splitlines()
     assert captured.startswith(
-        f"smalto: note: captured kernel body ({written}); JAX's layout inference then "
-        "rejected it: Failed to infer"
+        f"smalto: note: {written}: JAX's layout inference found no layouts: Failed to infer"
     )
-    assert advice.startswith(f"smalto: note: `smalto infer {written}` finds layouts")
-    assert "with --smalto" in advice
+    assert advice.startswith(
+        f"smalto: note: smalto's pass finds layouts for it: `smalto infer {written}`"
+    )
     assert run("infer", written).status == 0  # what the note promises
     unknown = run("capture", f"{script}:row_max", "--arg", "q7[128,128]")
     assert unknown.status == 2
     assert_one_line_error(unknown.err, "smalto: error: argument --arg: unknown dtype 'q7'")
     accepted = run("capture", *target, "--smalto", "--inferred", "-o", tmp_path)
     assert accepted.status == 0, accepted.err
-    assert "out_layouts" in (tmp_path / "body.inferred.mlir").read_text()
+    assert "out_layouts" in (tmp_path / "row_max.inferred.mlir").read_text()
 
 
 def test_capture_with_smalto_fails_where_smalto_finds_no_layouts(tmp_path: Path) -> None:
@@ -681,7 +681,7 @@ def test_capture_with_smalto_fails_where_smalto_finds_no_layouts(tmp_path: Path)
     target += ["--arg", "f32[128,128]"]
     refused = run("capture", *target, "--smalto", "-o", tmp_path / "smalto")
     assert refused.status == 1 and "Traceback" not in refused.err
-    assert refused.err.startswith("smalto: error: kernel ") and "Failed to infer" in refused.err
+    assert refused.err.startswith("smalto: error: ") and "Failed to infer" in refused.err
     assert [Path(p).is_file() for p in refused.out.splitlines()] == [True]
     captured = run("capture", *target, "-o", tmp_path / "jax")
-    assert captured.status == 0 and "JAX's layout inference then rejected it" in captured.err
+    assert captured.status == 0 and "smalto's layout inference found no layouts" in captured.err

@@ -226,7 +226,7 @@ def test_capture_cli_writes_mlir_files(tmp_path: Path, capsys: pytest.CaptureFix
         [f"{script}:matmul", "--arg", "f16[256,128]", "--arg", "f16[128,256]", "-o", str(tmp_path)]
     )
     assert status == 0
-    written = tmp_path / "kernel.mlir"
+    written = tmp_path / "matmul.mlir"  # named after the function captured
     assert capsys.readouterr().out.split() == [str(written)]
     text = written.read_text()
     assert "mosaic_gpu.wgmma" in text and "in_layouts" not in text  # before inference
@@ -282,7 +282,7 @@ def test_capture_cli_reports_inference_failure(
     out = tmp_path / "out"
     argv = [f"{script}:bad", "--arg", "f16[64,64]", "--smalto", "-o", str(out)]
     assert capture_main(argv) == 1
-    assert (out / "body.mlir").is_file()  # the module that failed, for `smalto infer`
+    assert (out / "bad.mlir").is_file()  # the module that failed, for `smalto infer`
     err = capsys.readouterr().err
     assert smalto.FAILURE_PREFIX in err and "bad_cast.py" in err
 

@@ -5,12 +5,19 @@ layout inference and the dialect lowering have run, so the module inference
 sees exists only during that one call. ``capture`` lowers a function for the
 CUDA platform (which works on a machine without a GPU) while an observer on the
 hooked inference call copies the module out, before and after the pass.
+
+A capture is over once the module is copied: what JAX does next (its pass
+finding no layouts, its lowering rejecting the layouts the pass wrote) is
+recorded on the module, never raised, so the module is still there for
+``smalto infer``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +26,14 @@ from typing import Any
 import jax
 from jax._src.lib.mlir import ir
 
-from smalto.jax.hooks import InferenceCall, Observer, Pass, forced_arch, observing
+from smalto.jax.hooks import (
+    InferenceCall,
+    Observer,
+    Pass,
+    forced_arch,
+    observing,
+    set_smalto,
+)
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,10 @@ class CapturedModule:
     (``None`` when the pass failed; ``error`` then holds what it raised). Both
     are MLIR text in the pretty form with every op's ``loc(...)``, so the
     locations of the user's Python source survive into ``smalto infer`` and
-    its messages.
+    its messages. ``lowering_error`` is what JAX's Mosaic GPU lowering raised
+    on the layouts the pass wrote (the pass answered, ``ok`` is true, and the
+    kernel still does not compile: a bf16 WGMMA or TMEM result stored straight
+    to GMEM, with JAX's pass); ``None`` where it took them or never ran.
     """
 
     name: str  # the module's sym_name: Pallas names it after the kernel function
@@ -39,10 +56,17 @@ class CapturedModule:
     inferred_text: str | None
     inferred_by: Pass
     error: BaseException | None = field(default=None, compare=False)
+    lowering_error: BaseException | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
+        """The pass answered (its layouts may still be rejected: ``lowering_error``)."""
         return self.error is None
+
+    @property
+    def compiles(self) -> bool:
+        """The pass answered and JAX's lowering took its layouts."""
+        return self.error is None and self.lowering_error is None
 
     def module(self, *, inferred: bool = False, context: ir.Context | None = None) -> ir.Module:
         """Parses the text (``inferred_text`` if ``inferred``) into a fresh module.
@@ -91,6 +115,10 @@ class Recorder(Observer):
             )
         )
 
+    def rejected(self, error: BaseException) -> None:
+        """JAX's lowering raised ``error`` on the layouts of the last module inferred."""
+        self.captured[-1] = dataclasses.replace(self.captured[-1], lowering_error=error)
+
 
 class Dumper(Observer):
     """Writes every module to ``directory``: ``NNN-NAME.mlir`` before inference,
@@ -116,7 +144,10 @@ class Dumper(Observer):
 
 
 def capture(
-    fn: Callable[..., Any], *args: Any, arch: tuple[int, int] | None = None
+    fn: Callable[..., Any],
+    *args: Any,
+    arch: tuple[int, int] | None = None,
+    by: Pass | None = None,
 ) -> list[CapturedModule]:
     """Lowers ``fn(*args)`` for the GPU and returns the Mosaic GPU modules it made.
 
@@ -130,21 +161,36 @@ def capture(
     pass (after its ``canonicalize,cse``, with the ``mosaic_gpu.dump_basename``
     attribute it sets).
 
-    The pass that runs is the one in force: smalto inside
-    ``smalto.jax.enabled()`` or after ``install()``, JAX's otherwise. ``arch``
-    forces the target architecture, e.g. ``(10, 0)`` for Blackwell; by default
-    JAX picks it from the device, which is ``(9, 0)`` without a GPU.
+    The pass that runs is ``by`` (``"smalto"`` or ``"jax"``) for the duration,
+    or, by default, the one in force: smalto inside ``smalto.jax.enabled()``
+    or after ``install()``, JAX's otherwise. To get the modules only, pass
+    ``by="smalto"``: the module is the same whichever pass follows, and
+    smalto's is fast where JAX's may spend seconds running out of fuel.
+    ``arch`` forces the target architecture, e.g. ``(10, 0)`` for Blackwell;
+    by default JAX picks it from the device, which is ``(9, 0)`` without a GPU.
 
-    If layout inference fails, the lowering stops there: the modules captured
-    so far are returned, the last one with ``error`` set, rather than raised.
-    Any other failure of the lowering propagates.
+    What JAX does with a module once it is captured is recorded, not raised:
+    where the pass fails, the module comes back with ``error`` set; where the
+    pass answers and JAX's lowering rejects its layouts, with
+    ``lowering_error`` set. The lowering stops there, so the modules captured
+    so far are returned, the failing one last. Any other failure of the
+    lowering (before a module reached the pass) propagates.
     """
-    with recording(arch) as recorder:
-        try:
-            lower_for_cuda(fn, args)
-        except Exception as raised:
-            if inference_error(raised, recorder) is None:
-                raise
+    previous = None if by is None else set_smalto(by == "smalto")
+    try:
+        with recording(arch) as recorder:
+            try:
+                lower_for_cuda(fn, args)
+            except Exception as raised:
+                if inference_error(raised, recorder) is not None:
+                    pass
+                elif rejected_after_inference(raised, recorder):
+                    recorder.rejected(raised)
+                else:
+                    raise
+    finally:
+        if previous is not None:
+            set_smalto(previous)
     return recorder.captured
 
 
@@ -179,5 +225,33 @@ def _caused_by(raised: BaseException, error: BaseException) -> bool:
         if current is error:
             return True
         seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def rejected_after_inference(raised: BaseException, recorder: Recorder) -> bool:
+    """Whether ``raised`` is JAX's lowering rejecting the last module inferred.
+
+    JAX lowers each module right after inferring it, inside
+    ``core.lower_mgpu_module``: an error from there, after the last recorded
+    call succeeded, is that module's dialect lowering or verification.
+    """
+    return (
+        bool(recorder.captured)
+        and recorder.captured[-1].ok
+        and _raised_in_lower_mgpu_module(raised)
+    )
+
+
+def _raised_in_lower_mgpu_module(raised: BaseException) -> bool:
+    # JAX may filter its own frames out of the traceback that reaches the
+    # user, keeping the full one on a chained exception: look at the chain.
+    seen: set[int] = set()
+    current: BaseException | None = raised
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames = traceback.extract_tb(current.__traceback__)
+        if any(frame.name == "lower_mgpu_module" for frame in frames):
+            return True
         current = current.__cause__ or current.__context__
     return False

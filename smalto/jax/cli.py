@@ -2,19 +2,24 @@
 
 ``capture_main``: ``smalto capture SCRIPT.py:FUNCTION [--arg DTYPE[SHAPE]]...``
 lowers FUNCTION for the GPU (no GPU needed) and writes the Mosaic GPU modules
-JAX hands to layout inference as ``.mlir`` files, ready for ``smalto infer``.
+JAX hands to layout inference as ``.mlir`` files, ready for ``smalto infer``:
+``DIR/FUNCTION.mlir``, or ``DIR/FUNCTION-1.mlir``, ``-2``... where FUNCTION
+builds several kernels. smalto's pass runs while lowering (the module is the
+same whichever pass follows, and smalto's is fast); ``--jax`` runs JAX's own.
+A note on stderr says, for each module, what the pass and JAX's lowering did
+with it, and what to run next where it does not compile.
 
 ``run_main``: ``python -m smalto.jax run [--dump DIR] SCRIPT.py [ARGS...]``
 (or ``-m MODULE``) runs a program you cannot edit with smalto as JAX's
 layout-inference pass.
 
-Exit status of ``capture``: 0 when it captured the modules, also where JAX's
-layout inference then rejected one (the module is written as it reached the
-pass, which is what ``smalto infer`` reads; a note on stderr says so); 1 when
-the lowering failed before any module was captured, or, with ``--smalto``,
-where smalto's inference found no layouts (the reason on stderr; the modules
-captured are still written); 2 on bad usage or a script that cannot be loaded,
-with one line on stderr.
+Exit status of ``capture``: 0 when it captured the modules, also where the
+pass or JAX's lowering then rejected one (the module is written as it reached
+the pass, which is what ``smalto infer`` reads); 1 when the lowering failed
+before any module was captured, or, with ``--smalto``, where smalto's
+inference found no layouts or JAX's lowering rejected them (the reason on
+stderr; the modules captured are still written); 2 on bad usage or a script
+that cannot be loaded, with one line on stderr.
 """
 
 from __future__ import annotations
@@ -83,50 +88,107 @@ def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
 def _run_capture(args: argparse.Namespace) -> int:
     import smalto.jax
 
+    if args.smalto and args.jax:
+        raise _Usage("--smalto and --jax: choose one pass")
     arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
     function = _load_function(args.target)
     arch = _ARCHS[args.arch] if args.arch else None
+    # The module is the same whichever pass follows; smalto's answers in a fraction of a
+    # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
+    by = "jax" if args.jax else "smalto"
     try:
-        if args.smalto:
-            with smalto.jax.enabled():
-                captured = smalto.jax.capture(function, *arguments, arch=arch)
-        else:
-            captured = smalto.jax.capture(function, *arguments, arch=arch)
+        captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report
-        return _fail(f"lowering {args.target} failed: {_one_line(error)}", EXIT_FAILED)
+        return _fail(
+            f"lowering {args.target} failed before layout inference: {_one_line(error)}",
+            EXIT_FAILED,
+        )
     if not captured:
         return _fail(
             f"{args.target} built no Mosaic GPU kernel in warpgroup semantics "
             "(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)",
             EXIT_FAILED,
         )
-    written = _write(captured, args.output, inferred=args.inferred)
+    stems = kernel_stems(args.target.rpartition(":")[2], len(captured))
+    written = _write(captured, stems, args.output, inferred=args.inferred)
     status = EXIT_OK
-    for kernel, path in zip(captured, written, strict=True):
-        if kernel.ok:
-            continue
-        if args.smalto:
-            # Lowering with smalto's pass was asked for, and smalto found no layouts: its
-            # diagnosis, whole.
-            print(f"smalto: error: kernel {kernel.name}: {kernel.error}", file=sys.stderr)
+    for kernel, stem, path in zip(captured, stems, written, strict=True):
+        if args.smalto and not kernel.compiles:
+            # Lowering with smalto's pass was asked for, and it failed: smalto's diagnosis,
+            # whole (or JAX's lowering's rejection), and exit status 1.
+            print(f"smalto: error: {path or stem}: {_failure(kernel)}", file=sys.stderr)
             status = EXIT_FAILED
             continue
-        reason = _one_line(kernel.error, typed=False) if kernel.error else "no reason given"
-        # The capture worked: the module is written as it reached the pass, before JAX's
-        # pass rejected it (docs/beyond_jax.md: often where smalto's finds layouts).
-        print(
-            f"smalto: note: captured kernel {kernel.name}{f' ({path})' if path else ''}; "
-            f"JAX's layout inference then rejected it: {reason}",
-            file=sys.stderr,
-        )
-        infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or -o DIR)"
-        print(
-            f"smalto: note: {infer} finds layouts where JAX's pass gives up, or says why "
-            "there are none; with --smalto, `smalto capture` lowers with smalto's pass, and "
-            "the lowering goes on to any kernel after this one",
-            file=sys.stderr,
-        )
+        for note in _outcome(kernel, path or stem, path, args):
+            print(f"smalto: note: {note}", file=sys.stderr)
     return status
+
+
+def kernel_stems(function: str, count: int) -> list[str]:
+    """File stems of a function's kernels: the function's name, numbered where it built
+    several (``gemm-1``, ``gemm-2``): the Pallas body is often just ``kernel``, and two
+    functions captured into one folder must not overwrite each other's files."""
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", function) or "kernel"
+    return [base] if count == 1 else [f"{base}-{n}" for n in range(1, count + 1)]
+
+
+def _failure(kernel: Any) -> str:
+    if kernel.error is not None:
+        return str(kernel.error)
+    return (
+        f"JAX's Mosaic GPU lowering rejected smalto's layouts: {_one_line(kernel.lowering_error)}"
+    )
+
+
+def _outcome(kernel: Any, name: str, path: str | None, args: argparse.Namespace) -> list[str]:
+    """What happened to a captured module after the pass, and what to run next."""
+    by = "JAX's" if kernel.inferred_by == "jax" else "smalto's"
+    stopped = " (the lowering stops at it: kernels built after it are not captured)"
+    if kernel.compiles:
+        unrun = (
+            "" if kernel.inferred_by == "jax" else "; JAX's own pass was not run (--jax runs it)"
+        )
+        return [f"{name}: {by} layout inference found layouts and JAX's lowering took them{unrun}"]
+    if kernel.error is not None:
+        what = f"{by} layout inference found no layouts: {_one_line(kernel.error, typed=False)}"
+    else:
+        what = (
+            f"{by} layout inference answered, and JAX's Mosaic GPU lowering rejected its "
+            f"layouts: {_one_line(kernel.lowering_error)}"
+        )
+    infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or capture with -o DIR)"
+    fix = f"`{_fix_command(args)}` applies the verified fix to the script"
+    if kernel.inferred_by == "jax":
+        refusal = _smalto_refusal(kernel)
+        if refusal is None:
+            return [
+                f"{name}: {what}{stopped}",
+                f"smalto's pass finds layouts for it: {infer} prints them; the kernel lowers "
+                "inside `with smalto.jax.enabled():`",
+            ]
+        what += f"; smalto's finds none either: {refusal}"
+    return [f"{name}: {what}{stopped}", f"{infer} says why and which edits make it lower; {fix}"]
+
+
+def _smalto_refusal(kernel: Any) -> str | None:
+    """smalto's pass on a module JAX's could not compile (fast): ``None`` where it finds
+    layouts, else the first line of why not."""
+    import smalto
+
+    try:
+        smalto.infer_layout(kernel.module(), arch=kernel.arch)
+    except (smalto.InferenceError, NotImplementedError) as error:
+        return _one_line(error, typed=False).removeprefix(smalto.FAILURE_PREFIX).lstrip(": ")
+    return None
+
+
+def _fix_command(args: argparse.Namespace) -> str:
+    """``smalto fix`` with the arguments this capture was given."""
+    words = ["smalto fix", args.target]
+    words += [f"--arg {dtype}[{','.join(map(str, shape))}]" for dtype, shape in args.args]
+    if args.arch:
+        words.append(f"--arch {args.arch}")
+    return " ".join(words)
 
 
 def _load_function(target: str) -> Callable[..., Any]:
@@ -161,7 +223,9 @@ def _script_directory_on_path(script: Path) -> Iterator[None]:
             sys.path.remove(directory)
 
 
-def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> list[str | None]:
+def _write(
+    captured: Sequence[Any], stems: Sequence[str], output: str | None, *, inferred: bool
+) -> list[str | None]:
     """Writes the modules; returns where each kernel's module went (None: stdout)."""
     if output is None:
         texts = []
@@ -175,7 +239,7 @@ def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> li
     written: list[str | None] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for stem, kernel in zip(_unique_stems(captured), captured, strict=True):
+        for stem, kernel in zip(stems, captured, strict=True):
             files = [(directory / f"{stem}.mlir", kernel.text)]
             written.append(str(files[0][0]))
             if inferred and kernel.inferred_text is not None:
@@ -186,16 +250,6 @@ def _write(captured: Sequence[Any], output: str | None, *, inferred: bool) -> li
     except OSError as error:
         raise _Usage(f"cannot write to '{output}': {error.strerror or error}") from None
     return written
-
-
-def _unique_stems(captured: Sequence[Any]) -> list[str]:
-    seen: dict[str, int] = {}
-    stems = []
-    for kernel in captured:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", kernel.name) or "kernel"
-        seen[base] = seen.get(base, 0) + 1
-        stems.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return stems
 
 
 def run_main(argv: Sequence[str] | None = None) -> int:
