@@ -163,11 +163,18 @@ def failure_code(elements: list[Element]) -> str:
         or (isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce)))
         for e in elements
     )
-    relayout = any(isinstance(e, Relayout) for e in elements)
-    if reduced and (relayout or any(isinstance(e, Fixed) for e in elements)):
+    # A cast's conversion (not the producer-to-consumer hand-over, which is an equality but
+    # from a splat).
+    converted = any(isinstance(e, Relayout) and not e.strict for e in elements)
+    if reduced and (converted or any(isinstance(e, Fixed) for e in elements)):
         return "SM003"
-    if relayout:
+    if converted:
         return "SM002"
-    if any(isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters) for e in elements):
+    if sum(isinstance(e, Fixed) for e in elements) >= 2:
+        return GENERIC  # two annotations that disagree (a value that cannot be splat too)
+    alone = len(elements) == 1 and isinstance(elements[0], Fixed)
+    if alone or any(
+        isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters) for e in elements
+    ):
         return "SM008"
     return GENERIC

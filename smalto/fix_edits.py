@@ -93,6 +93,8 @@ class SourceEdit:
     code: str | None = None  # the failure's code (SM001...), where known
     problem: int = 0  # which problem of the kernel it fixes (0: the first)
     why: str = ""  # why no place was found, where none was
+    # JAX's own pass still rejects the kernel with this edit: it compiles with smalto only.
+    needs_smalto: bool = False
 
     @property
     def applicable(self) -> bool:
@@ -103,6 +105,7 @@ class SourceEdit:
         first = self.parts[0] if self.parts else None
         return {
             "applicability": self.applicability,
+            "needs_smalto": self.needs_smalto,
             "span": first.span.as_json() if first else None,
             "replacement": first.replacement if first else None,
             "parts": [part.as_json() for part in self.parts],
@@ -191,14 +194,38 @@ def source_edit(
     kind = str(getattr(edit, "kind", ""))
     text = str(getattr(edit, "text", ""))
     ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
+    needs_smalto = bool(getattr(edit, "needs_smalto", False))
     made = SourceEdit(kind, text, UNSPECIFIED, code=code, problem=problem)
+    made = _replace(made, needs_smalto=needs_smalto)
     try:
         parts, applicability, why = _parts(edit, kind, ops, read, home)
+        if not parts:  # the diagnosis' own edit of whole lines, where it made one
+            parts, applicability = _whole_lines(edit, read), MACHINE_APPLICABLE
     except (SyntaxError, ValueError, IndexError, AttributeError) as error:  # odd source
         return _replace(made, why=f"the source could not be read as Python: {error}")
     if not parts:
         return _replace(made, why=why)
-    return SourceEdit(kind, text, applicability, tuple(parts), code, problem)
+    return _replace(made, applicability=applicability, parts=tuple(parts), why="")
+
+
+def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
+    """The diagnosis' edit of whole lines (``SuggestedEdit.changes``: ``file``, ``line``,
+    ``old``, ``new``), as parts, where the file still reads ``old`` there."""
+    parts: list[Part] = []
+    for change in getattr(edit, "changes", None) or ():
+        file, line = str(getattr(change, "file", "")), int(getattr(change, "line", 0))
+        old, new = str(getattr(change, "old", "")), str(getattr(change, "new", ""))
+        text = read(file)
+        lines = text.splitlines() if text is not None else []
+        count = len(old.splitlines()) or 1
+        if not 0 < line <= len(lines) - count + 1:
+            return []
+        if "\n".join(lines[line - 1 : line - 1 + count]) != old:
+            return []
+        last = lines[line - 2 + count]
+        span = Span(file, line, 1, line + count - 1, len(last) + 1)
+        parts.append(Part(span, old, new))
+    return parts
 
 
 def _replace(edit: SourceEdit, **changes: object) -> SourceEdit:
@@ -286,18 +313,57 @@ def _called(call: ast.Call) -> str:
 
 
 def _new_layout(pallas: str, source: _Source) -> str | None:
-    """The layout expression of the diagnosis' Pallas text (``plgpu.layout_cast(x, L)``
-    gives ``L``; a bare layout, itself), in the file's own name for the module."""
-    try:
-        tree = ast.parse(pallas, mode="eval").body
-    except SyntaxError:
+    """The layout expression of the diagnosis' Pallas text (the cast's target in
+    ``plgpu.layout_cast(x, L)``, the ``layout=`` of a call, or a bare layout, alone or in
+    the edited statement), in the file's own name for the module."""
+    tree = _parsed(pallas)
+    if tree is None:
         return None
-    if isinstance(tree, ast.Call) and _called(tree) == "layout_cast" and len(tree.args) == 2:
-        tree = tree.args[1]
-    text = ast.get_source_segment(pallas, tree)
+    found: ast.expr | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) == "layout_cast" and len(node.args) == 2:
+            found = node.args[1]
+            break
+        if isinstance(node, ast.keyword) and node.arg == "layout":
+            found = node.value
+            break
+    if found is None and isinstance(tree, ast.Expression):
+        found = tree.body
+    text = ast.get_source_segment(pallas, found) if found is not None else None
     if not text or "Layout" not in text:
         return None
     return _in_own_words(text, source)
+
+
+def _parsed(code: str) -> ast.AST | None:
+    """``code`` parsed as an expression, else as statements; None where it is neither."""
+    for mode in ("eval", "exec"):
+        try:
+            return ast.parse(code, mode=mode)
+        except SyntaxError:
+            continue
+    return None
+
+
+def _keyword_in(code: str, name: str) -> str | None:
+    """The text of keyword ``name``'s value in ``code`` (``transforms=(...)`` alone, or in
+    a call or statement)."""
+    tree = _parsed(code)
+    wrapped = code
+    if tree is None:
+        wrapped = f"f({code})"
+        tree = _parsed(wrapped)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == name:
+            return ast.get_source_segment(wrapped, node.value)
+        # (``transforms=(...)`` alone reads as an assignment.)
+        if isinstance(node, ast.Assign) and [
+            t.id for t in node.targets if isinstance(t, ast.Name)
+        ] == [name]:
+            return ast.get_source_segment(wrapped, node.value)
+    return None
 
 
 def _in_own_words(text: str, source: _Source) -> str:
@@ -359,7 +425,7 @@ def _transforms(
         if keyword is None:
             return [], UNSPECIFIED, "its declaration states no transforms"
         return [_remove_keyword(source, call, keyword)], *_EXACT
-    new = pallas.removeprefix("transforms=") if pallas.startswith("transforms=") else None
+    new = _keyword_in(pallas, "transforms")
     if not new:
         return [], UNSPECIFIED, "the new transforms have no Pallas form"
     new = _in_own_words(new, source)
@@ -457,7 +523,13 @@ def _tmem(
     so the declaration is the kernel file's one ``plgpu.TMEM(...)``: where a file has
     several, which one is meant is not known, and no place is given."""
     files = [where[0] for _, loc in ops if (where := _position(loc))] or ([home] if home else [])
-    if not files or not pallas.startswith(("plgpu.TMEM(", "TMEM(")):
+    tree = _parsed(pallas)
+    wanted = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) == "TMEM"), None)
+        if tree is not None
+        else None
+    )
+    if not files or wanted is None:
         return [], UNSPECIFIED, "Pallas states the TMEM ref at no line of the kernel"
     source = _open(files[0], read)
     if source is None:
@@ -468,8 +540,6 @@ def _tmem(
     if len(declared) != 1:
         return [], UNSPECIFIED, f"the file declares {len(declared)} TMEM refs"
     call = declared[0]
-    wanted = ast.parse(pallas, mode="eval").body
-    assert isinstance(wanted, ast.Call)
     layout_words = {"layout", "collective", "packed"}
     arguments = [source.segment(a) for a in call.args]
     arguments += [source.segment(k) for k in call.keywords if k.arg not in layout_words]
