@@ -244,4 +244,5 @@ def value_to_draw(
         explainer.place(vid),
         arch,
         notes,
+        value.strides,
     )

@@ -269,7 +269,7 @@ def _smem(subject: Any) -> tuple[list[Any], str, str]:
     from smalto.draw.smem_pictures import smem_pictures
 
     tiling, swizzle = subject.tiling_and_swizzle()
-    placed = smem_placement(subject.shape, tiling, swizzle, subject.bitwidth)
+    placed = smem_placement(subject.shape, tiling, swizzle, subject.bitwidth, subject.dim_order)
     return smem_pictures(placed, subject.dtype), subject.file_name(), ""
 
 

@@ -12,7 +12,17 @@ MAX_RUNS = 12  # index runs listed before "..."
 def thread_holdings(held: Ownership, thread: int) -> str:
     """What ``thread`` holds, register by register: ``R3: (8, 0), (8, 1)``."""
     mine = np.any(held.threads == thread, axis=-1)
-    lines = [f"thread {thread} (warp {thread // WARP_SIZE}, lane {thread % WARP_SIZE}) holds:"]
+    header = f"thread {thread} (warp {thread // WARP_SIZE}, lane {thread % WARP_SIZE}) holds"
+    if mine.all():
+        # A splat (or any layout that gives every thread everything): listing each element
+        # would bury that in coordinates.
+        registers = ", ".join(f"R{r}" for r in sorted({int(r) for r in held.register.flat}))
+        dims = "x".join(map(str, held.shape))
+        every = (
+            " (as every thread does: one value, broadcast)" if held.copies == 4 * WARP_SIZE else ""
+        )
+        return f"{header} every element of the {dims} array{every}, in {registers}"
+    lines = [f"{header}:"]
     by_register: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
     for index in zip(*np.nonzero(mine), strict=True):
         key = tuple(int(i) for i in index)

@@ -57,7 +57,15 @@ def read_layout(text: str, shape: tuple[int, ...], bitwidth: int) -> Const:
 
 
 def _smem(spec: str, shape: tuple[int, ...], bitwidth: int) -> Smem | None:
-    """``tiled 8×64 + swizzle 128``, ``tiled 8×64, no swizzle``, ``untiled``."""
+    del shape, bitwidth  # transforms are checked against the ref where they are drawn
+    return smem_transforms(spec)
+
+
+def smem_transforms(text: str) -> Smem | None:
+    """SMEM transforms as smalto prints them (``infer --summary``, ``explain``):
+    ``tiled 8×64 + swizzle 128``, ``tiled 8×64, no swizzle``, ``untiled``; ``None`` for
+    any other text."""
+    spec = " ".join(text.strip().split())
     match = re.fullmatch(
         rf"(untiled|tiled (\d+(?: ?{_TIMES} ?\d+)*))(?:,? no swizzle|,? ?\+ ?swizzle (\d+))?",
         spec,

@@ -39,6 +39,17 @@ class SmemPlacement:
     tile: np.ndarray  # tile number in storage order
     byte: np.ndarray  # byte offset of the element's first byte, after swizzling
     unswizzled_byte: np.ndarray
+    # A view of a ref with its dims permuted (``memref.transpose``): the ref's dims, as
+    # dims of the view, major first; ``None`` for a row-major ref. ``shape`` and
+    # ``tiling`` are the view's, as smalto prints its transforms.
+    dim_order: tuple[int, ...] | None = None
+
+    @property
+    def ref_tiling(self) -> tuple[int, ...] | None:
+        """The tiling of the ref the view is of (the view's own tiling for a plain ref)."""
+        if self.tiling is None or self.dim_order is None:
+            return self.tiling
+        return _ref_tiling(self.tiling, self.dim_order)
 
     @property
     def chunk(self) -> np.ndarray:
@@ -62,10 +73,55 @@ def swizzled(offset: np.ndarray, swizzle: int) -> np.ndarray:
     return offset ^ (((offset // LINE_BYTES) % groups) * CHUNK_BYTES)
 
 
+def dim_order(strides: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The dims of a strided view, major first (``(1, 0)`` for a transposed 2-D view);
+    ``None`` where they are already in order (a row-major ref)."""
+    if strides is None:
+        return None
+    order = tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+    return None if order == tuple(range(len(strides))) else order
+
+
+def _ref_tiling(tiling: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
+    # A tile dim of size 1 changes no offset: pad the tiling to the rank, permute, trim.
+    padded = (1,) * (len(order) - len(tiling)) + tuple(tiling)
+    permuted = tuple(padded[d] for d in order)
+    return (
+        permuted[len(order) - len(tiling) :]
+        if all(t == 1 for t in permuted[: len(order) - len(tiling)])
+        else permuted
+    )
+
+
 def smem_placement(
-    shape: tuple[int, ...], tiling: tuple[int, ...] | None, swizzle: int, bitwidth: int
+    shape: tuple[int, ...],
+    tiling: tuple[int, ...] | None,
+    swizzle: int,
+    bitwidth: int,
+    order: tuple[int, ...] | None = None,
 ) -> SmemPlacement:
-    """Computes tile, swizzled byte offset (hence chunk and bank) of every element."""
+    """Computes tile, swizzled byte offset (hence chunk and bank) of every element.
+
+    ``order``: for a view with permuted dims (``dim_order``), the ref's dims as dims
+    of the view; ``shape`` and ``tiling`` are then the view's (as smalto prints the
+    transforms of a ``memref.transpose``): the ref, tiled in its own order, is placed,
+    and each element is shown where the view sees it.
+    """
+    if order is not None:
+        ref_shape = tuple(shape[d] for d in order)
+        ref_tiling = None if tiling is None else _ref_tiling(tiling, order)
+        ref = smem_placement(ref_shape, ref_tiling, swizzle, bitwidth)
+        axes = tuple(int(a) for a in np.argsort(order))
+        return SmemPlacement(
+            tuple(shape),
+            tiling,
+            swizzle,
+            bitwidth,
+            ref.tile.transpose(axes),
+            ref.byte.transpose(axes),
+            ref.unswizzled_byte.transpose(axes),
+            tuple(order),
+        )
     _check(shape, tiling, swizzle, bitwidth)
     index = np.indices(shape).reshape(len(shape), -1)
     if tiling is None:
@@ -120,7 +176,46 @@ def _check(
             f"swizzle={swizzle} swizzles rows of {swizzle} bytes, so the minor tile dimension "
             f"must hold a multiple of {elements} elements of {bitwidth} bits; tile "
             f"{_dims(tiling)} has {minor_bytes:g} bytes per row (use swizzle=16 for none)"
+            + _transposed_hint(tiling, swizzle, bitwidth)
         )
+
+
+def check_typed_transforms(
+    shape: tuple[int, ...], tiling: tuple[int, ...] | None, swizzle: int, bitwidth: int
+) -> None:
+    """Transforms a person typed (``smalto draw --smem``): a swizzled tile's rows must be
+    exactly the swizzle's width, as the TMA copies that fill a swizzled ref require
+    (``copy_gmem_to_smem``: "the last dimension of the slice to be exactly {swizzle}
+    bytes"). A kernel's own refs are drawn as they are (``smem_placement`` takes any
+    multiple, as JAX's register transfers do)."""
+    _check(shape, tiling, swizzle, bitwidth)
+    if tiling is None or swizzle == 16:
+        return
+    minor_bytes = tiling[-1] * bitwidth // 8
+    if minor_bytes != swizzle:
+        elements = swizzle * 8 // bitwidth
+        fits = implied_swizzle(tiling, bitwidth)
+        instead = f"swizzle={fits}" if fits != 16 else "swizzle=16 for none"
+        raise SmemSpecError(
+            f"swizzle={swizzle} swizzles rows of {swizzle} bytes, and a swizzled tile's rows "
+            f"must be exactly that wide (as TMA copies need): {elements} elements of "
+            f"{bitwidth} bits; tile {_dims(tiling)} has {minor_bytes} bytes per row (use "
+            f"{instead}, or tile {_dims((*tiling[:-1], elements))} for swizzle={swizzle})"
+        )
+
+
+def _transposed_hint(tiling: tuple[int, ...], swizzle: int, bitwidth: int) -> str:
+    """Where the tile fits the swizzle once its last two dims are swapped: transforms
+    printed for a transposed view (``memref.transpose``), whose tiles are the ref's seen
+    the other way round."""
+    if len(tiling) < 2 or tiling[-2] * bitwidth // 8 != swizzle:
+        return ""
+    swapped = _dims((*tiling[:-2], tiling[-1], tiling[-2]))
+    return (
+        f"; tile {_dims(tiling)} reads like the transforms of a transposed view, whose ref "
+        f"is tiled {swapped}: draw the kernel's value (smalto draw FILE %VALUE), or tile="
+        f"{swapped} at the ref's own shape"
+    )
 
 
 def implied_swizzle(tiling: tuple[int, ...] | None, bitwidth: int) -> int:

@@ -37,6 +37,10 @@ def _dims(shape: tuple[int, ...]) -> str:
 def describe(placed: SmemPlacement, dtype: str) -> str:
     tiling = "untiled" if placed.tiling is None else f"tile {_dims(placed.tiling)}"
     swizzle = "no swizzle" if placed.swizzle == 16 else f"{placed.swizzle}-byte swizzle"
+    if placed.dim_order is not None:
+        ref = "" if placed.ref_tiling is None else f", tiled {_dims(placed.ref_tiling)}"
+        order = ", ".join(map(str, placed.dim_order))
+        tiling += f" (a view with dims ({order}) of the ref{ref})"
     return f"SMEM {_dims(placed.shape)} {dtype}, {tiling}, {swizzle}"
 
 
@@ -153,8 +157,10 @@ def smem_memory_grid(placed: SmemPlacement, dtype: str, max_lines: int = MEMORY_
         tiles[r, c] = tile_of[chunk]
         end = last[chunk]
         text = f"t{tile_of[chunk]} [{','.join(map(str, start))}]"
-        if end[-1] != start[-1]:
+        if end[:-1] == start[:-1] and end[-1] != start[-1]:
             text += f"..{end[-1]}"
+        elif end != start:  # a view with permuted dims: a chunk runs down a column
+            text += f"..[{','.join(map(str, end))}]"
         spans.append((r, c, c + 1, text))
     total = math.ceil(placed.total_bytes / LINE_BYTES)
     shown = "" if lines >= total else f" (the first {lines} of {total} lines)"

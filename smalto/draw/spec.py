@@ -9,7 +9,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.draw.layout_names import read_layout
+from smalto.draw.layout_names import read_layout, smem_transforms
 from smalto.draw.names import TMEM_LAYOUT_NAMES
 from smalto.hw.names import describe_value
 from smalto.hw.values import Reg, Tmem
@@ -129,14 +129,22 @@ def parse_attribute(text: str) -> object:
 
 
 def parse_smem_spec(text: str) -> tuple[tuple[int, ...] | None, int | None]:
-    """``tile=8x64,swizzle=128`` (either part optional) as (tiling, swizzle)."""
+    """``tile=8x64,swizzle=128`` (either part optional), or the transforms as smalto
+    prints them (``tiled 64×8 + swizzle 128``, ``tiled 8x64, no swizzle``, ``untiled``), as
+    (tiling, swizzle)."""
+    printed = smem_transforms(text)
+    if printed is not None:
+        return printed.tiling, printed.swizzle or 16
     tiling: tuple[int, ...] | None = None
     swizzle: int | None = None
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         key = key.strip().lower()
         if not sep:
-            raise SpecError(f"bad SMEM spec part {part!r} (expected tile=AxB or swizzle=N)")
+            raise SpecError(
+                f"bad SMEM spec part {part!r} (expected tile=AxB or swizzle=N, or transforms "
+                "as smalto prints them: 'tiled 8×64 + swizzle 128')"
+            )
         if key == "tile":
             tiling = None if value.strip().lower() in ("", "none") else parse_shape(value)
         elif key == "swizzle":

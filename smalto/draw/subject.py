@@ -15,7 +15,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.draw.layout_names import read_layout
 from smalto.draw.names import ARCHS
-from smalto.draw.smem import implied_swizzle
+from smalto.draw.smem import check_typed_transforms, dim_order, implied_swizzle
 from smalto.draw.spec import (
     SpecError,
     mlir_element_type,
@@ -42,6 +42,8 @@ class Subject:
     arch: tuple[int, int] | None = None  # the kernel's, for a value of one
     prefix: str = ""  # of default file names: the kernel and value drawn
     value: str = ""  # the kernel's value drawn and where: "%95#0, line 260"
+    # An SMEM view with permuted dims (a memref.transpose): the ref's dims as the view's.
+    dim_order: tuple[int, ...] | None = None
 
     @property
     def layout_label(self) -> str:
@@ -101,6 +103,7 @@ def subject_of(args: argparse.Namespace, lookup: Lookup | None = None) -> Subjec
         tiling, swizzle = parse_smem_spec(args.smem)
         if swizzle is None:
             swizzle = implied_swizzle(tiling, bitwidth)
+        check_typed_transforms(shape, tiling, swizzle, bitwidth)
         layout: Const = Smem(tiling, swizzle if swizzle != 16 else None)
         return _named(layout, shape, dtype, element_type, None)
     if args.tmem:
@@ -180,6 +183,7 @@ def _kernel_value(args: argparse.Namespace, lookup: Lookup) -> Subject:
         found.arch,
         stem,
         f"{found.name}, {found.place}",
+        dim_order(found.strides) if isinstance(found.layout, Smem) else None,
     )
 
 

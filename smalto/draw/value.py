@@ -33,6 +33,7 @@ class KernelValue:
     place: str  # where it is defined: line 40, kernel.py:88
     arch: tuple[int, int]  # the target the layouts were inferred for
     notes: tuple[str, ...]  # what explain would say about names of FILE vs the printed module
+    strides: tuple[int, ...] | None = None  # an SMEM ref's, where its type gives them
 
 
 # (FILE, the value's name, the target or None for the module's own) -> the value.
