@@ -85,6 +85,16 @@ class InferenceError(ValueError):
         self._resolve()
         return (_restored, (self._reason, self.phrase), self.__dict__ | {"_conflict": None})
 
+    def defer(self, more: Callable[[], None]) -> None:
+        """Says more when the error is first read: ``more`` restates it (``restate``), as
+        a diagnosis made on demand would (a caller that catches it never pays for it)."""
+
+        def diagnose() -> tuple[str, object | None]:
+            more()
+            return self._reason, self._conflict
+
+        self._diagnose = diagnose
+
     def restate(self, reason: str, conflict: object | None) -> None:
         """Says more after JAX's phrase (a diagnosis that found a fix), keeping the traceback."""
         self._diagnose = None

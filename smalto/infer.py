@@ -112,8 +112,15 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
     """The error to raise for what the pass found: JAX's words for it, then ours."""
     match failure:
         case RulesRefused(error=error, program=program):
-            # An annotation its value cannot take: the edits that would fix it.
-            suggest_at_derivation(error, program, arch)
+            # An annotation its value cannot take: the edits that would fix it, tried
+            # when the message is first read (raising costs no more than JAX's pass).
+            if isinstance(error, InferenceError) and error.diagnosed:
+
+                def suggest() -> None:
+                    with program.context, ir.Location.unknown(program.context):
+                        suggest_at_derivation(error, program, arch)
+
+                error.defer(suggest)
             return error
         case Unsatisfiable(program=program, system=system, solver=solver):
             return _unsatisfiable_error(program, system, solver)

@@ -10,6 +10,7 @@ rebuilding does not read.
 
 from __future__ import annotations
 
+import functools
 import types
 
 from jax._src.lib.mlir import ir
@@ -25,19 +26,29 @@ def traceback_for(location: ir.Location, op_name: str) -> types.TracebackType | 
     if not found:
         return None
     try:
-        from jax._src import traceback_util
         from jax._src.lib import xla_client
 
-        rebuilt = xla_client.Traceback.traceback_from_frames(
+        # Drops frames in JAX's own sources, as JAX does for its errors.
+        kept = [(name, position) for name, position in found if _users_file(position.file)]
+        if not kept:
+            return None
+        return xla_client.Traceback.traceback_from_frames(
             [
                 xla_client.Frame(position.file, name or op_name, -1, position.line)
-                for name, position in found
+                for name, position in kept
             ]
         )
-        # Drops frames in JAX's own sources, as JAX does for its errors.
-        return traceback_util.filter_traceback(rebuilt)
     except Exception:  # noqa: BLE001 -- a traceback is a courtesy: never hide the error
         return None
+
+
+@functools.cache
+def _users_file(path: str) -> bool:
+    """Whether a frame in ``path`` is shown: not one of JAX's own sources (JAX's test, a
+    few dozen path comparisons, asked once per file: a refusal raises in a millisecond)."""
+    from jax._src import traceback_util
+
+    return traceback_util.include_filename(path)
 
 
 def with_op_traceback(error: BaseException, operation: ir.Operation, op_name: str) -> BaseException:
