@@ -146,7 +146,8 @@ def choose(
     outcome: FixOutcome,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
-    in the source, keeps what the kernel computes, and (made unoptimized) is allowed."""
+    in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
+    among those, one that JAX's own pass takes too comes before one that needs smalto."""
 
     def read(file: str) -> str | None:
         return text if Path(file) == copy else None
@@ -154,7 +155,12 @@ def choose(
     chosen: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
         code = getattr(report, "code", None)
-        for suggested in getattr(report, "edits", None) or []:
+        # Best first, but a fix JAX's own pass takes too before one that needs smalto.
+        ranked = sorted(
+            getattr(report, "edits", None) or [],
+            key=lambda e: bool(getattr(e, "needs_smalto", False)),
+        )
+        for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(copy))
             reason = _not_made(edit, text, allow_unoptimized)
             if reason is None and any(
