@@ -433,7 +433,7 @@ def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-unoptimized",
         action="store_true",
         help="also make fixes that turn transfers unoptimized (plgpu.store(..., "
-        "optimized=False): correct, slower), where no other fix is verified",
+        "optimized=False): correct, slower), where a problem has no faster verified fix",
     )
     parser.add_argument(
         "--allow-smalto-only",

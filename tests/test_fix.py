@@ -168,6 +168,21 @@ def test_unoptimized_transfers_only_with_allow_unoptimized(tmp_path: Path) -> No
     assert copy.read_bytes() == before
 
 
+def test_a_fast_fix_comes_before_an_unoptimized_transfer(tmp_path: Path) -> None:
+    # The SMEM tile's transforms fixed, not its store made unoptimized, though allowed.
+    ran, copy, _ = _fix(
+        tmp_path,
+        "hopper_unswizzled_epilogue.py",
+        "matmul_and_row_sums",
+        *HOPPER,
+        "--allow-unoptimized",
+    )
+    assert ran.status == 0, ran.err
+    text = copy.read_text()
+    assert "optimized=False" not in text
+    assert "plgpu.SMEM((m, n), a.dtype, transforms=(plgpu.TilingTransform((8, 64)), " in text
+
+
 def test_diff_prints_the_change_and_writes_nothing(tmp_path: Path) -> None:
     ran, copy, before = _fix(
         tmp_path, "hopper_row_sum.py", "row_sums", "--arg", "f32[128,128]", "--diff"

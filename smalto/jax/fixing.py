@@ -147,7 +147,8 @@ def choose(
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
-    among those, one that JAX's own pass takes too comes before one that needs smalto."""
+    among those, one that JAX's own pass takes too comes before one that needs smalto, and
+    one that keeps the transfers optimized before one that makes them unoptimized."""
 
     def read(file: str) -> str | None:
         return text if Path(file) == copy else None
@@ -155,10 +156,14 @@ def choose(
     chosen: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
         code = getattr(report, "code", None)
-        # Best first, but a fix JAX's own pass takes too before one that needs smalto.
+        # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
+        # one that keeps every transfer optimized (fast) before one that does not.
         ranked = sorted(
             getattr(report, "edits", None) or [],
-            key=lambda e: bool(getattr(e, "needs_smalto", False)),
+            key=lambda e: (
+                bool(getattr(e, "needs_smalto", False)),
+                getattr(e, "kind", None) == UNOPTIMIZE,
+            ),
         )
         for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(copy))
