@@ -576,7 +576,12 @@ def _unoptimize(
         indent = len(written) - len(written.lstrip())
         start = len(written.encode("utf-8")[:indent].decode("utf-8")) + 1
         span = Span(file, line, start, line, start + len(made.before))
-        parts.append(Part(span, made.before, made.after))
+        source = _Source.parse(file, text)
+        alias = source.alias() if source is not None else None
+        after = made.after
+        if alias is not None and alias != "plgpu":  # the file's own name for the module
+            after = re.sub(r"\bplgpu\.(store|load)\(", rf"{alias}.\1(", after)
+        parts.append(Part(span, made.before, after))
     # Exact in what it computes; slower, where staging through SMEM would not be.
     return parts, MAYBE_INCORRECT, ""
 

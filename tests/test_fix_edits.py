@@ -1,0 +1,188 @@
+"""Where a verified edit goes in a Pallas user's Python source (``smalto.fix_edits``), edit
+by edit: the span, the text it holds, the replacement, the applicability; the source is
+parsed, never run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from smalto.fix_edits import (
+    MACHINE_APPLICABLE,
+    MAYBE_INCORRECT,
+    UNSPECIFIED,
+    apply_parts,
+    source_edit,
+)
+
+KERNEL = """\
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as mgpu
+
+TILED = (mgpu.TilingTransform((8, 64)),)
+
+
+def matmul(a, b):
+    def body(a_gmem, o_gmem, w_ref, a_smem, o_smem, acc_tmem, barrier):
+        acc = mgpu.async_load_tmem(acc_tmem, layout=mgpu.Layout.WGMMA)
+        s = mgpu.layout_cast(jnp.sum(acc, axis=1), mgpu.Layout.WGMMA.reduce(0))
+        o_smem[...] = acc.astype(o_smem.dtype)
+        scale = w_ref[:, 1]
+
+    return mgpu.kernel(
+        body,
+        out_type=a,
+        scratch_types=[
+            mgpu.SMEM((64, 64), jnp.float16),
+            mgpu.SMEM((64, 128), jnp.float16, transforms=TILED),
+            mgpu.TMEM(
+                (128, 128), jnp.float32, layout=mgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(128)
+            ),
+            mgpu.Barrier(),
+        ],
+    )(a, b)
+"""
+
+
+@dataclass(frozen=True)
+class Suggested:
+    """What ``source_edit`` reads of a ``SuggestedEdit``."""
+
+    kind: str
+    ops: list[tuple[str, str]]
+    pallas: str | None = None
+    text: str = "the fix in words"
+
+
+def _read(file: str) -> str | None:
+    return KERNEL if file == "k.py" else None
+
+
+def _line(number: int) -> str:
+    return KERNEL.splitlines()[number - 1]
+
+
+def _edited(edit: Suggested, **kwargs: str) -> tuple[str, str]:
+    made = source_edit(edit, _read, **kwargs)
+    assert made.applicable, made.why
+    edited = apply_parts(KERNEL, made.parts)
+    return made.applicability, edited
+
+
+def test_a_layout_argument_retargeted_in_the_files_own_name_for_pallas() -> None:
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.layout_cast", "k.py:9:14")],
+        "acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05)",
+    )
+    applicability, edited = _edited(edit)
+    assert applicability == MACHINE_APPLICABLE
+    assert edited.splitlines()[8] == (
+        "        acc = mgpu.async_load_tmem(acc_tmem, layout=mgpu.Layout.TCGEN05)"
+    )
+
+
+def test_a_layout_argument_removed_with_its_comma() -> None:
+    edit = Suggested("drop", [("mosaic_gpu.layout_cast", "k.py:9:14")])
+    _, edited = _edited(edit)
+    assert edited.splitlines()[8] == "        acc = mgpu.async_load_tmem(acc_tmem)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "pallas", "line"),
+    [
+        (
+            "retarget",
+            "plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(1))",
+            "        s = mgpu.layout_cast(jnp.sum(acc, axis=1), mgpu.Layout.WGMMA.reduce(1))",
+        ),
+        ("drop", None, "        s = jnp.sum(acc, axis=1)"),
+    ],
+)
+def test_a_layout_cast_retargeted_or_removed(kind: str, pallas: str | None, line: str) -> None:
+    edit = Suggested(kind, [("mosaic_gpu.layout_cast", "k.py:10:12")], pallas)
+    _, edited = _edited(edit)
+    assert edited.splitlines()[9] == line
+
+
+def test_an_smem_refs_transforms_found_in_the_scratch_list_from_its_use() -> None:
+    # ``o_smem`` is the body's 5th parameter: the 2nd of the 5 scratch refs.
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.with_transforms", "k.py:11:8")],
+        "transforms=(plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))",
+    )
+    made = source_edit(edit, _read)
+    (part,) = made.parts
+    assert (part.span.line, part.original) == (19, "TILED")
+    assert apply_parts(KERNEL, made.parts).splitlines()[18] == (
+        "            mgpu.SMEM((64, 128), jnp.float16, transforms=(mgpu.TilingTransform((8, 64)), "
+        "mgpu.SwizzleTransform(128))),"
+    )
+    dropped = apply_parts(KERNEL, source_edit(Suggested("drop", edit.ops), _read).parts)
+    assert dropped.splitlines()[18] == "            mgpu.SMEM((64, 128), jnp.float16),"
+
+
+def test_transforms_added_where_the_declaration_states_none() -> None:
+    source = KERNEL.replace("o_smem[...] = acc", "a_smem[...] = acc")
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.with_transforms", "k.py:11:8")],
+        "transforms=(plgpu.SwizzleTransform(128),)",
+    )
+    made = source_edit(edit, lambda f: source if f == "k.py" else None)
+    assert apply_parts(source, made.parts).splitlines()[17] == (
+        "            mgpu.SMEM((64, 64), jnp.float16, transforms=(mgpu.SwizzleTransform(128),)),"
+    )
+
+
+def test_the_tmem_declaration_rebuilt_with_its_own_shape_and_dtype() -> None:
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.tmem_layout_cast", "run_scoped")],
+        "plgpu.TMEM((128, 128), jnp.float32)",
+    )
+    made = source_edit(edit, _read, home="k.py")
+    assert made.applicability == MAYBE_INCORRECT
+    edited = apply_parts(KERNEL, made.parts)
+    assert "            mgpu.TMEM((128, 128), jnp.float32),\n" in edited
+    assert "M64_COLLECTIVE" not in edited
+    # Without the kernel's file, nowhere to put it.
+    assert source_edit(edit, _read).applicability == UNSPECIFIED
+
+
+@pytest.mark.parametrize(
+    ("name", "location", "line", "after"),
+    [
+        (
+            "mosaic_gpu.vector_store",
+            "k.py:11:8",
+            11,
+            "        mgpu.store(o_smem, acc.astype(o_smem.dtype), optimized=False)",
+        ),
+        (
+            "mosaic_gpu.vector_load",
+            "k.py:12:16",
+            12,
+            "        scale = mgpu.load(w_ref.at[:, 1], optimized=False)",
+        ),
+    ],
+)
+def test_a_transfer_made_unoptimized_where_written(
+    name: str, location: str, line: int, after: str
+) -> None:
+    made = source_edit(Suggested("unoptimize", [(name, location)]), _read)
+    assert made.applicability == MAYBE_INCORRECT  # slower: staging through SMEM is faster
+    assert apply_parts(KERNEL, made.parts).splitlines()[line - 1] == after
+
+
+def test_no_place_found_is_said_not_guessed() -> None:
+    elsewhere = Suggested("retarget", [("mosaic_gpu.layout_cast", "other.py:3:4")], "x")
+    made = source_edit(elsewhere, _read)
+    assert made.applicability == UNSPECIFIED and not made.parts and not made.applicable
+    assert "not found" in made.why
+    # A column where no cast starts.
+    nothing = Suggested("drop", [("mosaic_gpu.layout_cast", "k.py:11:8")])
+    assert source_edit(nothing, _read).parts == ()
+    assert _line(11).strip().startswith("o_smem")
