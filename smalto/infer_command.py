@@ -383,7 +383,7 @@ def with_source_edits(
         edits = getattr(report, "edits", None) or []
         for edit, edit_entry in zip(edits, entry.get("edits") or [], strict=False):
             edit_entry["fix"] = source_edit(edit, read, code=code, problem=number).as_json()
+    document["code"] = documents[0].get("code") if documents else None
     if documents:
-        document["code"] = documents[0].get("code")
         document["edits"] = documents[0].get("edits", document.get("edits"))
     return document
