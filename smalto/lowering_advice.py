@@ -49,10 +49,17 @@ OPTION = (
 
 
 def none_keeps_it_fast(tried: int) -> str:
-    """Said where the only fixes of a transfer with no plan make it unoptimized."""
+    """Said where the only fixes of a transfer with no plan make it unoptimized
+    (``tried``: the candidate edits looked at, the unoptimized transfer included)."""
+    others = tried - 1
+    if others <= 0:
+        return (
+            "no layout annotation of the kernel is involved, so no edit of one keeps this "
+            "transfer optimized"
+        )
     return (
         f"no single edit of the layout annotations keeps this transfer optimized (smalto "
-        f"tried {tried}: other targets for each cast and other transforms for each SMEM ref)"
+        f"tried {others}: other targets for each cast and other transforms for each SMEM ref)"
     )
 
 

@@ -173,6 +173,10 @@ def test_a_transfer_with_no_plan_gets_the_one_word_edit_first(name: str, failure
     assert fixes[1].startswith(OPTION), fixes
     cost = "uncoalesced" if memory == "GMEM" else "bank-conflicted"
     assert cost in fixes[0]
+    # Then the edits that keep it optimized, or a word that none does.
+    keeps_it_fast = [e for e in error.conflict.edits[1:] if e.kind != "unoptimize"]
+    said_none = "keeps this transfer optimized" in str(error)
+    assert bool(keeps_it_fast) != said_none, str(error)
 
 
 def test_the_sm100_transposed_epilogue_in_the_kernel_s_words(failures: dict) -> None:
