@@ -59,7 +59,7 @@ class Namer:
         self.sources = sources
         self._state: ir.AsmState | None = None
         self._var_names: dict[int, str] = {}
-        self._user_names: dict[str, int] = {}  # a user's name -> the variable it names
+        self._user_names: dict[str, int] = {}  # a user's name -> the value (id) it names
         # Explanations already given in this message: the second time, a short form.
         self.explained: set[str] = set()
 
@@ -115,11 +115,12 @@ class Namer:
             sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
             name = self.site(sites[0]) if sites else f"v{var}"
             if sites and self.sources is not None:
-                user = self._user_name(value_at(self.program, sites[0]))
+                vid = value_at(self.program, sites[0])
+                user = self._user_name(vid)
                 # One line may define several values (a ref and its transposed view,
                 # both ``acc_smem.T``): the user's name goes to the first, so that
-                # distinct values never share a name.
-                if user is not None and self._user_names.setdefault(user, var) == var:
+                # distinct values never share a name (a value keeps it wherever it is).
+                if user is not None and self._user_names.setdefault(user, vid) == vid:
                     name = f"`{user}` ({name})"
             self._var_names[var] = name
         return name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 FAILURE_PREFIX = "Failed to infer a possible set of layouts"
@@ -78,6 +79,11 @@ class InferenceError(ValueError):
         BaseException.args.__set__(self, value)  # type: ignore[attr-defined]
 
     def __str__(self) -> str:
+        if self._diagnose is not None and _copied_while_unwinding():
+            # JAX's copy of the message, made as the error unwinds through a traced op:
+            # JAX's phrase alone (all JAX's own pass would say); the diagnosis is made
+            # when whoever catches the error reads it, not on the way up.
+            return super().__str__()
         self._resolve()
         return super().__str__()
 
@@ -100,6 +106,24 @@ class InferenceError(ValueError):
         self._diagnose = None
         self._reason, self._conflict = reason, conflict
         self.args = (self._message(reason),)
+
+
+# The module whose exit copies the message of every exception unwinding through a traced
+# op (``source_info_util.user_context``, into a ``JaxStackTraceBeforeTransformation``).
+_UNWINDING_COPIER = "jax._src.source_info_util"
+
+
+def _copied_while_unwinding() -> bool:
+    """Whether the message is being read by JAX's ``user_context`` as the error unwinds
+    (a few frames up: ``traceback.format_exception_only`` and JAX's wrapper of it)."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__") == _UNWINDING_COPIER:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _restored(reason: str, phrase: str | None) -> InferenceError:

@@ -264,6 +264,11 @@ def test_distinct_values_never_share_a_name(name: str, failures: dict) -> None:
         names.setdefault(user, set()).add(ssa)
     shared = {user: ssas for user, ssas in names.items() if len(ssas) > 1}
     assert not shared, shared
+    # And one value has one name: named by the user's source once, it is everywhere.
+    named = {ssa for ssas in names.values() for ssa in ssas}
+    for requirement in error.conflict.requirements:
+        for prefix, ssa in re.findall(r"(`[^`]+` \()?(%[\w#]+)", requirement.text):
+            assert prefix or ssa not in named, requirement.text
 
 
 def test_sources_are_read_beside_the_module() -> None:
@@ -281,3 +286,26 @@ def test_the_fixtures_are_what_jax_hands_to_inference() -> None:
         lines = {int(n) for n in re.findall(r'loc\("kernels_fixes\.py":(\d+):\d+\)', text)}
         assert lines, name
         assert all(0 < n <= len(source) for n in lines), name
+
+
+# --- 8. a refusal raises as fast as JAX's pass: the diagnosis waits for the reader -----------
+
+
+def test_on_the_pallas_route_the_diagnosis_waits_until_the_message_is_read() -> None:
+    """JAX copies the message of an error unwinding through a traced op (its
+    ``JaxStackTraceBeforeTransformation``): that copy is JAX's phrase alone, so raising
+    costs no diagnosis; the error the caller catches says everything when read."""
+    from smalto.jax.capture import lower_for_cuda
+    from smalto.jax.hooks import forced_arch
+
+    fn, args, arch = kernels_fixes.KERNELS["row_sums_and_scaled_bf16"]
+    with forced_arch(arch), smalto.jax.enabled(), pytest.raises(smalto.InferenceError) as info:
+        lower_for_cuda(fn, args)
+    error = info.value
+    assert not error.diagnosed
+    copy = error.__cause__
+    assert type(copy).__name__ == "JaxStackTraceBeforeTransformation"
+    assert "cannot relayout from register layout WGMMA_ROW to WGMMA_COL" in str(copy)
+    assert "fix:" not in str(copy)
+    assert "\nfix: change the layout cast at" in str(error)
+    assert error.diagnosed
