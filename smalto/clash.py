@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import (
+    Broadcast,
     Constraint,
     Element,
     Equal,
@@ -137,6 +138,18 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
         if isinstance(c, NotOfKind) and c.kind is LayoutKind.SPLAT
         for var in variables_of(c.expr)
     }
+    # A broadcast is a splat only where its source is: once the source's layout is known
+    # (a row max, say), the broadcast's consumer's layout is the broadcast's too.
+    broadcast_of = {
+        c.dst.id: c.src.id
+        for c in system.constraints
+        if isinstance(c, Broadcast) and isinstance(c.src, Var) and isinstance(c.dst, Var)
+    }
+    for index, constraint in enumerate(system.constraints):
+        if isinstance(constraint, Relayout) and isinstance(constraint.source, Var):
+            source = broadcast_of.get(constraint.source.id)
+            if source is not None:
+                watching.setdefault(source, []).append(index)
     found = _Conclusions()
     for fixed in system.fixed:
         annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
@@ -144,6 +157,7 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
         # var -> the ops on the way from the annotation that changed the layout (a
         # reduction, a reshape...): where the layout the picture shows comes from.
         steps_to: dict[int, list[int]] = {fixed.var: []}
+        second: list[tuple[Forces, str]] = []  # a value reached a second way, in another layout
         queue = [fixed.var]
         steps = 0
         while queue and steps < _MAX_STEPS:
@@ -151,20 +165,56 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
             for index in watching.get(var, ()):
                 steps += 1
                 constraint = system.constraints[index]
-                forced = _forced(constraint, values, never_splat)
-                if forced is None or forced.var in values:
+                not_splat = never_splat | {
+                    dst for dst, src in broadcast_of.items() if _tiled(values.get(src))
+                }
+                forced = _forced(constraint, values, not_splat)
+                if forced is None:
+                    # One annotation reaching a value along two ways, in two layouts (a row
+                    # max over the wrong axis, then broadcast along rows): both sides of the
+                    # conflict, each with the ops it came through.
+                    for other in _would_force(constraint, values):
+                        path = steps_to[var] + [constraint.origin]
+                        second.append((other, _why(program, annotation, fixed, path)))
+                    continue
+                changed = forced.value != values[var]
+                path = steps_to[var] + ([constraint.origin] if changed else [])
+                if forced.var in values:
                     continue
                 values[forced.var] = forced.value
-                changed = forced.value != values[var]
-                steps_to[forced.var] = steps_to[var] + ([constraint.origin] if changed else [])
+                steps_to[forced.var] = path
                 queue.append(forced.var)
         for var, value in values.items():
-            why = annotation
-            through = [op for op in dict.fromkeys(steps_to[var]) if op != fixed.origin]
-            if through:
-                why += ", through " + ", ".join(op_text(program.ops[op]) for op in through)
-            found.add(var, value, why)
+            found.add(var, value, _why(program, annotation, fixed, steps_to[var]))
+        for other, why in second:  # after the first way, so that pictures show it first
+            found.add(other.var, other.value, why)
     return found
+
+
+def _why(program: Program, annotation: str, fixed: Fixed, steps: list[int]) -> str:
+    """Who wants a layout: the annotation, and the ops that changed the layout on the way."""
+    through = [op for op in dict.fromkeys(steps) if op != fixed.origin]
+    if not through:
+        return annotation
+    return annotation + ", through " + ", ".join(op_text(program.ops[op]) for op in through)
+
+
+def _would_force(constraint: Constraint, values: dict[int, Const]) -> list[Forces]:
+    """Where ``constraint`` fails between the layouts its values were given: the layout it
+    would force on each of them from the others' (another than the one it has)."""
+    if judge(constraint, values.get) is not FAILS:
+        return []
+    forces = []
+    for var in dict.fromkeys(constraint_variables(constraint)):
+        trial = {v: layout for v, layout in values.items() if v != var}
+        verdict = judge(constraint, trial.get)
+        if isinstance(verdict, Forces) and verdict.var == var and verdict.value != values[var]:
+            forces.append(verdict)
+    return forces
+
+
+def _tiled(layout: Const | None) -> bool:
+    return isinstance(layout, Reg) and not layout.is_splat
 
 
 def _forced(

@@ -9,12 +9,13 @@ the two share its style and listing.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 from dataclasses import dataclass
 from pathlib import Path
 
 from smalto.clash import Clash, Side, conflict_clashes
-from smalto.draw.render import Grid, render
+from smalto.draw.render import Grid, Panels, figure_size, render
 from smalto.failure import source_line
 from smalto.hw.values import Reg, Smem
 from smalto.inputs import Input
@@ -54,9 +55,10 @@ def write_failure_report(
     conflict = getattr(error, "conflict", None)
     message = str(error) or type(error).__name__
     title = source.name
+    problems = list(getattr(conflict, "problems", None) or ([conflict] if conflict else []))
     with in_context(source.module):
         listing = _failurelisting_html(conflict, source)
-        clashes = _clashes(conflict, listing.program, arch)
+        clashes = [_clashes(problem, listing.program, arch) for problem in problems]
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -64,13 +66,34 @@ def write_failure_report(
         f"<script>{PAGE_SCRIPT}</script></head><body>",
         f"<h1>No layouts for {html.escape(title)}</h1>",
         '<section id="error"><h2>What failed</h2>',
-        f'<p class="error">{html.escape(message.splitlines()[0])}</p></section>',
+        f'<p class="error">{html.escape(message.splitlines()[0])}</p>',
     ]
+    if len(problems) > 1:
+        out.append(f"<p>the kernel has {len(problems)} problems, each with its own fix:</p><ul>")
+        out += [
+            f'<li><a href="#problem-{n}">problem {n} of {len(problems)}:</a> '
+            f"{html.escape(_gist(problem))}</li>"
+            for n, problem in enumerate(problems, 1)
+        ]
+        out.append("</ul>")
+    # What the message says beyond the diagnosis (a rescue tried in vain): the terminal
+    # prints it, so the page does.
+    said = set(conflict.message().splitlines()) if hasattr(conflict, "message") else set()
+    beyond = [
+        line for line in message.splitlines()[1:] if conflict is not None and line not in said
+    ]
+    beyond += [str(note) for note in getattr(error, "__notes__", ())]
+    out += [f'<p class="note">{html.escape(line)}</p>' for line in beyond if line.strip()]
+    out.append("</section>")
     if conflict is not None:
-        out += _diagnosis(conflict, listing)
-        if clashes:
-            out += _clash_section(clashes, listing)
-        out += _suggestion(conflict, sources)
+        for number, (problem, found) in enumerate(zip(problems, clashes, strict=True), 1):
+            if len(problems) > 1:
+                out.append(
+                    f'<h2 id="problem-{number}" class="problem">problem {number} of '
+                    f"{len(problems)}:</h2>"
+                )
+            suffix = f"-{number}" if len(problems) > 1 else ""
+            out += _problem(problem, found, listing, sources, suffix)
         out += _source_section(conflict, source, sources)
     else:
         out.append('<section id="diagnosis"><h2>Diagnosis</h2>')
@@ -162,9 +185,54 @@ def _place(location: str, listing: _FailureListing) -> str:
     return f'<a href="#L{lines[0]}">{text}</a>' if lines else text
 
 
-def _diagnosis(conflict: object, listing: _FailureListing) -> list[str]:
-    out = ['<section id="diagnosis"><h2>These requirements cannot all hold</h2><table>']
-    out.append("<tr><th>where</th><th>op</th><th>requirement</th></tr>")
+def _gist(problem: object) -> str:
+    """A problem in one line: what is wrong, else its code's title."""
+    headline = getattr(problem, "headline", None)
+    if headline:
+        return str(headline)
+    code_line = getattr(problem, "code_line", None)
+    return code_line() if callable(code_line) else ""
+
+
+def _problem(
+    problem: object,
+    clashes: list[Clash],
+    listing: _FailureListing,
+    sources: Sources,
+    suffix: str,
+) -> list[str]:
+    """One problem as the terminal says it (what is wrong, the fixes, why, the notes, the
+    code), with the layouts in conflict drawn after why."""
+    out: list[str] = []
+    headline = getattr(problem, "headline", None)
+    if headline:
+        out.append(f'<p class="headline"><b>what is wrong:</b> {html.escape(str(headline))}</p>')
+    out += _suggestion(problem, sources, suffix)
+    out += _diagnosis(problem, listing, suffix)
+    if clashes:
+        out += _clash_section(clashes, listing, suffix)
+    notes = _notes(problem)
+    if notes:
+        out.append(f'<section id="notes{suffix}"><h2>Notes</h2>')
+        out += [f'<p class="note">note: {html.escape(note)}</p>' for note in notes]
+        out.append("</section>")
+    code_line = getattr(problem, "code_line", None)
+    if callable(code_line):
+        out.append(f'<p class="code"><code>{html.escape(code_line())}</code></p>')
+    return out
+
+
+def _notes(problem: object) -> list[str]:
+    """The notes the terminal prints after why (``ConflictReport.message``): all but one
+    the suggestion already says, where no fix was verified."""
+    fixes = getattr(problem, "fixes", None) or []
+    said = "" if fixes else str(getattr(problem, "suggestion", None) or "")
+    return [str(n) for n in getattr(problem, "notes", None) or [] if str(n) not in said]
+
+
+def _diagnosis(conflict: object, listing: _FailureListing, suffix: str = "") -> list[str]:
+    out = [f'<section id="diagnosis{suffix}"><h2>Why: these requirements cannot all hold</h2>']
+    out.append("<table><tr><th>where</th><th>op</th><th>requirement</th></tr>")
     for requirement in getattr(conflict, "requirements", []):
         out.append(
             f"<tr><td>{_place(requirement.location, listing)}</td><td><code>"
@@ -185,35 +253,46 @@ CLASH_PICTURE_ROWS = 32
 CLASH_PICTURE_COLS = 16
 
 
-def _clash_section(clashes: list[Clash], listing: _FailureListing) -> list[str]:
-    """The values of the conflict, each in the layout each side wants, side by side."""
-    out = ['<section id="clash"><h2>The layouts in conflict</h2>']
+def _clash_section(clashes: list[Clash], listing: _FailureListing, suffix: str = "") -> list[str]:
+    """The values of the conflict, each in the layout each side wants, side by side in one
+    picture: one scale for all sides (the same cell size, one image the page scales as a
+    whole), so that the layouts compare cell for cell."""
+    out = [f'<section id="clash{suffix}"><h2>The layouts in conflict</h2>']
     for number, clash in enumerate(clashes, 1):
         names = [listing.name(side.value) for side in clash.sides]
         title = clash.title.format(*names)
-        out.append(f'<div class="clash" id="clash-{number}"><h3>{html.escape(title)}</h3>')
-        out.append('<div class="sides">')
+        out.append(
+            f'<div class="clash" id="clash{suffix}-{number}"><h3>{html.escape(title)}</h3><ul>'
+        )
+        grids: list[Grid] = []
+        drawn: list[str] = []
         for side, name in zip(clash.sides, names, strict=True):
             dims = "x".join(map(str, side.shape))
-            out.append(
-                f"<figure><figcaption><b>{html.escape(name)}</b> ({dims} "
-                f"{html.escape(side.element_type)}) as <b>{html.escape(side.layout_name)}</b>"
-                f"<br><small>wanted by {html.escape('; '.join(side.wanted_by))}</small>"
-                "</figcaption>"
+            caption = (
+                f"<li><b>{html.escape(name)}</b> ({dims} {html.escape(side.element_type)}) as "
+                f"<b>{html.escape(side.layout_name)}</b>: wanted by "
+                f"{html.escape('; '.join(side.wanted_by))}"
             )
             try:
                 grid = _side_picture(side)
             except ValueError as error:  # a layout we cannot draw: say so, keep the page
                 grid = None
-                out.append(f"<p>(no picture: {html.escape(str(error))})</p>")
+                caption += f" (no picture: {html.escape(str(error))})"
+            if grid is None and isinstance(side.layout, Reg) and side.layout.is_splat:
+                caption += " (a splat: one value in every thread; no picture)"
             if grid is not None:
-                data = base64.b64encode(render([grid], "png", PICTURE_DPI)).decode("ascii")
-                alt = html.escape(f"{name} as {side.layout_name}")
-                out.append(f'<img src="data:image/png;base64,{data}" alt="{alt}">')
-            elif isinstance(side.layout, Reg) and side.layout.is_splat:
-                out.append("<p>(a splat: one value in every thread)</p>")
-            out.append("</figure>")
-        out.append("</div></div>")
+                grids.append(dataclasses.replace(grid, title=f"{name}: {grid.title}"))
+                drawn.append(f"{name} as {side.layout_name}")
+            out.append(caption + "</li>")
+        out.append("</ul>")
+        if grids:
+            data = base64.b64encode(render(_arranged(_one_scale(grids)), "png", PICTURE_DPI))
+            alt = html.escape(", next to ".join(drawn))
+            out.append(
+                f'<figure class="sides"><img src="data:image/png;base64,{data.decode("ascii")}" '
+                f'alt="{alt}"></figure>'
+            )
+        out.append("</div>")
     out.append("</section>")
     return out
 
@@ -235,30 +314,47 @@ def _side_picture(side: Side) -> Grid | None:
     return picture(entry, rows=CLASH_PICTURE_ROWS, cols=CLASH_PICTURE_COLS)
 
 
-def _suggestion(conflict: object, sources: Sources) -> list[str]:
-    suggestions = list(getattr(conflict, "suggestions", None) or [])
-    suggestion = getattr(conflict, "suggestion", None)
-    if not suggestions and suggestion:
-        suggestions = [suggestion]
-    out = ['<section id="suggestion"><h2>Suggestion</h2>']
-    if suggestions:
-        out.append("<ul>" + "".join(f"<li>{html.escape(str(s))}</li>" for s in suggestions))
-        out.append("</ul>")
+# Wider than this (pixels at the drawing's base resolution), sides go one above the other:
+# side by side, the page would shrink them past reading.
+SIDE_BY_SIDE_PX = 1100
+
+
+def _arranged(grids: list[Grid]) -> Panels:
+    """Side by side where they fit the page's width, else one above the other."""
+    beside: Panels = [tuple(grids)]
+    return beside if figure_size(beside)[0] <= SIDE_BY_SIDE_PX else list(grids)
+
+
+def _one_scale(grids: list[Grid]) -> list[Grid]:
+    """The grids with one cell size, the largest any needs (for its labels)."""
+    width = max(grid.cell_px[0] for grid in grids)
+    height = max(grid.cell_px[1] for grid in grids)
+    return [dataclasses.replace(grid, cell_px=(width, height)) for grid in grids]
+
+
+def _suggestion(conflict: object, sources: Sources, suffix: str = "") -> list[str]:
+    """The fixes as the terminal prints them (``fix:``, ``or:``, each with the line it
+    changes), then each verified edit at its source line."""
+    out = [f'<section id="suggestion{suffix}"><h2>Fix</h2>']
+    fix_lines = getattr(conflict, "fix_lines", None)
+    lines = fix_lines() if callable(fix_lines) else []
+    if lines:
+        out.append(f'<div class="why">{html.escape(chr(10).join(lines))}</div>')
     else:
-        out.append("<p>(none)</p>")
+        out.append("<p>(no verified fix)</p>")
     edits = getattr(conflict, "edits", None) or []
-    lines = []
+    at_lines = []
     for edit in edits:
         for _, location in getattr(edit, "ops", None) or []:
             line = source_line(location, sources)
             pallas = getattr(edit, "pallas", None)
             if line is not None and pallas:
-                lines.append(
+                at_lines.append(
                     f"<li><code>{html.escape(location)}</code>: <code>{html.escape(line)}</code>"
                     f" &rarr; <code>{html.escape(pallas)}</code></li>"
                 )
-    if lines:
-        out.append("<p>The verified edits, at their lines:</p><ul>" + "".join(lines) + "</ul>")
+    if at_lines:
+        out.append("<p>The verified edits, at their lines:</p><ul>" + "".join(at_lines) + "</ul>")
     out.append("</section>")
     return out
 

@@ -1,0 +1,111 @@
+"""The page of a failed inference says what the terminal says, and draws the layouts in
+conflict, both sides, at one scale (issue #34, part 4).
+
+The kernels are Pallas kernels as users write them, captured (tests/unsat/kernels*.py):
+a row sum cast to the column layout, a softmax whose max reduces the wrong axis, an
+epilogue stored to an SMEM ref without a swizzle, a Blackwell row max cast to columns.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from cli_run import run
+
+import smalto.failure_page
+
+UNSAT = Path(__file__).resolve().parent / "unsat"
+
+
+def _page_text(page: Path) -> str:
+    """The page as a reader sees it: tags dropped, entities read, spaces collapsed."""
+    text = re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))
+    return " ".join(html.unescape(text).split())
+
+
+def _terminal_lines(err: str) -> list[str]:
+    """The diagnosis ``smalto infer`` prints, line by line: from ``smalto: error:`` to the
+    source excerpts that follow it (``kernels.py:52:24:`` and the lines under it)."""
+    lines = []
+    for line in err.splitlines():
+        if re.fullmatch(r"\S+:\d+:\d+:", line):
+            break
+        line = line.removeprefix("smalto: error: ").strip().removeprefix("- ")
+        if line and line != "why: these requirements cannot all hold:":
+            lines.append(" ".join(line.split()))
+    return lines
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "pallas_row_sum_cast_to_columns",
+        "words_softmax_max_over_columns",
+        "pallas_epilogue_to_unswizzled_smem",
+        "pallas_tcgen05_row_sum_cast_to_columns",
+        "words_iota_mask_in_row_layout",
+    ],
+)
+def test_the_page_keeps_every_line_the_terminal_prints(kernel: str, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    done = run("infer", UNSAT / f"{kernel}.mlir", "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
+    said = _terminal_lines(done.err)
+    assert any(line.startswith("note:") for line in said) or kernel.startswith("pallas_")
+    assert any(line.startswith("error[SM") for line in said)
+    shown = _page_text(page)
+    missing = [line for line in said if line not in shown]
+    assert not missing, missing
+
+
+def test_the_transfer_page_keeps_the_fast_alternatives(tmp_path: Path) -> None:
+    """The note on an SMEM store with no plan names the transforms that work (the fast
+    alternative); the page says it too, and draws the value next to the ref."""
+    page = tmp_path / "page.html"
+    run("infer", UNSAT / "pallas_epilogue_to_unswizzled_smem.mlir", "--report", page)
+    text = page.read_text(encoding="utf-8")
+    assert "transforms that work with WGMMA: tiled 8×64" in text
+    assert 'alt="%71 as WGMMA, next to %72 as tiled 8×64, no swizzle"' in text
+
+
+def test_a_reduction_over_the_wrong_axis_draws_both_sides(tmp_path: Path) -> None:
+    """``m = s.max(axis=0)`` then ``s - m[:, None]``: the max as the reduction lays it out
+    (one value per column) next to the layout the broadcast along rows needs."""
+    page = tmp_path / "page.html"
+    run("infer", UNSAT / "words_softmax_max_over_columns.mlir", "--report", page)
+    text = page.read_text(encoding="utf-8")
+    assert "%71 cannot be both WGMMA_COL and WGMMA_ROW" in text
+    assert 'alt="%71 as WGMMA_COL, next to %71 as WGMMA_ROW"' in text
+    row = text[text.index("<b>WGMMA_ROW</b>: wanted by") :].split("</li>")[0]
+    assert "`mosaic_gpu.broadcast_in_dim` (`sub`) at kernels_words.py:166:23" in row
+
+
+@pytest.mark.parametrize(
+    ("kernel", "sides"),
+    [
+        ("pallas_row_sum_cast_to_columns", ["%53: WGMMA_ROW", "%54: WGMMA_COL"]),
+        ("words_softmax_max_over_columns", ["%71: WGMMA_COL", "%71: WGMMA_ROW"]),
+    ],
+)
+def test_both_sides_are_drawn_at_one_scale(
+    kernel: str, sides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vector of row sums (wrapped, wide labels) and one of column sums are drawn with
+    the same cell size, in one picture, so that the page scales them together."""
+    drawn: list[object] = []
+    real = smalto.failure_page.render
+
+    def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
+        drawn.append(panels)
+        return real(panels, fmt, dpi)
+
+    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    run("infer", UNSAT / f"{kernel}.mlir", "--report", tmp_path / "page.html")
+    (panels,) = drawn
+    grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
+    assert [g.title.split(" in registers")[0] for g in grids] == [f"{s}: 128 f32" if "%5" in s
+        else f"{s}: 64 f32" for s in sides]  # fmt: skip
+    assert len({g.cell_px for g in grids}) == 1
