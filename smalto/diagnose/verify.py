@@ -46,6 +46,9 @@ class Budget:
     candidates: int = 48  # candidates looked at, at most
     on_module: int = 4  # of which made on a copy of the module (the dear part), at most
     verified: int = 3  # stop once this many edits are verified
+    # JAX's dialect lowering on the edit printed first (where the module has its launch):
+    # the surest word, and most of the message's cost on a small kernel.
+    lower: bool = True
     # A safety net only: the counts above bound the work, and keep the message the
     # same on a busy machine as on an idle one.
     seconds: float = 3.0
@@ -118,7 +121,7 @@ def try_edits(
         # JAX's own lowering (where the module has its launch) runs on the edit printed
         # first: an edit it rejects is not suggested. It costs many times the rest of
         # the trial, so the edits after it are verified by inference and the checker.
-        first = not trial.verified
+        first = not trial.verified and budget.lower
         verdict = works_on_copy(module, edit, arch, lower=first, background=background)
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
@@ -131,6 +134,11 @@ def try_edits(
             fixed_places.add(_place(edit))
             if len(trial.verified) >= budget.verified:
                 break
+    # After the first (the likeliest, and the one JAX's lowering ran on), the edits that
+    # work with JAX's own pass too before those that need smalto installed.
+    first, *others = trial.verified or [None]
+    if first is not None:
+        trial.verified = [first, *sorted(others, key=lambda e: e in trial.needs_smalto)]
     trial.seconds = time.monotonic() - start
     return trial
 
