@@ -314,3 +314,34 @@ def test_on_the_pallas_route_the_diagnosis_waits_until_the_message_is_read() -> 
     assert "fix:" not in str(copy)
     assert "\nfix: change the layout cast at" in str(error)
     assert error.diagnosed
+
+
+def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> None:
+    """JAX's dialect lowering runs on the first verified edit only (the message's costliest
+    part on a small kernel); ``Budget(lower=False)`` leaves it to inference and the checker."""
+    from smalto.diagnose.candidates import Candidates
+    from smalto.diagnose.core import find_core
+    from smalto.diagnose.verify import Budget, try_edits
+    from smalto.infer import in_context
+    from smalto.reader import read_program
+    from smalto.rules import derive_system
+
+    text = (UNSAT / "fixes_row_sums_and_scaled_f32.mlir").read_text()
+    module = reference.parse(text, reference.make_context())
+    arch = _arch(text)
+    with in_context(module):
+        program = read_program(module)
+        system = derive_system(program, arch)
+        core, _ = find_core(program, system, arch, set())
+        trials = {
+            lower: try_edits(
+                program,
+                system,
+                arch,
+                Candidates(program, system, arch, list(core), {}),
+                Budget(lower=lower),
+            )
+            for lower in (True, False)
+        }
+    assert trials[True].lowered is True and trials[False].lowered is None
+    assert trials[True].verified == trials[False].verified
