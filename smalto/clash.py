@@ -47,8 +47,10 @@ from smalto.constraints import (
     variables_of,
 )
 from smalto.errors import InferenceError
+from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
-from smalto.hw.values import Const, Reg
+from smalto.hw.transfers import tmem_transfer_supported
+from smalto.hw.values import Const, Reg, Tmem
 from smalto.locations import op_text
 from smalto.program import Program
 from smalto.rules import derive_system
@@ -224,6 +226,21 @@ def _forced(
     verdict = judge(constraint, values.get)
     if isinstance(verdict, Forces):
         return verdict
+    if (
+        isinstance(constraint, TmemTransfer)
+        and constraint.load
+        and isinstance(constraint.tmem, Var)
+        and isinstance(constraint.reg, Var)
+        and constraint.reg.id not in values
+    ):
+        # A TMEM load that no annotation lays out: the registers in the first layout the
+        # search tries for it (TCGEN05, else the TMEM layout's own), for the picture.
+        tmem = values.get(constraint.tmem.id)
+        if isinstance(tmem, Tmem):
+            shape, bits = constraint.shape, constraint.bitwidth
+            for layout in (hl.TCGEN05, tmem.layout.as_tiled_layout()):
+                if tmem_transfer_supported(tmem.layout, layout, shape, bits):
+                    return Forces(constraint.reg.id, Reg(layout))
     if isinstance(constraint, Relayout) and constraint.strict:
         source = variables_of(constraint.source)
         target = simplify(constraint.target, values.get)

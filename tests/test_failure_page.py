@@ -83,6 +83,16 @@ def test_a_reduction_over_the_wrong_axis_draws_both_sides(tmp_path: Path) -> Non
     assert "`mosaic_gpu.broadcast_in_dim` (`sub`) at kernels_words.py:166:23" in row
 
 
+def test_a_blackwell_reduction_over_the_wrong_axis_draws_both_sides(tmp_path: Path) -> None:
+    """The same softmax on a TMEM accumulator: no annotation lays out the TMEM load, so the
+    picture takes the load's first layout (TCGEN05) and follows it both ways."""
+    page = tmp_path / "page.html"
+    run("infer", UNSAT / "words_tcgen05_softmax_max_over_columns.mlir", "--report", page)
+    text = page.read_text(encoding="utf-8")
+    assert "%84 cannot be both WGMMA_COL and TCGEN05_ROW" in text
+    assert 'alt="%84 as WGMMA_COL, next to %84 as TCGEN05_ROW"' in text
+
+
 @pytest.mark.parametrize(
     ("kernel", "sides"),
     [
