@@ -1,0 +1,269 @@
+"""Judging one layout at one op twice: by smalto's solver and by smalto's checker.
+
+The rules (``smalto.rules``) and the checker (``smalto.check``) state each op's
+requirements independently. A ``Candidate`` is a minimal kernel in which a
+few values are pinned to given layouts (by a ``layout_cast``, ``with_transforms``
+or ``tmem_layout_cast`` the generator writes around the op under test, whose
+location is ``loc("op")``). Both sides then give a verdict:
+
+- the solver accepts the candidate when inference succeeds and every site of
+  each pinned value carries the pinned layout (a solver that succeeds by
+  relayouting a splat around the pin has avoided the layout, not taken it);
+- the checker accepts it when smalto's answer passes it whole; where the
+  solver refuses, the checker is asked about a hand-annotated module: an
+  accepted answer of a kernel with the same ops, with the pinned values
+  retargeted to their pins at their producer and every user. It refuses the
+  layout when it reports a violation at the op under test.
+
+Where the two verdicts differ, a rule was changed without its check (or the
+other way round).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import reference
+from jax._src.lib.mlir import ir
+from rule_kit import HOPPER, parse
+
+import smalto
+from smalto.check import Violation, check
+
+OP_TAG = "op"  # the location name of the op under test
+
+
+@dataclass(frozen=True)
+class Pin:
+    """The value ``tag``'s op defines as result ``index`` has layout ``layout``.
+
+    ``layout`` is attribute text: a register layout, a transform list
+    (``[#mosaic_gpu.tile<...>, ...]``) or a TMEM layout.
+    """
+
+    tag: str
+    index: int
+    layout: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One kernel with the layouts of ``pins`` forced around the op under test."""
+
+    label: str
+    text: str
+    pins: tuple[Pin, ...]
+    arch: tuple[int, int] = HOPPER
+    # Where the rule, like JAX's inference, refuses a layout JAX's lowering takes
+    # (and the checker, which states the lowering's requirements, accepts): why.
+    stricter: str = ""
+
+
+@dataclass(frozen=True)
+class Cases:
+    """What a generator derives for one op.
+
+    ``restricted``: the op's rule allows only some layouts at the sizes used,
+    so at least one candidate must be refused by both sides (the generator
+    offers layouts the op does not take).
+    """
+
+    op: str
+    candidates: tuple[Candidate, ...]
+    restricted: bool = True
+
+
+class Verdict(enum.Enum):
+    ACCEPTED = "accepted"
+    REFUSED = "refused"
+
+
+@dataclass
+class Judged:
+    """Both verdicts on one candidate, and what the checker said."""
+
+    candidate: Candidate
+    solver: Verdict
+    checker: Verdict
+    violations: list[Violation] = field(default_factory=list)
+    solver_error: str = ""
+
+    def disagreement(self) -> str | None:
+        if self.solver == self.checker:
+            return None
+        said = "\n  ".join(str(v) for v in self.violations) or "(nothing)"
+        if self.solver is Verdict.ACCEPTED:
+            return (
+                f"{self.candidate.label}: the solver (smalto/rules) takes this layout, the "
+                f"checker (smalto/check) flags smalto's answer; a rule loosened without its "
+                f"check?\n  {said}"
+            )
+        return (
+            f"{self.candidate.label}: the solver (smalto/rules) refuses this layout "
+            f"({self.solver_error or 'it avoids the pinned layout'}), the checker "
+            "(smalto/check) accepts it at the op; a rule tightened without its check?\n  "
+            f"checker: {said}"
+        )
+
+
+# --- reading and writing layout attributes ----------------------------------------------
+
+
+def walk(module: ir.Module) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def tagged(module: ir.Module, tag: str) -> ir.Operation:
+    text = f'loc("{tag}")'
+    for op in walk(module):
+        if str(op.location) == text:
+            return op
+    raise AssertionError(f'no op at loc("{tag}") in the kernel')
+
+
+def _family(ty: ir.Type) -> str | None:
+    """The attribute suffix of a value of type ``ty`` (as ``smalto.check`` decodes)."""
+    if isinstance(ty, ir.VectorType):
+        return "layouts"
+    if not isinstance(ty, ir.MemRefType):
+        return None
+    space = ir.MemRefType(ty).memory_space
+    if space is None:
+        return None
+    if "tmem" in str(space):
+        return "tmem_layouts"
+    if "barrier" in str(ir.MemRefType(ty).element_type):
+        return None
+    return "transforms"
+
+
+def _position(values: Sequence[ir.Value], index: int) -> tuple[str, int] | None:
+    """The attribute suffix and entry of ``values[index]`` among values of its family."""
+    family = _family(values[index].type)
+    if family is None:
+        return None
+    return family, sum(1 for v in values[:index] if _family(v.type) == family)
+
+
+def _set_entry(op: ir.Operation, name: str, entry: int, attr: ir.Attribute) -> None:
+    entries = list(ir.ArrayAttr(op.attributes[name]))
+    entries[entry] = attr
+    op.attributes[name] = ir.ArrayAttr.get(entries)
+
+
+def _sites(module: ir.Module, value: ir.Value) -> list[tuple[ir.Operation, str, int]]:
+    """Every (op, attribute name, entry) that states ``value``'s layout."""
+    found = []
+    for op in walk(module):
+        for prefix, values in (("out", list(op.results)), ("in", list(op.operands))):
+            for i, v in enumerate(values):
+                if v == value:
+                    position = _position(values, i)
+                    if position is not None:
+                        found.append((op, f"{prefix}_{position[0]}", position[1]))
+    return found
+
+
+def pinned_sites_hold(module: ir.Module, pins: Sequence[Pin]) -> bool:
+    """Whether each pinned value carries its pin where it is made and at the op under test.
+
+    (A splat may reach any use converted: it need only be made a splat.)
+    """
+    if not pins:
+        return True
+    under_test = tagged(module, OP_TAG)
+    with module.context:
+        for pin in pins:
+            wanted = ir.Attribute.parse(pin.layout)
+            producer = tagged(module, pin.tag)
+            value = producer.results[pin.index]
+            splat = pin.layout.startswith("#mosaic_gpu.WGSplatFragLayout")
+            for op, name, entry in _sites(module, value):
+                # A splat may be converted at any use, the op under test's too.
+                if op != producer and (splat or op != under_test):
+                    continue
+                if name not in op.attributes or ir.ArrayAttr(op.attributes[name])[entry] != wanted:
+                    return False
+    return True
+
+
+def retargeted(answer: ir.Module, candidate: Candidate) -> ir.Module:
+    """``candidate``'s kernel with ``answer``'s attributes, its pinned values retargeted."""
+    module = parse(candidate.text)
+    ours, theirs = walk(module), walk(answer)
+    assert [o.name for o in ours] == [o.name for o in theirs], "kernels of different ops"
+    with module.context:
+        for mine, given in zip(ours, theirs, strict=True):
+            for name in reference.LAYOUT_ATTRIBUTE_NAMES:
+                if name in given.attributes:
+                    mine.attributes[name] = given.attributes[name]
+        for pin in candidate.pins:
+            value = tagged(module, pin.tag).results[pin.index]
+            attr = ir.Attribute.parse(pin.layout)
+            for op, name, entry in _sites(module, value):
+                _set_entry(op, name, entry, attr)
+    return module
+
+
+# --- the verdicts ---------------------------------------------------------------------------
+
+
+def solve(candidate: Candidate) -> tuple[ir.Module | None, str]:
+    """smalto's answer where it takes the pinned layouts, else None and why not."""
+    module = parse(candidate.text)
+    try:
+        smalto.infer_layout(module, arch=candidate.arch)
+    except (smalto.InferenceError, NotImplementedError) as error:
+        return None, str(error).splitlines()[0][:300]
+    if not pinned_sites_hold(module, candidate.pins):
+        return None, ""
+    return module, ""
+
+
+def _structure(text: str) -> tuple[str, ...]:
+    return tuple(op.name for op in walk(parse(text)))
+
+
+def judge_all(cases: Cases) -> list[Judged]:
+    """Both verdicts on every candidate of ``cases``."""
+    answers: dict[str, tuple[ir.Module | None, str]] = {c.label: solve(c) for c in cases.candidates}
+    accepted_by_structure: dict[tuple[str, ...], ir.Module] = {}
+    for c in cases.candidates:
+        module = answers[c.label][0]
+        if module is not None:
+            accepted_by_structure.setdefault(_structure(c.text), module)
+    judged = []
+    for c in cases.candidates:
+        module, error = answers[c.label]
+        if module is not None:
+            violations = check(module, c.arch)
+            verdict = Verdict.REFUSED if violations else Verdict.ACCEPTED
+            judged.append(Judged(c, Verdict.ACCEPTED, verdict, violations))
+            continue
+        base = accepted_by_structure.get(_structure(c.text))
+        assert base is not None, (
+            f"{cases.op} {c.label}: the solver refuses it, and no accepted kernel of the same "
+            "ops gives the attributes to hand-annotate it from (add an accepted candidate)"
+        )
+        violations = [v for v in check(retargeted(base, c), c.arch) if v.location == OP_TAG]
+        verdict = Verdict.REFUSED if violations else Verdict.ACCEPTED
+        judged.append(Judged(c, Verdict.REFUSED, verdict, violations, error))
+    return judged
+
+
+def describe_verdicts(judged: Sequence[Judged]) -> str:
+    return ", ".join(f"{j.candidate.label}={j.solver.value}" for j in judged)
+
+
+def tag(line: str, name: str = OP_TAG) -> str:
+    """``line`` (one op in generic form) located at ``loc("name")``."""
+    return f'{line} loc("{name}")'
