@@ -1,4 +1,7 @@
-"""Requirements of `arith` and `math` ops: elementwise ops and constants."""
+"""Requirements of `arith` and `math` ops: elementwise ops and constants.
+
+The solver's statement: ``smalto.rules.arith`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

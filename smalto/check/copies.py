@@ -4,6 +4,9 @@ The copy moves the slice whole tiles at a time, so the tiling divides the
 slice (where the offsets are known to); TMA reads a swizzled ref row by row,
 so with a swizzle the minor dim of the (tiled) ref is exactly the swizzle
 width; gather and scatter indices live in one of the two TMA index layouts.
+
+The solver's statement: ``smalto.rules.mosaic_gpu`` (``async_copy``,
+``async_prefetch``; policy: docs/rules_and_checks.md).
 """
 
 from __future__ import annotations

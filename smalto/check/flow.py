@@ -1,4 +1,8 @@
-"""What holds between ops: producers and consumers, aliased slices, free refs."""
+"""What holds between ops: producers and consumers, aliased slices, free refs.
+
+The solver's statement: ``smalto.rules.relayouts`` (and, for aliased slices,
+``RuleContext.aliased_var`` in ``smalto.rules.context``; policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

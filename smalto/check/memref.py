@@ -1,4 +1,7 @@
-"""Requirements of `memref` ops: scalar accesses and views of SMEM refs."""
+"""Requirements of `memref` ops: scalar accesses and views of SMEM refs.
+
+The solver's statement: ``smalto.rules.memref`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

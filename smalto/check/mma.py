@@ -1,4 +1,8 @@
-"""MMA operands in SMEM: the exact (tiling, swizzle) pairs the MMA instructions read."""
+"""MMA operands in SMEM: the exact (tiling, swizzle) pairs the MMA instructions read.
+
+The solver's statement: ``smalto.rules.mosaic_gpu.mma_operand`` (policy:
+docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Requirements of `mosaic_gpu` ops on registers and SMEM: transfers, casts, MMAs."""
+"""Requirements of `mosaic_gpu` ops on registers and SMEM: transfers, casts, MMAs.
+
+The solver's statement: ``smalto.rules.mosaic_gpu`` (``vector_concat``:
+``smalto.rules.concat``; policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,9 @@ layout the consumer takes them in), also perform the tiled relayouts of
 the upcast layouts to and from WGMMA for 4-, 8- and 16-bit elements, and
 TMEM-native layouts of any vector length. (JAX's rules allow only the splat
 conversions between ops; its lowering performs all of them.)
+
+This restates ``smalto.hw.layouts.relayout_allowed``, which the solver reads, on
+purpose: docs/rules_and_checks.md says why.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Requirements of `scf` control flow: a carried value keeps one layout."""
+"""Requirements of `scf` control flow: a carried value keeps one layout.
+
+The solver's statement: ``smalto.rules.scf`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

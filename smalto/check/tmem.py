@@ -1,4 +1,7 @@
-"""Requirements of the tensor-memory (Blackwell) ops."""
+"""Requirements of the tensor-memory (Blackwell) ops.
+
+The solver's statement: ``smalto.rules.tmem`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

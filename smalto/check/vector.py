@@ -1,4 +1,7 @@
-"""Requirements of `vector` ops: broadcasts, reductions, reshapes, slices."""
+"""Requirements of `vector` ops: broadcasts, reductions, reshapes, slices.
+
+The solver's statement: ``smalto.rules.vector`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Rules for `arith` and `math`: pointwise ops and constants."""
+"""Rules for `arith` and `math`: pointwise ops and constants.
+
+Restated by the checker in ``smalto.check.arith`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,10 @@ The lowering stacks the operands' register arrays along ``dimension``, so every
 operand must be in the result's layout (a tiled one: the concatenation of
 splats or strided vectors is not implemented). Nothing in the op proposes a
 layout: it has to come from the values around it.
+
+Restated by the checker in ``smalto.check.mosaic_gpu`` (``vector_concat``), which
+also takes strided values joined along dim 0 (the lowering does; JAX's inference
+does not; policy: docs/rules_and_checks.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Rules for the few `llvm` ops that carry vectors."""
+"""Rules for the few `llvm` ops that carry vectors.
+
+The checker has no rule for them: ``smalto.check.flow`` checks what flows in and out
+(policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

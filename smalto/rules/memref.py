@@ -1,4 +1,7 @@
-"""Rules for `memref` views of SMEM refs: they keep, slice or permute the tiling."""
+"""Rules for `memref` views of SMEM refs: they keep, slice or permute the tiling.
+
+Restated by the checker in ``smalto.check.memref`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Rules for `mosaic_gpu` ops that touch registers and SMEM (sm_90 and later)."""
+"""Rules for `mosaic_gpu` ops that touch registers and SMEM (sm_90 and later).
+
+Restated by the checker in ``smalto.check.mosaic_gpu`` (registers, casts, MMAs),
+``smalto.check.copies`` (TMA copies) and ``smalto.check.mma`` (SMEM MMA operands)
+(policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,9 @@
 Every rule states what holds at its own op; what holds along each use of a
 register value (only a splat may change layout on the way) is stated here,
 once all rules have run and the variables of every site are known.
+
+Restated by the checker in ``smalto.check.flow`` with ``smalto.check.relayouts``
+(policy: docs/rules_and_checks.md).
 """
 
 from __future__ import annotations

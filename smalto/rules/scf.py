@@ -1,4 +1,7 @@
-"""Rules for `scf`: loops and switches carry layouts through their regions."""
+"""Rules for `scf`: loops and switches carry layouts through their regions.
+
+Restated by the checker in ``smalto.check.scf`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Rules for tensor memory (Blackwell, sm_100): allocations, slices, tcgen05 MMA, transfers."""
+"""Rules for tensor memory (Blackwell, sm_100): allocations, slices, tcgen05 MMA, transfers.
+
+Restated by the checker in ``smalto.check.tmem`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Rules for `vector`: broadcasts from scalars, reductions, reshapes, slices."""
+"""Rules for `vector`: broadcasts from scalars, reductions, reshapes, slices.
+
+Restated by the checker in ``smalto.check.vector`` (policy: docs/rules_and_checks.md).
+"""
 
 from __future__ import annotations
 
