@@ -69,6 +69,9 @@ class ConflictReport:
     # What else to say: what the lowering says of JAX's answer, a faster alternative,
     # hints where no edit was verified.
     notes: list[str] = field(default_factory=list)
+    # What is wrong, in smalto's words, said first where JAX's phrase blames layout casts
+    # the kernel does not have (``s.max(axis=0)`` gives one value per column...).
+    headline: str | None = None
     # The kernel's other problems, independent of this one (as a compiler reports every
     # error it finds).
     others: list[ConflictReport] = field(default_factory=list)
@@ -128,7 +131,8 @@ class ConflictReport:
         return lines
 
     def _lines(self, verbose: bool) -> list[str]:
-        lines = self.fix_lines()
+        lines = [f"what is wrong: {self.headline}"] if self.headline else []
+        lines += self.fix_lines()
         lines.append("why: these requirements cannot all hold:")
         lines += [f"  - {r.text}" for r in self.requirements]
         said = self.suggestion or "" if not self.fixes else ""

@@ -125,6 +125,10 @@ class Namer:
             self._var_names[var] = name
         return name
 
+    def user_name(self, vid: int) -> str | None:
+        """The user's name for a value (``s``), where its source line can be read."""
+        return self._user_name(vid) if self.sources is not None else None
+
     def _user_name(self, vid: int) -> str | None:
         """The user's name for a value, from the source line of the op that defines it."""
         assert self.sources is not None

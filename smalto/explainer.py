@@ -223,6 +223,17 @@ class Explainer(Places):
                     source = place if ends else f"a value that {relation} {place}"
                     return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
                 return _Ending("fixed", f"because it {relation} {place}")
+            if reason.kind == "chosen" and (kept := self._kept(reason.constraint, slot, seen)):
+                # The search gave it the layout of the value it is handed from or to,
+                # whose layout an op required: not free, but that op's (a wgmma's
+                # accumulator...), so the chain goes on there.
+                step, relation_here, slot = kept
+                steps.append(step)
+                if not first_relation and change is None:
+                    first_relation = relation_here
+                relation = relation_here
+                first = False
+                continue
             if reason.kind == "chosen" or reason.kind == "domain":
                 return self._choice(reason.kind, reason.constraint, slot, steps)
             assert reason.constraint is not None
@@ -253,6 +264,36 @@ class Explainer(Places):
             return f"{fixed.what} of {self.op_text(fixed.origin)}"
         return self.site_text(site, fixed.var)
 
+    def _kept(self, ci: int | None, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
+        """For a layout the search chose to match a value it is handed from or to (a strict
+        relayout: the lowering converts only a splat there), where that value's own layout
+        was required or forced: the step to it, its relation, and its slot."""
+        if ci is None:
+            return None
+        c = self.solver.constraints[ci]
+        if not (isinstance(c, Relayout) and c.strict):
+            return None
+        if not (isinstance(c.source, Var) and isinstance(c.target, Var)):
+            return None
+        root = self.solver.root
+        source, target = root[c.source.id], root[c.target.id]
+        other = target if source == slot else source
+        if other == slot or other in seen:
+            return None
+        reason = self.solver.reason.get(other)
+        if reason is None or reason.kind not in ("fixed", "forced"):
+            return None
+        if source == slot:
+            consumer = self._site_of(c.target.id, c.origin)
+            where = self.site_text(consumer, c.target.id) if consumer else self.op_text(c.origin)
+            return f"it keeps its layout into {where}", "flows into", other
+        producer = self.system.variables[c.source.id].key
+        return (
+            f"it keeps the layout of {self.site_text(producer, c.source.id)}",
+            "comes from",
+            other,
+        )
+
     def _choice(self, kind: str, ci: int | None, slot: int, steps: list[str]) -> _Ending:
         if kind == "domain":
             steps.append("no requirement forced it; the complete search picked it")
@@ -267,6 +308,11 @@ class Explainer(Places):
             what = f"its use by {where}" if source else f"its producer, {where}"
             steps.append(f"no requirement forced it; the search chose it first, to match {what}")
             return _Ending("free", f"(free: chosen by preference, to match {what})")
+        if isinstance(c, TmemTransfer):
+            # A load of the TMEM accumulator: its layout is the load's own default (JAX's
+            # pass picks it too), computed from the accumulator, not free.
+            steps.append(f"it is loaded from TMEM by {where}, in the load's default layout")
+            return _Ending("chosen", f"because {where} loads it from TMEM in its default layout")
         steps.append(
             f"no requirement forced it; the search chose it among the layouts that "
             f"{self._constraint_kind(c)} of {where} allows"
@@ -418,7 +464,7 @@ def _summary(ending: _Ending, steps: list[str], vias: list[str]) -> str:
 
 @dataclass(frozen=True)
 class _Ending:
-    kind: str  # "fixed-here", "fixed", "forced", "free"
+    kind: str  # "fixed-here", "fixed", "forced", "chosen" (an op's default), "free"
     summary: str
 
 

@@ -21,6 +21,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.constraints import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
+from smalto.diagnose.wrong import likely_culprit
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.mlir import in_context
 from smalto.phrases import OUT_OF_FUEL, unsatisfiable
@@ -146,6 +147,8 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     # The op JAX blames, else where the search met the conflict: its source line
     # ends the traceback, as in JAX's errors.
     culprit = phrase.op if phrase.op is not None else _where_it_failed(solver)
+    if culprit is None:  # where JAX's propagation met it, else a likely op: a kernel line
+        culprit = phrase.culprit if phrase.culprit is not None else likely_culprit(program, system)
     if culprit is not None:
         op = program.ops[culprit]
         with_op_traceback(error, op.operation, op.name)

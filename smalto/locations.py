@@ -140,9 +140,46 @@ def place(location: ir.Location) -> Place:
 
 def op_text(op: Located) -> str:
     """`` `mosaic_gpu.layout_cast` at kernel.py:75:20``; with the name JAX gave the location
-    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's."""
-    where = location_text(op.location)
+    (the primitive, e.g. ``swap`` for a ``vector_store``) when it says more than the op's.
+    An op JAX made with no file position of its own (the implicit ``broadcast_in_dim`` of
+    a ``jnp.where``) is placed at the kernel line of the op that uses it (else of the op
+    that makes its operand): every op of a message is at a line of the kernel."""
+    where = op_location_text(op)
     name = location_name(op.location)
     if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
         return f"`{op.name}` at {where}"
     return f"`{op.name}` (`{name}`) at {where}"
+
+
+def op_location_text(op: Located) -> str:
+    """``location_text`` of the op, or where it has no file position, of its nearest
+    neighbour that has one (its users first: JAX makes such ops for the line that
+    uses them)."""
+    if file_position(op.location) is not None:
+        return location_text(op.location)
+    operation = getattr(op, "operation", op)
+    found = _neighbour_position(operation) if isinstance(operation, ir.Operation) else None
+    return str(found) if found is not None else location_text(op.location)
+
+
+_NEIGHBOURS = 16  # ops looked at around a located-nowhere op, at most
+
+
+def _neighbour_position(operation: ir.Operation) -> FilePosition | None:
+    queue, seen = [operation], 0
+    while queue and seen < _NEIGHBOURS:
+        current = queue.pop(0)
+        seen += 1
+        if current is not operation and (found := file_position(current.location)):
+            return found
+        for result in current.results:
+            for use in result.uses:
+                owner = use.owner
+                queue.append(owner if isinstance(owner, ir.Operation) else owner.operation)
+        for operand in current.operands:
+            owner = operand.owner
+            if isinstance(owner, ir.Operation):
+                queue.append(owner)
+            elif isinstance(owner, ir.OpView):
+                queue.append(owner.operation)
+    return None

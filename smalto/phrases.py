@@ -60,11 +60,14 @@ class Phrase:
 
     text: str
     op: int | None = None
+    # Where the propagation met the contradiction, where JAX's words blame no op: the
+    # line a traceback ends at (the kernel's own line, not the pass's).
+    culprit: int | None = None
 
 
 def unsatisfiable(program: Program, system: System) -> Phrase:
     """JAX's message for a kernel with no layout assignment."""
-    known = _values_at_contradiction(system)
+    known, culprit = _values_at_contradiction(system)
     if known is not None:
         found = _first_specific(system, known)
         if found is not None:
@@ -72,7 +75,7 @@ def unsatisfiable(program: Program, system: System) -> Phrase:
     found = _unprovable_index(program, system)
     if found is not None:
         return found
-    return Phrase(UNSATISFIABLE)
+    return Phrase(UNSATISFIABLE, culprit=culprit)
 
 
 # --- 1. propagation without search ---------------------------------------------------------
@@ -100,8 +103,9 @@ def _not_splat(system: System) -> set[int]:
     return found
 
 
-def _values_at_contradiction(system: System) -> dict[int, Const] | None:
-    """The values known when a round of propagation met a contradiction, else None.
+def _values_at_contradiction(system: System) -> tuple[dict[int, Const] | None, int | None]:
+    """The values known when a round of propagation met a contradiction, else None; and
+    the op of the requirement it met it at (or of a fixed value that contradicts another).
 
     Conflicting fixed values are no such contradiction: JAX meets them while
     gathering the rules and says the generic sentence.
@@ -110,7 +114,7 @@ def _values_at_contradiction(system: System) -> dict[int, Const] | None:
     known: dict[int, Const] = {}
     for fixed in system.fixed:
         if known.setdefault(fixed.var, fixed.value) != fixed.value:
-            return None
+            return None, fixed.origin
     not_splat = _not_splat(system)
     # A strict relayout from a value that cannot be splat holds only as equality.
     pending = [
@@ -130,22 +134,22 @@ def _values_at_contradiction(system: System) -> dict[int, Const] | None:
             if verdict is HOLDS:
                 changed = True
             elif verdict is FAILS:
-                return at_start
+                return at_start, c.origin
             elif verdict is OPEN:
                 if _into_splat(c, lookup, not_splat):
-                    return at_start
+                    return at_start, c.origin
                 remaining.append(c)
             else:
                 assert isinstance(verdict, Forces)
                 var, value = verdict.var, verdict.value
                 if known.get(var, value) != value or not hl.fits(value, shapes[var]):
-                    return at_start
+                    return at_start, c.origin
                 known[var] = value
                 changed = True
         if not changed:
-            return None
+            return None, None
         pending = remaining
-    return None
+    return None, None
 
 
 def _into_splat(c: object, lookup: object, not_splat: set[int]) -> bool:

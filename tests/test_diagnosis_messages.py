@@ -133,8 +133,10 @@ def test_the_message_leads_with_the_fix_and_names_values_by_source() -> None:
         sds((64, 2), F32),
         arch=HOPPER,
     )
-    first, fix, snippet, *rest = str(error).splitlines()
+    first, wrong, fix, snippet, *rest = str(error).splitlines()
     assert first == error.phrase
+    # JAX's phrase blames layout casts the kernel does not have: what is wrong comes next.
+    assert wrong.startswith("what is wrong: no layout cast is involved: a GMEM transfer ")
     assert fix.startswith("fix: make this transfer unoptimized where written: ")
     assert "`scale = plgpu.load(w_ref.at[:, column], optimized=False)`" in fix
     line = _line_of("scale = w_ref[:, column]", scale_rows_by_table_column)

@@ -38,6 +38,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.names import REGISTER_LAYOUTS, describe_value, pallas_layout
 from smalto.hw.values import Reg, Smem, Tmem
 from smalto.locations import location_text
+from smalto.sources import searching_beside
 
 UNSAT = Path(__file__).parent / "unsat"
 sys.path.insert(0, str(UNSAT))
@@ -45,7 +46,13 @@ import kernels  # noqa: E402  (tests/unsat/kernels.py: the Pallas kernels)
 
 # Not layout conflicts: gathers JAX's lowering cannot do (JAX raises too), for any layout.
 NOT_LAYOUT_CONFLICTS = {"gather_not_2d", "gather_not_leading", "gather_minor_dim"}
-FIXTURES = sorted(p.stem for p in UNSAT.glob("*.mlir") if p.stem not in NOT_LAYOUT_CONFLICTS)
+# (``words_*``: the kernels of kernels_words.py, tested from their source by
+# test_diagnosis_words.py.)
+FIXTURES = sorted(
+    p.stem
+    for p in UNSAT.glob("*.mlir")
+    if p.stem not in NOT_LAYOUT_CONFLICTS and not p.stem.startswith("words_")
+)
 PALLAS = sorted(name for name in FIXTURES if name.startswith("pallas_"))
 # Kernels no single edit of the layout annotations fixes (they say so, and why).
 NO_SINGLE_EDIT = {"pallas_tmem_acc_declared_collective"}
@@ -64,9 +71,12 @@ def arch_of(text: str) -> tuple[int, int]:
 
 
 def fail(name: str) -> tuple[smalto.InferenceError, str]:
-    text = (UNSAT / f"{name}.mlir").read_text()
+    """The error for a fixture, its kernel lines read beside it (as ``smalto infer`` reads
+    them), and the fixture's text."""
+    path = UNSAT / f"{name}.mlir"
+    text = path.read_text()
     module = reference.parse(text, reference.make_context())
-    with pytest.raises(smalto.InferenceError) as info:
+    with searching_beside(path), pytest.raises(smalto.InferenceError) as info:
         smalto.infer_layout(module, arch=arch_of(text))
     return info.value, text
 
@@ -147,13 +157,17 @@ def test_a_cast_result_says_which_cast_and_what_it_casts(failures: dict) -> None
 # --- the suggestions the kernels' mistakes call for ------------------------------------------
 
 EXPECTED = {
+    # The whole edited line, in the kernel's own names.
     "pallas_row_sum_cast_to_columns": "from WGMMA_COL to WGMMA_ROW: "
-    "`plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(1))`",
+    "`out_gmem[...] = plgpu.layout_cast(s, plgpu.Layout.WGMMA.reduce(1))`",
     "pallas_column_max_cast_to_rows": "from WGMMA_ROW to WGMMA_COL: "
-    "`plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(0))`",
+    "`out_gmem[...] = plgpu.layout_cast(m, plgpu.Layout.WGMMA.reduce(0)).astype(jnp.float32)`",
     "pallas_tcgen05_row_sum_cast_to_columns": "to TCGEN05_ROW: "
-    "`plgpu.layout_cast(x, plgpu.Layout.TCGEN05.reduce(1))`",
-    "pallas_tmem_load_as_wgmma": "from WGMMA to TCGEN05",
+    "`out_smem[...] = plgpu.layout_cast(sums, plgpu.Layout.TCGEN05.reduce(1))`",
+    # Where ``layout=`` states it, edited there.
+    "pallas_tmem_load_as_wgmma": "change the layout `plgpu.async_load_tmem` states at "
+    "kernels.py:278:14 from WGMMA to TCGEN05: "
+    "`acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05)`",
     "pallas_tmem_store_strided": "from strided ×4 to TCGEN05",
     "pallas_wgmma_then_strided": "from strided ×2 to WGMMA",
     "pallas_strided_loop_carry": "at kernels.py:183:15 from strided ×2 to WGMMA",

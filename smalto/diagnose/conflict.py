@@ -24,15 +24,17 @@ from smalto.constraints import (
     constraint_variables,
 )
 from smalto.describe import Namer, describe_element, expr_var
+from smalto.diagnose.axes import axis_clue
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import UNOPTIMIZE, Edit
 from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import suggest
+from smalto.diagnose.wrong import axis_fix, headline
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_text, op_text
+from smalto.locations import location_text, op_location_text, op_text
 from smalto.program import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
 from smalto.solve.search import Solver
@@ -41,7 +43,7 @@ from smalto.sources import Sources
 
 def _op_of(program: Program, element: Element) -> tuple[str, str]:
     op = program.ops[element.origin]
-    return op.name, location_text(op.location)
+    return op.name, op_location_text(op)
 
 
 def _derivations(
@@ -300,6 +302,19 @@ def diagnose(
         if len(edits) == 1 and found.complete:
             notes.append(lowering_advice.none_keeps_it_fast(found.tried))
         edits.insert(1, None)
+    # A reduction over the wrong axis: said as the author thinks of it, with the other axis
+    # first where it is verified.
+    clue = axis_clue(program, core, namer.sources or Sources())
+    if clue is not None:
+        verified = axis_fix(program, clue, arch, background)
+        if verified is not None:
+            edits.insert(0, verified[0])
+            fixes.insert(0, verified[1])
+        elif not fixes:
+            text = f"{clue.fix}\nnote: {text}" if text else clue.fix
+    said_first = headline(program, system, core, namer, clue)
+    if clue is not None and said_first is None:
+        notes.insert(0, clue.text)
     notes = [n for n in (said_by_lowering.why, *notes, said_by_lowering.faster) if n]
     return ConflictReport(
         requirements,
@@ -314,6 +329,7 @@ def diagnose(
         edits_lowered=lowered,
         fixes=fixes,
         notes=list(dict.fromkeys(notes)),
+        headline=said_first,
     )
 
 

@@ -23,6 +23,9 @@ from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import ops_in_order
 
 RETARGET, DROP, ADD_CAST, UNOPTIMIZE = "retarget", "drop", "add_cast", "unoptimize"
+# A reduction over the other axis of a square tile (``s.max(axis=1)`` for ``axis=0``): the
+# same types, so the same module but for the op's ``reduction_dims`` (``position``).
+AXIS = "axis"
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ def apply(edit: Edit, ops: list[ir.Operation]) -> None:
     elif edit.kind == UNOPTIMIZE:
         for op_id in edit.ops:
             ops[op_id].attributes["optimized"] = ir.BoolAttr.get(False)
+    elif edit.kind == AXIS:
+        assert edit.position is not None
+        for op_id in edit.ops:
+            ops[op_id].attributes["reduction_dims"] = ir.DenseI64ArrayAttr.get([edit.position])
     else:
         raise ValueError(f"unknown edit {edit.kind!r}")
 
@@ -108,6 +115,7 @@ def _result_of(anchor: ir.Operation, edit: Edit) -> ir.Value:
 
 __all__ = [
     "ADD_CAST",
+    "AXIS",
     "DROP",
     "RETARGET",
     "UNOPTIMIZE",

@@ -33,6 +33,7 @@ from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.locations import file_position, location_text, op_text
+from smalto.pallas_edits import SourceChange, StatementEdit, cast_where_defined, stated_layout
 from smalto.program import Op, Program
 from smalto.rewrite.transfers import describe_ops
 from smalto.sources import Sources
@@ -77,6 +78,9 @@ class SuggestedEdit:
     edit: Edit | None = field(default=None, repr=False, compare=False)
     # The user's source line the edit changes, as ``kernels.py:52 | <the line>``, where found.
     snippet: str | None = None
+    # The edit of the user's files, line for line, where their source was read (a tool
+    # applies these: each says which lines read what, and what they become).
+    changes: tuple[SourceChange, ...] = ()
     # With the edit made, JAX's own pass still finds no layouts that lower (only smalto's
     # searches do): the fix works with smalto installed, not without.
     needs_smalto: bool = False
@@ -216,7 +220,7 @@ def _text(
     if hint:
         return f"{hint}\nnote: {none}"
     return (
-        f"{none}; change the requirements above together (e.g. the casts' targets, or the op "
+        f"{none}; change the conflicting requirements together (e.g. the casts' targets, or the op "
         "that fixes a layout), or cast a value where a supported relayout exists"
     )
 
@@ -229,6 +233,62 @@ class EditWords:
         self.system = system
         self.namer = namer
         self.sources = namer.sources or Sources()
+        self._statements: dict[Edit, tuple[str, StatementEdit] | None] = {}
+
+    def statement(self, edit: Edit) -> tuple[str, StatementEdit] | None:
+        """The user's statement the edit changes, as written and edited, and its file: a
+        layout cast's target changed or the cast removed (``plgpu.layout_cast(s, L)``, or
+        the ``layout=`` of a ``plgpu.load``/``plgpu.broadcasted_iota``... that made it), or
+        a cast added where a value is assigned; None where the line cannot be read so."""
+        if edit not in self._statements:
+            self._statements[edit] = self._statement(edit)
+        return self._statements[edit]
+
+    def _statement(self, edit: Edit) -> tuple[str, StatementEdit] | None:
+        op = self.program.ops[edit.ops[0]]
+        position = file_position(op.location)
+        if position is None or position.file == "-":
+            return None
+        lines = self.sources.lines(position.file)
+        if lines is None:
+            return None
+        layout = pallas_layout(edit.new) if isinstance(edit.new, Reg) else None
+        found: StatementEdit | None = None
+        if op.name == LAYOUT_CAST and edit.attribute is None and edit.kind == DROP:
+            found = stated_layout(lines, position.line, position.column, None)
+        elif op.name == LAYOUT_CAST and edit.attribute is None and edit.kind == RETARGET:
+            if layout is not None:
+                found = stated_layout(lines, position.line, position.column, layout)
+        elif edit.kind == ADD_CAST and edit.use is None and layout is not None:
+            found = cast_where_defined(lines, position.line, position.column, layout)
+        return (position.file, found) if found is not None else None
+
+    def changes(self, edit: Edit) -> tuple[SourceChange, ...]:
+        """The edit, line for line, in the user's files (none where they were not read)."""
+        found = self.statement(edit)
+        if found is not None:
+            file, statement = found
+            return (
+                SourceChange(
+                    file,
+                    statement.first_line,
+                    "\n".join(statement.before),
+                    "\n".join(statement.after),
+                ),
+            )
+        if edit.kind != UNOPTIMIZE:
+            return ()
+        changes = []
+        for transfer in describe_ops(self.program, edit.ops, self.sources):
+            position, made = transfer.position, transfer.edit
+            if position is None or made is None:
+                return ()
+            line = self.sources.line(position.file, position.line)
+            if line is None or line.strip() != made.before:
+                return ()
+            indent = line[: len(line) - len(line.lstrip())]
+            changes.append(SourceChange(position.file, position.line, line, indent + made.after))
+        return tuple(changes)
 
     def where(self, op_id: int) -> str:
         return location_text(self.program.ops[op_id].location)
@@ -259,6 +319,7 @@ class EditWords:
             use=use,
             edit=edit,
             snippet=self.snippet(edit),
+            changes=self.changes(edit),
             needs_smalto=needs_smalto,
         )
 
@@ -270,7 +331,9 @@ class EditWords:
         line = self.sources.line(position.file, position.line)
         if line is None or not line.strip():
             return None
-        text = line.strip()
+        statement = self.statement(edit)
+        # A statement spread over lines reads as one (the fix quotes it so too).
+        text = statement[1].written if statement is not None else line.strip()
         if len(text) > 100:
             text = text[:97] + "..."
         return f"{Path(position.file).name}:{position.line} | {text}"
@@ -312,6 +375,15 @@ class EditWords:
         tail = f": `{code}`" if code else ""
         old = describe_value(edit.old) if edit.old is not None else ""
         new = describe_value(edit.new) if edit.new is not None else ""
+        statement = self.statement(edit)
+        stated = statement[1].call if statement is not None else ""
+        keyword = bool(stated) and not stated.endswith("layout_cast")
+        if edit.kind == RETARGET and op.name == LAYOUT_CAST and keyword:
+            # The layout is a ``layout=`` of the call that made the value: edited there.
+            return (
+                f"change the layout `{stated}` states at {self.where(op.id)} from {old} to "
+                f"{new}{tail}"
+            )
         if edit.kind == RETARGET and op.name == LAYOUT_CAST:
             return f"change the layout cast at {self.where(op.id)} from {old} to {new}{tail}"
         if edit.kind == RETARGET and op.name == TMEM_CAST and not self._declared(op):
@@ -333,6 +405,8 @@ class EditWords:
                 f"change the transforms of the SMEM ref {self._ref_place(edit)} from {old} "
                 f"to {new}{tail}"
             )
+        if edit.kind == DROP and op.name == LAYOUT_CAST and keyword:
+            return f"drop the `layout=` ({old}) of `{stated}` at {self.where(op.id)}{tail}"
         if edit.kind == DROP and op.name == LAYOUT_CAST:
             return f"remove the layout cast to {old} at {self.where(op.id)}{tail}"
         if edit.kind == DROP:
@@ -367,11 +441,16 @@ class EditWords:
         return f"tcgen05.tmem_default_layout(packing={named.packing})"
 
     def pallas(self, edit: Edit) -> str | None:
-        """The Pallas code of the edited line (or argument)."""
+        """The Pallas code of the edited line, as it reads after the edit (the whole
+        statement, its own names and assignment kept, where the source was read; else the
+        call with the value's name where known, else the layout alone)."""
         new = edit.new
         if edit.kind == UNOPTIMIZE:
             made = describe_ops(self.program, edit.ops, self.sources)
             return "; ".join(t.pallas_edit for t in made)
+        statement = self.statement(edit)
+        if statement is not None:
+            return statement[1].text
         if edit.kind == DROP:
             return None
         if isinstance(new, Reg):
@@ -380,7 +459,11 @@ class EditWords:
                 return None
             if edit.kind == RETARGET and edit.attribute is not None:
                 return layout
-            return f"plgpu.layout_cast(x, {layout})"
+            cast = edit.value if edit.kind == ADD_CAST else None
+            if cast is None and self.program.ops[edit.ops[0]].operands:
+                cast = self.program.ops[edit.ops[0]].operands[0]
+            name = self.namer.user_name(cast) if cast is not None else None
+            return f"plgpu.layout_cast({name}, {layout})" if name else layout
         if isinstance(new, Smem):
             return smem_pallas(new)
         if isinstance(new, Tmem):

@@ -32,6 +32,7 @@ from smalto.constraints import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
+from smalto.hw.jax_text import layout_text
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.locations import op_text
@@ -263,8 +264,10 @@ def mma(ctx: RuleContext, op: Op) -> None:
     ):
         # JAX's words, for code written against its pass.
         shape, kind = ctx.system.variables[var].shape, "accumulator" if var == acc else "operand"
+        # (The layout by name, as JAX's other messages print it: never its long repr.)
         jax_text = (
-            f"Cannot assign layout {layout} to {jax_what}: the layout is not compatible "
+            f"Cannot assign layout {layout_text(Reg(layout))} to {jax_what}: the layout is "
+            "not compatible "
             f"with the {kind} shape {shape}."
         )
         ctx.fix(var, Reg(layout), op, what, jax_text)

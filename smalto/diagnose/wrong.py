@@ -1,0 +1,149 @@
+"""What is wrong, said first, where JAX's phrase says something else.
+
+Where JAX's pass finds no specific requirement to name, it says the kernel's
+"user-provided layout casts are unsatisfiable". A drop-in keeps that phrase
+as its first line, but a kernel with no layout cast in its conflict (a
+softmax that reduces over the wrong axis, a keep-dims reduction reshaped)
+deserves the next line to say what is wrong in smalto's own words: the axis
+clue where there is one (``smalto.diagnose.axes``), else which ops require
+what of which values. This module words that line, and turns a verified
+change of a reduction's axis into a fix.
+"""
+
+from __future__ import annotations
+
+from smalto.codes import CODES
+from smalto.conflict_report import failure_code
+from smalto.constraints import Element, Fixed, System, constraint_variables
+from smalto.describe import Namer
+from smalto.diagnose.axes import AxisClue, wrong_axis_reduction
+from smalto.diagnose.edits import Edit
+from smalto.diagnose.suggest import (
+    LOWERED_SHORT,
+    NEEDS_SMALTO,
+    VERIFIED_SHORT,
+    SuggestedEdit,
+)
+from smalto.diagnose.verify import module_of, works_on_copy
+from smalto.locations import file_position, location_text
+from smalto.pallas_edits import SourceChange
+from smalto.phrases import UNSATISFIABLE, unsatisfiable
+from smalto.program import Program
+
+# Ops that state a layout or transforms the author chose (``plgpu.layout_cast``,
+# ``layout=``, a ``plgpu.inline_mgpu``'s layouts, an SMEM ref's ``transforms=``): what
+# JAX's phrase calls "user-provided layout casts".
+_CASTS = (
+    "mosaic_gpu.layout_cast",
+    "mosaic_gpu.tmem_layout_cast",
+    "mosaic_gpu.custom_primitive",
+    "mosaic_gpu.with_transforms",
+)
+_SHOWN = 3  # places and values named in the line, at most
+
+
+def headline(
+    program: Program,
+    system: System,
+    core: list[Element],
+    namer: Namer,
+    clue: AxisClue | None,
+) -> str | None:
+    """The line said right after JAX's phrase where that phrase blames layout casts and
+    the conflict has none; None elsewhere (JAX's phrase is to the point there)."""
+    if any(program.ops[e.origin].name in _CASTS for e in core):
+        return None
+    if unsatisfiable(program, system).text != UNSATISFIABLE:
+        return None
+    if clue is not None:
+        return clue.text
+    places = list(dict.fromkeys(location_text(program.ops[e.origin].location) for e in core))
+    variables: dict[int, None] = {}
+    for e in core:
+        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+            variables.setdefault(v)
+    names = list(dict.fromkeys(namer.var(v) for v in variables))
+    where = ", ".join(places[:_SHOWN]) + (" and more" if len(places) > _SHOWN else "")
+    what = ", ".join(names[:_SHOWN]) + (" and more" if len(names) > _SHOWN else "")
+    title = CODES[failure_code(core)].title
+    return f"no layout cast is involved: {title}: {what}, at {where}"
+
+
+def axis_fix(
+    program: Program,
+    clue: AxisClue,
+    arch: tuple[int, int],
+    background: tuple[Edit, ...] = (),
+) -> tuple[SuggestedEdit, str] | None:
+    """The reduction over the other axis as a fix, with its claim, where made on a copy of
+    the module (with the kernel's other problems' fixes) smalto infers it and its checker
+    (and JAX's lowering, where it can run) accepts it; None elsewhere, or where the module
+    edit is not the source edit (a keep-dims expansion or a reshape in between)."""
+    if not clue.exact:
+        return None
+    verdict = works_on_copy(module_of(program), clue.edit, arch, lower=True, background=background)
+    if not verdict.ok:
+        return None
+    if verdict.needs_smalto:
+        claim = NEEDS_SMALTO
+    else:
+        claim = LOWERED_SHORT if verdict.lowered else VERIFIED_SHORT
+    op = program.ops[clue.edit.ops[0]]
+    where = location_text(op.location)
+    old = str(op.operation.attributes["reduction_dims"])
+    new = f"array<i64: {clue.edit.position}>"
+    snippet = changes = None
+    statement = clue.statement
+    position = file_position(op.location)
+    if statement is not None and clue.file is not None and position is not None:
+        first = statement.before[0].strip()
+        snippet = f"{position.file.rsplit('/', 1)[-1]}:{statement.first_line} | {first}"
+        changes = (
+            SourceChange(
+                clue.file,
+                statement.first_line,
+                "\n".join(statement.before),
+                "\n".join(statement.after),
+            ),
+        )
+    suggested = SuggestedEdit(
+        kind=clue.edit.kind,
+        text=clue.fix,
+        pallas=statement.text if statement is not None else None,
+        ops=[(op.name, where)],
+        old=None,
+        new=None,
+        attribute="reduction_dims",
+        old_attribute=old,
+        new_attribute=new,
+        edit=clue.edit,
+        snippet=snippet,
+        changes=changes or (),
+    )
+    return suggested, f"{clue.fix} ({claim})"
+
+
+def likely_culprit(program: Program, system: System) -> int | None:
+    """An op for a refusal's traceback to end at where neither JAX's phrase nor the search
+    names one, found without diagnosing (raising stays as fast as JAX's pass): a
+    reduction broadcast back along the axis it reduced, else the last layout the kernel
+    states (a cast, a ``layout=``), else the last op that fixes a layout, at a line of
+    the kernel."""
+    found = wrong_axis_reduction(program)
+    if found is not None:
+        return found
+    fixed = [f.origin for f in system.fixed if _located(program, f.origin)]
+    cast = [op for op in fixed if program.ops[op].name in _CASTS[:2]]
+    stated = [op for op in fixed if program.ops[op].name in _CASTS]
+    for ops in (cast, stated, fixed):
+        if ops:
+            return max(ops)
+    return None
+
+
+def _located(program: Program, op_id: int) -> bool:
+    position = file_position(program.ops[op_id].location)
+    return position is not None and position.file != "-"
+
+
+__all__ = ["axis_fix", "headline", "likely_culprit"]
