@@ -266,6 +266,7 @@ def _clash_section(clashes: list[Clash], listing: _FailureListing, suffix: str =
         )
         grids: list[Grid] = []
         drawn: list[str] = []
+        window = _window(clash)
         for side, name in zip(clash.sides, names, strict=True):
             dims = "x".join(map(str, side.shape))
             caption = (
@@ -274,7 +275,7 @@ def _clash_section(clashes: list[Clash], listing: _FailureListing, suffix: str =
                 f"{html.escape('; '.join(side.wanted_by))}"
             )
             try:
-                grid = _side_picture(side)
+                grid = _side_picture(side, window)
             except ValueError as error:  # a layout we cannot draw: say so, keep the page
                 grid = None
                 caption += f" (no picture: {html.escape(str(error))})"
@@ -297,7 +298,21 @@ def _clash_section(clashes: list[Clash], listing: _FailureListing, suffix: str =
     return out
 
 
-def _side_picture(side: Side) -> Grid | None:
+# A register value next to the SMEM ref it moves to or from, at one shape: the same
+# corner of both (enough rows for two row tiles, columns for four 16-byte chunks).
+SHARED_WINDOW = (16, 32)
+
+
+def _window(clash: Clash) -> tuple[int, int] | None:
+    """One window for every side where the sides are a ref and a register value of one
+    shape, so that an element sits in the same cell in both pictures."""
+    shapes = {side.shape for side in clash.sides}
+    if len(shapes) == 1 and any(isinstance(side.layout, Smem) for side in clash.sides):
+        return SHARED_WINDOW
+    return None
+
+
+def _side_picture(side: Side, window: tuple[int, int] | None = None) -> Grid | None:
     entry = Pictured(
         "",
         side.layout,
@@ -311,6 +326,8 @@ def _side_picture(side: Side) -> Grid | None:
         if isinstance(side.layout, Smem) and side.layout.tiling
         else None,
     )
+    if window is not None:
+        return picture(entry, rows=window[0], cols=window[1], smem_window=window)
     return picture(entry, rows=CLASH_PICTURE_ROWS, cols=CLASH_PICTURE_COLS)
 
 

@@ -205,9 +205,15 @@ def _element_type(ty: ir.Type) -> str:
     return str(ty)
 
 
-def picture(entry: Pictured, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_COLS) -> Grid | None:
+def picture(
+    entry: Pictured,
+    *,
+    rows: int = PICTURE_ROWS,
+    cols: int = PICTURE_COLS,
+    smem_window: tuple[int, int] = (SMEM_PICTURE_ROWS, SMEM_PICTURE_COLS),
+) -> Grid | None:
     """The picture of a layout at the shape of its first user (None for splats); register
-    layouts show ``rows`` x ``cols`` of the array."""
+    layouts show ``rows`` x ``cols`` of the array, SMEM refs ``smem_window``."""
     match entry.value:
         case Reg(layout=fa.WGSplatFragLayout()):
             return None
@@ -222,7 +228,7 @@ def picture(entry: Pictured, *, rows: int = PICTURE_ROWS, cols: int = PICTURE_CO
                 shape = tuple(shape[d] for d in entry.order)
                 tiling = tuple(tiling[d] for d in entry.order) if tiling else None
             placed = smem_placement(shape, tiling, entry.swizzle, entry.bitwidth)
-            return smem_grid(placed, entry.dtype, SMEM_PICTURE_ROWS, SMEM_PICTURE_COLS)
+            return smem_grid(placed, entry.dtype, *smem_window)
         case Tmem(layout=layout):
             placed = tmem_placement(layout, entry.shape)
             return tmem_grid(placed, entry.title, entry.dtype, TMEM_PICTURE_COLS)

@@ -119,3 +119,23 @@ def test_both_sides_are_drawn_at_one_scale(
     assert [g.title.split(" in registers")[0] for g in grids] == [f"{s}: 128 f32" if "%5" in s
         else f"{s}: 64 f32" for s in sides]  # fmt: skip
     assert len({g.cell_px for g in grids}) == 1
+
+
+def test_a_value_and_its_smem_ref_show_the_same_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A WGMMA epilogue stored to an SMEM ref without a swizzle: the registers and the ref
+    are drawn over the same corner of the 64x128 array, cell for cell."""
+    drawn: list[object] = []
+    real = smalto.failure_page.render
+
+    def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
+        drawn.append(panels)
+        return real(panels, fmt, dpi)
+
+    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    run("infer", UNSAT / "pallas_epilogue_to_unswizzled_smem.mlir", "--report", tmp_path / "p")
+    (panels,) = drawn
+    grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
+    assert [g.title.split(":")[0] for g in grids] == ["%71", "%72"]
+    assert len({g.shape for g in grids}) == len({g.cell_px for g in grids}) == 1
