@@ -12,10 +12,14 @@ import html
 import re
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pytest
 from cli_run import run
+from jax.experimental.pallas import mosaic_gpu as plgpu
 
 import smalto.failure_page
+import smalto.jax
 
 UNSAT = Path(__file__).resolve().parent / "unsat"
 
@@ -139,3 +143,41 @@ def test_a_value_and_its_smem_ref_show_the_same_cells(
     grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
     assert [g.title.split(":")[0] for g in grids] == ["%71", "%72"]
     assert len({g.shape for g in grids}) == len({g.cell_px for g in grids}) == 1
+
+
+def row_sums_and_column_maxima(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Two independent problems: row sums cast to columns, column maxima cast to rows."""
+
+    def kernel(x_gmem, sums_gmem, maxima_gmem, x_smem, barrier):  # noqa: ANN001, ANN202
+        plgpu.copy_gmem_to_smem(x_gmem, x_smem, barrier)
+        plgpu.barrier_wait(barrier)
+        x = plgpu.layout_cast(x_smem[...], plgpu.Layout.WGMMA)
+        sums_gmem[...] = plgpu.layout_cast(jnp.sum(x, axis=1), plgpu.Layout.WGMMA.reduce(0))
+        y = plgpu.layout_cast(x_smem[...] * 2.0, plgpu.Layout.WGMMA)
+        maxima_gmem[...] = plgpu.layout_cast(jnp.max(y, axis=0), plgpu.Layout.WGMMA.reduce(1))
+
+    m, n = x.shape
+    return plgpu.kernel(
+        kernel,
+        out_type=(jax.ShapeDtypeStruct((m,), x.dtype), jax.ShapeDtypeStruct((n,), x.dtype)),
+        scratch_types=[plgpu.SMEM(x.shape, x.dtype), plgpu.Barrier()],
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+    )(x)
+
+
+def test_a_kernel_with_two_problems_gets_both_on_the_page(tmp_path: Path) -> None:
+    (kernel,) = smalto.jax.capture(
+        row_sums_and_column_maxima, jax.ShapeDtypeStruct((128, 128), jnp.float32), by="smalto"
+    )
+    module, page = tmp_path / "two.mlir", tmp_path / "page.html"
+    module.write_text(kernel.text)
+    done = run("infer", module, "--report", page)
+    assert done.status == 1 and "problem 2 of 2:" in done.err
+    shown = _page_text(page)
+    said = _terminal_lines(done.err)
+    assert "the kernel has 2 problems, each with its own fix:" in said
+    assert [line for line in said if line not in shown] == []
+    text = page.read_text(encoding="utf-8")
+    assert text.count('id="problem-') == 2
+    assert 'alt="%61 as WGMMA_ROW, next to %62 as WGMMA_COL"' in text
+    assert 'alt="%66 as WGMMA_COL, next to %67 as WGMMA_ROW"' in text
