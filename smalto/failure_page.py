@@ -244,6 +244,11 @@ def _diagnosis(conflict: object, listing: _FailureListing, suffix: str = "") -> 
         out.append("<h3>Where the values' layouts come from</h3><ul>")
         out += [f"<li>{html.escape(d)}</li>" for d in derivations]
         out.append("</ul>")
+    origins = getattr(conflict, "origins", [])
+    if origins:  # what `smalto infer --verbose` adds: where each value is defined
+        out.append("<h3>The values involved</h3><ul>")
+        out += [f"<li>{html.escape(o)}</li>" for o in origins]
+        out.append("</ul>")
     out.append("</section>")
     return out
 

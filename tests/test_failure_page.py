@@ -181,3 +181,18 @@ def test_a_kernel_with_two_problems_gets_both_on_the_page(tmp_path: Path) -> Non
     assert text.count('id="problem-') == 2
     assert 'alt="%61 as WGMMA_ROW, next to %62 as WGMMA_COL"' in text
     assert 'alt="%66 as WGMMA_COL, next to %67 as WGMMA_ROW"' in text
+
+
+def test_the_page_keeps_what_verbose_adds(tmp_path: Path) -> None:
+    """``--verbose`` adds what each value was forced to and where each is defined: the page
+    always shows both."""
+    page = tmp_path / "page.html"
+    done = run(
+        "infer", UNSAT / "pallas_row_sum_cast_to_columns.mlir", "--verbose", "--report", page
+    )
+    said = [
+        line for line in _terminal_lines(done.err) if line not in ("where:", "the values involved:")
+    ]
+    assert any("is defined by" in line for line in said)
+    shown = _page_text(page)
+    assert [line for line in said if line not in shown] == []
