@@ -39,7 +39,7 @@ _CASTS = (
     "mosaic_gpu.custom_primitive",
     "mosaic_gpu.with_transforms",
 )
-_SHOWN = 3  # places and values named in the line, at most
+_SHOWN = 2  # values named in the line, at most
 
 
 def headline(
@@ -63,10 +63,12 @@ def headline(
         for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
             variables.setdefault(v)
     names = list(dict.fromkeys(namer.var(v) for v in variables))
-    where = ", ".join(places[:_SHOWN]) + (" and more" if len(places) > _SHOWN else "")
-    what = ", ".join(names[:_SHOWN]) + (" and more" if len(names) > _SHOWN else "")
+    what = ", ".join(names[:_SHOWN]) + (
+        f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    )
+    where = places[0] + (f" and {len(places) - 1} more lines" if len(places) > 1 else "")
     title = CODES[failure_code(core)].title
-    return f"no layout cast is involved: {title}: {what}, at {where}"
+    return f"no layout cast is involved: {title} ({what}, at {where})"
 
 
 def axis_fix(

@@ -189,6 +189,17 @@ def keepdims_min_over_columns(a: jax.Array, b: jax.Array) -> jax.Array:
     return _hopper_matmul(epilogue, a, b)
 
 
+def bf16_min_over_columns(a: jax.Array, b: jax.Array) -> jax.Array:
+    """A bf16 tile's column minima (``min(axis=0)``), subtracted from each row's values."""
+
+    def epilogue(acc):
+        s = acc.astype(jnp.bfloat16)
+        lo = s.min(axis=0)
+        return s - lo[:, None]
+
+    return _hopper_matmul(epilogue, a, b)
+
+
 def tcgen05_softmax_max_over_columns(a: jax.Array, b: jax.Array) -> jax.Array:
     """Blackwell: the max of a TCGEN05 accumulator over axis 0, broadcast along rows."""
 
@@ -211,6 +222,18 @@ def tcgen05_row_sum_broadcast_along_columns(a: jax.Array, b: jax.Array) -> jax.A
     return _blackwell_matmul(epilogue, a, b)
 
 
+def tcgen05_keepdims_max_over_rows(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Blackwell: ``keepdims=True`` on axis 1 (an N×1 column of row maxima), reshaped to the
+    1×N row a per-column maximum would be."""
+
+    def epilogue(acc_tmem):
+        s = plgpu.async_load_tmem(acc_tmem)
+        m = jnp.max(s, axis=1, keepdims=True)
+        return s - m.reshape(1, -1)
+
+    return _blackwell_matmul(epilogue, a, b)
+
+
 _AB_HOPPER = (_sds(64, 64, dtype=jnp.bfloat16), _sds(64, 64, dtype=jnp.bfloat16))
 _AB_BLACKWELL = (_sds(128, 64, dtype=jnp.bfloat16), _sds(64, 128, dtype=jnp.bfloat16))
 
@@ -227,6 +250,7 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
     "softmax_max_over_columns": (softmax_max_over_columns, _AB_HOPPER, HOPPER),
     "row_sum_broadcast_along_columns": (row_sum_broadcast_along_columns, _AB_HOPPER, HOPPER),
     "keepdims_min_over_columns": (keepdims_min_over_columns, _AB_HOPPER, HOPPER),
+    "bf16_min_over_columns": (bf16_min_over_columns, _AB_HOPPER, HOPPER),
     "tcgen05_softmax_max_over_columns": (
         tcgen05_softmax_max_over_columns,
         _AB_BLACKWELL,
@@ -237,6 +261,7 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
         _AB_BLACKWELL,
         BLACKWELL,
     ),
+    "tcgen05_keepdims_max_over_rows": (tcgen05_keepdims_max_over_rows, _AB_BLACKWELL, BLACKWELL),
 }
 
 
