@@ -230,7 +230,9 @@ def solve(candidate: Candidate) -> tuple[ir.Module | None, str]:
 
 
 def _structure(text: str) -> tuple[str, ...]:
-    return tuple(op.name for op in walk(parse(text)))
+    # The module must outlive its ops: an op of a freed module aborts the process.
+    module = parse(text)
+    return tuple(op.name for op in walk(module))
 
 
 def judge_all(cases: Cases) -> list[Judged]:
