@@ -6,17 +6,22 @@ few values are pinned to given layouts (by a ``layout_cast``, ``with_transforms`
 or ``tmem_layout_cast`` the generator writes around the op under test, whose
 location is ``loc("op")``). Both sides then give a verdict:
 
-- the solver accepts the candidate when inference succeeds and every site of
-  each pinned value carries the pinned layout (a solver that succeeds by
-  relayouting a splat around the pin has avoided the layout, not taken it);
+- the solver accepts the candidate when inference succeeds and each pinned
+  value carries its pin where it is made and at the op under test (a solver
+  that succeeds by relayouting a splat around the pin has avoided the layout,
+  not taken it; a pinned splat need only be made a splat, since a splat may
+  reach any use converted);
 - the checker accepts it when smalto's answer passes it whole; where the
   solver refuses, the checker is asked about a hand-annotated module: an
   accepted answer of a kernel with the same ops, with the pinned values
   retargeted to their pins at their producer and every user. It refuses the
-  layout when it reports a violation at the op under test.
+  layout when it reports a violation at the op under test (or at a
+  terminator of its regions, which the generators locate with it).
 
 Where the two verdicts differ, a rule was changed without its check (or the
-other way round).
+other way round). The refused side is weaker where an op relates several
+sites: the hand-annotated module keeps the accepted answer's layouts at the
+sites a candidate does not pin, so a generator pins every site it means.
 """
 
 from __future__ import annotations

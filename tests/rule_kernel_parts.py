@@ -201,10 +201,26 @@ def smem_cases(
     restricted: bool = True,
     arch: tuple[int, int] = HOPPER,
     args: Sequence[str] = (),
+    view_ty: str | None = None,
 ) -> Cases:
-    """Per option: the ref ``%t`` pinned to those transforms, then ``op_lines("t")``."""
+    """Per option: the ref ``%t`` pinned to those transforms, then ``op_lines("t")``.
+
+    With ``view_ty``, the op's result ``%v`` (a view of that type) is pinned to
+    the same transforms too (``with_transforms`` after it), so that a refusal
+    is about the pair, not about a view left as an accepted answer had it.
+    """
     candidates = []
     for label, given in options.items():
         lines = [*pinned_ref("t", ref_ty, given, "p0"), *op_lines("t")]
-        candidates.append(Candidate(label, kernel(lines, args), (Pin("p0", 0, given),), arch))
+        pins = [Pin("p0", 0, given)]
+        if view_ty is not None:
+            lines.append(
+                tag(
+                    f'%w = "mosaic_gpu.with_transforms"(%v) <{{transforms = {given}}}> '
+                    f": ({view_ty}) -> {view_ty}",
+                    "p1",
+                )
+            )
+            pins.append(Pin(OP, 0, given))
+        candidates.append(Candidate(label, kernel(lines, args), tuple(pins), arch))
     return Cases(name, tuple(candidates), restricted)

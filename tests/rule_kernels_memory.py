@@ -34,14 +34,16 @@ BF16_OPTIONS = {
 @generator("memref.subview")
 def subview(name: str) -> Cases:
     """A window keeps the tiling, which must divide its sizes and offsets."""
-    window = smem("64x64xbf16", "strided<[64, 1], offset: 4096>")
+    # At row 32: a 64-row tile fits the window but not its offset.
+    window = smem("64x64xbf16", "strided<[64, 1], offset: 2048>")
     return smem_cases(
         name,
         BF16_REF,
         BF16_OPTIONS,
         lambda t: [
-            tag(f"%v = memref.subview %{t}[64, 0] [64, 64] [1, 1] : {BF16_REF} to {window}")
+            tag(f"%v = memref.subview %{t}[32, 0] [64, 64] [1, 1] : {BF16_REF} to {window}")
         ],
+        view_ty=window,
     )
 
 
@@ -55,6 +57,7 @@ def memref_cast(name: str) -> Cases:
         BF16_OPTIONS,
         lambda t: [tag(f"%v = memref.cast %{t} : {BF16_REF} to {other}")],
         restricted=False,
+        view_ty=other,
     )
 
 
@@ -73,19 +76,20 @@ def memref_transpose(name: str) -> Cases:
 
 @generator("memref.expand_shape")
 def expand_shape(name: str) -> Cases:
-    """Splitting the major dim keeps the tiling of the minor one."""
+    """Splitting the major dim: only the dims not split may be tiled."""
     out = smem("2x64x64xbf16")
+    options = {**BF16_OPTIONS, "tile 64 swizzle 128": transforms((64,), 128)}
     return smem_cases(
         name,
         BF16_REF,
-        BF16_OPTIONS,
+        options,
         lambda t: [
             tag(
                 f"%v = memref.expand_shape %{t} [[0, 1], [2]] output_shape [2, 64, 64] "
                 f": {BF16_REF} into {out}"
             )
         ],
-        restricted=False,
+        view_ty=out,
     )
 
 
@@ -105,7 +109,7 @@ def collapse_shape(name: str) -> Cases:
         lambda t: [
             tag(f"%v = memref.collapse_shape %{t} [[0, 1], [2]] : {source} into {BF16_REF}")
         ],
-        restricted=False,
+        view_ty=BF16_REF,
     )
 
 

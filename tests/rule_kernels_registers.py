@@ -197,30 +197,46 @@ def multi_reduction(name: str) -> Cases:
 
 @generator("vector.shape_cast")
 def shape_cast(name: str) -> Cases:
-    """A reshape keeps the layout where no element moves."""
-    layouts = some(register_layouts(ELEMENTWISE_SHAPE, 32), "splat", "strided", "WGMMA", "TCGEN05")
-    out = vec((2, 64, 64), "f32")
+    """A reshape keeps the layout where no element moves (both ends pinned)."""
+    shape = (2, 64, 64)
+    sources = register_layouts(ELEMENTWISE_SHAPE, 32)
+    results = register_layouts(shape, 32)
+    pairs = {
+        "splat": ("splat", "splat"),
+        "strided": ("strided", "strided"),
+        "WGMMA": ("WGMMA", "WGMMA"),
+        "WGMMA then strided": ("WGMMA", "strided"),
+        "strided then WGMMA": ("strided", "WGMMA"),
+    }
+    out = vec(shape, "f32")
     return register_cases(
         name,
         F32_2D,
-        layouts,
+        {label: sources[a] for label, (a, _) in pairs.items()},
         lambda x: f'%r = "vector.shape_cast"(%{x}) : ({F32_2D}) -> {out}',
+        result_ty=out,
+        result_layouts={label: results[b] for label, (_, b) in pairs.items()},
     )
 
 
 @generator("vector.extract_strided_slice")
 def extract_strided_slice(name: str) -> Cases:
-    """A slice of a tiled value at tile boundaries keeps its layout."""
-    layouts = some(register_layouts(ELEMENTWISE_SHAPE, 32), "splat", "strided", "WGMMA", "TCGEN05")
-    out = vec((64, 64), "f32")
+    """A slice of a tiled value at tile boundaries keeps its layout (both ends pinned):
+    rows 64..191 of 256 are whole 64-row WGMMA tiles, not whole 128-row TCGEN05 ones."""
+    labels = ("splat", "strided", "WGMMA", "TCGEN05")
+    sources = some(register_layouts((256, 64), 32), *labels)
+    results = some(register_layouts((128, 64), 32), *labels)
+    source, out = vec((256, 64), "f32"), vec((128, 64), "f32")
     return register_cases(
         name,
-        F32_2D,
-        layouts,
+        source,
+        sources,
         lambda x: (
-            f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [64, 0], sizes = [64, 64], '
-            f"strides = [1, 1]}}> : ({F32_2D}) -> {out}"
+            f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [64, 0], sizes = [128, 64], '
+            f"strides = [1, 1]}}> : ({source}) -> {out}"
         ),
+        result_ty=out,
+        result_layouts=results,
     )
 
 
