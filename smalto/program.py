@@ -18,7 +18,7 @@ from typing import Protocol, overload
 
 from jax._src.lib.mlir import ir
 
-from smalto.locations import location_text
+from smalto.locations import op_location_text
 
 # Ops whose regions hold already-lowered code: no layout is inferred inside
 # them (JAX's pass does not enter them), and the reader reads nothing of them.
@@ -268,8 +268,9 @@ class Op:
 
     @property
     def where(self) -> str:
-        """The op's source position for messages, ``kernel.py:75:20`` (see ``locations``)."""
-        return location_text(self.operation.location)
+        """The op's source position for messages, ``kernel.py:75:20`` (see ``locations``;
+        an op JAX made with no line of its own: the line of the op that uses it)."""
+        return op_location_text(self)
 
     def has_kind(self, kind: Kind, program: Program) -> bool:
         values = program.values

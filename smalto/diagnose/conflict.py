@@ -34,7 +34,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.locations import location_text, op_location_text, op_text
+from smalto.locations import op_location_text, op_text
 from smalto.program import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
 from smalto.solve.search import Solver
@@ -378,7 +378,7 @@ def no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
     variable = system.variables[var]
     namer = Namer(program, system)
     op = program.ops[variable.key.op]
-    where = location_text(op.location)
+    where = op_location_text(op)
     kind = {2: "SMEM transform", 3: "TMEM layout"}.get(int(variable.kind), "register layout")
     text = f"no {kind} fits {namer.typed(var)} (shape {variable.shape}) from {op_text(op)}"
     hint = None

@@ -25,7 +25,7 @@ from smalto.diagnose.suggest import (
     SuggestedEdit,
 )
 from smalto.diagnose.verify import module_of, works_on_copy
-from smalto.locations import file_position, location_text
+from smalto.locations import file_position, op_location_text
 from smalto.pallas_edits import SourceChange
 from smalto.phrases import UNSATISFIABLE, unsatisfiable
 from smalto.program import Program
@@ -57,7 +57,7 @@ def headline(
         return None
     if clue is not None:
         return clue.text
-    places = list(dict.fromkeys(location_text(program.ops[e.origin].location) for e in core))
+    places = list(dict.fromkeys(op_location_text(program.ops[e.origin]) for e in core))
     variables: dict[int, None] = {}
     for e in core:
         for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
@@ -91,7 +91,7 @@ def axis_fix(
     else:
         claim = LOWERED_SHORT if verdict.lowered else VERIFIED_SHORT
     op = program.ops[clue.edit.ops[0]]
-    where = location_text(op.location)
+    where = op_location_text(op)
     old = str(op.operation.attributes["reduction_dims"])
     new = f"array<i64: {clue.edit.position}>"
     snippet = changes = None
