@@ -372,7 +372,7 @@ def expansion_at(line: str, column: int) -> str | None:
     code, tree, at = parsed
     found = []
     for node in ast.walk(tree):
-        if node.col_offset < at if isinstance(node, ast.expr) else True:
+        if not isinstance(node, ast.expr) or node.col_offset < at:
             continue
         if isinstance(node, ast.Subscript) and _has_none(node.slice):
             found.append(node)

@@ -364,3 +364,18 @@ def test_explain_says_a_value_computed_from_the_accumulator_is_not_free(
     (explained,) = json.loads(capsys.readouterr().out)["values"]
     assert explained["free"] is False, explained
     assert "free" not in explained["summary"] and because in explained["summary"]
+
+
+def test_the_report_page_s_edit_keeps_the_assignment(tmp_path: Path) -> None:
+    """The failure page shows each verified edit as the line reads before and after: the
+    whole statement, ``bias =`` kept."""
+    import html
+
+    from smalto.cli import main
+
+    page = tmp_path / "page.html"
+    status = main(["infer", "--report", str(page), str(UNSAT / "words_bias_loaded_as_rows.mlir")])
+    assert status == 1
+    text = html.unescape(page.read_text())
+    after = "→ <code>bias = plgpu.load(bias_ref, layout=plgpu.Layout.WGMMA.reduce(0))</code>"
+    assert after in text
