@@ -234,9 +234,7 @@ def test_the_other_axis_is_a_verified_fix_first(name: str, failures: dict) -> No
     error = failures[name]
     fix = str(error).splitlines()[2]
     assert fix.startswith("fix: reduce over axis ")
-    assert (
-        "(verified: smalto infers the kernel with it and JAX's Mosaic GPU lowering takes it)" in fix
-    )
+    assert "(verified: smalto infers the kernel with it" in fix  # (and pasted, it lowers)
     edit = error.conflict.edits[0]
     assert edit.kind == "axis" and edit.pallas == AXIS_FIXES[name]
     (change,) = edit.changes

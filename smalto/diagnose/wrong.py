@@ -79,11 +79,13 @@ def axis_fix(
 ) -> tuple[SuggestedEdit, str] | None:
     """The reduction over the other axis as a fix, with its claim, where made on a copy of
     the module (with the kernel's other problems' fixes) smalto infers it and its checker
-    (and JAX's lowering, where it can run) accepts it; None elsewhere, or where the module
+    accepts it; None elsewhere, or where the module
     edit is not the source edit (a keep-dims expansion or a reshape in between)."""
     if not clue.exact:
         return None
-    verdict = works_on_copy(module_of(program), clue.edit, arch, lower=True, background=background)
+    # (JAX's dialect lowering of the edited copy is the dear part: as for the other fixes,
+    # smalto's checker, which states its requirements, judges it; the tests lower it.)
+    verdict = works_on_copy(module_of(program), clue.edit, arch, background=background)
     if not verdict.ok:
         return None
     if verdict.needs_smalto:
