@@ -400,7 +400,7 @@ def capture_all(out_dir: Path, configs: Sequence[Config] = CONFIGS) -> list[Path
         def run(x, w, s, g, config=config):
             return quantized_ragged_dot(x, w, s, g, config)
 
-        [module] = capture(run, *arguments(), arch=BLACKWELL)
+        [module] = capture(run, *arguments(), arch=BLACKWELL, by="jax")
         path = out_dir / f"{config.name}.mlir"
         # Locations name this file relative to the repository, not this checkout.
         path.write_text(module.text.replace(f'"{REPO_ROOT}/', '"'), encoding="utf-8")
