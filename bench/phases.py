@@ -48,7 +48,7 @@ from bench.run import (
 from smalto import annotate, infer
 from smalto.mlir import module_arch
 from smalto.reader import read_program
-from smalto.rules import derive_system
+from smalto.rules import consumers, derive_system
 from smalto.solve.search import Solver
 from smalto.validate import check_input
 
@@ -61,7 +61,7 @@ def time_steps(module: ir.Module, arch: Arch, clock: Callable[[], float]) -> lis
     """Seconds each of ``STEPS`` takes on ``module`` (which ends up annotated)."""
     fuel = smalto.DEFAULT_FUEL
     ticks = [clock()]
-    program = read_program(module)
+    program = read_program(module, consumers())
     ticks.append(clock())
     check_input(program, fuel=fuel, arch=arch)
     ticks.append(clock())

@@ -35,6 +35,7 @@ from smalto.report import (
     memory_order,
     picture,
 )
+from smalto.rules import consumers
 from smalto.sources import Sources
 
 
@@ -132,7 +133,7 @@ def _failurelisting_html(conflict: object, source: Input) -> _FailureListing:
     locations = _diagnosis_locations(conflict)
     program = None
     try:
-        program = read_program(source.module)
+        program = read_program(source.module, consumers())
     except Exception:  # noqa: BLE001 -- the page still shows the module and the message
         program = None
     in_input = _input_lines(locations, source)

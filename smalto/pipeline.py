@@ -27,7 +27,7 @@ from smalto.dump import after_derivation
 from smalto.errors import InferenceError
 from smalto.program import Program
 from smalto.reader import read_program
-from smalto.rules import derive_system
+from smalto.rules import consumers, derive_system
 from smalto.solve.search import FuelExhausted, Solver, decide
 from smalto.validate import check_input
 
@@ -100,7 +100,7 @@ def solve_as_written(
     (``smalto.validate``), and ops without a rule (``NotImplementedError``).
     Must run inside the module's context.
     """
-    program = read_program(module)
+    program = read_program(module, consumers())
     check_input(program, fuel=fuel, arch=arch)
     system = derive(program, arch)
     if not conflicting_fixed(system):
@@ -112,7 +112,7 @@ def solve_as_written(
 def solve_copy(module: ir.Module, arch: tuple[int, int], fuel: int) -> Inference:
     """The pass on a copy a rescue changed (``smalto.rescue``): read, derive, solve, with
     no input check (the module as written passed it) and no dump; raises ``Failure``."""
-    program = read_program(module)
+    program = read_program(module, consumers())
     return solve(program, derive(program, arch), arch, fuel)
 
 

@@ -6,15 +6,16 @@ bitwidth, strides, producer and uses. The MLIR bindings are slow to call;
 the solver only touches these plain objects. Everything is keyed by ids,
 never by ``ir.OpView``/``ir.Value`` objects, whose hashes are not stable once
 attributes change. ``smalto.reader`` makes the view, in one walk over the
-module; what that walk did not read is read here when first asked for.
+module, and hands over its tables (``Tables``); what that walk did not read is
+read here, through the bindings, when first asked for.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, overload
+from typing import overload
 
 from jax._src.lib.mlir import ir
 
@@ -181,22 +182,151 @@ class OpIndex:
         return None if oid is None else Producer(oid, result.result_number)
 
 
-class Source(Protocol):
-    """What the view reads late through the walk that made it (``smalto.reader``)."""
+class Tables:
+    """What the walk read of a module (``smalto.reader``), and the reads it left for later.
 
-    operations: list[ir.Operation]
-    values: list[Value]
-    value_ids: dict[object, int]
-    layout_ops: list[int]
-    layout_types: dict[int, Value]
+    The view's ops and values are these tables; what the walk passed over (the
+    operands and results of most ops, scalars, the values of an already
+    lowered body) is read here through the bindings when first asked for, so
+    that the view never calls back into the reader that filled it.
+    """
 
-    def key(self, v: ir.Value) -> object: ...
+    __slots__ = (
+        "by_hash",
+        "operations",
+        "names",
+        "parents",
+        "operands",
+        "results",
+        "regions",
+        "values",
+        "value_ids",
+        "layout_ops",
+        "layout_types",
+        "opaque_parents",
+        "type_cache",
+        "op_index",
+        "collided",
+        "facts",
+    )
 
-    def operand_ids(self, oid: int) -> tuple[int, ...]: ...
+    def __init__(self, *, by_hash: bool, facts: Callable[[ir.Type], TypeInfo]) -> None:
+        # Values keyed by their hash (an int: no binding call to compare), or
+        # by themselves where two values of the module share a hash.
+        self.by_hash = by_hash
+        self.operations: list[ir.Operation] = []
+        self.names: list[str] = []
+        self.parents: list[int | None] = []
+        # Operand and result ids of the ops the walk read them of (others: when asked).
+        self.operands: dict[int, tuple[int, ...]] = {}
+        self.results: dict[int, tuple[int, ...]] = {}
+        self.regions: dict[int, list[list[tuple[tuple[int, ...], list[int]]]]] = {}
+        self.values: list[Value] = []
+        self.value_ids: dict[object, int] = {}
+        self.layout_ops: list[int] = []
+        # One value of each type among those needing a layout: what validation looks at first.
+        self.layout_types: dict[int, Value] = {}
+        # Ids of the ops whose regions are opaque (an ``OPAQUE_REGIONS`` op, or
+        # an op inside one): their ops' values are read, when asked, as opaque.
+        self.opaque_parents: set[int] = set()
+        # What a vector or memref type tells, by the type's hash (kept with the context).
+        self.type_cache: dict[int, TypeInfo] = {}
+        self.op_index = OpIndex(self.operations)
+        # Set when two values share a key (the walk then reads the module again).
+        self.collided = False
+        # What a vector or memref type tells (``smalto.type_facts``, given by the reader:
+        # the view stands below the facts of types).
+        self.facts = facts
 
-    def result_ids(self, oid: int) -> tuple[int, ...]: ...
+    def key(self, v: ir.Value) -> object:
+        return hash(v) if self.by_hash else v
 
-    def make_op(self, oid: int) -> Op: ...
+    def classify(self, ty: ir.Type) -> TypeInfo:
+        """What a vector or memref type tells; computed once per distinct type.
+
+        Keyed by the type's hash: types are unique in their context, so the
+        hash is the hash of one pointer, and an int key spares the binding
+        call that compares two types on every hit.
+        """
+        key = hash(ty)
+        cached = self.type_cache.get(key)
+        if cached is None:
+            cached = self.type_cache[key] = self.facts(ty)
+        return cached
+
+    def opaque_value(self, v: ir.Value, producer: Producer | None) -> int:
+        """Registers a value of an opaque body (its type read here), needing no layout."""
+        ty = v.type
+        vid = len(self.values)
+        if self.value_ids.setdefault(self.key(v), vid) != vid:
+            self.collided = True
+        if isinstance(ty, (ir.VectorType, ir.MemRefType)):
+            self.values.append(Value(vid, self.classify(ty), producer, ty))
+        else:
+            self.values.append(UnshapedValue(vid, producer, ty))
+        return vid
+
+    def late_value(
+        self, v: ir.Value, producer: Producer | None, known: bool, key: object = None
+    ) -> int:
+        """Registers a scalar the walk passed over (or a value from outside the module).
+
+        ``key``: ``self.key(v)``, where the caller has it already.
+        """
+        vid = len(self.values)
+        self.value_ids[self.key(v) if key is None else key] = vid
+        self.values.append(LateScalar(vid, v, self.op_index, producer, known))
+        return vid
+
+    def operand_ids(self, oid: int) -> tuple[int, ...]:
+        """An op's operand ids, for an op whose operands the walk did not read."""
+        get = self.value_ids.get
+        opaque = self.parents[oid] in self.opaque_parents
+        ids = []
+        for v in self.operations[oid].operands:
+            vid = get(self.key(v))
+            if vid is None:
+                if opaque:
+                    vid = self.opaque_value(v, self.op_index.producer_of(v))
+                else:
+                    vid = self.late_value(v, None, False)
+            ids.append(vid)
+        return tuple(ids)
+
+    def result_ids(self, oid: int) -> tuple[int, ...]:
+        """An op's result ids, for an op whose results the walk did not register."""
+        get, values = self.value_ids.get, self.values
+        opaque = self.parents[oid] in self.opaque_parents
+        ids = []
+        for index, r in enumerate(self.operations[oid].results):
+            vid = get(self.key(r))
+            if vid is None:
+                if opaque:
+                    vid = self.opaque_value(r, Producer(oid, index))
+                else:
+                    vid = self.late_value(r, Producer(oid, index), True)
+            else:
+                # Met before as an operand: now its producer is known.
+                scalar = values[vid]
+                if isinstance(scalar, LateScalar) and not scalar.producer_known:
+                    scalar.produced_by(Producer(oid, index))
+            ids.append(vid)
+        return tuple(ids)
+
+    def make_op(self, oid: int) -> Op:
+        return Op(
+            oid,
+            self.names[oid],
+            self.operands.get(oid),
+            self.results.get(oid),
+            self.parents[oid],
+            self.operations[oid],
+            self.regions.get(oid, _NO_REGIONS),
+            self,
+        )
+
+
+_NO_REGIONS: list[list[tuple[tuple[int, ...], list[int]]]] = []
 
 
 class Op:
@@ -215,7 +345,7 @@ class Op:
         "parent",
         "operation",
         "_view",
-        "_reader",
+        "_tables",
     )
 
     def __init__(
@@ -227,7 +357,7 @@ class Op:
         parent: int | None,
         operation: ir.Operation,
         regions: list[list[tuple[tuple[int, ...], list[int]]]],
-        reader: Source,
+        tables: Tables,
     ) -> None:
         self.id = oid
         self.name = name
@@ -238,20 +368,20 @@ class Op:
         self.parent = parent
         self.operation = operation
         self._view: ir.OpView | None = None
-        self._reader = reader
+        self._tables = tables
 
     @property
     def operands(self) -> tuple[int, ...]:
         operands = self._operands
         if operands is None:
-            operands = self._operands = self._reader.operand_ids(self.id)
+            operands = self._operands = self._tables.operand_ids(self.id)
         return operands
 
     @property
     def results(self) -> tuple[int, ...]:
         results = self._results
         if results is None:
-            results = self._results = self._reader.result_ids(self.id)
+            results = self._results = self._tables.result_ids(self.id)
         return results
 
     @property
@@ -285,12 +415,12 @@ class Op:
 class _Ops(Sequence[Op]):
     """The ops by id, each ``Op`` made when first asked for (most never are)."""
 
-    __slots__ = ("made", "_reader")
+    __slots__ = ("made", "_tables")
 
-    def __init__(self, reader: Source) -> None:
-        self._reader = reader
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
         # The ops made so far (None: not yet); readers in a hurry may index it.
-        self.made: list[Op | None] = [None] * len(reader.operations)
+        self.made: list[Op | None] = [None] * len(tables.operations)
 
     def __len__(self) -> int:
         return len(self.made)
@@ -304,7 +434,7 @@ class _Ops(Sequence[Op]):
             return [self[i] for i in range(*index.indices(len(self.made)))]
         op = self.made[index]
         if op is None:
-            op = self.made[index] = self._reader.make_op(index % len(self.made))
+            op = self.made[index] = self._tables.make_op(index % len(self.made))
         return op
 
     def __iter__(self) -> Iterator[Op]:
@@ -315,21 +445,21 @@ class _Ops(Sequence[Op]):
 class Program:
     """All ops (pre-order) and values of a module, by integer id."""
 
-    __slots__ = ("ops", "values", "top_level", "layout_ops", "layout_types", "context", "_reader")
+    __slots__ = ("ops", "values", "top_level", "layout_ops", "layout_types", "context", "_tables")
 
-    def __init__(self, reader: Source, top_level: list[int], context: ir.Context) -> None:
-        self._reader = reader
+    def __init__(self, tables: Tables, top_level: list[int], context: ir.Context) -> None:
+        self._tables = tables
         self.context = context
-        self.ops = _Ops(reader)
+        self.ops = _Ops(tables)
         # Grows when values the walk did not register are asked for.
-        self.values = reader.values
+        self.values = tables.values
         self.top_level = top_level  # ids of the module body's ops
         # Ids (pre-order) of the ops with a vector, a TMEM ref or a
         # transformable SMEM ref among their operands or results: the only
         # ops inference gives attributes. Most ops of a kernel have none.
-        self.layout_ops = reader.layout_ops
+        self.layout_ops = tables.layout_ops
         # One value of each distinct type among those that need a layout.
-        self.layout_types = list(reader.layout_types.values())
+        self.layout_types = list(tables.layout_types.values())
 
     def walk(self) -> list[Op]:
         """Ops in pre-order (the order ids were given in)."""
@@ -337,7 +467,7 @@ class Program:
 
     def find(self, value: ir.Value) -> int | None:
         """The id of a bindings' value, if the view has registered it."""
-        return self._reader.value_ids.get(self._reader.key(value))
+        return self._tables.value_ids.get(self._tables.key(value))
 
     def bound_value(self, vid: int) -> ir.Value | None:
         """The bindings' value of a scalar whose producer the view has not looked up, else None.

@@ -15,6 +15,7 @@ share the reader's tables, so they stay in one module.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from jax._src.lib.mlir import ir
 
@@ -23,10 +24,9 @@ from smalto.program import (
     OPAQUE_REGIONS,
     Kind,
     LateScalar,
-    Op,
-    OpIndex,
     Producer,
     Program,
+    Tables,
     TypeInfo,
     UnshapedValue,
     Value,
@@ -112,43 +112,32 @@ class _Reader:
         # Names of the ops whose operands the walk reads though their results
         # need no layout; None: every op's.
         self.consumers = consumers
-        self.operations: list[ir.Operation] = []
-        self.names: list[str] = []
-        self.parents: list[int | None] = []
-        # Operand and result ids of the ops the walk read them of (others: when asked).
-        self.operands: dict[int, tuple[int, ...]] = {}
-        self.results: dict[int, tuple[int, ...]] = {}
-        self.regions: dict[int, list[list[tuple[tuple[int, ...], list[int]]]]] = {}
-        self.values: list[Value] = []
+        # What the walk does with each op name under these consumers.
+        if consumers is None:
+            self.roles = _roles_reading_all
+        else:
+            self.roles = _roles_by_consumers.setdefault(consumers, {})
+        # The view's tables, filled by the walk and handed over whole.
+        tables = self.tables = Tables(by_hash=by_hash, facts=_no_facts_yet)
+        self.key, self.classify = tables.key, tables.classify
+        self.operations, self.names, self.parents = tables.operations, tables.names, tables.parents
+        self.operands, self.results, self.regions = tables.operands, tables.results, tables.regions
+        self.values, self.value_ids = tables.values, tables.value_ids
+        self.layout_ops, self.layout_types = tables.layout_ops, tables.layout_types
+        self.opaque_parents, self.op_index = tables.opaque_parents, tables.op_index
         # Ids of the values that need a layout (vectors, TMEM refs,
         # transformable SMEM refs); decides which ops go in ``layout_ops``.
         self.relevant: set[int] = set()
-        # One value of each type among those: what validation looks at first.
-        self.layout_types: dict[int, Value] = {}
-        self.layout_ops: list[int] = []
-        self.value_ids: dict[object, int] = {}
         # The bindings' objects of the values that need a layout: their uses
         # are counted, and the order of a register value's uses read.
         self.bound: dict[int, ir.Value] = {}
         # Uses of values needing a layout found in the ops whose operands were read.
         self.found_uses = 0
-        self.spaces: tuple[ir.Attribute, ir.Attribute, ir.Attribute] | None = None
-        self.type_cache: dict[int, TypeInfo] = {}
         # Per Python class of ir.Type: whether it is a vector or memref type.
         # The bindings hand out types already cast to their class, so most
         # values are classified by this one dictionary lookup.
         self.shaped_classes: dict[type, bool] = {}
         self.stack: list[_Frame] = []
-        # Ids of the ops whose regions are opaque (an ``OPAQUE_REGIONS`` op, or
-        # an op inside one): their ops' values are read, when asked, as opaque.
-        self.opaque_parents: set[int] = set()
-        # Set when two values share a key; the walk then stops (an exception
-        # raised in its callback would come out as a RuntimeError).
-        self.collided = False
-        self.op_index = OpIndex(self.operations)
-
-    def key(self, v: ir.Value) -> object:
-        return hash(v) if self.by_hash else v
 
     def is_shaped(self, ty: ir.Type) -> bool:
         cls = ty.__class__
@@ -157,31 +146,12 @@ class _Reader:
             shaped = self.shaped_classes[cls] = issubclass(cls, _SHAPED)
         return shaped
 
-    def classify(self, ty: ir.Type) -> TypeInfo:
-        """What a vector or memref type tells; computed once per distinct type.
-
-        Keyed by the type's hash: types are unique in their context, so the
-        hash is the hash of one pointer, and an int key spares the binding
-        call that compares two types on every hit.
-        """
-        key = hash(ty)
-        cached = self.type_cache.get(key)
-        if cached is None:
-            cached = self.type_cache[key] = facts_by_text(ty, self.memory_spaces)
-        return cached
-
-    def memory_spaces(self) -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
-        """SMEM, TMEM and cluster SMEM, parsed in the module's context when first asked."""
-        if self.spaces is None:
-            self.spaces = memory_spaces()
-        return self.spaces
-
     def new_value(self, v: ir.Value, producer: Producer | None) -> int:
         """Registers ``v`` (its type read once, here) and returns its id."""
         ty = v.type
         vid = len(self.values)
         if self.value_ids.setdefault(self.key(v), vid) != vid:
-            self.collided = True
+            self.tables.collided = True
         if self.is_shaped(ty):
             self.add_shaped(v, vid, producer, ty)
         else:
@@ -201,40 +171,24 @@ class _Reader:
         self.layout_types.setdefault(id(info), value)
         return True
 
-    def opaque_value(self, v: ir.Value, producer: Producer | None) -> int:
-        """Registers a value of an opaque body (its type read here), needing no layout."""
-        ty = v.type
-        vid = len(self.values)
-        if self.value_ids.setdefault(self.key(v), vid) != vid:
-            self.collided = True
-        if self.is_shaped(ty):
-            self.values.append(Value(vid, self.classify(ty), producer, ty))
-        else:
-            self.values.append(UnshapedValue(vid, producer, ty))
-        return vid
-
-    def late_value(
-        self, v: ir.Value, producer: Producer | None, known: bool, key: object = None
-    ) -> int:
-        """Registers a scalar the walk passed over (or a value from outside the module).
-
-        ``key``: ``self.key(v)``, where the caller has it already.
-        """
-        vid = len(self.values)
-        self.value_ids[self.key(v) if key is None else key] = vid
-        self.values.append(LateScalar(vid, v, self.op_index, producer, known))
-        return vid
-
     def read(self, module: ir.Module) -> list[int]:
         """Reads the module body (ids of its ops returned); fills ``ops`` and ``values``."""
         top: list[int] = []
         # Types are unique in their context: their facts are kept with it.
-        self.type_cache = percontext.cache(module.context, "type facts")
+        self.tables.type_cache = percontext.cache(module.context, "type facts")
+        # SMEM, TMEM and cluster SMEM, parsed once in the module's context: what
+        # classifies a memref type (here, and later in the view, maybe outside it).
+        spaces = percontext.cache(module.context, "memory spaces")
+        found = spaces.get("spaces")
+        if found is None:
+            found = spaces["spaces"] = memory_spaces()
+        # ``partial(tuple, found)``: a callable that returns ``found`` with no Python frame.
+        self.tables.facts = partial(facts_by_text, spaces=partial(tuple, found))
         self.stack.append(_Frame(None, [top], [len(module.body.operations)]))
         visit = self.visitor()
         for view in module.body.operations:
             view.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-            if self.collided:
+            if self.tables.collided:
                 raise _HashCollision
         return top
 
@@ -253,7 +207,7 @@ class _Reader:
         shaped_classes, layout_ops = self.shaped_classes, self.layout_ops
         by_hash, advance = self.by_hash, ir.WalkResult.ADVANCE
         interrupt = ir.WalkResult.INTERRUPT
-        roles = _roles if self.consumers is not None else _roles_reading_all
+        roles = self.roles
         vector = Kind.VECTOR
         add_operation, add_name, add_parent = operations.append, names.append, parents.append
         frame = stack[-1]
@@ -282,7 +236,7 @@ class _Reader:
                 if role & _REGIONS:
                     stack[-1].left = left
                     self.enter(oid, operation, True)
-                    if self.collided:
+                    if self.tables.collided:
                         return interrupt
                     frame = stack[-1]
                     left, add_to_body, parent = frame.left, frame.body.append, frame.parent
@@ -316,7 +270,7 @@ class _Reader:
                         operands = self.late_operands(operands, keys, raw)
                     operand_lists[oid] = operands
                     if result_ids is None:
-                        result_lists[oid] = self.result_ids(oid) if types else ()
+                        result_lists[oid] = self.tables.result_ids(oid) if types else ()
                     layout_ops.append(oid)
                     for index, vid in enumerate(operands):
                         if vid in relevant:
@@ -327,7 +281,7 @@ class _Reader:
             if role & _REGIONS:
                 stack[-1].left = left
                 self.enter(oid, operation, role & _OPAQUE != 0)
-                if self.collided:
+                if self.tables.collided:
                     return interrupt
                 frame = stack[-1]
                 left, add_to_body, parent = frame.left, frame.body.append, frame.parent
@@ -346,8 +300,7 @@ class _Reader:
             if name in OPAQUE_REGIONS:
                 role |= _OPAQUE
         _roles_reading_all[name] = role | _READ_OPERANDS
-        if consumers is not None:
-            _roles[name] = role
+        self.roles[name] = role
         return role
 
     def shaped_results(
@@ -360,7 +313,7 @@ class _Reader:
             r = results[index]
             vid = len(values)
             if define(hash(r) if by_hash else r, vid) != vid:
-                self.collided = True
+                self.tables.collided = True
                 return None
             if self.is_shaped(ty):
                 self.add_shaped(r, vid, Producer(oid, index), ty)
@@ -383,56 +336,9 @@ class _Reader:
                 # The same value may come twice: registered at the first.
                 vid = get(keys[index])
                 if vid is None:
-                    vid = self.late_value(raw[index], None, False, keys[index])
+                    vid = self.tables.late_value(raw[index], None, False, keys[index])
                 ids[index] = vid
         return tuple(ids)  # type: ignore[arg-type]
-
-    def operand_ids(self, oid: int) -> tuple[int, ...]:
-        """An op's operand ids, for an op whose operands the walk did not read."""
-        get = self.value_ids.get
-        opaque = self.parents[oid] in self.opaque_parents
-        ids = []
-        for v in self.operations[oid].operands:
-            vid = get(self.key(v))
-            if vid is None:
-                if opaque:
-                    vid = self.opaque_value(v, self.op_index.producer_of(v))
-                else:
-                    vid = self.late_value(v, None, False)
-            ids.append(vid)
-        return tuple(ids)
-
-    def result_ids(self, oid: int) -> tuple[int, ...]:
-        """An op's result ids, for an op whose results the walk did not register."""
-        get, values = self.value_ids.get, self.values
-        opaque = self.parents[oid] in self.opaque_parents
-        ids = []
-        for index, r in enumerate(self.operations[oid].results):
-            vid = get(self.key(r))
-            if vid is None:
-                if opaque:
-                    vid = self.opaque_value(r, Producer(oid, index))
-                else:
-                    vid = self.late_value(r, Producer(oid, index), True)
-            else:
-                # Met before as an operand: now its producer is known.
-                scalar = values[vid]
-                if isinstance(scalar, LateScalar) and not scalar.producer_known:
-                    scalar.produced_by(Producer(oid, index))
-            ids.append(vid)
-        return tuple(ids)
-
-    def make_op(self, oid: int) -> Op:
-        return Op(
-            oid,
-            self.names[oid],
-            self.operands.get(oid),
-            self.results.get(oid),
-            self.parents[oid],
-            self.operations[oid],
-            self.regions.get(oid, _NO_REGIONS),
-            self,
-        )
 
     def next_block(self) -> _Frame:
         """The frame of the next op: past blocks (and ops) whose ops were all visited."""
@@ -453,7 +359,7 @@ class _Reader:
 
         ``opaque``: the regions are already lowered (their arguments need no layout).
         """
-        register = self.opaque_value if opaque else self.new_value
+        register = self.tables.opaque_value if opaque else self.new_value
         if opaque:
             self.opaque_parents.add(oid)
         blocks: list[list[int]] = []
@@ -530,52 +436,40 @@ class _Reader:
         return total == self.found_uses
 
 
-_NO_REGIONS: list[list[tuple[tuple[int, ...], list[int]]]] = []
-
 # Up to this many users at one operand position, a use's owner is compared
 # with each; past it, looked up by hash (each comparison or hash is a binding call).
 _FEW_USERS = 4
 
 # What the walk does with an op, by name (the first op of the name says; one
-# table for the walk that reads the consumers' operands, one for the walk
-# that reads every op's): read its operands, enter its regions, and whether its
-# regions are already lowered (``OPAQUE_REGIONS``).
+# table per set of consumers the walk was given, one for the walk that reads
+# every op's): read its operands, enter its regions, and whether its regions
+# are already lowered (``OPAQUE_REGIONS``).
 _READ_OPERANDS, _REGIONS, _OPAQUE = 1, 2, 4
-_roles: dict[str, int] = {}
+_roles_by_consumers: dict[frozenset[str], dict[str, int]] = {}
 _roles_reading_all: dict[str, int] = {}
 
 
-# The ops whose operands the walk reads though their results need no layout
-# (``_Reader``): the rules name them when they load (``read_operands_of``).
-# Before that (the checker on its own), the walk reads every op's operands:
-# the same view, found a little more slowly.
-_CONSUMERS: frozenset[str] | None = None
+def _no_facts_yet(ty: ir.Type) -> TypeInfo:
+    raise AssertionError("smalto bug: a type classified before the walk knew the context")
 
 
-def read_operands_of(consumers: frozenset[str]) -> None:
-    """Names the ops that may use a value needing a layout though their results need
-    none (the rule layer's ``smalto.rules.consumers``): from now on the walk reads
-    only their operands and those of ops with a vector or memref result."""
-    global _CONSUMERS
-    _CONSUMERS = consumers
-    _roles.clear()  # what each op's role was under the ops named before
+def read_program(module: ir.Module, consumers: frozenset[str] | None = None) -> Program:
+    """Reads ``module`` into a ``Program``; must run inside the module's context.
 
-
-def _consumers() -> frozenset[str] | None:
-    """The ops named by ``read_operands_of``; None: none yet (every op's operands are read)."""
-    return _CONSUMERS
-
-
-def read_program(module: ir.Module) -> Program:
-    """Reads ``module`` into a ``Program``; must run inside the module's context."""
-    for consumers in dict.fromkeys((_CONSUMERS, None)):
-        reader = _Reader(by_hash=True, consumers=consumers)
+    ``consumers``: the ops that may use a value needing a layout though their
+    results need none (the pass gives the rule layer's ``smalto.rules.consumers``):
+    the walk reads only their operands and those of ops with a vector or memref
+    result. None (the checker on its own): every op's operands, the same view
+    found a little more slowly.
+    """
+    for reading in dict.fromkeys((consumers, None)):
+        reader = _Reader(by_hash=True, consumers=reading)
         try:
             top = reader.read(module)
         except _HashCollision:
-            reader = _Reader(by_hash=False, consumers=consumers)
+            reader = _Reader(by_hash=False, consumers=reading)
             top = reader.read(module)
         if reader.check_uses():
-            return Program(reader, top, module.context)
+            return Program(reader.tables, top, module.context)
     # Reading every op's operands, each use is found.
     raise AssertionError("smalto bug: the program view misses uses of values needing layouts")

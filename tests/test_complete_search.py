@@ -23,7 +23,7 @@ from rule_kit import HOPPER, run_jax, run_smalto
 import smalto
 from smalto.check import check
 from smalto.reader import read_program
-from smalto.rules import derive_system
+from smalto.rules import consumers, derive_system
 from smalto.solve import domains
 from smalto.solve.search import GUIDED_BUDGET, Solver
 
@@ -162,7 +162,7 @@ def test_slots_alike_share_a_domain_but_not_its_list(widened: bool, monkeypatch)
     for entry in reference.bundled_entries()[:40]:
         module = reference.parse(entry.path, reference.shared_context())
         with module.context:
-            program = read_program(module)
+            program = read_program(module, consumers())
             system = derive_system(program, entry.arch)
             solver = Solver(system, program, entry.arch, 1000, widened=widened)
             if not solver._propagate_root() or not solver._start_complete_phase():

@@ -19,6 +19,7 @@ from jax._src.lib.mlir import ir
 from smalto import reader as reader_module
 from smalto.program import OPAQUE_REGIONS, Kind, Program, within
 from smalto.reader import read_program
+from smalto.rules import consumers
 
 BLACKWELL = (10, 0)
 QUANTIZED = Path(__file__).resolve().parents[1] / "bench" / "quantized"
@@ -62,11 +63,11 @@ def test_a_lowered_body_is_passed_over_in_the_one_lean_walk(
     module = reference.parse(path, ctx)
     reads = _reads(monkeypatch)
     with ctx, ir.Location.unknown():
-        program = read_program(module)
+        program = read_program(module, consumers())
         # The body's register values are used by ops no rule reads (a cast into
         # registers, extracts): counting their uses used to send the reader back
         # over the whole module, reading every op's operands.
-        assert reads == [reader_module._consumers()]
+        assert reads == [consumers()]
         body = _body_ops(program)
         assert body, "the kernel has an inline_mgpu body"
         # Its ops have their ids and parents, and none is an op to lay out.

@@ -19,6 +19,7 @@ import smalto
 from smalto import reader as program_module
 from smalto.program import OPAQUE_REGIONS, Kind, Program, within
 from smalto.reader import read_program
+from smalto.rules import consumers
 
 ENTRIES = reference.bundled_entries()
 
@@ -116,7 +117,7 @@ def ctx() -> Any:
 def test_view_matches_a_recursive_reading(entry: reference.CorpusEntry, ctx: Any) -> None:
     module = reference.parse(entry.path, ctx)
     with ctx, ir.Location.unknown():
-        program = read_program(module)
+        program = read_program(module, consumers())
         expected = _naive(module)
     assert [op.id for op in program.ops] == list(range(len(program.ops)))
     assert _renumbered(program) == expected
@@ -154,11 +155,11 @@ def test_reading_keyed_by_values_gives_the_same_view(
     """The fallback for a hash shared by two values reads the same program."""
     module = reference.parse(entry.path, ctx)
     with ctx, ir.Location.unknown():
-        by_hash = read_program(module)
-        reader = program_module._Reader(by_hash=False, consumers=program_module._consumers())
+        by_hash = read_program(module, consumers())
+        reader = program_module._Reader(by_hash=False, consumers=consumers())
         top = reader.read(module)
         assert reader.check_uses()
-        by_value = Program(reader, top, module.context)
+        by_value = Program(reader.tables, top, module.context)
         assert _renumbered(by_value) == _renumbered(by_hash)
     assert by_value.layout_ops == by_hash.layout_ops
     assert _uses(by_value) == _uses(by_hash)
@@ -169,11 +170,8 @@ def test_reading_every_op_gives_the_same_view(ctx: Any) -> None:
     for entry in ENTRIES[:40]:
         module = reference.parse(entry.path, ctx)
         with ctx, ir.Location.unknown():
-            lean = read_program(module)
-            reader = program_module._Reader(by_hash=True, consumers=None)
-            top = reader.read(module)
-            assert reader.check_uses()
-            full = Program(reader, top, module.context)
+            lean = read_program(module, consumers())
+            full = read_program(module)
             assert _renumbered(full) == _renumbered(lean), entry.key
         assert full.layout_ops == lean.layout_ops, entry.key
         assert _uses(full) == _uses(lean), entry.key
@@ -193,7 +191,7 @@ func.func @f(%i: i32) {
 def test_a_vector_used_where_the_walk_did_not_look_is_found(ctx: Any) -> None:
     module = reference.parse(_VECTOR_USED_BY_A_SCALAR_OP, ctx)
     with ctx, ir.Location.unknown():
-        program = read_program(module)
+        program = read_program(module, consumers())
         names = [op.name for op in program.ops]
         assert [names[i] for i in program.layout_ops] == ["arith.constant", "llvm.extractelement"]
         (vector,) = program.ops[names.index("arith.constant")].results
@@ -215,7 +213,7 @@ def test_scalars_read_late_know_their_producers(ctx: Any) -> None:
     """A scalar first met as an operand learns its producer through the bindings."""
     module = reference.parse(_LATE_SCALAR, ctx)
     with ctx, ir.Location.unknown():
-        program = read_program(module)
+        program = read_program(module, consumers())
         names = [op.name for op in program.ops]
         (scalar,) = program.ops[names.index("vector.broadcast")].operands
         producer = program.values[scalar].producer
@@ -256,7 +254,7 @@ def test_multi_block_regions_and_empty_blocks(ctx: Any) -> None:
     """Blocks after the first, empty blocks, and ops after a region are placed right."""
     module = reference.parse(_MULTI_BLOCK, ctx)
     with ctx, ir.Location.unknown():
-        program = read_program(module)
+        program = read_program(module, consumers())
         expected = _naive(module)
     assert _renumbered(program) == expected
     names = [op.name for op in program.ops]
@@ -276,7 +274,7 @@ def test_a_hash_collision_rereads_keyed_by_values(
     """When two values share a hash, the module is read again keyed by the values."""
     module = reference.parse(_MULTI_BLOCK, ctx)
     with ctx, ir.Location.unknown():
-        expected = _renumbered(read_program(module))
+        expected = _renumbered(read_program(module, consumers()))
         real_init = program_module._Reader.__init__
         keyed: list[bool] = []
 
@@ -285,10 +283,10 @@ def test_a_hash_collision_rereads_keyed_by_values(
             keyed.append(by_hash)
             if by_hash:
                 # Every value's hash collides with the first.
-                self.value_ids = _Colliding()
+                self.value_ids = self.tables.value_ids = _Colliding()
 
         monkeypatch.setattr(program_module._Reader, "__init__", colliding_init)
-        program = read_program(module)
+        program = read_program(module, consumers())
     assert keyed == [True, False]
     assert _renumbered(program) == expected
 

@@ -30,7 +30,7 @@ from smalto.hw.values import Const
 from smalto.infer import in_context
 from smalto.mlir import module_arch
 from smalto.reader import read_program
-from smalto.rules import derive_system
+from smalto.rules import consumers, derive_system
 from smalto.solve import candidates as cands
 from smalto.solve import jax_order as search  # the search in JAX's order: _Offer, _Scan
 from smalto.solve.search import Solver
@@ -129,7 +129,7 @@ def solve_checked(text: str, arch: tuple[int, int] | None = None) -> CheckedSolv
     module = reference.parse(text, ctx)
     with in_context(module):
         arch = arch or module_arch(module) or HOPPER
-        program = read_program(module)
+        program = read_program(module, consumers())
         solver = CheckedSolver(derive_system(program, arch), program, arch, 100_000)
         assert solver.solve()
     return solver
@@ -190,7 +190,7 @@ def test_a_small_fuel_still_runs_out_in_jaxs_order(monkeypatch: pytest.MonkeyPat
     ctx = reference.shared_context()
     module = reference.parse(text, ctx)
     with in_context(module):
-        program = read_program(module)
+        program = read_program(module, consumers())
         solver = Solver(derive_system(program, HOPPER), program, HOPPER, 5)
         with pytest.raises(search.FuelExhausted):
             solver.solve()
@@ -205,7 +205,7 @@ def test_the_scan_offers_what_a_full_rescan_offers_on_random_modules(module: Fuz
     ctx = reference.shared_context()
     parsed = reference.parse(module.text, ctx)
     with in_context(parsed):
-        program = read_program(parsed)
+        program = read_program(parsed, consumers())
         try:
             system = derive_system(program, module.arch)
         except (smalto.InferenceError, NotImplementedError):
@@ -231,7 +231,7 @@ def test_counted_splats_spend_and_decide_as_made_ones(family: str) -> None:
     for kind in (Solver, MadeSolver):
         module = reference.parse(text, reference.shared_context())
         with in_context(module):
-            program = read_program(module)
+            program = read_program(module, consumers())
             solver = kind(derive_system(program, HOPPER), program, HOPPER, 100_000)
             solver.guided_budget = lambda: 100_000  # type: ignore[method-assign]
             assert solver.solve() and not solver.complete
@@ -258,7 +258,7 @@ def test_counted_splats_do_not_spend_the_budget(monkeypatch: pytest.MonkeyPatch)
 def _outcome(kind: type[Solver], text: str, fuel: int) -> tuple[str, int]:
     module = reference.parse(text, reference.shared_context())
     with in_context(module):
-        program = read_program(module)
+        program = read_program(module, consumers())
         solver = kind(derive_system(program, HOPPER), program, HOPPER, fuel)
         solver.guided_budget = lambda: 100_000  # type: ignore[method-assign]
         try:
@@ -280,7 +280,7 @@ def test_fuel_running_out_among_counted_splats_runs_out_as_making_them_does() ->
 def _solved_loops(text: str, fuel: int, kind: type[Solver] = Solver) -> Solver:
     module = reference.parse(text, reference.shared_context())
     with in_context(module):
-        program = read_program(module)
+        program = read_program(module, consumers())
         solver = kind(derive_system(program, HOPPER), program, HOPPER, fuel)
         assert solver.solve()
     return solver

@@ -29,7 +29,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
 from smalto.infer import in_context
 from smalto.reader import read_program
-from smalto.rules import derive_system
+from smalto.rules import consumers, derive_system
 from smalto.solve import domains
 from smalto.solve.search import Solver, decide
 
@@ -37,7 +37,7 @@ from smalto.solve.search import Solver, decide
 def _decided(text: str, fuel: int = 10_000) -> Solver:
     module = parse(text)
     with in_context(module):
-        program = read_program(module)
+        program = read_program(module, consumers())
         return decide(derive_system(program, HOPPER), program, HOPPER, fuel)
 
 
@@ -79,7 +79,7 @@ def test_closing_domains_carries_a_rank3_layout_to_a_broadcast_source() -> None:
     )
     module = parse(text)
     with in_context(module):
-        program = read_program(module)
+        program = read_program(module, consumers())
         system = derive_system(program, HOPPER)
     root = list(range(len(system.variables)))
     table = {

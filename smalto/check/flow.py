@@ -1,6 +1,6 @@
 """What holds between ops: producers and consumers, aliased slices, free refs.
 
-The solver's statement: ``smalto.rules.relayouts`` (and, for aliased slices,
+The solver's statement: ``smalto.rules.vector_relayouts`` (and, for aliased slices,
 ``RuleContext.aliased_var`` in ``smalto.rules.context``; policy: docs/rules_and_checks.md).
 """
 
