@@ -24,11 +24,13 @@ demo: venv
 test: venv
 	$(BIN)/python -m pytest -q
 
-# ruff (lint and format), then the import contracts of pyproject.toml (the layers, no circles; see
-# docs/architecture.md), which the test suite checks too (tests/test_import_contracts.py).
+# ruff (lint and format), mypy over the package ([tool.mypy] in pyproject.toml), then the
+# import contracts of pyproject.toml (the layers, no circles; see docs/architecture.md), which
+# the test suite checks too (tests/test_import_contracts.py).
 lint: venv
 	$(BIN)/ruff check smalto tests bench
 	$(BIN)/ruff format --check smalto tests bench
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
 # Timings, not tests: writes bench/RESULTS.md (corpus kernels, then the

@@ -6,6 +6,8 @@ failure leaves the module exactly as it came in.
 
 from __future__ import annotations
 
+from typing import cast
+
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import System
@@ -34,7 +36,9 @@ def plan_attributes(
     body) gets none.
     """
     cache = AttributeCache(program.context)
-    var_of_site = system.var_of_site
+    # Looked up by plain tuples: one finds the Site (a named tuple) it equals, and is
+    # cheaper to make than a Site.
+    var_of_site = cast("dict[tuple[int, int, int, None], int]", system.var_of_site)
     ops, program_values = program.ops, program.values
     # Per variable, its attribute (one for all its sites: the swizzle is part
     # of an SMEM value, not of each site) and list; built when first needed.
@@ -61,7 +65,6 @@ def plan_attributes(
                     family = _TRANSFORMS
                 else:
                     continue
-                # A plain tuple finds the Site (a named tuple) it equals.
                 var = var_of_site.get((op_id, role, index, None))
                 if var is None:
                     missing += 1

@@ -19,9 +19,13 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from smalto.archs import SUPPORTED_ARCHS
 from smalto.check import Violation, check
+
+if TYPE_CHECKING:
+    from jax._src.lib.mlir import ir
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -119,14 +123,14 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
     return EXIT_VIOLATIONS if violations else EXIT_OK
 
 
-def _coverage(module: object) -> tuple[int, int, dict[str, int]]:
+def _coverage(module: ir.Module) -> tuple[int, int, dict[str, int]]:
     """(ops, ops that carry layouts, values with layouts by kind) of a module."""
     from smalto.mlir import in_context
     from smalto.program import Kind
     from smalto.reader import read_program
 
-    with in_context(module):  # type: ignore[arg-type]
-        program = read_program(module)  # type: ignore[arg-type]
+    with in_context(module):
+        program = read_program(module)
     kinds = {Kind.VECTOR: "vector", Kind.SMEM: "SMEM ref", Kind.TMEM: "TMEM ref"}
     values = dict.fromkeys(kinds.values(), 0)
     for value in program.values:

@@ -54,7 +54,7 @@ from smalto.hw.values import Const, Reg, Tmem
 from smalto.locations import op_text
 from smalto.program import Program
 from smalto.rules import derive_system
-from smalto.solve.evaluate import CONTRADICTION, FAILS, Forces, judge, simplify
+from smalto.solve.evaluate import FAILS, Forces, judge, simplify
 
 MAX_CLASHES = 4
 _MAX_STEPS = 10_000  # per annotation followed: far more than any kernel's forced chain
@@ -354,7 +354,7 @@ def _what_it_wants(element: Element, values: dict[int, Const]) -> Const | None:
         for expr in expressions_of(element):
             if not variables_of(expr):
                 value = simplify(expr, values.get)
-                return None if value is CONTRADICTION else value  # type: ignore[return-value]
+                return value if isinstance(value, Const) else None  # None: a contradiction
     return None
 
 

@@ -507,8 +507,8 @@ def command_parser(command: str) -> argparse.ArgumentParser:
 class _Version(argparse.Action):
     """``--version``: read from the package metadata only when asked (it costs an import)."""
 
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         from smalto.version import dependency_version, version

@@ -14,7 +14,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const
@@ -37,7 +37,8 @@ class Site(NamedTuple):
 
     op: int
     role: Role
-    index: int
+    # The name hides tuple.index, which no one calls on a Site; every rule reads site.index.
+    index: int  # type: ignore[assignment]
     region: int | None = None  # for block arguments: the region of the op
 
 
@@ -105,13 +106,14 @@ def variables_of(expr: Expr) -> tuple[int, ...]:
     # By exact type: these classes are final, and a type test is a fraction of
     # a class pattern's cost (the solver's set-up asks for every constraint).
     while type(expr) in _WRAPPERS:
-        expr = expr.expr  # type: ignore[union-attr]
+        expr = cast(_Wrapper, expr).expr  # the test above, which mypy does not read
     if type(expr) is Var:
         return (expr.id,)
     return ()
 
 
 # Expressions that wrap one other expression.
+_Wrapper = Reduce | Reshape | Transpose | Collapse
 _WRAPPERS = frozenset({Reduce, Reshape, Transpose, Collapse})
 
 # --- constraints ---------------------------------------------------------------

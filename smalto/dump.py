@@ -26,9 +26,9 @@ from smalto.program import Program
 DUMP_ATTRIBUTE = "mosaic_gpu.dump_basename"
 
 
-def dump_options(module: ir.Module) -> object:
+def dump_options(module: ir.Module) -> mgpu.DumpOptions:
     """jaxlib's dump options for ``module``; names the module if it has no dump name."""
-    return mgpu.get_or_set_dump_options(module)  # type: ignore[attr-defined]
+    return mgpu.get_or_set_dump_options(module)
 
 
 def system_text(program: Program, system: System, name: str = "") -> str:
@@ -61,13 +61,13 @@ def after_derivation(
     whatever the environment says.
     """
     options = dump_options(module)
-    name = options.module_basename  # type: ignore[attr-defined]
+    name = options.module_basename
     if to is not None:
         to.write(system_text(program, system, name))
         to.flush()
-    if options.constraint_system:  # type: ignore[attr-defined]
+    if options.constraint_system:
         text = system_text(program, system, name)
-        directory = options.dump_path  # type: ignore[attr-defined]
+        directory = options.dump_path
         if not directory:
             print(text, end="")
             return

@@ -79,7 +79,9 @@ def write_failure_report(
         out.append("</ul>")
     # What the message says beyond the diagnosis (a rescue tried in vain): the terminal
     # prints it, so the page does.
-    said = set(conflict.message().splitlines()) if hasattr(conflict, "message") else set()
+    said: set[str] = set()
+    if conflict is not None and hasattr(conflict, "message"):
+        said = set(conflict.message().splitlines())
     beyond = [
         line for line in message.splitlines()[1:] if conflict is not None and line not in said
     ]

@@ -29,7 +29,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from smalto.pallas_edits import unoptimized_transfer
 
@@ -112,6 +112,20 @@ class SourceEdit:
         }
 
 
+# The parsed nodes that carry a position in the file (typeshed gives ``ast.AST`` none).
+type _Located = ast.expr | ast.stmt | ast.keyword
+
+
+def _start(node: _Located) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _end(node: _Located) -> tuple[int, int]:
+    # The end is None only on nodes built by hand; smalto's come from ``ast.parse``.
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    return node.end_lineno, node.end_col_offset
+
+
 @dataclass
 class _Source:
     """One Python file, parsed, with each node's parent."""
@@ -147,17 +161,14 @@ class _Source:
             self._chars(end[0], end[1]) + 1,
         )
 
-    def node_span(self, node: ast.AST) -> Span:
-        return self.span(
-            (node.lineno, node.col_offset),  # type: ignore[attr-defined]
-            (node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
-        )
+    def node_span(self, node: _Located) -> Span:
+        return self.span(_start(node), _end(node))
 
     def _chars(self, line: int, byte_column: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
 
-    def starting_at(self, line: int, byte_column: int) -> list[ast.AST]:
+    def starting_at(self, line: int, byte_column: int) -> list[ast.expr]:
         """Every expression that starts at the position (outermost first)."""
         return [
             node
@@ -196,16 +207,16 @@ def source_edit(
     ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
     needs_smalto = bool(getattr(edit, "needs_smalto", False))
     made = SourceEdit(kind, text, UNSPECIFIED, code=code, problem=problem)
-    made = _replace(made, needs_smalto=needs_smalto)
+    made = replace(made, needs_smalto=needs_smalto)
     try:
         parts, applicability, why = _parts(edit, kind, ops, read, home)
         if not parts:  # the diagnosis' own edit of whole lines, where it made one
             parts, applicability = _whole_lines(edit, read), MACHINE_APPLICABLE
     except (SyntaxError, ValueError, IndexError, AttributeError) as error:  # odd source
-        return _replace(made, why=f"the source could not be read as Python: {error}")
+        return replace(made, why=f"the source could not be read as Python: {error}")
     if not parts:
-        return _replace(made, why=why)
-    return _replace(made, applicability=applicability, parts=tuple(parts), why="")
+        return replace(made, why=why)
+    return replace(made, applicability=applicability, parts=tuple(parts), why="")
 
 
 def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
@@ -226,12 +237,6 @@ def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
         span = Span(file, line, 1, line + count - 1, len(last) + 1)
         parts.append(Part(span, old, new))
     return parts
-
-
-def _replace(edit: SourceEdit, **changes: object) -> SourceEdit:
-    from dataclasses import replace
-
-    return replace(edit, **changes)  # type: ignore[arg-type]
 
 
 def _parts(
@@ -297,8 +302,8 @@ def _cast(
         new = _new_layout(pallas, source)
         if new is None:
             return [], UNSPECIFIED, "the new layout has no Pallas name"
-        value = keyword.value
-        return [Part(source.node_span(value), source.segment(value), new)], *_EXACT
+        stated = keyword.value
+        return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
     return [], UNSPECIFIED, f"no `layout_cast(...)` or `layout=` found at {location}"
 
 
@@ -376,19 +381,10 @@ def _in_own_words(text: str, source: _Source) -> str:
 
 def _remove_keyword(source: _Source, call: ast.Call, keyword: ast.keyword) -> Part:
     """``f(a, layout=L)`` -> ``f(a)``: the keyword and the comma before it."""
-    before = [*call.args, *(k for k in call.keywords if k is not keyword)]
-    earlier = [
-        n
-        for n in before
-        if (n.end_lineno, n.end_col_offset) <= (keyword.lineno, keyword.col_offset)  # type: ignore[operator]
-    ]
-    if earlier:
-        last = max(earlier, key=lambda n: (n.end_lineno, n.end_col_offset))
-        start = (last.end_lineno, last.end_col_offset)
-    else:
-        start = (keyword.lineno, keyword.col_offset)
-    end = (keyword.value.end_lineno, keyword.value.end_col_offset)
-    span = source.span(start, end)  # type: ignore[arg-type]
+    before: list[_Located] = [*call.args, *(k for k in call.keywords if k is not keyword)]
+    earlier = [_end(n) for n in before if _end(n) <= _start(keyword)]
+    start = max(earlier) if earlier else _start(keyword)
+    span = source.span(start, _end(keyword.value))
     return Part(span, _text_of(source, span), "")
 
 
@@ -435,8 +431,8 @@ def _transforms(
     last = call.keywords[-1] if call.keywords else call.args[-1] if call.args else None
     if last is None:
         return [], UNSPECIFIED, "its declaration has no arguments to add transforms to"
-    end = (last.end_lineno, last.end_col_offset)
-    span = source.span(end, end)  # type: ignore[arg-type]
+    end = _end(last)
+    span = source.span(end, end)
     return [Part(span, "", f", transforms={new}")], *_EXACT
 
 
@@ -494,8 +490,9 @@ def _scratch_entry(source: _Source, name: str, line: int) -> ast.Call | None:
             ):
                 entries = keyword.value.elts
                 index = params.index(name) - (len(params) - len(entries))
-                if 0 <= index < len(entries) and isinstance(entries[index], ast.Call):
-                    return entries[index]  # type: ignore[return-value]
+                entry = entries[index] if 0 <= index < len(entries) else None
+                if isinstance(entry, ast.Call):
+                    return entry
     return None
 
 

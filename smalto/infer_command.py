@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
@@ -125,9 +125,10 @@ def _infer_in(
                 return fail(_cannot_write(report, write_error), EXIT_USAGE)
         message = str(error) or "unsupported operation"
         conflict = getattr(error, "conflict", None)
-        if args.verbose and conflict is not None and getattr(error, "phrase", None):
+        phrase = getattr(error, "phrase", None)
+        if args.verbose and conflict is not None and phrase:
             # Also what each value was forced to, and where each is defined.
-            message = f"{error.phrase}\n{conflict.message(verbose=True)}"  # type: ignore[attr-defined]
+            message = f"{phrase}\n{conflict.message(verbose=True)}"
         # (The unit-dim rewrite, tried and failed, says so in a note.)
         message += "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
         if to.many:
@@ -179,7 +180,14 @@ def _infer_in(
     return EXIT_OK
 
 
-def rescue_options(args: argparse.Namespace) -> dict[str, bool]:
+class RescueOptions(TypedDict):
+    """The keywords of ``smalto.infer_layout`` that turn the rescues on."""
+
+    rewrite: bool
+    allow_unoptimized: bool
+
+
+def rescue_options(args: argparse.Namespace) -> RescueOptions:
     """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``), as
     keywords of ``smalto.infer_layout``."""
     return {"rewrite": not args.no_rewrite, "allow_unoptimized": args.allow_unoptimized}

@@ -113,7 +113,17 @@ def print_module(module: ir.Module, *, generic: bool, debug_info: bool = False) 
     ``mlir-opt --mlir-print-debuginfo`` does. Ops that had no explicit location
     in the parsed text carry the parser's own, ``loc("-":LINE:COL)``.
     """
-    return module.operation.get_asm(print_generic_op_form=generic, enable_debug_info=debug_info)
+    return operation_text(module.operation, generic=generic, debug_info=debug_info)
+
+
+def operation_text(
+    operation: ir.Operation | ir.OpView, *, generic: bool = False, debug_info: bool = False
+) -> str:
+    """The operation's text, as ``print_module`` prints it."""
+    text = operation.get_asm(print_generic_op_form=generic, enable_debug_info=debug_info)
+    # The bindings' stubs type get_asm as object: it is bytes only with binary=True.
+    assert isinstance(text, str)
+    return text
 
 
 def module_arch(module: ir.Module) -> tuple[int, int] | None:

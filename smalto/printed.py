@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
+from smalto.mlir import operation_text
 from smalto.program import Program, ops_in_order
 
 # One SSA name as MLIR prints it (``%12``, ``%cst_3``, ``%arg4``), and the
@@ -91,7 +92,7 @@ def printed_module(
     text parsed from a string). Must run inside the module's context.
     """
     operation = module.operation if isinstance(module, ir.Module) else module
-    text = operation.get_asm(print_generic_op_form=generic)
+    text = operation_text(operation, generic=generic)
     printed = PrintedModule(text, [None] * len(program.ops))
     try:
         copy = ir.Module.parse(text, context=operation.context)
@@ -111,8 +112,8 @@ def printed_module(
             printed.value_lines[vid] = position[0]
         for vid, argument in _arguments(program, op.id, operation):
             at = _position(argument.location, ("-",))
-            if at is not None and (name := _name_at(lines, at)) is not None:
-                printed.names[vid] = name
+            if at is not None and (argument_name := _name_at(lines, at)) is not None:
+                printed.names[vid] = argument_name
                 printed.value_lines[vid] = at[0]
     if input_text is not None:
         printed.input_names = input_names(program, input_text, input_files)
@@ -151,8 +152,8 @@ def input_names(program: Program, text: str, files: tuple[str, ...] = ("-",)) ->
             continue
         for vid, argument in _arguments(program, op.id, operations[op.id]):
             at = _position(argument.location, files)
-            if at is not None and (name := _name_at(lines, at)) is not None:
-                names[vid] = name
+            if at is not None and (argument_name := _name_at(lines, at)) is not None:
+                names[vid] = argument_name
     return names
 
 

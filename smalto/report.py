@@ -227,11 +227,11 @@ def picture(
             if entry.order is not None:  # a transposed view: draw it in memory order
                 shape = tuple(shape[d] for d in entry.order)
                 tiling = tuple(tiling[d] for d in entry.order) if tiling else None
-            placed = smem_placement(shape, tiling, entry.swizzle, entry.bitwidth)
-            return smem_grid(placed, entry.dtype, *smem_window)
+            in_smem = smem_placement(shape, tiling, entry.swizzle, entry.bitwidth)
+            return smem_grid(in_smem, entry.dtype, *smem_window)
         case Tmem(layout=layout):
-            placed = tmem_placement(layout, entry.shape)
-            return tmem_grid(placed, entry.title, entry.dtype, TMEM_PICTURE_COLS)
+            in_tmem = tmem_placement(layout, entry.shape)
+            return tmem_grid(in_tmem, entry.title, entry.dtype, TMEM_PICTURE_COLS)
     return None
 
 

@@ -37,6 +37,10 @@ class Sources:
     up (shared: its files read once, its missing files reported once); elsewhere, the
     current directory alone."""
 
+    directories: list[Path]
+    _lines: dict[str, list[str] | None]
+    missing: list[str]  # files named by locations and not found, in order
+
     def __init__(self, near: Sequence[str | Path] | None = None) -> None:
         active = _ACTIVE.get() if near is None else None
         if active is not None:
@@ -45,8 +49,8 @@ class Sources:
             self.missing = active.missing
             return
         self.directories = [Path(p).parent for p in near or () if str(p) not in _NOT_FILES]
-        self._lines: dict[str, list[str] | None] = {}
-        self.missing: list[str] = []  # files named by locations and not found, in order
+        self._lines = {}
+        self.missing = []
 
     def find(self, file: str) -> Path | None:
         """Where ``file`` (as a location names it) is on this machine; None if nowhere."""

@@ -32,6 +32,8 @@ The requirements are jax 0.12.0.1's lowering's.
 import sys
 import types
 
+from jax._src.lib.mlir import ir
+
 from smalto.check.core import Violation
 from smalto.check.walk import check
 
@@ -46,8 +48,10 @@ class _CallableModule(types.ModuleType):
     runs the checker, as when ``smalto.check`` was the function itself.
     """
 
-    def __call__(self, *args: object, **kwargs: object) -> list[Violation]:
-        return check(*args, **kwargs)  # type: ignore[arg-type]
+    def __call__(
+        self, module: ir.Module, arch: tuple[int, int] = (9, 0), *, source_name: str | None = None
+    ) -> list[Violation]:
+        return check(module, arch, source_name=source_name)
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -11,6 +11,7 @@ The solver's statement: ``smalto.rules.mosaic_gpu`` (``async_copy``,
 
 from __future__ import annotations
 
+from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
 from smalto.check.core import IN, Checker, known_divisor, rule
@@ -41,7 +42,9 @@ def first_index(op: Op) -> int:
 
 def _index_layouts(c: Checker, op: Op) -> None:
     first = first_index(op)
-    for i in range(len(op.view.indices)):
+    view = op.view
+    assert isinstance(view, mgpu.AsyncLoadOp | mgpu.AsyncStoreOp | mgpu.AsyncPrefetchOp)
+    for i in range(len(view.indices)):
         value = c.value(op, IN, first + i)
         if value.kind != Kind.VECTOR:
             continue
@@ -85,7 +88,8 @@ def _tma_rows(c: Checker, op: Op, smem: int, transforms: Transforms) -> None:
 @rule("mosaic_gpu.async_load", "mosaic_gpu.async_store")
 def _async_copy(c: Checker, op: Op) -> None:
     view = op.view
-    is_load = op.name == "mosaic_gpu.async_load"
+    assert isinstance(view, mgpu.AsyncLoadOp | mgpu.AsyncStoreOp)
+    is_load = isinstance(view, mgpu.AsyncLoadOp)
     smem = 1 if is_load else 0
     first = first_index(op)
     multiple: list[int] = []
@@ -102,7 +106,12 @@ def _async_copy(c: Checker, op: Op) -> None:
     transforms = c.smem(op, IN, smem)
     if transforms is not None:
         _tma_rows(c, op, smem, transforms)
-        if is_load and view.barrier is None and transforms.tiling is None and transforms.swizzle:
+        if (
+            isinstance(view, mgpu.AsyncLoadOp)
+            and view.barrier is None
+            and transforms.tiling is None
+            and transforms.swizzle
+        ):
             c.report(op, "a copy without a barrier (cp.async) cannot swizzle an untiled ref")
     if gather:
         bitwidth = c.value(op, IN, 0).bitwidth or 8

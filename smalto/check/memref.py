@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import memref
 
 from smalto.check.core import (
     IN,
@@ -45,6 +46,7 @@ def _same_ref(c: Checker, op: Op) -> None:
 def _subview(c: Checker, op: Op) -> None:
     c.same(op, [(IN, 0), (OUT, 0)], "a window keeps the ref's tiling")
     view = op.view
+    assert isinstance(view, memref.SubViewOp)
     if any(s != 1 for s in view.static_strides):
         c.report(op, "non-unit strides cannot be lowered")
         return
@@ -80,7 +82,7 @@ def _transpose(c: Checker, op: Op) -> None:
             op, f"permutation {permutation} mixes tiled and untiled dims of {describe(source)}"
         )
     # The swizzle is physical: a view keeps it whatever it does to the tiling.
-    elif (wanted := Transforms(expected, source.swizzle)) != result:  # type: ignore[arg-type]
+    elif (wanted := Transforms(expected, source.swizzle)) != result:
         wanted_name, result_name = describe_apart(wanted, result)
         c.report(
             op,
@@ -112,7 +114,7 @@ def _collapse_shape(c: Checker, op: Op) -> None:
     expected = collapse_tiling(source.tiling, c.value(op, IN, 0).shape, groups)
     if expected is False:
         c.report(op, f"collapsing dims {groups} breaks the tiles of {describe(source)}")
-    elif (wanted := Transforms(expected, source.swizzle)) != result:  # type: ignore[arg-type]
+    elif (wanted := Transforms(expected, source.swizzle)) != result:
         c.report(
             op,
             f"collapsing {describe(source)} by groups {groups} gives {describe(wanted)}, "

@@ -115,7 +115,7 @@ def _async_store_smem(c: Checker, op: Op) -> None:
     # Plain st.async stores only: no stmatrix path.
     _smem_transfer(c, op, smem=1, reg=(IN, 0), txmatrix=False, store=True)
     value = c.reg(op, IN, 0)
-    if value is None or not value.is_tiled:
+    if value is None or not isinstance(value.layout, fa.TiledLayout):
         return
     # The lowering stores each register with one st.async of 32 or 64 bits,
     # from threads that each own distinct elements.
@@ -179,16 +179,17 @@ def _vector_concat(c: Checker, op: Op) -> None:
     if any(layout.is_splat for layout in known):
         c.report(op, "the lowering does not concatenate splats")
         return
-    first = known[0]
-    if first.is_tiled:
+    first = known[0].layout
+    if isinstance(first, fa.TiledLayout):
         c.same(op, sites, "concatenated values share one tiled layout")
         return
+    assert isinstance(first, fa.WGStridedFragLayout)  # not a splat (refused above)
     # Strided: each value keeps the vector size, along the major dim only.
     dimension = ir.IntegerAttr(op.operation.attributes["dimension"]).value
     if dimension != 0:
         c.report(op, f"strided values are concatenated only along dim 0, not {dimension}")
         return
-    vec_size = first.layout.vec_size
+    vec_size = first.vec_size
     for role, index in sites:
         wanted = hl.strided(c.value(op, role, index).shape, vec_size)
         c.expect(op, role, index, wanted, f"a strided concatenation (vector size {vec_size})")
@@ -223,7 +224,8 @@ def _wgmma(c: Checker, op: Op) -> None:
 def _mma(c: Checker, op: Op) -> None:
     m, n = c.value(op, IN, 0).shape
     try:
-        layouts = MMALayouts.for_shape(c.value(op, IN, 1).type.element_type, m, n)
+        element_type = ir.ShapedType(c.value(op, IN, 1).type).element_type
+        layouts = MMALayouts.for_shape(element_type, m, n)
     except ValueError as error:
         c.report(op, f"no warp-level MMA layouts for this shape: {error}")
         return
@@ -260,15 +262,16 @@ def _broadcast_in_dim(c: Checker, op: Op) -> None:
                 describe(result), *describe_apart(expected, source)
             ),
         )
-    if result.is_tiled and len(result.layout.base_tile_shape) != len(dst_shape):
+    into, out_of = result.layout, source.layout
+    if isinstance(into, fa.TiledLayout) and len(into.base_tile_shape) != len(dst_shape):
         c.report(
             op,
             f"the result is {describe(result)}, a tiling of "
-            f"{len(result.layout.base_tile_shape)} of its {len(dst_shape)} dims; the lowering "
+            f"{len(into.base_tile_shape)} of its {len(dst_shape)} dims; the lowering "
             "broadcasts only into fully tiled layouts",
         )
-    if source.is_strided and result.is_strided:
-        if not fa.is_supported_strided_layout_broadcast(source.layout, result.layout, dims):
+    if isinstance(out_of, fa.WGStridedFragLayout) and isinstance(into, fa.WGStridedFragLayout):
+        if not fa.is_supported_strided_layout_broadcast(out_of, into, dims):
             c.report(op, f"unsupported strided broadcast {describe(source)} -> {describe(result)}")
     elif type(source.layout) is not type(result.layout):
         c.report(op, f"cannot broadcast {describe(source)} into {describe(result)}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -95,7 +96,7 @@ def reshape_layout(layout: Reg, source: tuple[int, ...], target: tuple[int, ...]
 
 def transpose_tiling(
     tiling: tuple[int, ...] | None, permutation: Sequence[int]
-) -> tuple[int, ...] | None | bool:
+) -> tuple[int, ...] | None | Literal[False]:
     """The tiling of a permuted ref; False where tiled and untiled dims would mix."""
     if tiling is None:
         return None
@@ -108,7 +109,7 @@ def transpose_tiling(
 
 def collapse_tiling(
     tiling: tuple[int, ...] | None, shape: tuple[int, ...], groups: Sequence[int]
-) -> tuple[int, ...] | None | bool:
+) -> tuple[int, ...] | None | Literal[False]:
     """The tiling after merging groups of dims; False where the tiles do not survive."""
     if tiling is None:
         return None

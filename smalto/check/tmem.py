@@ -49,6 +49,7 @@ def _tmem_layout_cast(c: Checker, op: Op) -> None:
 @rule("mosaic_gpu.tcgen05_mma")
 def _tcgen05_mma(c: Checker, op: Op) -> None:
     view = op.view
+    assert isinstance(view, mgpu.TcGen05MMAOp)
     collective = bool(bool_attr(op, "collective"))
     acc = c.value(op, IN, 0)
     wanted = _tmem_for(acc.shape, collective, 1)

@@ -5,6 +5,8 @@ The solver's statement: ``smalto.rules.vector`` (policy: docs/rules_and_checks.m
 
 from __future__ import annotations
 
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+
 from smalto.check.core import (
     IN,
     OUT,
@@ -37,7 +39,8 @@ def _multi_reduction(c: Checker, op: Op) -> None:
         return
     dims = ints(op.operation.attributes["reduction_dims"])
     rank = len(c.value(op, IN, 0).shape)
-    tiled = len(source.layout.base_tile_shape) if source.is_tiled else rank
+    layout = source.layout
+    tiled = len(layout.base_tile_shape) if isinstance(layout, fa.TiledLayout) else rank
     if tiled != rank and any(d >= rank - tiled for d in dims):
         # JAX's lowering of this op looks the reduced dim up in the tiling by
         # its index in the vector: with a tiling of fewer dims a tiled dim is

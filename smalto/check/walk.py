@@ -36,7 +36,8 @@ def check(
     """
     with module.context, ir.Location.unknown(module.context):
         program = read_program(module)
-        checker = Checker(program, tuple(arch), source_name)  # type: ignore[arg-type]
+        major, minor = arch  # a list from a caller becomes the tuple the checker keys on
+        checker = Checker(program, (major, minor), source_name)
         run(checker)
     return sorted(checker.violations, key=lambda v: v.op_index)
 

@@ -274,7 +274,8 @@ class _Evaluator:
 
     def evaluate(self, op: ir.Operation, name: str) -> object:
         args = [self.values.get(v) for v in op.operands]
-        known = all(isinstance(a, np.ndarray) for a in args)
+        arrays = [a for a in args if isinstance(a, np.ndarray)]  # all of args when ``known``
+        known = len(arrays) == len(args)
         if name in ("arith.constant", "llvm.mlir.constant"):
             attribute = op.attributes["value"]
             if isinstance(attribute, ir.IntegerAttr):
@@ -285,14 +286,14 @@ class _Evaluator:
         if name == "gpu.block_dim":
             return np.full(THREADS, THREADS if _dimension(op) == "x" else 1, dtype=np.int64)
         if name in _INT_BINARY and known:
-            return _INT_BINARY[name](args[0], args[1])
+            return _INT_BINARY[name](arrays[0], arrays[1])
         if name in _PASS_THROUGH and known:
             return args[0]
         if name == "arith.cmpi" and known:
             predicate = ir.IntegerAttr(op.attributes["predicate"]).value
-            return _COMPARE[predicate](args[0], args[1]).astype(np.int64)
+            return _COMPARE[predicate](arrays[0], arrays[1]).astype(np.int64)
         if name == "arith.select" and known:
-            return np.where(args[0] != 0, args[1], args[2])
+            return np.where(arrays[0] != 0, arrays[1], arrays[2])
         if name == "builtin.unrealized_conversion_cast" and isinstance(args[0], _Ref):
             return _Descriptor(args[0])
         if name == "llvm.extractvalue" and isinstance(args[0], _Descriptor):

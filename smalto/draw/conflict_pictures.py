@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from smalto.draw.banks import BANKS, WarpRequest
-from smalto.draw.colors import lane_color, rgb
+from smalto.draw.colors import Color, lane_color, rgb
 from smalto.draw.conflicts import BankConflicts, InstructionConflicts
 from smalto.draw.frame import map_window, window
 from smalto.draw.lanes import lane_key, numbers_text
@@ -53,7 +53,7 @@ def _array_panel(result: BankConflicts, held: Ownership | None) -> Grid:
         single = np.all(warps == warps[..., :1], axis=-1)
         regions = np.where(single, warps[..., 0], -1)
     present = sorted({int(d) for d in np.unique(shown)})
-    legend: list[tuple[object, str]] = [
+    legend: list[tuple[Color, str]] = [
         (
             conflict_color(d),
             "not moved" if d == 0 else "no conflict" if d == 1 else f"{d}-way conflict",
@@ -73,7 +73,7 @@ def _array_panel(result: BankConflicts, held: Ownership | None) -> Grid:
         [],
         title,
         legend,
-        **view.grid_fields(),  # type: ignore[arg-type]
+        **view.grid_fields(),
         regions=regions,
         cell_px=(side, side),
         groups=np.arange(shown.size).reshape(shown.shape),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -22,6 +23,16 @@ MIN_CELL_PX = 1.0  # a colour map's cells are whole pixels, at least one
 MAX_MAP_CELL_PX = 26.0
 FOLD_BELOW_PX = 4.0  # fold a map whose cells would be smaller than this...
 FOLD_GAIN = 1.5  # ...when folding makes them at least this much larger
+
+
+class GridFields(TypedDict):
+    """The ``Grid`` fields that say how the grid maps to the array."""
+
+    row_label: str
+    col_label: str
+    row_scale: int
+    row_period: int
+    col_period: int
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,7 @@ class Window:
             return f"column (band b: + {self.cols // self.bands}b)"
         return "column"
 
-    def grid_fields(self) -> dict[str, object]:
+    def grid_fields(self) -> GridFields:
         """The ``Grid`` fields that say how the grid maps to the array."""
         return {
             "row_label": self.row_label,

@@ -96,8 +96,8 @@ def lane_holdings(placed: TmemPlacement, lane: int) -> str:
             if first_column == last_column
             else f"columns {first_column}-{last_column}"
         )
-        elements = _index(start) if start == end else f"{_index(start)}..{_index(end)}"
-        lines.append(f"  {columns}: {elements}")
+        run = _index(start) if start == end else f"{_index(start)}..{_index(end)}"
+        lines.append(f"  {columns}: {run}")
     if len(runs) > MAX_RUNS:
         lines.append(f"  ... {len(runs) - MAX_RUNS} more runs of columns")
     return "\n".join(lines)

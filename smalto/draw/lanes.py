@@ -15,10 +15,9 @@ WARP_SIZE = 32
 
 def lane_key() -> Grid:
     """A strip of the 32 lane colours, numbered: the key to every lane-coloured panel."""
-    lanes = np.arange(WARP_SIZE)
-    spans = [(0, lane, lane + 1, str(lane)) for lane in lanes]
+    spans = [(0, lane, lane + 1, str(lane)) for lane in range(WARP_SIZE)]
     return Grid(
-        lane_colors(lanes)[None, :, :],
+        lane_colors(np.arange(WARP_SIZE))[None, :, :],
         spans,
         "lane key (thread % 32): hue runs once round the wheel over a warp; even lanes deeper",
         row_label="",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from typing import SupportsIndex, SupportsInt
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
@@ -231,7 +232,7 @@ def _compact_tiled(spec: str) -> fa.TiledLayout | None:
         tuple(int(d) for d in tile.split(",")) for tile in re.findall(r"\(([^)]*)\)", match[1])
     )
     try:
-        (vector,) = _dims(match[4])
+        vector = int(match[4])
         return fa.TiledLayout(fa.Tiling(tiles), _dims(match[2]), _dims(match[3]), vector)
     except (ValueError, TypeError, AssertionError) as error:
         raise LayoutNameError(f"not a tiled layout: {spec} ({error})") from None
@@ -289,7 +290,23 @@ def _axes(call: ast.Call) -> tuple[int, ...]:
     if len(call.args) != 1 or call.keywords:
         raise LayoutNameError("reduce takes the axes: reduce(1) or reduce((0, 1))")
     value = _literal(call.args[0])
-    return (value,) if isinstance(value, int) else tuple(value)
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, tuple | list):
+        axes = tuple(a for a in value if isinstance(a, int))
+        if len(axes) == len(value):
+            return axes
+    raise LayoutNameError("reduce takes the axes: reduce(1) or reduce((0, 1))")
+
+
+def _int(value: object) -> int:
+    """``int(value)`` of a literal argument, as Python refuses what is no number."""
+    if isinstance(value, SupportsInt | SupportsIndex | str | bytes):
+        return int(value)
+    raise TypeError(
+        "int() argument must be a string, a bytes-like object or a real number, "
+        f"not '{type(value).__name__}'"
+    )
 
 
 def _literal(node: ast.expr) -> object:
@@ -333,11 +350,11 @@ def _smalto_name(key: str, args: list[object], kwargs: dict[str, object]) -> fa.
         return REGISTER_LAYOUTS[plain]
     try:
         if plain == "TMEM_NATIVE" and len(args) == 1:
-            return fa.tmem_native_layout(int(args[0]))  # type: ignore[call-overload]
+            return fa.tmem_native_layout(_int(args[0]))
         if plain == "TCGEN05_M64_COLLECTIVE" and len(args) == 1:
-            return tcgen05.fa_m64_collective_layout(args[0])
+            return tcgen05.fa_m64_collective_layout(_int(args[0]))
         if plain == "TCGEN05_M64_COLLECTIVE_NATIVE" and len(args) == 1:
-            return tcgen05.tmem_m64_collective_layout(args[0]).as_tiled_layout()
+            return tcgen05.tmem_m64_collective_layout(_int(args[0])).as_tiled_layout()
     except (ValueError, TypeError) as error:
         raise LayoutNameError(f"{key}({', '.join(map(str, args))}): {error}") from None
     return None
@@ -363,7 +380,7 @@ def _pallas(
         if name == "WG_SPLAT":
             return fa.WGSplatFragLayout(tuple(shape))
         vec = kwargs.get("vec_size")
-        return strided_layout(shape, bitwidth, int(vec) if vec is not None else None)  # type: ignore[call-overload]
+        return strided_layout(shape, bitwidth, _int(vec) if vec is not None else None)
     try:
         layout = enum[name](*args, **kwargs).to_mgpu() if args or kwargs else None
         if layout is None:

@@ -81,16 +81,19 @@ def ownership(layout: fa.FragmentedLayout, shape: tuple[int, ...]) -> Ownership:
 
 
 def _delinearized_offsets(
-    layout: fa.TiledLayout, count: int, dims: tuple[int | fa.Replicated, ...], strides: tuple
+    layout: fa.TiledLayout,
+    count: int,
+    dims: tuple[int | fa.Replicated | fa.Unreduced, ...],
+    strides: tuple[int, ...],
 ) -> np.ndarray:
     """Offset of index 0..count-1 split over ``dims`` (as ``_delinearize_index`` does)."""
     tiled = layout.tiled_tiling_shape
-    sizes = [d.times if isinstance(d, fa.Replicated) else tiled[d] for d in dims]
+    sizes = [tiled[d] if isinstance(d, int) else d.times for d in dims]
     index = np.arange(count)
     offset = np.zeros(count, dtype=np.int64)
     for dim, dim_stride in zip(dims, row_major(tuple(sizes)), strict=True):
-        if isinstance(dim, fa.Replicated):
-            continue  # replicated: every value of this index holds the same elements
+        if not isinstance(dim, int):
+            continue  # replicated (or unreduced): each value of this index holds the same elements
         coordinate = (index // dim_stride) % tiled[dim]
         offset += coordinate * strides[dim]
     return offset

@@ -26,7 +26,14 @@ import math
 import numpy as np
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.draw.colors import HIGHLIGHT_COLOR, SHARED_COLOR, faded, lane_colors, rgb
+from smalto.draw.colors import (
+    HIGHLIGHT_COLOR,
+    SHARED_COLOR,
+    Color,
+    faded,
+    lane_colors,
+    rgb,
+)
 from smalto.draw.frame import Window, map_window, window
 from smalto.draw.lanes import lane_key, threads_text
 from smalto.draw.ownership import THREADS, WARP_SIZE, Ownership
@@ -191,7 +198,7 @@ def _register_panel(
         cell_px=cell,
         groups=groups,
         label_halo=not labels,
-        **view.grid_fields(),  # type: ignore[arg-type]
+        **view.grid_fields(),
     )
 
 
@@ -254,8 +261,8 @@ def _legend(
     outlined: bool,
     thread: int | None,
     warp_choice: int | None,
-) -> list[tuple[object, str]]:
-    legend: list[tuple[object, str]] = []
+) -> list[tuple[Color, str]]:
+    legend: list[tuple[Color, str]] = []
     if held.copies == THREADS:
         return [(SHARED_COLOR, "all 128 threads")]
     if outlined:

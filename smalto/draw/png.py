@@ -103,7 +103,8 @@ def _text(image: Image.Image, draw: ImageDraw.ImageDraw, text: Text, scale: floa
         return
     # Turned a quarter left: drawn on its own, turned, pasted through its own mask.
     left, top, right, bottom = face.getbbox(text.text, anchor="ls")
-    mask = Image.new("L", (right - left + 2, bottom - top + 2), 0)
+    # int: FreeType's boxes are whole pixels, though Pillow's stubs type them float.
+    mask = Image.new("L", (int(right - left + 2), int(bottom - top + 2)), 0)
     ImageDraw.Draw(mask).text((1 - left, 1 - top), text.text, font=face, fill=255, anchor="ls")
     turned = mask.transpose(Image.Transpose.ROTATE_90)
     # (x, y): the baseline's middle after turning, the text running upwards.

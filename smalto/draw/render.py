@@ -208,7 +208,7 @@ def _rows(panels: Panels) -> tuple[float, float, list[list[_Block]]]:
     width = max(max(sum(b.width for b in row) for row in rows), MIN_WIDTH)
     # A lone panel spans the figure, so its title and legend wrap to all of it.
     rows = [[_block(row[0].grid, width)] if len(row) == 1 else row for row in rows]
-    height = MARGIN_TOP + MARGIN_BOTTOM + PANEL_GAP * (len(rows) - 1)
+    height: float = MARGIN_TOP + MARGIN_BOTTOM + PANEL_GAP * (len(rows) - 1)
     height += sum(max(b.height for b in row) for row in rows)
     return width, height, rows
 
@@ -281,8 +281,11 @@ def _band(grid: Grid, row: int, rows: int, col: int, cols: int) -> Grid:
     if grid.bands == (1, 1):
         return grid
 
+    def band(array: np.ndarray) -> np.ndarray:
+        return array[row : row + rows, col : col + cols]
+
     def part(array: np.ndarray | None) -> np.ndarray | None:
-        return None if array is None else array[row : row + rows, col : col + cols]
+        return None if array is None else band(array)
 
     spans = [
         (r - row, start - col, stop - col, text)
@@ -291,7 +294,7 @@ def _band(grid: Grid, row: int, rows: int, col: int, cols: int) -> Grid:
     ]
     return replace(
         grid,
-        colors=part(grid.colors),
+        colors=band(grid.colors),
         spans=spans,
         regions=part(grid.regions),
         marks=part(grid.marks),

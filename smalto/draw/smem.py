@@ -137,7 +137,8 @@ def smem_placement(
         tiled_index = np.stack([*index[:lead], *outer, *inner])
         # Tile number in storage order: leading dims and tile indices, row-major.
         tiles = np.ravel_multi_index(np.stack([*index[:lead], *outer]), (*shape[:lead], *tile_dims))
-    linear = np.ravel_multi_index(tiled_index, tiled_shape)
+    # asarray: numpy's stubs read an array of indices as one index, a scalar.
+    linear = np.asarray(np.ravel_multi_index(tiled_index, tiled_shape))
     unswizzled = linear * bitwidth // 8
     return SmemPlacement(
         tuple(shape),

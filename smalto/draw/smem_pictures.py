@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from smalto.draw.colors import rgb
+from smalto.draw.colors import Color, rgb
 from smalto.draw.frame import Window, map_window, window
 from smalto.draw.render import Grid, label_cell_px
 from smalto.draw.smem import CHUNK_BYTES, LINE_BYTES, SmemPlacement
@@ -75,7 +75,7 @@ def _array_panel(
         cell = (side or 12.0, side or 12.0)
     if view.note:
         title += f"\n{view.note}"
-    legend = [
+    legend: list[tuple[Color, str]] = [
         (BANK_GROUP_COLORS[p], f"banks {4 * p}-{4 * p + 3}")
         for p in range(LINE_BYTES // CHUNK_BYTES)
     ]
@@ -85,7 +85,7 @@ def _array_panel(
         spans,
         title,
         legend,
-        **view.grid_fields(),  # type: ignore[arg-type]
+        **view.grid_fields(),
         regions=tiles,
         cell_px=cell,
         groups=chunk,

@@ -20,12 +20,12 @@ class SpecError(ValueError):
     """A layout, shape, type or SMEM spec that cannot be read (a usage error)."""
 
 
-def layout_name(layout: object) -> str:
+def layout_name(layout: fa.FragmentedLayout | tcgen05.TMEMLayout) -> str:
     """A register or TMEM layout by the name smalto prints (``WGMMA``, ``strided ×8``,
     ``splat``, ``TMEM default``), else its compact form."""
     if isinstance(layout, tcgen05.TMEMLayout):
         return describe_value(Tmem(layout))
-    return describe_value(Reg(layout))  # type: ignore[arg-type]
+    return describe_value(Reg(layout))
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -83,10 +83,7 @@ def parse_register_layout(text: str, shape: tuple[int, ...], bitwidth: int) -> f
     attribute."""
     spec = text.strip()
     if spec.startswith("#"):
-        layout = parse_attribute(spec)
-        if isinstance(layout, tcgen05.TMEMLayout):
-            layout = layout.as_tiled_layout()
-        return layout  # type: ignore[return-value]
+        return parse_attribute(spec)
     found = read_layout(spec, shape, bitwidth)
     if not isinstance(found, Reg):
         raise SpecError(f"{text!r} is not a register layout")
@@ -115,7 +112,9 @@ def parse_tmem_layout(
     )
 
 
-def parse_attribute(text: str) -> object:
+def parse_attribute(text: str) -> fa.FragmentedLayout:
+    """A register layout attribute (JAX reads no TMEM layout attribute: it says
+    NotImplementedError, here a ``SpecError``)."""
     with make_context(), ir.Location.unknown():
         try:
             attribute = ir.Attribute.parse(text)

@@ -113,10 +113,7 @@ def subject_of(args: argparse.Namespace, lookup: Lookup | None = None) -> Subjec
         raise SpecError("name a LAYOUT to draw (or use --smem / --tmem, or FILE VALUE)")
     text = args.layout.strip()
     if text.startswith("#"):
-        found = parse_attribute(text)
-        if isinstance(found, tcgen05.TMEMLayout):
-            found = found.as_tiled_layout()
-        return _named(Reg(found), shape, dtype, element_type, None)
+        return _named(Reg(parse_attribute(text)), shape, dtype, element_type, None)
     layout = read_layout(text, shape, bitwidth)
     return _named(layout, shape, dtype, element_type, text)
 

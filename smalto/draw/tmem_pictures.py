@@ -39,10 +39,9 @@ def _holdings(
 ) -> dict[tuple[int, int], list[tuple[int, ...]]]:
     """(lane, column) -> the elements held there, for the first ``lanes`` x ``columns``."""
     copies = placed.lane.shape[-1]
-    lane = placed.lane.reshape(-1, copies)
+    lane = placed.lane.reshape(-1, copies).reshape(-1)
     column = np.repeat(placed.column.reshape(-1), copies)
     flat = np.repeat(np.arange(placed.column.size), copies)
-    lane = lane.reshape(-1)
     kept = np.flatnonzero((column < columns) & (lane < lanes))
     held: dict[tuple[int, int], list[tuple[int, ...]]] = {}
     indices = np.stack(np.unravel_index(flat[kept], placed.shape), axis=-1).tolist()
@@ -148,7 +147,7 @@ def _array_panel(placed: TmemPlacement, name: str, dtype: str, thread: int | Non
         colors,
         [],
         title,
-        **view.grid_fields(),  # type: ignore[arg-type]
+        **view.grid_fields(),
         regions=lane // WARP_SIZE,
         marks=keep,
         cell_px=(side, side),

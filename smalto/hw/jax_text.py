@@ -40,12 +40,12 @@ def smem_swizzle(value: Smem) -> int | None:
 def ref_text(value: Smem) -> str:
     """An SMEM ref's transforms as JAX's transfer error names them."""
     tiling, swizzle = value.tiling, smem_swizzle(value)
-    if tiling is None and swizzle is None:
-        return "untransformed ref"
-    if swizzle is None:
-        return f"ref with transforms (TilingTransform({tuple(tiling)}),)"  # type: ignore[arg-type]
     if tiling is None:
+        if swizzle is None:
+            return "untransformed ref"
         return f"ref with transforms (SwizzleTransform({swizzle}),)"
+    if swizzle is None:
+        return f"ref with transforms (TilingTransform({tuple(tiling)}),)"
     return f"ref with transforms (TilingTransform({tuple(tiling)}), SwizzleTransform({swizzle}))"
 
 
@@ -101,7 +101,7 @@ def does_not_fit_type(value: Const, shape: tuple[int, ...], bitwidth: int | None
     if isinstance(value, Reg) and not hl.fits(value, shape):
         layout = value.layout
         try:
-            layout.registers_shape(shape)  # type: ignore[union-attr]
+            layout.registers_shape(shape)
         except (ValueError, AssertionError) as error:
             return " ".join(str(error).split()) or f"{shape} does not fit the layout"
         return f"{shape} does not fit the layout"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05
@@ -23,6 +24,12 @@ from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 from smalto.elementwise import CONVERSIONS
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
+
+if TYPE_CHECKING:
+    from jax.experimental.mosaic.gpu.mma import MMALayouts
+
+# A warp or lane dim of a tiled layout: a dim of its tiled shape, or replicated/unreduced.
+type _Dim = int | fa.Replicated | fa.Unreduced
 
 WGMMA = fa.WGMMA_LAYOUT
 WGMMA_8BIT = fa.WGMMA_LAYOUT_8BIT
@@ -101,18 +108,17 @@ def fits(value: Const, shape: tuple[int, ...]) -> bool:
     """
     # Dispatch on the exact class (values are final classes): the solver asks
     # this at every assignment.
-    kind = type(value)
-    if kind is Reg:
-        layout = value.layout  # type: ignore[union-attr]
+    if type(value) is Reg:
+        layout = value.layout
         if isinstance(layout, fa.TiledLayout):
             return _tiling_applies(layout.tiling, shape)
         return layout.shape == shape
-    if kind is Smem:
-        tiling = value.tiling  # type: ignore[union-attr]
+    if type(value) is Smem:
+        tiling = value.tiling
         # A tiling of higher rank than the ref has no lowering.
         return tiling is None or (len(tiling) <= len(shape) and _smem_tiling_applies(tiling, shape))
-    if kind is Tmem:
-        return _tiling_applies(value.layout.tiling, shape)  # type: ignore[union-attr]
+    if type(value) is Tmem:
+        return _tiling_applies(value.layout.tiling, shape)
     raise TypeError(value)
 
 
@@ -458,7 +464,7 @@ def tmem_m64_collective(columns: int, packing: int) -> tcgen05.TMEMLayout:
     return tcgen05.tmem_m64_collective_layout(columns, packing)
 
 
-def mma_layouts(element_type: object, m: int, n: int) -> object:
+def mma_layouts(element_type: ir.Type, m: int, n: int) -> MMALayouts:
     """The accumulator/A/B register layouts of a warp-level MMA (``.acc``, ``.lhs``, ``.rhs``).
 
     ``(m, n)`` is the accumulator's shape: it decides how the four warps split
@@ -574,13 +580,13 @@ def keep_dims(layout: fa.TiledLayout, axis: int) -> fa.TiledLayout:
     along_axis = layout.tiling.tile_dimension(axis)
     sizes = layout.tiled_tiling_shape
 
-    def replicate(d: int | fa.Replicated) -> int | fa.Replicated:
+    def replicate(d: _Dim) -> _Dim:
         return fa.Replicated(sizes[d]) if isinstance(d, int) and along_axis[d] else d
 
     return fa.TiledLayout(
         fa.Tiling(tiles),
-        tuple(replicate(d) for d in layout.warp_dims),  # type: ignore[arg-type]
-        tuple(replicate(d) for d in layout.lane_dims),  # type: ignore[arg-type]
+        tuple(replicate(d) for d in layout.warp_dims),
+        tuple(replicate(d) for d in layout.lane_dims),
         layout.vector_dim,
         _check_canonical=False,
     ).canonicalize()
@@ -616,19 +622,20 @@ def lifted(layout: fa.TiledLayout, rank: int) -> fa.TiledLayout | None:
         fresh += 2 * k
         ours[-k:] = outer + inner
         if k == base:
-            theirs[-(k + extra) :] = [None] * extra + outer + [None] * extra + inner  # type: ignore[list-item]
+            added = [None] * extra
+            theirs[-(k + extra) :] = [*added, *outer, *added, *inner]
         else:
-            theirs[-k:] = outer + inner  # type: ignore[assignment]
+            theirs[-k:] = outer + inner
     position = {d: i - len(theirs) for i, d in enumerate(theirs) if d is not None}
 
-    def move(d: int | fa.Replicated) -> int | fa.Replicated:
+    def move(d: _Dim) -> _Dim:
         return position[ours[d]] if isinstance(d, int) else d
 
     new_tiles = tuple((1,) * extra + t if len(t) == base else t for t in tiles)
     return fa.TiledLayout(
         fa.Tiling(new_tiles),
-        tuple(move(d) for d in layout.warp_dims),  # type: ignore[arg-type]
-        tuple(move(d) for d in layout.lane_dims),  # type: ignore[arg-type]
-        move(layout.vector_dim),  # type: ignore[arg-type]
+        tuple(move(d) for d in layout.warp_dims),
+        tuple(move(d) for d in layout.lane_dims),
+        position[ours[layout.vector_dim]],
         _check_canonical=False,
     ).canonicalize()

@@ -10,6 +10,7 @@ never a Python repr. ``pallas_layout`` spells a register layout as Pallas code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -113,11 +114,11 @@ def _derived_names() -> dict[fa.TiledLayout, str]:
     return names
 
 
-def _built(builder: object, *args: int) -> fa.TiledLayout | None:
+def _built[T](builder: Callable[..., T], *args: int) -> T | None:
     """``builder(*args)``, or None where JAX refuses those arguments (a name is never worth
     an error)."""
     try:
-        return builder(*args)  # type: ignore[operator]
+        return builder(*args)
     except ValueError:
         return None
 
@@ -187,7 +188,7 @@ def tmem_name(layout: tcgen05.TMEMLayout) -> TmemName | None:
 # --- the compact form of anything else -------------------------------------------------
 
 
-def _dim(d: int | fa.Replicated) -> str:
+def _dim(d: int | fa.Replicated | fa.Unreduced) -> str:
     return f"×{d.times}" if isinstance(d, fa.Replicated) else str(d)
 
 

@@ -31,7 +31,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smalto.jax.hooks import Pass
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -95,7 +98,7 @@ def _run_capture(args: argparse.Namespace) -> int:
     arch = _ARCHS[args.arch] if args.arch else None
     # The module is the same whichever pass follows; smalto's answers in a fraction of a
     # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
-    by = "jax" if args.jax else "smalto"
+    by: Pass = "jax" if args.jax else "smalto"
     try:
         captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from smalto.fix_edits import SourceEdit, apply_parts, keeps_meaning, overlaps, source_edit
+from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
 
 # Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
@@ -197,12 +198,12 @@ def problems_of(error: BaseException | None) -> list[object]:
 
 
 def lower_with(
-    fn: Callable[..., Any], args: tuple[Any, ...], arch: tuple[int, int] | None, by: str
+    fn: Callable[..., Any], args: tuple[Any, ...], arch: tuple[int, int] | None, by: Pass
 ) -> tuple[bool, BaseException | None]:
     """Whether ``fn(*args)`` lowers with ``by``'s pass; else the inference error (the
     diagnosis), or what the lowering raised."""
     try:
-        lower(fn, *args, arch=arch, by=by)  # type: ignore[arg-type]
+        lower(fn, *args, arch=arch, by=by)
     except KernelLoweringError as failed:
         if failed.stage == "inference" and failed.kernels and failed.kernels[-1].error:
             return False, failed.kernels[-1].error

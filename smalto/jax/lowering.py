@@ -88,7 +88,8 @@ def lower(
         with recording(arch) as recorder:
             from jax.experimental.mosaic.gpu import utils
 
-            target = tuple(utils._infer_arch())
+            major, minor = utils._infer_arch()
+            target = (major, minor)
             try:
                 lowered = lower_for_cuda(fn, args)
             except Exception as raised:
@@ -113,7 +114,7 @@ def lower(
             kernels=kernels,
             by=by,
         )
-    return Lowering(lowered, kernels, target, by)  # type: ignore[arg-type]
+    return Lowering(lowered, kernels, target, by)
 
 
 def _failed_stage(raised: BaseException, recorder: Recorder) -> Stage:

@@ -44,10 +44,10 @@ def rewrite_unit_dims(module: ir.Module) -> tuple[RewrittenOp, ...]:
         for op in web.iotas:
             definitions.append((positions[op], partial(patterns.squeeze_iota, op, web)))
         for op in web.computed:
-            values = list(op.results)
+            values: list[ir.Value] = list(op.results)
             definitions.append((positions[op], partial(patterns.squeeze_values, op, values, web)))
         for op in web.carriers:
-            carried = [r for r in op.results if r in members]
+            carried: list[ir.Value] = [r for r in op.results if r in members]
             carried += [
                 a
                 for region in op.regions

@@ -327,6 +327,12 @@ def _expansion(op: ir.Operation) -> tuple[Shape, tuple[int, ...]] | None:
     return None if kept is None else (source, kept)
 
 
+def _expansion_of(op: ir.Operation) -> tuple[Shape, tuple[int, ...]]:
+    found = _expansion(op)
+    assert found is not None  # a web's expansions are the ops that have one
+    return found
+
+
 def _is_splat(op: ir.Operation) -> bool:
     value = op.attributes["value"]
     return isinstance(value, ir.DenseElementsAttr) and ir.DenseElementsAttr(value).is_splat
@@ -337,9 +343,9 @@ def iota_dimension(op: ir.Operation) -> int:
 
 
 def _choose_squeezed_shape(web: Web) -> None:
-    expansions = [_expansion(op) for op in web.expansions]
+    expansions = [_expansion_of(op) for op in web.expansions]
     if expansions:
-        shapes = {shape for shape, _ in expansions if shape is not None}
+        shapes = {shape for shape, _ in expansions}
         if len(shapes) != 1:
             web.blocked = "expanded from different shapes"
             return
@@ -350,9 +356,7 @@ def _choose_squeezed_shape(web: Web) -> None:
             for op, e in zip(web.expansions, expansions, strict=True)
             if op.name == names.BROADCAST_IN_DIM
         ]
-        chosen = (by_broadcast or expansions)[0]
-        assert chosen is not None
-        web.squeezed, web.kept = chosen
+        web.squeezed, web.kept = (by_broadcast or expansions)[0]
     elif web.iotas:
         web.kept = tuple(d for d, n in enumerate(web.shape) if n != 1)
         web.squeezed = tuple(web.shape[d] for d in web.kept)
