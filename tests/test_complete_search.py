@@ -165,11 +165,12 @@ def test_slots_alike_share_a_domain_but_not_its_list(widened: bool, monkeypatch)
             program = read_program(module, consumers())
             system = derive_system(program, entry.arch)
             solver = Solver(system, program, entry.arch, 1000, widened=widened)
-            if not solver._propagate_root() or not solver._start_complete_phase():
+            complete = solver.over_domains
+            if not solver.propagate_root() or not complete._start_complete_phase():
                 continue
             made.clear()
-            solver._prepare_domains()
-            prepared = made[0] if widened else solver.domains
+            complete._prepare_domains()
+            prepared = made[0] if widened else complete.domains
             mentioned = domains.constants_in(solver.constraints, system.fixed)
             extra = domains.wide_layouts(
                 solver.constraints[ci].bitwidth for ci in solver.complete_only
@@ -185,7 +186,7 @@ def test_slots_alike_share_a_domain_but_not_its_list(widened: bool, monkeypatch)
                     widened,
                 )
                 assert values == alone, (entry.key, slot)
-            lists = list(solver.domains.values())
+            lists = list(complete.domains.values())
             assert len({id(values) for values in lists}) == len(lists)
             compared += len(prepared)
     assert compared > 100

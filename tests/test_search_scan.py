@@ -63,14 +63,14 @@ def full_rescan(
             yield var, value, ci
     for v in variables[first_unset:]:
         if solver.value[root[v.id]] is None:
-            value = cands.default_value(v, solver.tmem_defaults[v.id])
+            value = cands.default_value(v, solver.in_jax_order.tmem_defaults[v.id])
             if value is not None and (root[v.id], value) not in tried:
                 tried.add((root[v.id], value))
                 yield v.id, value, None
 
 
-class CheckedSolver(Solver):
-    """A solver that, at each decision, compares its candidates with a full rescan,
+class CheckedSearch(search.JaxOrderSearch):
+    """A search in JAX's order that, at each decision, compares its candidates with a full rescan,
     and makes each splat it counts as failing at once (``_splat_for_non_splat``,
     ``_offer``) to see it fail."""
 
@@ -94,11 +94,12 @@ class CheckedSolver(Solver):
 
     def _fails_at_once_made(self, var: int, value: Const) -> bool:
         """Makes the assignment and propagates it, then undoes all of it: whether it failed."""
-        mark, conflict, reason = len(self.trail), self.conflict, dict(self.reason)
+        state = self.state
+        mark, conflict, reason = len(state.trail), state.conflict, dict(state.reason)
         queue: list[int] = []
-        made = self._assign(var, value, queue) and self._propagate(queue)
-        self._undo(mark)
-        self.conflict, self.reason = conflict, reason
+        made = state._assign(var, value, queue) and state._propagate(queue)
+        state._undo(mark)
+        state.conflict, state.reason = conflict, reason
         return not made
 
     def _candidates(
@@ -106,22 +107,34 @@ class CheckedSolver(Solver):
     ) -> Iterator[tuple[int, Const, int | None]]:
         # A copy of the scan, and the fuel put back: listing every candidate
         # must not move the real scan nor spend.
+        state = self.state
         probe = scan.probe()
-        spent, limit, work_limit = self.spent, self.limit, self.work_limit
-        self.limit = self.work_limit = sys.maxsize
+        spent, limit, work_limit = state.spent, state.limit, state.work_limit
+        state.limit = state.work_limit = sys.maxsize
         incremental = list(super()._candidates(first_open, first_unset, probe))
-        counted = self.spent - spent
-        self.spent, self.limit, self.work_limit = spent, limit, work_limit
+        counted = state.spent - spent
+        state.spent, state.limit, state.work_limit = spent, limit, work_limit
         # The candidates of constraints that offer only doomed ones are counted,
         # not offered: as many as the full rescan offers.
-        full = list(full_rescan(self, first_open, first_unset))
+        assert isinstance(state, Solver)  # the state is the solver that made this search
+        full = list(full_rescan(state, first_open, first_unset))
         offered = [c for c in full if c[2] is None or self._offer(c[2])[2] is None]
         assert incremental == offered
-        if not self.past_jaxs_fuel:  # past it, nothing is counted (``_past_jaxs_fuel``)
+        if not state.past_jaxs_fuel:  # past it, nothing is counted (``_past_jaxs_fuel``)
             assert counted == len(full) - len(offered)
         self.splats_counted += counted
         self.decisions += 1
         return super()._candidates(first_open, first_unset, scan)
+
+
+class CheckedSolver(Solver):
+    """A solver whose search in JAX's order is checked (``CheckedSearch``)."""
+
+    jax_order_search = CheckedSearch
+
+    @property
+    def checked(self) -> CheckedSearch:
+        return self.in_jax_order  # type: ignore[return-value]
 
 
 def solve_checked(text: str, arch: tuple[int, int] | None = None) -> CheckedSolver:
@@ -138,15 +151,15 @@ def solve_checked(text: str, arch: tuple[int, int] | None = None) -> CheckedSolv
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_the_scan_offers_what_a_full_rescan_offers_in_the_scaling_kernels(family: str) -> None:
     solver = solve_checked(FAMILIES[family](6), HOPPER)
-    assert solver.decisions > 10
+    assert solver.checked.decisions > 10
     if family == "loops":
         # The loops not reached yet offer the shared zero splat at each decision.
-        assert solver.splats_counted > 50
+        assert solver.checked.splats_counted > 50
 
 
 def test_the_scan_offers_what_a_full_rescan_offers_in_corpus_kernels() -> None:
     entries = [e for e in reference.bundled_entries() if _solved(e)][:80]
-    decisions = sum(solve_checked(e.path.read_text(), e.arch).decisions for e in entries)
+    decisions = sum(solve_checked(e.path.read_text(), e.arch).checked.decisions for e in entries)
     assert decisions > 100
 
 
@@ -155,7 +168,7 @@ def test_the_scan_offers_what_a_full_rescan_offers_while_backtracking(path: Path
     # The search in JAX's order backtracks until its budget is spent; the
     # complete search then decides (its choices are not the scan's).
     solver = solve_checked(path.read_text())
-    assert solver.complete and solver.decisions > 100
+    assert solver.complete and solver.checked.decisions > 100
 
 
 def _solved(entry: reference.CorpusEntry) -> bool:
@@ -215,11 +228,15 @@ def test_the_scan_offers_what_a_full_rescan_offers_on_random_modules(module: Fuz
             solver.solve()
 
 
-class MadeSolver(Solver):
-    """A solver that makes every candidate, the splats it would only count included."""
+class MadeSearch(search.JaxOrderSearch):
+    """A search that makes every candidate, the splats it would only count included."""
 
     def _splat_for_non_splat(self, var: int, value: Const) -> bool:
         return False
+
+
+class MadeSolver(Solver):
+    jax_order_search = MadeSearch
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

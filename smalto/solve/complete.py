@@ -12,29 +12,50 @@ search at once.
 
 from __future__ import annotations
 
-from smalto.constraints import Constraint, System
+import sys
+
+from smalto.constraints import Constraint
 from smalto.hw.values import Const
-from smalto.program import Program
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
-from smalto.solve.propagation import FuelExhausted, Propagation, Reason
+from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason, deep_recursion
 
 
-class CompleteSearch(Propagation):
-    """The complete search over a propagated state (see the module's doc)."""
+class CompleteSearch:
+    """The complete search over a propagated state (see the module's doc).
 
-    def __init__(
-        self,
-        system: System,
-        program: Program,
-        arch: tuple[int, int],
-        fuel: int,
-        *,
-        widened: bool = False,
-    ) -> None:
-        super().__init__(system, program, arch, fuel, widened=widened)
+    ``state``: the one propagation state of the system (``Propagation``), shared
+    with the search in JAX's order, from whose root this search starts.
+    """
+
+    def __init__(self, state: Propagation) -> None:
+        self.state = state
+        # Per slot, its finite domain (``_prepare_domains``).
+        self.domains: dict[int, list[Const]] = {}
         # Per open slot, the values of its domain still possible (``_live_values``).
         self.live: dict[int, list[Const]] = {}
+
+    def run(self, fuel: int) -> bool:
+        """The complete search from the propagated root: an assignment, or the proof there is
+        none (``state.conflict`` says why), within ``fuel`` attempts."""
+        state = self.state
+        # The complete search is smalto's own: its fuel goes on work
+        # (the splats JAX's order spent fuel on did none).
+        state.spent = state.work
+        state.limit = fuel
+        state.work_limit = sys.maxsize
+        state.conflict = None
+        with deep_recursion(state):
+            if not self._start_complete_phase():
+                return False
+            self._prepare_domains()
+            for slot, values in self.domains.items():
+                if not values and state.value[slot] is None:
+                    # No value of its kind fits its shape at all (e.g. TMEM rows).
+                    state.conflict = Conflict(None, variable=slot)
+                    state.empty_slot = slot
+                    return False
+            return self._complete_search()
 
     def _start_complete_phase(self) -> bool:
         """Judges the complete-search-only requirements from now on, at the root.
@@ -42,17 +63,19 @@ class CompleteSearch(Propagation):
         They held (and closed) in JAX's order; reopened here without a trail
         entry, since nothing undoes past the root from now on.
         """
-        self.complete = True
-        for ci in self.complete_only:
-            self.open[ci] = True
-        return self._propagate(list(self.complete_only))
+        state = self.state
+        state.complete = True
+        for ci in state.complete_only:
+            state.open[ci] = True
+        return state._propagate(list(state.complete_only))
 
     def _prepare_domains(self) -> None:
-        mentioned = domains.constants_in(self.constraints, self.system.fixed)
-        variables = self.system.variables
+        state = self.state
+        mentioned = domains.constants_in(state.constraints, state.system.fixed)
+        variables = state.system.variables
         extra = domains.wide_layouts(
-            self.constraints[ci].bitwidth  # type: ignore[union-attr]
-            for ci in self.complete_only
+            state.constraints[ci].bitwidth  # type: ignore[union-attr]
+            for ci in state.complete_only
         )
         # Slots alike (kind, shape, element width, divisibility, the types whose
         # validity decides) have one domain: most values of a kernel share a few
@@ -60,45 +83,46 @@ class CompleteSearch(Propagation):
         made: dict[tuple[object, ...], list[Const]] = {}
         # One object per value, the root's included: the search compares values all the
         # time, and equal values that are one object compare without comparing layouts.
-        canonical: dict[Const, Const] = {v: v for v in self.value if v is not None}
+        canonical: dict[Const, Const] = {v: v for v in state.value if v is not None}
         self.domains = {}
-        for slot, shapes in self.shapes.items():
+        for slot, shapes in state.shapes.items():
             variable = variables[slot]
-            multiple = self.divides.get(slot)
+            multiple = state.divides.get(slot)
             alike = (
                 variable.kind,
                 variable.shape,
                 variable.bitwidth,
                 multiple,
                 frozenset(shapes),
-                frozenset(self.smem_types.get(slot, ())),
-                frozenset(self.tmem_types.get(slot, ())),
+                frozenset(state.smem_types.get(slot, ())),
+                frozenset(state.tmem_types.get(slot, ())),
             )
             values = made.get(alike)
             if values is None:
                 made_now = domains.domain(
                     variable,
-                    lambda value, slot=slot: self._fits(slot, value),  # type: ignore[misc]
+                    lambda value, slot=slot: state._fits(slot, value),  # type: ignore[misc]
                     mentioned,
                     multiple,
                     min(map(len, shapes)),
                     extra,
-                    self.widened,
+                    state.widened,
                 )
                 values = made[alike] = [canonical.setdefault(v, v) for v in made_now]
             self.domains[slot] = list(values)
-        if self.widened:
+        if state.widened:
             domains.close(
-                self.domains, self.constraints, self.root, self._fits, canonical.setdefault
+                self.domains, state.constraints, state.root, state._fits, canonical.setdefault
             )
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
+        state = self.state
         checks = [
-            self.constraints[ci]
-            for ci in self.watchers[slot]
-            if self.open[ci]
-            and all(s == slot or self.value[s] is not None for s in self.slots_of[ci])
+            state.constraints[ci]
+            for ci in state.watchers[slot]
+            if state.open[ci]
+            and all(s == slot or state.value[s] is not None for s in state.slots_of[ci])
         ]
         # Every value of a domain fits its slot (``domain`` and ``close`` keep only those).
         if not checks:
@@ -112,17 +136,18 @@ class CompleteSearch(Propagation):
         part without a solution fails the search at once, instead of after
         every combination of the other parts' values has been tried with it.
         """
+        state = self.state
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
         for slot in self.domains:
-            if self.value[slot] is None:
+            if state.value[slot] is None:
                 self.live[slot] = self._live_values(slot)
                 if not self.live[slot]:
                     return False
         for part in self._independent_parts():
             if not self._complete_step(part):
                 return False
-        return not any(self.open)
+        return not any(state.open)
 
     def _independent_parts(self) -> list[list[int]]:
         """The unassigned variables, grouped by the open constraints that link them.
@@ -130,6 +155,7 @@ class CompleteSearch(Propagation):
         The most constrained part (smallest live domain) comes first, so that
         an unsatisfiable one is met before the others are solved.
         """
+        state = self.state
         parent = {slot: slot for slot in self.live}
 
         def find(slot: int) -> int:
@@ -138,10 +164,10 @@ class CompleteSearch(Propagation):
                 slot = parent[slot]
             return slot
 
-        for ci, is_open in enumerate(self.open):
+        for ci, is_open in enumerate(state.open):
             if not is_open:
                 continue
-            linked = [s for s in self.slots_of[ci] if s in parent]
+            linked = [s for s in state.slots_of[ci] if s in parent]
             for other in linked[1:]:
                 parent[find(other)] = find(linked[0])
         parts: dict[int, list[int]] = {}
@@ -150,31 +176,32 @@ class CompleteSearch(Propagation):
         return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
 
     def _complete_step(self, part: list[int]) -> bool:
+        state = self.state
         best, best_size = -1, 1 << 30
         for slot in part:
-            if self.value[slot] is None and len(self.live[slot]) < best_size:
+            if state.value[slot] is None and len(self.live[slot]) < best_size:
                 best, best_size = slot, len(self.live[slot])
                 if best_size <= 1:
                     break
         if best < 0:
             # The part is complete: each of its constraints must have closed.
-            return not any(self.open[ci] for slot in part for ci in self.watchers[slot])
+            return not any(state.open[ci] for slot in part for ci in state.watchers[slot])
         for value in list(self.live[best]):
-            if self.spent >= self.limit:
-                raise FuelExhausted(self.spent, self.open_variables())
-            self.spent += 1
-            self.work += 1
-            mark, live_mark = len(self.trail), len(self.live_trail)
+            if state.spent >= state.limit:
+                raise FuelExhausted(state.spent, state.open_variables())
+            state.spent += 1
+            state.work += 1
+            mark, live_mark = len(state.trail), len(self.live_trail)
             queue: list[int] = []
-            if self._assign(best, value, queue):
-                self.reason[best] = Reason("domain")
+            if state._assign(best, value, queue):
+                state.reason[best] = Reason("domain")
                 if (
-                    self._propagate(queue)
+                    state._propagate(queue)
                     and self._forward_check(mark)
                     and self._complete_step(part)
                 ):
                     return True
-            self._undo(mark)
+            state._undo(mark)
             while len(self.live_trail) > live_mark:
                 slot, values = self.live_trail.pop()
                 self.live[slot] = values
@@ -182,18 +209,19 @@ class CompleteSearch(Propagation):
 
     def _forward_check(self, mark: int) -> bool:
         """Narrows the live values of variables left alone in a constraint by the last step."""
-        for is_value, slot in self.trail[mark:]:
+        state = self.state
+        for is_value, slot in state.trail[mark:]:
             if not is_value:
                 continue
-            for ci in self.watchers[slot]:
-                if not self.open[ci]:
+            for ci in state.watchers[slot]:
+                if not state.open[ci]:
                     continue
-                unknown = [x for x in self.slots_of[ci] if self.value[x] is None]
+                unknown = [x for x in state.slots_of[ci] if state.value[x] is None]
                 if len(unknown) != 1:
                     continue
                 target = unknown[0]
                 before = self.live[target]
-                after = self._admitted(target, before, [self.constraints[ci]])
+                after = self._admitted(target, before, [state.constraints[ci]])
                 if len(after) != len(before):
                     self.live_trail.append((target, before))
                     self.live[target] = after
@@ -211,7 +239,8 @@ class CompleteSearch(Propagation):
         keeps the complete search from enumerating assignments of unrelated
         variables around it.
         """
-        root, value_of = self.root, self.value
+        state = self.state
+        root, value_of = state.root, state.value
         judged = [(judge_of(c, True), c) for c in checks]
         candidate: Const | None = None
 

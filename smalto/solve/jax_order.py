@@ -20,13 +20,13 @@ from itertools import chain
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Constraint, Role, System, Variable
+from smalto.constraints import Constraint, Role, Variable
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import HOLDS, judge, simplify
-from smalto.solve.propagation import FuelExhausted, Propagation, Reason
+from smalto.solve.propagation import FuelExhausted, Propagation, Reason, deep_recursion
 
 # Attempts the JAX-ordered search may take before the domain search takes over,
 # beyond one per variable left open by the propagation before the first
@@ -124,19 +124,17 @@ class _Scan:
         )
 
 
-class JaxOrderSearch(Propagation):
-    """The search in JAX's order over a propagated state (see the module's doc)."""
+class JaxOrderSearch:
+    """The search in JAX's order over a propagated state (see the module's doc).
 
-    def __init__(
-        self,
-        system: System,
-        program: Program,
-        arch: tuple[int, int],
-        fuel: int,
-        *,
-        widened: bool = False,
-    ) -> None:
-        super().__init__(system, program, arch, fuel, widened=widened)
+    ``state``: the one propagation state of the system (``Propagation``), which
+    this search and the complete search share: each decision is made on it, and
+    undone on it.
+    """
+
+    def __init__(self, state: Propagation, program: Program) -> None:
+        self.state = state
+        system = state.system
         variables = system.variables
         tmem = Kind.TMEM
         self.tmem_defaults = [
@@ -149,6 +147,25 @@ class JaxOrderSearch(Propagation):
         self.offers: dict[int, tuple[tuple[Const | None, ...], _Offer]] = {}
         # Numbers for the doomed candidates (``_doomed_key``).
         self.doomed_keys: dict[tuple[int, Const], int] = {}
+
+    def run(self, budget: int) -> bool | None:
+        """The search from the propagated root, within ``budget`` attempts of work: True
+        where it finds an answer that lowers, None where the complete search must decide
+        (the state is then back at the root)."""
+        state = self.state
+        state.limit = state.fuel
+        state.work_limit = budget
+        with deep_recursion(state):
+            try:
+                if self._search():
+                    state.jax_answer_breaks = self._broken_requirements()
+                    if not state.jax_answer_breaks:
+                        return True
+            except FuelExhausted:
+                if state.fuel <= budget:
+                    raise
+        state._undo(state.root_mark)
+        return None
 
     @staticmethod
     def _tmem_default(v: Variable, program: Program) -> Tmem | None:
@@ -173,46 +190,49 @@ class JaxOrderSearch(Propagation):
         unrolled loop of a thousand blocks) fall to the complete search,
         which redoes the work and may pick another answer than JAX's.
         """
-        return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * self.unassigned
+        state = self.state
+        return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * state.unassigned
 
     def _broken_requirements(self) -> list[tuple[Constraint, Const]]:
         """The requirements the assignment found in JAX's order breaks, with the
         value it gives each one's register variable (requirements it judged as
         holding, since JAX's own answers break them)."""
-        lookup, broken = self.lookup, []
-        for ci in self.complete_only:
-            c = self.constraints[ci]
+        state = self.state
+        lookup, broken = state.lookup, []
+        for ci in state.complete_only:
+            c = state.constraints[ci]
             if judge(c, lookup, True) is not HOLDS:
                 value = simplify(c.reg, lookup)  # type: ignore[union-attr]
                 broken.append((c, value))
         return broken  # type: ignore[return-value]
 
     def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
-        if self.unassigned == 0:
+        state = self.state
+        if state.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
-            return not any(self.open)
+            return not any(state.open)
         # Deeper in the search constraints only close and variables only get
         # values (undoing restores them on the way back up): what is closed or
         # set here stays so below, and the scans for candidates start past it,
         # instead of from the start at every decision.
-        order, is_open = self.candidate_order, self.open
+        order, is_open = state.candidate_order, state.open
         while first_open < len(order) and not is_open[order[first_open]]:
             first_open += 1
-        root, value_of, n = self.root, self.value, len(self.root)
+        root, value_of, n = state.root, state.value, len(state.root)
         while first_unset < n and value_of[root[first_unset]] is not None:
             first_unset += 1
         if scan is None:
             scan = _Scan.first()
-        not_splat = self.not_splat
+        not_splat = state.not_splat
         for var, value, source in self._candidates(first_open, first_unset, scan):
-            if self.work >= self.work_limit:
-                raise FuelExhausted(self.spent, self.open_variables())
-            if self.spent >= self.limit:
+            if state.work >= state.work_limit:
+                raise FuelExhausted(state.spent, state.open_variables())
+            if state.spent >= state.limit:
                 self._past_jaxs_fuel()
-            if not self._valid_for(var, value):
+            if not state._valid_for(var, value):
                 continue
-            self.spent += 1
+            state.spent += 1
             if root[var] in not_splat and self._splat_for_non_splat(var, value):
                 # JAX's pass tries it, and spends fuel on it, at every
                 # decision until the variable has a value: in a kernel of
@@ -221,16 +241,16 @@ class JaxOrderSearch(Propagation):
                 # kernel). Counted, not made, and not held against the
                 # budget (most are counted in bulk: ``_candidates``).
                 continue
-            self.work += 1
-            mark = len(self.trail)
+            state.work += 1
+            mark = len(state.trail)
             queue: list[int] = []
-            if self._assign(var, value, queue):
-                self.reason[self.root[var]] = Reason("chosen", source)
-                if self._propagate(queue) and self._search(
+            if state._assign(var, value, queue):
+                state.reason[state.root[var]] = Reason("chosen", source)
+                if state._propagate(queue) and self._search(
                     first_open, first_unset, self._child_scan(scan, mark)
                 ):
                     return True
-            self._undo(mark)
+            state._undo(mark)
         return False
 
     def _splat_for_non_splat(self, var: int, value: Const) -> bool:
@@ -247,13 +267,18 @@ class JaxOrderSearch(Propagation):
         """Constraint ``ci``'s candidates now, preferred ones apart, and whether all the
         others are doomed: splats for values that cannot be one, each valid for
         its variable (so JAX's pass tries each, and spends fuel on it)."""
+        state = self.state
         preferred: list[tuple[int, Const]] = []
         other: list[tuple[int, Const]] = []
         for var, value in cands.from_constraint(
-            self.constraints[ci], self.lookup, self.system.variables, self.divides_of, self.arch
+            state.constraints[ci],
+            state.lookup,
+            state.system.variables,
+            state.divides_of,
+            state.arch,
         ):
             (preferred if cands.is_preferred(value) else other).append((var, value))
-        root, doomed = self.root, None
+        root, doomed = state.root, None
         if other and all(self._is_doomed(var, value) for var, value in other):
             doomed = tuple(self._doomed_key(root[var], value) for var, value in other)
         return preferred, other, doomed
@@ -273,22 +298,25 @@ class JaxOrderSearch(Propagation):
         splats with the search nearly done, and the complete search would
         start over. The user's fuel still bounds the work (``solve``).
         """
-        if self.complete or self.fuel <= self.work_limit:
-            raise FuelExhausted(self.spent, self.open_variables())
-        self.past_jaxs_fuel = True
-        self.limit = sys.maxsize
+        state = self.state
+        if state.complete or state.fuel <= state.work_limit:
+            raise FuelExhausted(state.spent, state.open_variables())
+        state.past_jaxs_fuel = True
+        state.limit = sys.maxsize
 
     def _tried_key(self, slot: int, var: int, value: Const) -> _Key:
         """How the scan knows a candidate it tried: a doomed one by its number."""
-        if slot in self.not_splat and self._is_doomed(var, value):
+        state = self.state
+        if slot in state.not_splat and self._is_doomed(var, value):
             return self._doomed_key(slot, value)
         return (slot, value)
 
     def _is_doomed(self, var: int, value: Const) -> bool:
+        state = self.state
         return (
-            self.root[var] in self.not_splat
+            state.root[var] in state.not_splat
             and self._splat_for_non_splat(var, value)
-            and self._valid_for(var, value)
+            and state._valid_for(var, value)
         )
 
     def _offer_now(self, ci: int) -> _Offer:
@@ -297,8 +325,9 @@ class JaxOrderSearch(Propagation):
         A constraint's candidates depend on its variables' values alone: an
         offer is kept with those values, and holds while they are the same.
         """
-        value_of = self.value
-        now = tuple(map(value_of.__getitem__, self.slots_of[ci]))
+        state = self.state
+        value_of = state.value
+        now = tuple(map(value_of.__getitem__, state.slots_of[ci]))
         kept = self.offers.get(ci)
         if kept is not None and kept[0] == now:
             return kept[1]
@@ -314,19 +343,20 @@ class JaxOrderSearch(Propagation):
         need more than is left. Those already tried at this decision are not
         tried again.
         """
-        if self.past_jaxs_fuel:
+        state = self.state
+        if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         new = dict.fromkeys(key for key in keys if key not in tried)
         if not new:
             return
-        if self.work >= self.work_limit:
-            raise FuelExhausted(self.spent, self.open_variables())
-        if self.spent + len(new) > self.limit:
+        if state.work >= state.work_limit:
+            raise FuelExhausted(state.spent, state.open_variables())
+        if state.spent + len(new) > state.limit:
             # Where trying them one by one would have run out.
-            self.spent = self.limit
+            state.spent = state.limit
             self._past_jaxs_fuel()
         tried.update(new)
-        self.spent += len(new)
+        state.spent += len(new)
 
     def _count_doomed_before(self, scan: _Scan, position: int, tried: set[_Key]) -> None:
         """Counts the inherited doomed positions before ``position`` not counted yet.
@@ -334,7 +364,8 @@ class JaxOrderSearch(Propagation):
         They are open: a constraint closes only once one of its variables
         got a value, and then it is no longer known as doomed below.
         """
-        if self.past_jaxs_fuel:
+        state = self.state
+        if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         at = scan.counted
         end = bisect_left(scan.doomed_at, position, at)
@@ -353,10 +384,11 @@ class JaxOrderSearch(Propagation):
         known here stay known below (those before the other pass's frontier
         there).
         """
+        state = self.state
         preferred, preferred_frontier = scan.preferred.below()
         other, other_frontier = scan.other.below()
         changed: set[int] = set()
-        position_of, watchers, trail = self.position, self.watchers, self.trail
+        position_of, watchers, trail = state.position, state.watchers, state.trail
         for k in range(mark, len(trail)):
             is_value, slot = trail[k]
             if is_value:
@@ -412,14 +444,15 @@ class JaxOrderSearch(Propagation):
         offers one, attempts quadratic in the kernel. Positions known to
         offer only such are not even asked (``scan.doomed_at``).
         """
+        state = self.state
         tried: set[_Key] = set()
-        root = self.root
-        order, is_open = self.candidate_order, self.open
+        root = state.root
+        order, is_open = state.candidate_order, state.open
         offer_of = self._offer_now
         for kind in (0, 1):
-            state = scan.other if kind else scan.preferred
-            hits = state.hits
-            for p, i in _positions(state, first_open, len(order)):
+            this_pass = scan.other if kind else scan.preferred
+            hits = this_pass.hits
+            for p, i in _positions(this_pass, first_open, len(order)):
                 ci = order[p]
                 if not is_open[ci]:
                     continue
@@ -430,9 +463,9 @@ class JaxOrderSearch(Propagation):
                 if kind:
                     self._count_doomed_before(scan, p, tried)
                 if i < 0:
-                    state.full_at = p
+                    this_pass.full_at = p
                 else:
-                    state.at = i
+                    this_pass.at = i
                 if kind and offer[2] is not None:
                     scan.found.append((p, offer[2]))
                     self._count_doomed(offer[2], tried)
@@ -447,9 +480,9 @@ class JaxOrderSearch(Propagation):
                 self._count_doomed_before(scan, len(order), tried)
             # Every constraint has been asked or is known to offer no candidate
             # of the pass's kind: ``hits`` is complete.
-            state.full_at = len(order)
-        variables = self.system.variables
-        defaults, value_of = self.defaults, self.value
+            this_pass.full_at = len(order)
+        variables = state.system.variables
+        defaults, value_of = self.defaults, state.value
         for k in range(first_unset, len(variables)):
             slot = root[k]
             if value_of[slot] is None:

@@ -10,7 +10,9 @@ puts them together.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from smalto.constraints import (
     Constraint,
@@ -103,6 +105,8 @@ class Propagation:
         # budget of the search in JAX's order bounds).
         self.work = 0
         self.work_limit = sys.maxsize
+        # The attempts the search under way may spend (set by each search as it starts).
+        self.limit = fuel
         # Whether the search in JAX's order went on past the fuel JAX's pass
         # has (``_past_jaxs_fuel``): its answer, if any, is then not JAX's.
         self.past_jaxs_fuel = False
@@ -232,6 +236,8 @@ class Propagation:
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
         self.searching = False
+        # The trail's length at the root (``propagate_root``): what a search undoes to.
+        self.root_mark = 0
         # A variable no value of its kind can fit, found before searching.
         self.empty_slot: int | None = None
         # Per slot, why it has its current value (stale once the slot is undone).
@@ -381,6 +387,21 @@ class Propagation:
             and self.root[c.source.id] in self.not_splat
         )
 
+    def propagate_root(self) -> bool:
+        """The fixed values, then everything they force: the root every search starts from."""
+        queue: list[int] = []
+        for fixed in self.system.fixed:
+            if not self._assign(fixed.var, fixed.value, queue):
+                self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
+                return False
+            self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
+        queue.extend(range(len(self.constraints)))
+        if not self._propagate(queue):
+            return False
+        self.root_mark = len(self.trail)
+        self.searching = True
+        return True
+
     # --- after a search --------------------------------------------------------------
 
     def root_explanation(self) -> list[Constraint | Fixed] | None:
@@ -440,3 +461,14 @@ class Propagation:
             assert value is not None
             values.append(value)
         return values
+
+
+@contextlib.contextmanager
+def deep_recursion(state: Propagation) -> Iterator[None]:
+    """The searches recurse once per decision: room for one per variable."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(state.shapes) + 1000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)

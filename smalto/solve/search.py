@@ -12,21 +12,18 @@
 4. the widened complete search (``widened``), over everything the lowering
    accepts, where JAX's rules leave no layouts that lower.
 
-``Solver`` is one system's state with both searches; ``FuelExhausted`` is
-raised when the fuel runs out before the system is decided.
+``Solver`` is one system's propagation state with both searches composed over
+it (each given the state, none inheriting it); ``FuelExhausted`` is raised
+when the fuel runs out before the system is decided.
 """
 
 from __future__ import annotations
-
-import contextlib
-import sys
-from collections.abc import Iterator
 
 from smalto.constraints import System
 from smalto.program import Program
 from smalto.solve.complete import CompleteSearch
 from smalto.solve.jax_order import ATTEMPTS_PER_VARIABLE, GUIDED_BUDGET, JaxOrderSearch
-from smalto.solve.propagation import Conflict, FuelExhausted, Reason
+from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason
 
 __all__ = [
     "ATTEMPTS_PER_VARIABLE",
@@ -39,14 +36,35 @@ __all__ = [
 ]
 
 
-class Solver(JaxOrderSearch, CompleteSearch):
-    """Decides one system: JAX's order first, then complete searches.
+class Solver(Propagation):
+    """Decides one system: the propagation state, with the two searches composed over it.
+
+    The solver is the state (``Propagation``: slots, values, watchers, the
+    trail; what a diagnosis reads of a decided system); ``in_jax_order`` (the
+    search in JAX's order) and ``over_domains`` (the complete search) are each
+    given that one state, and make and undo their decisions on it.
 
     ``widened``: a complete search over the layouts the lowering accepts beyond
     JAX's rules (producer-to-consumer relayouts the lowering performs, domains
     closed under the expressions between variables); see ``decide`` and
     ``smalto.solve.widened``.
     """
+
+    # The search in JAX's order a solver makes (a test may watch it by a subclass).
+    jax_order_search: type[JaxOrderSearch] = JaxOrderSearch
+
+    def __init__(
+        self,
+        system: System,
+        program: Program,
+        arch: tuple[int, int],
+        fuel: int,
+        *,
+        widened: bool = False,
+    ) -> None:
+        super().__init__(system, program, arch, fuel, widened=widened)
+        self.in_jax_order = self.jax_order_search(self, program)
+        self.over_domains = CompleteSearch(self)
 
     def solve(self, *, guided: bool = True) -> bool:
         """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
@@ -62,7 +80,7 @@ class Solver(JaxOrderSearch, CompleteSearch):
             decided = self.solve_in_jax_order()
             if decided is not None:
                 return decided
-        elif not self._propagate_root():
+        elif not self.propagate_root():
             return False
         return self.solve_completely()
 
@@ -70,68 +88,18 @@ class Solver(JaxOrderSearch, CompleteSearch):
         """Propagation, then the search in JAX's order: True where it finds an answer that
         lowers, False where the propagation alone proves there is none, None where the
         complete search must decide (``solve_completely``)."""
-        if not self._propagate_root():
+        if not self.propagate_root():
             return False
-        budget = self.guided_budget()
-        self.limit = self.fuel
-        self.work_limit = budget
-        with self._deep_recursion():
-            try:
-                if self._search():
-                    self.jax_answer_breaks = self._broken_requirements()
-                    if not self.jax_answer_breaks:
-                        return True
-            except FuelExhausted:
-                if self.fuel <= budget:
-                    raise
-        self._undo(self.root_mark)
-        return None
+        return self.in_jax_order.run(self.guided_budget())
+
+    def guided_budget(self) -> int:
+        """The attempts of work the search in JAX's order gets (``JaxOrderSearch``'s)."""
+        return self.in_jax_order.guided_budget()
 
     def solve_completely(self, fuel: int | None = None) -> bool:
         """The complete search from the propagated root: an assignment, or the proof there is
         none (``fuel``: what is left of it, if not all)."""
-        # The complete search is smalto's own: its fuel goes on work
-        # (the splats JAX's order spent fuel on did none).
-        self.spent = self.work
-        self.limit = self.fuel if fuel is None else fuel
-        self.work_limit = sys.maxsize
-        self.conflict = None
-        with self._deep_recursion():
-            if not self._start_complete_phase():
-                return False
-            self._prepare_domains()
-            for slot, values in self.domains.items():
-                if not values and self.value[slot] is None:
-                    # No value of its kind fits its shape at all (e.g. TMEM rows).
-                    self.conflict = Conflict(None, variable=slot)
-                    self.empty_slot = slot
-                    return False
-            return self._complete_search()
-
-    def _propagate_root(self) -> bool:
-        """The fixed values, then everything they force: the root every search starts from."""
-        queue: list[int] = []
-        for fixed in self.system.fixed:
-            if not self._assign(fixed.var, fixed.value, queue):
-                self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
-                return False
-            self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
-        queue.extend(range(len(self.constraints)))
-        if not self._propagate(queue):
-            return False
-        self.root_mark = len(self.trail)
-        self.searching = True
-        return True
-
-    @contextlib.contextmanager
-    def _deep_recursion(self) -> Iterator[None]:
-        """The searches recurse once per decision: room for one per variable."""
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 10 * len(self.shapes) + 1000))
-        try:
-            yield
-        finally:
-            sys.setrecursionlimit(limit)
+        return self.over_domains.run(self.fuel if fuel is None else fuel)
 
 
 def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -> Solver:
