@@ -40,7 +40,10 @@ Failed to infer a possible set of layouts: expected register layouts ... to be e
             "Values an elementwise op, a loop carry or a store combine share one layout; "
             "two annotations (layout casts, an MMA's result, `layout=` arguments) each fix "
             "that layout, differently, and no relayout between them is allowed where the "
-            "value flows from producer to consumer.",
+            "value flows from producer to consumer. A broadcast asks its operand for its "
+            "result's layout reduced along the broadcast axis: `bias[None, :]` added to a "
+            "WGMMA value must be `Layout.WGMMA.reduce(0)`, so a `layout=` of `reduce(1)` on "
+            "the load of `bias` is such a second layout.",
             (
                 "change one `plgpu.layout_cast` target (or `layout=` argument) to the layout "
                 "the other requires",
@@ -188,6 +191,28 @@ Failed to infer a possible set of layouts: ...""",
             (
                 "cast to a layout that fits the shape, or remove the cast",
                 "give the value a shape that fits (load it wider, or reshape it)",
+            ),
+        ),
+        Code(
+            "SM009",
+            "an SMEM ref is required to have two different sets of transforms",
+            """\
+a_smem: plgpu.SMEM((64, 64), jnp.float16, transforms=(plgpu.TilingTransform((8, 64)),
+                                                      plgpu.SwizzleTransform(128)))
+b_smem: plgpu.SMEM((64, 128), jnp.float16, transforms=(plgpu.TilingTransform((8, 64)),))
+plgpu.wgmma(acc_ref, a_smem, b_smem)
+
+Failed to infer a possible set of layouts. This should only happen if user-provided \
+layout casts are unsatisfiable. ...""",
+            "Refs an op reads together share their tiling and swizzle: a wgmma's two SMEM "
+            "operands, one ref passed twice to a `plgpu.inline_mgpu`, the views of one ref. "
+            "Each ref's `transforms=` (or an inline_mgpu's stated transforms) fixes them, "
+            "differently; a wgmma also reads swizzled tiles only.",
+            (
+                "give the refs the same transforms, e.g. "
+                "`transforms=(plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))` "
+                "for 16-bit wgmma operands",
+                "declare a ref without transforms: inference gives it the other's",
             ),
         ),
     )

@@ -8,6 +8,7 @@ layout its value cannot take reports that one requirement alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +30,9 @@ from smalto.constraints import (
     StoreRegisters,
     TmaRows,
     TmemTransfer,
+    variables_of,
 )
-from smalto.hw.values import Tmem
+from smalto.hw.values import Reg, Smem, Tmem
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,10 @@ class ConflictReport:
     @property
     def code(self) -> str:
         """The kind of failure, as a stable code (``smalto.codes``; ``smalto explain CODE``)."""
-        return failure_code(self.core or [r.element for r in self.requirements])
+        # Each requirement names its op; the core's elements listed once with the same
+        # wording are of the same op.
+        op_names = {r.element.origin: r.op for r in self.requirements}
+        return failure_code(self.core or [r.element for r in self.requirements], op_names)
 
     def code_line(self) -> str:
         """``error[SM004]: <its title> (`smalto explain SM004`)``: the last line of a problem."""
@@ -147,38 +152,64 @@ class ConflictReport:
         return lines
 
 
-def failure_code(elements: list[Element]) -> str:
-    """The code of a conflict from the requirements it holds: the transfer that has no
-    plan, else the divisibility, the reduction, the relayout, the shape; else ``GENERIC``
-    (layouts fixed twice, differently)."""
+def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
+    """The code of a conflict, by what is wrong rather than by what the core merely holds
+    (a minimal core needs every element it has; the code names the one to change):
+
+    a GMEM transfer with no plan; an SMEM transfer with no plan where the ref's transforms
+    are fixed or no cast converts the value (a cast's conversion, with the transfer only
+    keeping its value from being a splat, is a relayout); a TMEM ref's or an MMA's TMEM
+    layout; a TMA index; a reduction's layout; registers a TMEM transfer cannot take (not
+    converted by a cast on the way); a cast to a layout its value cannot be converted to;
+    one SMEM ref with two sets of transforms; two layouts stated for one value (a layout
+    written where a broadcast needs the other axis's is one of them); a layout the shape
+    cannot take. ``op_names``: the name of each element's op, by origin."""
+    fixed_registers = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Reg)]
+    fixed_smem = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Smem)]
+    # A cast's conversion to the layout it states (not the producer-to-consumer hand-over,
+    # which is an equality but from a splat; nor a cast whose target the conflict leaves
+    # free, as a ``layout=`` on a value that cannot be a splat is).
+    stated = {e.var for e in fixed_registers}
+    converted = any(
+        isinstance(e, Relayout) and not e.strict and stated.intersection(variables_of(e.target))
+        for e in elements
+    )
+    # A reduction's layout equality, or a broadcast's (the same form: the source is the
+    # result reduced).
+    equalities = [
+        e
+        for e in elements
+        if isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce))
+    ]
+    broadcast = any(op_names.get(e.origin) in _BROADCASTS for e in equalities)
+    reduced = any(op_names.get(e.origin) not in _BROADCASTS for e in equalities)
     if any(isinstance(e, GmemTransfer) for e in elements):
         return "SM005"
-    if any(isinstance(e, SmemTransfer) for e in elements):
+    if any(isinstance(e, SmemTransfer) for e in elements) and (fixed_smem or not converted):
         return "SM004"
-    if any(
-        isinstance(e, TmemTransfer) or (isinstance(e, Fixed) and isinstance(e.value, Tmem))
-        for e in elements
-    ):
+    if any(isinstance(e, Fixed) and isinstance(e.value, Tmem) for e in elements):
         return "SM006"
     if any(isinstance(e, Divides | MinorTileDivisible | TmaRows) for e in elements):
         return "SM007"
-    reduced = any(
-        isinstance(e, Broadcast)
-        or (isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce)))
-        for e in elements
-    )
-    # A cast's conversion (not the producer-to-consumer hand-over, which is an equality but
-    # from a splat).
-    converted = any(isinstance(e, Relayout) and not e.strict for e in elements)
-    if reduced and (converted or any(isinstance(e, Fixed) for e in elements)):
+    if reduced:
         return "SM003"
+    if any(isinstance(e, TmemTransfer) for e in elements) and not converted:
+        return "SM006"
     if converted:
         return "SM002"
-    if sum(isinstance(e, Fixed) for e in elements) >= 2:
-        return GENERIC  # two annotations that disagree (a value that cannot be splat too)
+    if len(fixed_smem) >= 2:
+        return "SM009"
+    if len(fixed_registers) >= 2 or (broadcast and fixed_registers):
+        return GENERIC  # two layouts stated for one value, or one and a broadcast's
     alone = len(elements) == 1 and isinstance(elements[0], Fixed)
     if alone or any(
-        isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters) for e in elements
+        isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters | Broadcast)
+        for e in elements
     ):
         return "SM008"
     return GENERIC
+
+
+# Ops whose layout equality is a broadcast's (the source is the result reduced), not a
+# reduction's.
+_BROADCASTS = frozenset({"mosaic_gpu.broadcast_in_dim"})

@@ -259,7 +259,8 @@ def _parts(
     if name == _TRANSFORMS:
         return _transforms(kind, [loc for _, loc in ops], pallas, read)
     if name == _TMEM_CAST and kind == "retarget":
-        return _tmem(ops, pallas, read, home)
+        uses: Sequence[tuple[str, str]] = getattr(edit, "uses", None) or ()
+        return _tmem(ops, pallas, read, home, uses)
     return [], UNSPECIFIED, f"no source form known for an edit of `{name}`"
 
 
@@ -515,10 +516,13 @@ def _tmem(
     pallas: str,
     read: Callable[[str], str | None],
     home: str | None,
+    uses: Sequence[tuple[str, str]] = (),
 ) -> tuple[list[Part], str, str]:
     """A TMEM ref declared otherwise. Pallas states scratch refs at no line of the kernel,
-    so the declaration is the kernel file's one ``plgpu.TMEM(...)``: where a file has
-    several, which one is meant is not known, and no place is given."""
+    so the declaration is found from the ops that use the ref (``uses``), as an SMEM
+    ref's is: its ``plgpu.TMEM(...)`` entry of the ``scratch_types`` list; else it is the
+    kernel file's one ``plgpu.TMEM(...)``, the likeliest, and where a file has several,
+    which one is meant is not known and no place is given."""
     files = [where[0] for _, loc in ops if (where := _position(loc))] or ([home] if home else [])
     tree = _parsed(pallas)
     wanted = (
@@ -526,9 +530,12 @@ def _tmem(
         if tree is not None
         else None
     )
-    if not files or wanted is None:
+    if wanted is None or not (files or uses):
         return [], UNSPECIFIED, "Pallas states the TMEM ref at no line of the kernel"
-    source = _open(files[0], read)
+    used = _declaration_used(uses, read, "TMEM")
+    if used is not None:
+        return [_tmem_part(*used, pallas, wanted)], *_EXACT
+    source = _open(files[0], read) if files else None
     if source is None:
         return [], UNSPECIFIED, "the kernel's source was not found"
     declared = [
@@ -536,7 +543,30 @@ def _tmem(
     ]
     if len(declared) != 1:
         return [], UNSPECIFIED, f"the file declares {len(declared)} TMEM refs"
-    call = declared[0]
+    # The one declaration of the file is the likeliest, not a certainty.
+    return [_tmem_part(source, declared[0], pallas, wanted)], MAYBE_INCORRECT, ""
+
+
+def _declaration_used(
+    uses: Sequence[tuple[str, str]], read: Callable[[str], str | None], kind: str
+) -> tuple[_Source, ast.Call] | None:
+    """The one ``plgpu.SMEM(...)``/``plgpu.TMEM(...)`` scratch entry of the ref the ops at
+    ``uses`` use; None where they lead to none or to several."""
+    found: dict[tuple[str, int, int], tuple[_Source, ast.Call]] = {}
+    for _, location in uses:
+        where = _position(location)
+        source = _open(where[0], read) if where else None
+        if where is None or source is None:
+            continue
+        call = _scratch_of_use(source, where[1], where[2], kind)
+        if call is not None:
+            found[(where[0], call.lineno, call.col_offset)] = (source, call)
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _tmem_part(source: _Source, call: ast.Call, pallas: str, wanted: ast.Call) -> Part:
+    """``call`` (a ``plgpu.TMEM(...)``) with its shape, dtype and other arguments, and the
+    layout arguments of ``wanted`` (the new declaration, in ``pallas``)."""
     layout_words = {"layout", "collective", "packed"}
     arguments = [source.segment(a) for a in call.args]
     arguments += [source.segment(k) for k in call.keywords if k.arg not in layout_words]
@@ -546,8 +576,7 @@ def _tmem(
         if k.arg in layout_words
     ]
     new = f"{source.segment(call.func)}({', '.join(arguments)})"
-    # The one declaration of the file is the likeliest, not a certainty.
-    return [Part(source.node_span(call), source.segment(call), new)], MAYBE_INCORRECT, ""
+    return Part(source.node_span(call), source.segment(call), new)
 
 
 # --- unoptimized transfers ------------------------------------------------------------------

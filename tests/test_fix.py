@@ -83,8 +83,10 @@ FIXED = [
         ["SM005"],
         True,
     ),
-    ("blackwell_load_as_wgmma.py", "matmul", BLACKWELL, ["SM006"], True),
-    ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, ["SM006"], True),  # MaybeIncorrect
+    ("blackwell_load_as_wgmma.py", "matmul", BLACKWELL, ["SM002"], True),
+    ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, ["SM006"], True),
+    # Two TMEM scratch refs: the declaration changed is that of the ref the MMA uses.
+    ("blackwell_tmem_m64_layout_two_refs.py", "matmul", BLACKWELL, ["SM006"], True),
     (
         "hopper_bf16_row_max.py",
         "matmul_row_max",

@@ -4,7 +4,7 @@ parsed, never run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -53,6 +53,7 @@ class Suggested:
     ops: list[tuple[str, str]]
     pallas: str | None = None
     text: str = "the fix in words"
+    uses: tuple[tuple[str, str], ...] = ()
 
 
 def _read(file: str) -> str | None:
@@ -150,6 +151,56 @@ def test_the_tmem_declaration_rebuilt_with_its_own_shape_and_dtype() -> None:
     assert "M64_COLLECTIVE" not in edited
     # Without the kernel's file, nowhere to put it.
     assert source_edit(edit, _read).applicability == UNSPECIFIED
+
+
+# A Blackwell kernel with two TMEM scratch refs: the accumulator, declared in the M=64
+# collective layout its 128-row MMA cannot write, and a second one for the scaled copy.
+TWO_TMEM = """\
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+
+def matmul(a, b):
+    def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, acc_tmem, scaled_tmem, done):
+        plgpu.tcgen05_mma(acc_tmem, a_smem, b_smem, done, accumulate=False)
+        plgpu.barrier_wait(done)
+        acc = plgpu.async_load_tmem(acc_tmem)
+        plgpu.async_store_tmem(scaled_tmem, acc * 2)
+
+    return plgpu.kernel(
+        body,
+        out_type=a,
+        scratch_types=[
+            plgpu.SMEM((128, 64), jnp.bfloat16),
+            plgpu.SMEM((64, 128), jnp.bfloat16),
+            plgpu.TMEM((128, 128), jnp.float32, layout=plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(128)),
+            plgpu.TMEM((128, 128), jnp.float32),
+            plgpu.Barrier(orders_tensor_core=True),
+        ],
+    )(a, b)
+"""
+
+
+def test_the_tmem_declaration_found_among_several_by_the_ops_that_use_it() -> None:
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.tmem_layout_cast", "run_scoped")],
+        "plgpu.TMEM((128, 128), jnp.float32)",
+        uses=(("mosaic_gpu.tcgen05_mma", "k.py:7:8"), ("mosaic_gpu.async_load_tmem", "k.py:9:14")),
+    )
+    made = source_edit(edit, lambda f: TWO_TMEM if f == "k.py" else None, home="k.py")
+    # The ref's own scratch entry, as an SMEM ref's is found: exact, not the likeliest.
+    assert made.applicability == MACHINE_APPLICABLE, made.why
+    (part,) = made.parts
+    assert (part.span.line, part.span.end_line) == (18, 18)
+    edited = apply_parts(TWO_TMEM, made.parts).splitlines()
+    assert edited[17] == "            plgpu.TMEM((128, 128), jnp.float32),"
+    assert edited[18] == TWO_TMEM.splitlines()[18]  # the other TMEM ref is left as it is
+    assert "M64_COLLECTIVE" not in "\n".join(edited)
+    # Without the uses, the file's two declarations leave no place to put it.
+    without = source_edit(replace(edit, uses=()), lambda f: TWO_TMEM, home="k.py")
+    assert without.applicability == UNSPECIFIED
+    assert without.why == "the file declares 2 TMEM refs"
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,10 @@ class SuggestedEdit:
     # With the edit made, JAX's own pass still finds no layouts that lower (only smalto's
     # searches do): the fix works with smalto installed, not without.
     needs_smalto: bool = False
+    # A TMEM ref Pallas declares as scratch (at no line of the kernel) declared otherwise:
+    # the located ops that use it, ``(op name, location)``, from which ``smalto fix``
+    # finds its ``plgpu.TMEM(...)`` among several.
+    uses: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,8 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
         words = EditWords(program, None, Namer(program, None))
         edits = [words.suggested(edit, edit in trial.needs_smalto) for edit in trial.verified]
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
+        # (Still closed by its code, as every problem's message is.)
+        error.restate("\n".join([error.reason, report.code_line()]), report)
         return
     text = _text(edits, trial, None, words)
     updated = dataclasses.replace(
@@ -158,10 +164,12 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
         edits_lowered=trial.lowered,
         fixes=[f"{e.text} ({_short_claim(e, trial)})" for e in edits],
     )
+    # The code closes the message, as it closes each problem a conflict's diagnosis words.
     if error.phrase is None:  # the rule's words are the first line: the fix after them
-        error.restate("\n".join([error.reason, *updated.fix_lines()]), updated)
+        lines = [error.reason, *updated.fix_lines()]
     else:  # JAX's phrase, then the fix, then why
-        error.restate("\n".join([*updated.fix_lines(), f"why: {error.reason}"]), updated)
+        lines = [*updated.fix_lines(), f"why: {error.reason}"]
+    error.restate("\n".join([*lines, updated.code_line()]), updated)
 
 
 def _short_claim(edit: SuggestedEdit, trial: Trial) -> str:
@@ -321,6 +329,7 @@ class EditWords:
             snippet=self.snippet(edit),
             changes=self.changes(edit),
             needs_smalto=needs_smalto,
+            uses=self._scratch_uses(edit),
         )
 
     def snippet(self, edit: Edit) -> str | None:
@@ -483,14 +492,27 @@ class EditWords:
         located = [self.where(i) for i in edit.ops if ":" in self.where(i)]
         if located:
             return f"{name} ({shape} {kind}, at {', '.join(dict.fromkeys(located))})"
-        var = self.system.var_of_site.get(Site(op.id, Role.RESULT, 0)) if self.system else None
-        users = [
-            op_text(self.program.ops[s.op])
-            for s in (self.system.variables[var].sites if self.system and var is not None else [])
-            if s.role == Role.OPERAND and ":" in self.where(s.op)
-        ]
+        users = [op_text(self.program.ops[user]) for user in self._located_users(op)]
         used = f", used by {users[0]}" if users else ""
         return f"{name} ({shape} {kind}{used})"
+
+    def _located_users(self, op: Op) -> list[int]:
+        """The ops at a line of the kernel that use the ref ``op`` makes (its variable's
+        operand sites; none without a system)."""
+        var = self.system.var_of_site.get(Site(op.id, Role.RESULT, 0)) if self.system else None
+        if self.system is None or var is None:
+            return []
+        sites = self.system.variables[var].sites
+        located = (s.op for s in sites if s.role == Role.OPERAND and ":" in self.where(s.op))
+        return list(dict.fromkeys(located))
+
+    def _scratch_uses(self, edit: Edit) -> tuple[tuple[str, str], ...]:
+        """For a TMEM ref Pallas declares as scratch, retargeted: where it is used."""
+        op = self.program.ops[edit.ops[0]] if edit.ops else None
+        if edit.kind != RETARGET or op is None or op.name != TMEM_CAST or not self._declared(op):
+            return ()
+        users = self._located_users(op)
+        return tuple((self.program.ops[user].name, self.where(user)) for user in users)
 
 
 _DTYPES = {

@@ -67,7 +67,8 @@ def headline(
         f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
     )
     where = places[0] + (f" and {len(places) - 1} more lines" if len(places) > 1 else "")
-    title = CODES[failure_code(core)].title
+    op_names = {e.origin: program.ops[e.origin].name for e in core}
+    title = CODES[failure_code(core, op_names)].title
     return f"no layout cast is involved: {title} ({what}, at {where})"
 
 
