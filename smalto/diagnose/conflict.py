@@ -308,6 +308,8 @@ def diagnose(
     if clue is not None:
         verified = axis_fix(program, clue, arch, background)
         if verified is not None:
+            if not edits:  # "no single edit helps" no longer holds: the axis is one
+                notes = [note for note in notes if note != text]
             edits.insert(0, verified[0])
             fixes.insert(0, verified[1])
         elif not fixes:
