@@ -31,6 +31,7 @@ from smalto.constraints import (
     TmaRows,
     TmemTransfer,
     Var,
+    Variable,
     value_at,
 )
 from smalto.hw.names import describe_value
@@ -110,7 +111,7 @@ class Namer:
     def var(self, var: int) -> str:
         name = self._var_names.get(var)
         if name is None:
-            variable = self.system.variables[var]
+            variable = self._variable(var)
             # Prefer a result (the value as defined) over an operand use.
             sites = sorted(variable.sites, key=lambda s: (s.role != Role.RESULT, s.role))
             name = self.site(sites[0]) if sites else f"v{var}"
@@ -124,6 +125,12 @@ class Namer:
                     name = f"`{user}` ({name})"
             self._var_names[var] = name
         return name
+
+    def _variable(self, var: int) -> Variable:
+        # A Namer made without a system names sites and values only (the edit
+        # words of smalto.diagnose.suggest); naming a variable needs the system.
+        assert self.system is not None, "naming a variable needs the constraint system"
+        return self.system.variables[var]
 
     def user_name(self, vid: int) -> str | None:
         """The user's name for a value (``s``), where its source line can be read."""
@@ -151,7 +158,7 @@ class Namer:
 
     def producer(self, var: int) -> str:
         """ " (from `op` at file:line)" for the op that defines the variable's value."""
-        for site in self.system.variables[var].sites:
+        for site in self._variable(var).sites:
             if site.role == Role.RESULT:
                 op = self.program.ops[site.op]
                 return f" (from {op_text(op)})"
@@ -163,14 +170,14 @@ class Namer:
         return self.var(var) if var is not None else default
 
     def typed(self, var: int) -> str:
-        variable = self.system.variables[var]
+        variable = self._variable(var)
         return f"{self.var(var)} : {self.program.values[variable.key_value].type}"
 
 
 def expr_var(expr: object) -> int | None:
     """The variable inside an expression (through reductions, reshapes...), if any."""
     while not isinstance(expr, Var) and hasattr(expr, "expr"):
-        expr = expr.expr  # type: ignore[attr-defined]
+        expr = expr.expr
     return expr.id if isinstance(expr, Var) else None
 
 

@@ -4,8 +4,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import FrameType
+from typing import Protocol, cast
 
 FAILURE_PREFIX = "Failed to infer a possible set of layouts"
+
+
+class _ArgsSlot(Protocol):
+    """``BaseException``'s own ``args`` slot, a data descriptor."""
+
+    def __get__(
+        self, instance: BaseException, owner: type | None = None, /
+    ) -> tuple[object, ...]: ...
+
+    def __set__(self, instance: BaseException, value: tuple[object, ...], /) -> None: ...
+
+
+# ``InferenceError.args`` is a property over this slot (reading it makes the diagnosis);
+# typeshed declares ``BaseException.args`` a plain attribute, not the descriptor it is.
+_ARGS = cast(_ArgsSlot, BaseException.__dict__["args"])
 
 
 class InferenceError(ValueError):
@@ -50,7 +67,7 @@ class InferenceError(ValueError):
             self._reason, self._conflict = diagnose()
         except Exception as error:  # noqa: BLE001 -- the diagnosis never hides the error
             self._reason = f"(smalto could not diagnose it: {type(error).__name__}: {error})"
-        BaseException.args.__set__(self, (self._message(self._reason),))  # type: ignore[attr-defined]
+        _ARGS.__set__(self, (self._message(self._reason),))
 
     @property
     def diagnosed(self) -> bool:
@@ -69,14 +86,14 @@ class InferenceError(ValueError):
         self._resolve()
         return self._conflict
 
-    @property  # type: ignore[override]
+    @property
     def args(self) -> tuple[object, ...]:
         self._resolve()
-        return BaseException.args.__get__(self)  # type: ignore[attr-defined]
+        return _ARGS.__get__(self)
 
     @args.setter
     def args(self, value: tuple[object, ...]) -> None:
-        BaseException.args.__set__(self, value)  # type: ignore[attr-defined]
+        _ARGS.__set__(self, value)
 
     def __str__(self) -> str:
         if self._diagnose is not None and _copied_while_unwinding():
@@ -116,7 +133,7 @@ _UNWINDING_COPIER = "jax._src.source_info_util"
 def _copied_while_unwinding() -> bool:
     """Whether the message is being read by JAX's ``user_context`` as the error unwinds
     (a few frames up: ``traceback.format_exception_only`` and JAX's wrapper of it)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(8):
         if frame is None:
             return False

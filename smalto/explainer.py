@@ -16,6 +16,7 @@ Values, ops and lines are named as the module ``smalto infer`` prints them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from smalto.constraints import (
     Broadcast,
@@ -87,6 +88,14 @@ class Explanation:
             "steps": self.steps,
             "free": self.free,
         }
+
+
+class _Facts(TypedDict):
+    """The facts about a value an ``Explanation`` carries, whatever its layout."""
+
+    line: int | None
+    location: str | None
+    input_name: str | None
 
 
 class Explainer(Places):
@@ -162,11 +171,11 @@ class Explainer(Places):
     def explain_value(self, vid: int) -> Explanation:
         value = self.program.values[vid]
         var = self.var_of_value.get(vid)
-        facts = {
-            "line": self.printed.value_lines.get(vid),
-            "location": self.source_location(vid),
-            "input_name": self.printed.input_names.get(vid),
-        }
+        facts = _Facts(
+            line=self.printed.value_lines.get(vid),
+            location=self.source_location(vid),
+            input_name=self.printed.input_names.get(vid),
+        )
         name, place, ty = self.name(vid), self.place(vid), str(value.type)
         if var is None:
             return Explanation(vid, name, place, ty, "none", "has no layout", free=True, **facts)
@@ -239,8 +248,8 @@ class Explainer(Places):
             assert reason.constraint is not None
             constraint = self.solver.constraints[reason.constraint]
             step, relation, following = self._step(constraint, slot)
-            if change is None and (noun := _layout_change(constraint)) is not None:
-                change = (noun, self.op_text(constraint.origin), len(steps))
+            if change is None and (changing := _layout_change(constraint)) is not None:
+                change = (changing, self.op_text(constraint.origin), len(steps))
             elif change is None and not first_relation:
                 first_relation = relation
             steps.append(step)

@@ -10,8 +10,9 @@ else is there) and, apart, the name the location carries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from jax._src.lib.mlir import ir
 
@@ -28,7 +29,8 @@ class FilePosition:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-def _as(kind: type, location: ir.Location) -> ir.Location | None:
+def _as[L: ir.Location](kind: Callable[[ir.Location], L], location: ir.Location) -> L | None:
+    """``location`` as the subclass ``kind`` (the bindings' cast), or None if it is not one."""
     try:
         return kind(location)
     except (ValueError, TypeError):
@@ -43,7 +45,8 @@ def _inner(location: ir.Location) -> list[ir.Location] | None:
         # The callee is the frame that made the op; its callers come after.
         return [call.callee, call.caller]
     if (fused := _as(ir.FusedLoc, location)) is not None:
-        return list(fused.locations)
+        # The bindings type a fused location's parts as ``object``; they are locations.
+        return cast(list[ir.Location], list(fused.locations))
     return None
 
 
@@ -174,12 +177,12 @@ def _neighbour_position(operation: ir.Operation) -> FilePosition | None:
             return found
         for result in current.results:
             for use in result.uses:
-                owner = use.owner
-                queue.append(owner if isinstance(owner, ir.Operation) else owner.operation)
+                user = use.owner
+                queue.append(user if isinstance(user, ir.Operation) else user.operation)
         for operand in current.operands:
-            owner = operand.owner
-            if isinstance(owner, ir.Operation):
-                queue.append(owner)
-            elif isinstance(owner, ir.OpView):
-                queue.append(owner.operation)
+            producer = operand.owner  # an op, or the block of a block argument
+            if isinstance(producer, ir.Operation):
+                queue.append(producer)
+            elif isinstance(producer, ir.OpView):
+                queue.append(producer.operation)
     return None

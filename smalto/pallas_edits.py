@@ -80,7 +80,7 @@ def _ref_at(code: str, subscript: ast.Subscript) -> str:
     return f"{ref}.at[{ast.get_source_segment(code, index)}]"
 
 
-def _replace(code: str, node: ast.AST, text: str) -> str:
+def _replace(code: str, node: ast.expr | ast.stmt, text: str) -> str:
     start, end = node.col_offset, node.end_col_offset  # one line: offsets in it
     assert end is not None
     return code[:start] + text + code[end:]
@@ -115,6 +115,7 @@ def source_name(
     if not starting:
         return None
     named = [n for n in starting if isinstance(n, ast.Call) and _calls(n, primitive)]
+    node: ast.expr
     if load and (refs := [n for n in starting if isinstance(n, ast.Subscript)]):
         node = min(refs, key=lambda n: n.end_col_offset or 0)
     elif named:
@@ -229,7 +230,10 @@ def stated_layout(
         edited = code[:start] + layout + code[end:]
     elif isinstance(argument, ast.keyword):
         # From the end of what comes before the keyword (its comma too) to its own end.
-        before = [*call.args, *(k for k in call.keywords if k is not argument)]
+        before: list[ast.expr | ast.keyword] = [
+            *call.args,
+            *(k for k in call.keywords if k is not argument),
+        ]
         previous = [
             n
             for n in before
@@ -370,7 +374,7 @@ def expansion_at(line: str, column: int) -> str | None:
     if parsed is None:
         return None
     code, tree, at = parsed
-    found = []
+    found: list[ast.expr] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.expr) or node.col_offset < at:
             continue

@@ -108,9 +108,8 @@ def _broadcast_back(value: ir.Value, position: int) -> tuple[ir.Operation, int, 
         current, axis, exact, placer = frontier.pop(0)
         for use in current.uses:
             seen += 1
-            user = use.owner
-            if not isinstance(user, ir.Operation):
-                user = user.operation
+            owner = use.owner
+            user = owner if isinstance(owner, ir.Operation) else owner.operation
             name = user.name
             if len(user.results) != 1:
                 continue

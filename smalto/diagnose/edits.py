@@ -59,7 +59,9 @@ def apply(edit: Edit, ops: list[ir.Operation]) -> None:
 
     Must run in the module's context, with a location.
     """
-    cache = AttributeCache(ir.Context.current)
+    context = ir.Context.current
+    assert context is not None, "an edit is made in the module's context"
+    cache = AttributeCache(context)
     if edit.kind == RETARGET:
         assert edit.new is not None
         new = attribute_of(edit.new, cache)

@@ -8,7 +8,9 @@ lowering's own check, so both agree on what is known.
 
 from __future__ import annotations
 
+import enum
 import math
+from typing import Final, cast
 
 from jax._src.lib.mlir import ir
 
@@ -54,14 +56,14 @@ class Divisibility:
 
     def _key(self, node: Node) -> int:
         # Hashes of values are pointers, ids small non-negative ints: apart.
-        return node if type(node) is int else -1 - (hash(node) & _MASK)  # type: ignore[return-value]
+        return node if type(node) is int else -1 - (hash(node) & _MASK)
 
     def _definition(self, node: Node) -> _Definition | None:
         """What defines a value: the op's name, operands and operation; None if unknown."""
         key = node if type(node) is int else self._key(node)
         known = self._definitions.get(key, _UNKNOWN)
         if known is not _UNKNOWN:
-            return known  # type: ignore[return-value]
+            return known
         definition: _Definition | None = None
         program = self.program
         if type(node) is int:
@@ -78,7 +80,8 @@ class Divisibility:
                         # warp_map forwards its operands to its body's arguments.
                         definition = (_FORWARDED, (op.operands[producer.index],), op.operation)
         else:
-            definition = _bound_definition(node, program)  # type: ignore[arg-type]
+            # Not an id, so a value (``type(node) is int`` narrows only the if branch).
+            definition = _bound_definition(cast(ir.Value, node), program)
         self._definitions[key] = definition
         return definition
 
@@ -87,7 +90,7 @@ class Divisibility:
         key = node if type(node) is int else self._key(node)
         known = self._constants.get(key, _UNKNOWN)
         if known is not _UNKNOWN:
-            return known  # type: ignore[return-value]
+            return known
         definition = self._definition(node)
         value: int | None = None
         if definition is not None and definition[0] == "arith.constant":
@@ -188,8 +191,14 @@ class Divisibility:
         return known
 
 
-# What a cache holds for a value not asked about yet (None is an answer).
-_UNKNOWN = object()
+class _Unknown(enum.Enum):
+    """What a cache holds for a value not asked about yet (None is an answer)."""
+
+    UNKNOWN = enum.auto()
+
+
+# One member: ``known is not _UNKNOWN`` narrows what a cache lookup found to an answer.
+_UNKNOWN: Final = _Unknown.UNKNOWN
 # The name a warp_map body argument's definition goes by: its operand, forwarded.
 _FORWARDED = "(forwarded)"
 _MASK = (1 << 62) - 1
@@ -204,24 +213,23 @@ def _bound_definition(value: ir.Value, program: Program) -> _Definition | None:
     (The bindings hand out values cast to ``OpResult`` or ``BlockArgument``.)
     """
     if type(value) is ir.OpResult:
-        owner = value.owner
-        operation = owner.operation if hasattr(owner, "operation") else owner
+        # The owner is an OpView or an Operation; each gives its Operation (itself).
+        operation = value.owner.operation
         name = operation.name
         if name not in _READ:
             return (name, (), operation)  # nothing is known through it
         find = program.find
         # Indexed: iterating an operand list through the bindings costs more.
         bound = operation.operands
-        operands = []
+        operands: list[Node] = []
         for i in range(len(bound)):
             v = bound[i]
             vid = find(v)
             operands.append(v if vid is None else vid)
         return (name, tuple(operands), operation)
     if isinstance(value, ir.BlockArgument):
-        argument = ir.BlockArgument(value)
-        owner = argument.owner.owner
-        operation = owner.operation if hasattr(owner, "operation") else owner
+        argument: ir.BlockArgument[ir.Type] = ir.BlockArgument(value)
+        operation = argument.owner.owner.operation
         if operation.name != "mosaic_gpu.warp_map":
             return None
         forwarded = operation.operands[argument.arg_number]
