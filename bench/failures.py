@@ -48,6 +48,9 @@ import smalto
 from bench.run import environment_line, markdown_table, text_table, write_markdown
 
 DEFAULT_REPEAT = 3
+# Issue #33: a refusal's words (its verified fixes included) take at most this many
+# times JAX's pass on the same kernel.
+WORDS_BUDGET = 10.0
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def measure(
 
 def _group_row(name: str, timings: Sequence[Timing], unoptimized: bool) -> list[str]:
     if not timings:
-        return [name, "0", "-", "-", "-", "-", "-", "-"]
+        return [name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
     ratios = [t.jax_ms / t.smalto_ms for t in timings]
     to_message = [t.jax_ms / t.message_ms for t in timings]
     row = [
@@ -149,6 +152,9 @@ def _group_row(name: str, timings: Sequence[Timing], unoptimized: bool) -> list[
         str(sum(r < 1 for r in ratios)),
         f"{statistics.median(to_message):.2f}",
         str(sum(r < 1 for r in to_message)),
+        f"{statistics.median(1 / r for r in to_message):.2f}",
+        str(sum(1 / r > WORDS_BUDGET for r in to_message)),
+        f"{max(1 / r for r in to_message):.1f}",
     ]
     if unoptimized:
         ratios_u = [t.jax_ms / t.unoptimized_ms for t in timings if t.unoptimized_ms]
@@ -166,6 +172,9 @@ def report(timings: Sequence[Timing], *, unoptimized: bool, markdown: bool, repe
         "slower than JAX",
         "JAX/(smalto + message)",
         "slower, with message",
+        "(smalto + message)/JAX",
+        f"message over {WORDS_BUDGET:g}x JAX",
+        "worst (smalto + message)/JAX",
     ]
     if unoptimized:
         headers += ["JAX/smalto (allow_unoptimized)", "slower (allow_unoptimized)"]
@@ -195,6 +204,20 @@ def report(timings: Sequence[Timing], *, unoptimized: bool, markdown: bool, repe
     )
     parts = [words, "", table(headers, rows), "", "Lowest JAX/smalto:", ""]
     parts.append(table(slow_headers, slow_rows))
+    wordiest = sorted(timings, key=lambda t: t.message_ms / t.jax_ms, reverse=True)[:8]
+    wordy_headers = ["kernel", "arch", "JAX ms", "smalto + message ms", "(smalto + message)/JAX"]
+    wordy_rows = [
+        [
+            t.key,
+            f"{t.arch[0]}.{t.arch[1]}",
+            f"{t.jax_ms:.1f}",
+            f"{t.message_ms:.1f}",
+            f"{t.message_ms / t.jax_ms:.1f}",
+        ]
+        for t in wordiest
+        if t.refused
+    ]
+    parts += ["", "Highest (smalto + message)/JAX:", "", table(wordy_headers, wordy_rows)]
     if markdown:
         parts = ["## The failure path (bench.failures)", "", environment_line(), "", *parts]
     return "\n".join(parts) + "\n"

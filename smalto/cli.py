@@ -264,6 +264,13 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
         help="where inference fails, also say what each value of the conflict was forced to "
         "and where each is defined (the message leads with the fix and the requirements)",
     )
+    parser.add_argument(
+        "--lower-fixes",
+        action="store_true",
+        help="where inference fails, also run JAX's Mosaic GPU dialect lowering on the first "
+        "fix the message gives (where the module has its gpu.launch); without it, a fix is "
+        "verified by smalto's inference and checker, which state the lowering's requirements",
+    )
 
 
 EXPLAIN_DESCRIPTION = (

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import smalto
 from smalto.cli import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
+from smalto.diagnose.verify import lowering_fixes
 from smalto.errors import InferenceError
 from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
 from smalto.inputs import STDIN, Input, read_input
@@ -84,7 +85,7 @@ class _Stdout:
 def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _Stdout) -> int:
     # The user's Python files behind the module's locations are looked for beside the
     # module file too (a captured module names them relative to where it was captured).
-    with searching_beside(name) as sources:
+    with searching_beside(name) as sources, lowering_fixes(args.lower_fixes):
         status = _infer_in(name, args, to, stdout, sources)
     note = sources.missing_note()
     if note is not None:

@@ -33,6 +33,7 @@ from user_kernels_unoptimized import BLACKWELL, HOPPER, scale_rows_by_table_colu
 
 import smalto
 import smalto.jax
+from smalto.diagnose.verify import lowering_fixes
 
 UNSAT = Path(__file__).parent / "unsat"
 sys.path.insert(0, str(UNSAT))
@@ -85,10 +86,19 @@ def test_each_independent_problem_is_reported_with_its_own_fix() -> None:
     fixes = {problem.edits[0].kind for problem in problems}
     assert fixes == {"unoptimize", "retarget"}
     for problem in problems:
-        # Each located at its own line, and verified by JAX's lowering with the other's fix.
-        assert problem.fixes[0].endswith("JAX's Mosaic GPU lowering takes it)")
+        # Each located at its own line, and verified with the other's fix (JAX's lowering
+        # of both together: test_the_two_fixes_together_make_the_kernel_lower).
+        assert problem.fixes[0].endswith("its checker accepts the layouts)")
         lines = {r.location.split(":")[-2] for r in problem.requirements}
         assert lines, problem
+    # Asked for, JAX's dialect lowering runs on each first fix (with the other's): it takes it.
+    with lowering_fixes():
+        asked = _refusal(max_cast_and_narrow_sums, *ARGS, arch=BLACKWELL)
+        str(asked)
+    assert [p.edits_lowered for p in asked.conflict.problems] == [True, True]
+    assert all(
+        p.fixes[0].endswith("JAX's Mosaic GPU lowering takes it)") for p in asked.conflict.problems
+    )
     cast, store = sorted(problems, key=lambda p: p.edits[0].kind != "retarget")
     assert "TCGEN05_ROW" in cast.fixes[0] and "maxima" in cast.message()
     assert (
@@ -196,13 +206,15 @@ def test_a_layout_jax_has_no_name_for_is_named_in_the_first_line() -> None:
 )
 def test_the_pallas_route_gets_the_verified_fix_the_cli_gets(name: str) -> None:
     fn, args, arch = kernels.KERNELS[name]
-    error = _refusal(fn, *args, arch=arch)
-    assert error.conflict.edits, str(error)
-    captured = smalto.jax.capture(fn, *args, arch=arch)[-1]
-    module = captured.module()
-    with pytest.raises(smalto.InferenceError) as on_the_cli:
-        smalto.infer_layout(module, arch=arch)
-    ours, theirs = error.conflict, on_the_cli.value.conflict
+    # (Made with JAX's lowering of the first fix, as `smalto infer --lower-fixes` makes it.)
+    with lowering_fixes():
+        error = _refusal(fn, *args, arch=arch)
+        captured = smalto.jax.capture(fn, *args, arch=arch)[-1]
+        module = captured.module()
+        with pytest.raises(smalto.InferenceError) as on_the_cli:
+            smalto.infer_layout(module, arch=arch)
+        ours, theirs = error.conflict, on_the_cli.value.conflict
+    assert ours.edits, str(error)
     assert [e.text for e in ours.edits] == [e.text for e in theirs.edits]
     assert ours.edits_lowered is True and theirs.edits_lowered is True
 

@@ -14,6 +14,23 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
+# The ops whose lowering requires the kernel to be collective throughout or not at all
+# (``LoweringContext.check_collective``): a requirement not about layouts, so not the
+# checker's, but one no edit of a layout annotation changes.
+_COLLECTIVE_CHECKED = frozenset(
+    {
+        "mosaic_gpu.async_copy_scales_smem_to_tmem",
+        "mosaic_gpu.async_copy_sparse_metadata_smem_to_tmem",
+        "mosaic_gpu.async_store_smem_to_tmem",
+        "mosaic_gpu.tmem_alloc",
+        "mosaic_gpu.tmem_relinquish_alloc_permit",
+        "mosaic_gpu.tcgen05_mma",
+        "mosaic_gpu.tcgen05_commit_arrive",
+    }
+)
+# What JAX's lowering says of such a kernel (its first line).
+COLLECTIVE_MIXED = "Collective attributes are inconsistent across operations in the kernel."
+
 
 class NoLaunchContext(Exception):
     """The module holds no single ``gpu.launch`` to rebuild a launch context from."""
@@ -78,6 +95,20 @@ def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
     return True, ""
 
 
+def collective_mixed(module: ir.Operation) -> bool:
+    """Whether JAX's lowering rejects ``module`` for mixing collective and 1-CTA ops (one of
+    ``_COLLECTIVE_CHECKED`` says ``collective = true``, another ``false``)."""
+    seen: set[bool] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in _COLLECTIVE_CHECKED and "collective" in op.attributes:
+            seen.add(bool(ir.BoolAttr(op.attributes["collective"]).value))
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return len(seen) > 1
+
+
 def _launches(module: ir.Operation) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
@@ -106,4 +137,10 @@ def _cluster_size(launch: ir.Operation) -> tuple[int, int, int] | None:
     return (out[0], out[1], out[2])
 
 
-__all__ = ["NoLaunchContext", "jax_lowering_accepts", "lower_in_own_launch"]
+__all__ = [
+    "COLLECTIVE_MIXED",
+    "NoLaunchContext",
+    "collective_mixed",
+    "jax_lowering_accepts",
+    "lower_in_own_launch",
+]
