@@ -12,6 +12,7 @@ from __future__ import annotations
 from smalto import lowering_advice
 from smalto.conflict_report import ConflictReport, Requirement
 from smalto.constraints import (
+    Constraint,
     Divides,
     Element,
     Fixed,
@@ -28,7 +29,7 @@ from smalto.diagnose.axes import axis_clue
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import UNOPTIMIZE, Edit
 from smalto.diagnose.origins import Origins, defining_value
-from smalto.diagnose.suggest import suggest
+from smalto.diagnose.suggest import SuggestedEdit, suggest
 from smalto.diagnose.wrong import axis_fix, headline
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
@@ -195,8 +196,9 @@ def _transfer_alternatives(
     from smalto.hw.values import Smem
 
     s, r = expr_var(transfer.smem), expr_var(transfer.reg)
-    tiling = values.get(s) if s is not None else None
-    reg = values.get(r) if r is not None else None
+    if s is None or r is None:
+        return None
+    tiling, reg = values.get(s), values.get(r)
     if not isinstance(tiling, Smem) or not isinstance(reg, Reg):
         return None
     args = (
@@ -237,7 +239,7 @@ def diagnose(
     explanation: list[Element] | None = None,
     *,
     namer: Namer | None = None,
-    jax_answer_breaks: list[tuple[object, Const]] | None = None,
+    jax_answer_breaks: list[tuple[Constraint, Const]] | None = None,
     background: tuple[Edit, ...] = (),
     found: tuple[list[Element], bool] | None = None,
 ) -> ConflictReport:
@@ -253,12 +255,12 @@ def diagnose(
     requirements: list[Requirement] = []
     said: set[str] = set()
     for e in core:
-        text = describe_element(e, program, namer)
-        if text not in said:  # one ref passed twice reads the same both times
-            said.add(text)
-            requirements.append(Requirement(*_op_of(program, e), text, e))
-    for text, e in _type_requirements(program, system, core, namer):
-        requirements.append(Requirement(*_op_of(program, e), text, e))
+        wording = describe_element(e, program, namer)
+        if wording not in said:  # one ref passed twice reads the same both times
+            said.add(wording)
+            requirements.append(Requirement(*_op_of(program, e), wording, e))
+    for wording, e in _type_requirements(program, system, core, namer):
+        requirements.append(Requirement(*_op_of(program, e), wording, e))
     derivations, values = _derivations(program, system, arch, core, namer)
     involved: dict[int, None] = {}
     for e in core:
@@ -278,8 +280,11 @@ def diagnose(
     )
     if hint is None:
         hint = said_by_lowering.remedy
+    text: str | None
+    edits: list[SuggestedEdit]
+    lowered: bool | None
     try:
-        found = suggest(
+        suggestion = suggest(
             program,
             system,
             arch,
@@ -291,17 +296,19 @@ def diagnose(
             unoptimize=core_transfers(program, system, core, arch),
             background=background,
         )
-        text, edits, tried, lowered = found.text, found.edits, found.tried, found.lowered
-        fixes, notes = list(found.fixes), list(found.notes)
+        text, edits, tried = suggestion.text, suggestion.edits, suggestion.tried
+        lowered, complete = suggestion.lowered, suggestion.complete
+        fixes, notes = list(suggestion.fixes), list(suggestion.notes)
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
         text, edits, tried, lowered, fixes, notes = hint, [], 0, None, [], [hint] if hint else []
+        complete = False
     if edits and edits[0].kind == UNOPTIMIZE:
-        # The same fix, made by smalto where the user asks for it; then the edits that
-        # keep the transfer optimized, or where none does, a word that none does.
+        # The same fix, made by smalto where the user asks for it (an option, no edit of
+        # the kernel: so a fix with no edit beside it); then the edits that keep the
+        # transfer optimized, or where none does, a word that none does.
         fixes.insert(1, f"{lowering_advice.OPTION} (verified with the same change)")
-        if len(edits) == 1 and found.complete:
-            notes.append(lowering_advice.none_keeps_it_fast(found.tried))
-        edits.insert(1, None)
+        if len(edits) == 1 and complete:
+            notes.append(lowering_advice.none_keeps_it_fast(tried))
     # A reduction over the wrong axis: said as the author thinks of it, with the other axis
     # first where it is verified.
     clue = axis_clue(program, core, namer.sources or Sources())
@@ -326,7 +333,7 @@ def diagnose(
         minimal,
         core,
         origins=list(dict.fromkeys(lines)),
-        edits=[e for e in edits if e is not None],
+        edits=edits,
         edits_tried=tried,
         edits_lowered=lowered,
         fixes=fixes,
@@ -355,7 +362,7 @@ def _type_requirements(
     """For a layout an op fixes that the value's own type cannot take: that requirement
     too, in the lowering's own words (it is no constraint of the system, so no core holds
     it: a TMEM ref of 32-bit elements takes no packing of 2)."""
-    found = []
+    found: list[tuple[str, Element]] = []
     for e in core:
         if not isinstance(e, Fixed) or e.value is None:
             continue
@@ -386,6 +393,8 @@ def no_value_fits(program: Program, system: System, var: int) -> ConflictReport:
     hint = None
     if int(variable.kind) == 3:
         hint = "TMEM refs have 128 rows (or 64, split in lane groups): allocate one of those"
+    # No value fits, so the requirement names the ref with none: a Fixed of no value
+    # (Fixed.value is a Const wherever the system holds one; this one is never solved).
     fixed = Fixed(var, None, op.id, "the ref")  # type: ignore[arg-type]
     return ConflictReport(
         [Requirement(op.name, where, text, fixed)], [namer.typed(var)], [], hint, True, []
