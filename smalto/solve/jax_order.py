@@ -134,6 +134,10 @@ class JaxOrderSearch:
 
     def __init__(self, state: Propagation, program: Program) -> None:
         self.state = state
+        # The state's tables this search reads at every candidate, at hand (each is
+        # made once, with the state, and changed in place, never replaced).
+        self.value, self.slots_of = state.value, state.slots_of
+        self.root, self.not_splat = state.root, state.not_splat
         system = state.system
         variables = system.variables
         tmem = Kind.TMEM
@@ -306,17 +310,15 @@ class JaxOrderSearch:
 
     def _tried_key(self, slot: int, var: int, value: Const) -> _Key:
         """How the scan knows a candidate it tried: a doomed one by its number."""
-        state = self.state
-        if slot in state.not_splat and self._is_doomed(var, value):
+        if slot in self.not_splat and self._is_doomed(var, value):
             return self._doomed_key(slot, value)
         return (slot, value)
 
     def _is_doomed(self, var: int, value: Const) -> bool:
-        state = self.state
         return (
-            state.root[var] in state.not_splat
+            self.root[var] in self.not_splat
             and self._splat_for_non_splat(var, value)
-            and state._valid_for(var, value)
+            and self.state._valid_for(var, value)
         )
 
     def _offer_now(self, ci: int) -> _Offer:
@@ -325,9 +327,8 @@ class JaxOrderSearch:
         A constraint's candidates depend on its variables' values alone: an
         offer is kept with those values, and holds while they are the same.
         """
-        state = self.state
-        value_of = state.value
-        now = tuple(map(value_of.__getitem__, state.slots_of[ci]))
+        value_of = self.value
+        now = tuple(map(value_of.__getitem__, self.slots_of[ci]))
         kept = self.offers.get(ci)
         if kept is not None and kept[0] == now:
             return kept[1]
