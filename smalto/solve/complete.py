@@ -13,6 +13,7 @@ search at once.
 from __future__ import annotations
 
 import sys
+import weakref
 
 from smalto.constraints import Constraint
 from smalto.hw.values import Const
@@ -29,16 +30,25 @@ class CompleteSearch:
     """
 
     def __init__(self, state: Propagation) -> None:
-        self.state = state
+        # Held weakly, as ``JaxOrderSearch`` holds it (no cycle with the solver).
+        self._state = weakref.ref(state)
         # Per slot, its finite domain (``_prepare_domains``).
         self.domains: dict[int, list[Const]] = {}
         # Per open slot, the values of its domain still possible (``_live_values``).
         self.live: dict[int, list[Const]] = {}
 
+    @property
+    def state(self) -> Propagation:
+        """The propagation state this search works on."""
+        state = self._state()
+        assert state is not None, "the solver that made this search is gone"
+        return state
+
     def run(self, fuel: int) -> bool:
         """The complete search from the propagated root: an assignment, or the proof there is
         none (``state.conflict`` says why), within ``fuel`` attempts."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         # The complete search is smalto's own: its fuel goes on work
         # (the splats JAX's order spent fuel on did none).
         state.spent = state.work
@@ -63,14 +73,16 @@ class CompleteSearch:
         They held (and closed) in JAX's order; reopened here without a trail
         entry, since nothing undoes past the root from now on.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         state.complete = True
         for ci in state.complete_only:
             state.open[ci] = True
         return state._propagate(list(state.complete_only))
 
     def _prepare_domains(self) -> None:
-        state = self.state
+        state = self._state()
+        assert state is not None
         mentioned = domains.constants_in(state.constraints, state.system.fixed)
         variables = state.system.variables
         extra = domains.wide_layouts(
@@ -117,7 +129,8 @@ class CompleteSearch:
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         checks = [
             state.constraints[ci]
             for ci in state.watchers[slot]
@@ -136,7 +149,8 @@ class CompleteSearch:
         part without a solution fails the search at once, instead of after
         every combination of the other parts' values has been tried with it.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
         for slot in self.domains:
@@ -155,7 +169,8 @@ class CompleteSearch:
         The most constrained part (smallest live domain) comes first, so that
         an unsatisfiable one is met before the others are solved.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         parent = {slot: slot for slot in self.live}
 
         def find(slot: int) -> int:
@@ -176,7 +191,8 @@ class CompleteSearch:
         return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
 
     def _complete_step(self, part: list[int]) -> bool:
-        state = self.state
+        state = self._state()
+        assert state is not None
         best, best_size = -1, 1 << 30
         for slot in part:
             if state.value[slot] is None and len(self.live[slot]) < best_size:
@@ -209,7 +225,8 @@ class CompleteSearch:
 
     def _forward_check(self, mark: int) -> bool:
         """Narrows the live values of variables left alone in a constraint by the last step."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         for is_value, slot in state.trail[mark:]:
             if not is_value:
                 continue
@@ -239,7 +256,8 @@ class CompleteSearch:
         keeps the complete search from enumerating assignments of unrelated
         variables around it.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         root, value_of = state.root, state.value
         judged = [(judge_of(c, True), c) for c in checks]
         candidate: Const | None = None

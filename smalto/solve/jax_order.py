@@ -14,6 +14,7 @@ thousand.
 from __future__ import annotations
 
 import sys
+import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from itertools import chain
@@ -133,7 +134,10 @@ class JaxOrderSearch:
     """
 
     def __init__(self, state: Propagation, program: Program) -> None:
-        self.state = state
+        # Held weakly: the solver that is the state holds its searches, and a cycle
+        # between them would keep every solver, its system and its program alive
+        # until the cyclic collector ran (a few per cent of the pass, in collections).
+        self._state = weakref.ref(state)
         # The state's tables this search reads at every candidate, at hand (each is
         # made once, with the state, and changed in place, never replaced).
         self.value, self.slots_of = state.value, state.slots_of
@@ -152,11 +156,19 @@ class JaxOrderSearch:
         # Numbers for the doomed candidates (``_doomed_key``).
         self.doomed_keys: dict[tuple[int, Const], int] = {}
 
+    @property
+    def state(self) -> Propagation:
+        """The propagation state this search works on."""
+        state = self._state()
+        assert state is not None, "the solver that made this search is gone"
+        return state
+
     def run(self, budget: int) -> bool | None:
         """The search from the propagated root, within ``budget`` attempts of work: True
         where it finds an answer that lowers, None where the complete search must decide
         (the state is then back at the root)."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         state.limit = state.fuel
         state.work_limit = budget
         with deep_recursion(state):
@@ -194,14 +206,16 @@ class JaxOrderSearch:
         unrolled loop of a thousand blocks) fall to the complete search,
         which redoes the work and may pick another answer than JAX's.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * state.unassigned
 
     def _broken_requirements(self) -> list[tuple[Constraint, Const]]:
         """The requirements the assignment found in JAX's order breaks, with the
         value it gives each one's register variable (requirements it judged as
         holding, since JAX's own answers break them)."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         lookup, broken = state.lookup, []
         for ci in state.complete_only:
             c = state.constraints[ci]
@@ -211,7 +225,8 @@ class JaxOrderSearch:
         return broken  # type: ignore[return-value]
 
     def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
-        state = self.state
+        state = self._state()
+        assert state is not None
         if state.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
@@ -271,7 +286,8 @@ class JaxOrderSearch:
         """Constraint ``ci``'s candidates now, preferred ones apart, and whether all the
         others are doomed: splats for values that cannot be one, each valid for
         its variable (so JAX's pass tries each, and spends fuel on it)."""
-        state = self.state
+        state = self._state()
+        assert state is not None
         preferred: list[tuple[int, Const]] = []
         other: list[tuple[int, Const]] = []
         for var, value in cands.from_constraint(
@@ -302,7 +318,8 @@ class JaxOrderSearch:
         splats with the search nearly done, and the complete search would
         start over. The user's fuel still bounds the work (``solve``).
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         if state.complete or state.fuel <= state.work_limit:
             raise FuelExhausted(state.spent, state.open_variables())
         state.past_jaxs_fuel = True
@@ -318,7 +335,7 @@ class JaxOrderSearch:
         return (
             self.root[var] in self.not_splat
             and self._splat_for_non_splat(var, value)
-            and self.state._valid_for(var, value)
+            and self._state()._valid_for(var, value)  # type: ignore[union-attr]
         )
 
     def _offer_now(self, ci: int) -> _Offer:
@@ -344,7 +361,8 @@ class JaxOrderSearch:
         need more than is left. Those already tried at this decision are not
         tried again.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         new = dict.fromkeys(key for key in keys if key not in tried)
@@ -365,7 +383,8 @@ class JaxOrderSearch:
         They are open: a constraint closes only once one of its variables
         got a value, and then it is no longer known as doomed below.
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         at = scan.counted
@@ -385,7 +404,8 @@ class JaxOrderSearch:
         known here stay known below (those before the other pass's frontier
         there).
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         preferred, preferred_frontier = scan.preferred.below()
         other, other_frontier = scan.other.below()
         changed: set[int] = set()
@@ -445,7 +465,8 @@ class JaxOrderSearch:
         offers one, attempts quadratic in the kernel. Positions known to
         offer only such are not even asked (``scan.doomed_at``).
         """
-        state = self.state
+        state = self._state()
+        assert state is not None
         tried: set[_Key] = set()
         root = state.root
         order, is_open = state.candidate_order, state.open
