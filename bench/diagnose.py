@@ -1,7 +1,7 @@
 """Time the diagnosis of unsatisfiable kernels, beside JAX's pass failing on them.
 
 ``python -m bench.diagnose [--repeat N] [--with-jax] [--unsat-only] [-k TEXT]
-[--markdown OUT [--append]]``
+[--skip TEXT] [--markdown OUT [--append]]``
 
 The kernels: every module of ``tests/unsat/`` that fails for its layouts, and
 each corpus kernel of ``tests/corpus/kernels/`` with one impossible cast
@@ -133,10 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-jax", action="store_true", help="time JAX on corpus kernels too")
     parser.add_argument("--unsat-only", action="store_true", help="only tests/unsat's kernels")
     parser.add_argument("-k", dest="match", default="", help="only kernels whose name has TEXT")
+    parser.add_argument(
+        "--skip", action="append", default=[], help="leave out kernels whose name has TEXT"
+    )
     args = parser.parse_args(argv)
     rows = []
     for name, (text, arch) in kernels(args.unsat_only).items():
-        if args.match not in name:
+        if args.match not in name or any(skip in name for skip in args.skip):
             continue
         with_jax = args.with_jax or "bad cast" not in name
         _time_smalto(text, arch)  # warm once

@@ -167,6 +167,8 @@ class Candidates:
         fixed = [f for f in self.system.fixed if not (f.origin in ops and f.var == var)]
         if len(fixed) == len(self.system.fixed):
             return None
+        if self._holds_without(ops, var):
+            return None
         sub = System(self.system.variables, self.system.constraints, fixed, self.system.var_of_site)
         solver = Solver(sub, self.program, self.arch, _RELAXED_FUEL)
         try:
@@ -175,6 +177,16 @@ class Candidates:
         except FuelExhausted:
             return None
         return solver.solution()[var]
+
+    def _holds_without(self, ops: tuple[int, ...], var: int) -> bool:
+        """Whether the conflict's requirements, every one of them the system's own (not one
+        another problem's fix changed), hold without what ``ops`` fix for ``var``: then
+        the system without it has no solution either, and a search would only spend its
+        fuel finding that out."""
+        own = {id(e) for e in (*self.system.fixed, *self.system.constraints)}
+        return all(id(e) in own for e in self.elements) and not any(
+            isinstance(e, Fixed) and e.origin in ops and e.var == var for e in self.elements
+        )
 
     def _inline_retargets(self, op_id: int) -> Iterator[Edit]:
         """Each layout or transforms an ``inline_mgpu`` states for a value of the conflict."""
