@@ -98,11 +98,12 @@ class UnshapedValue(Value):
     """
 
     __slots__ = ()
-    kind = Kind.OTHER  # type: ignore[assignment]
-    shape = ()  # type: ignore[assignment]
+    kind = Kind.OTHER
+    shape = ()
     bitwidth = None
     strides = None
-    transformable = False  # type: ignore[assignment]
+    transformable = False
+    # One shared empty tuple, not a list each: nothing is appended to an unshaped value's uses.
     uses = ()  # type: ignore[assignment]
     info = None
 
@@ -134,11 +135,12 @@ class LateScalar(UnshapedValue):
         self._known = known  # whether ``producer`` is known (else resolved when asked)
         self.producer = producer
 
-    @property  # type: ignore[override]
-    def type(self) -> ir.Type:
+    # A slot in ``Value``, read through the bindings here (never set): mypy counts that an override.
+    @property
+    def type(self) -> ir.Type:  # type: ignore[override]
         return self._value.type
 
-    @property  # type: ignore[override]
+    @property
     def producer(self) -> Producer | None:
         if not self._known:
             self._producer = self._ops.producer_of(self._value)
@@ -176,7 +178,7 @@ class OpIndex:
         if self._ids is None:
             # Hashing every op: only explanations and messages get here.
             self._ids = {hash(op): i for i, op in enumerate(self.operations)}
-        result = ir.OpResult(v)
+        result: ir.OpResult[ir.Type] = ir.OpResult(v)
         owner = result.owner
         oid = self._ids.get(hash(owner.operation if hasattr(owner, "operation") else owner))
         return None if oid is None else Producer(oid, result.result_number)

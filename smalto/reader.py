@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import cast
 
 from jax._src.lib.mlir import ir
 
@@ -268,6 +269,8 @@ class _Reader:
                 if layout:
                     if None in operands:  # scalars the walk passed over, or free values
                         operands = self.late_operands(operands, keys, raw)
+                    # Every id is known now (``late_operands`` registered the rest).
+                    operands = cast("tuple[int, ...]", operands)
                     operand_lists[oid] = operands
                     if result_ids is None:
                         result_lists[oid] = self.tables.result_ids(oid) if types else ()
@@ -330,15 +333,15 @@ class _Reader:
         ``keys``: the operands' keys (``self.key``), in order.
         """
         get = self.value_ids.get
-        ids = list(operands)
+        ids: list[int] = []
         for index, vid in enumerate(operands):
             if vid is None:
                 # The same value may come twice: registered at the first.
                 vid = get(keys[index])
                 if vid is None:
                     vid = self.tables.late_value(raw[index], None, False, keys[index])
-                ids[index] = vid
-        return tuple(ids)  # type: ignore[arg-type]
+            ids.append(vid)
+        return tuple(ids)
 
     def next_block(self) -> _Frame:
         """The frame of the next op: past blocks (and ops) whose ops were all visited."""
@@ -405,7 +408,7 @@ class _Reader:
             users_at: dict[int, list[int]] = {}
             # Where many users share a position (a constant feeding every
             # block), their operations by hash, built on first need.
-            by_position: dict[int, dict[ir.Operation, int]] = {}
+            by_position: dict[int, dict[ir.Operation | ir.OpView, int]] = {}
             for oid, index in info.uses:
                 users_at.setdefault(index, []).append(oid)
             uses: list[tuple[int, int]] = []
@@ -429,9 +432,9 @@ class _Reader:
                 by_operation = by_position.get(index)
                 if by_operation is None:
                     by_operation = by_position[index] = {operations[u]: u for u in users}
-                oid = by_operation.get(operation)
-                if oid is not None:
-                    uses.append((oid, index))
+                user = by_operation.get(operation)
+                if user is not None:
+                    uses.append((user, index))
             info.uses = uses
         return total == self.found_uses
 
