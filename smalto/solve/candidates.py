@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import lru_cache
+from typing import cast
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -222,7 +223,8 @@ def _broadcast_targets(src: Reg, dst: Variable, dims: tuple[int, ...]) -> Iterat
         yield dst.id, hl.splat(dst.shape)
     elif isinstance(layout, fa.WGStridedFragLayout):
         target = hl.strided(dst.shape, layout.vec_size)
-        if fa.is_supported_strided_layout_broadcast(layout, target.layout, dims):
+        strided = cast(fa.WGStridedFragLayout, target.layout)  # what ``hl.strided`` makes
+        if fa.is_supported_strided_layout_broadcast(layout, strided, dims):
             yield dst.id, target
 
 

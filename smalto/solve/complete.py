@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import sys
 import weakref
+from functools import partial
+from typing import cast
 
-from smalto.constraints import Constraint
+from smalto.constraints import Constraint, GmemTransfer
 from smalto.hw.values import Const
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
@@ -86,7 +88,7 @@ class CompleteSearch:
         mentioned = domains.constants_in(state.constraints, state.system.fixed)
         variables = state.system.variables
         extra = domains.wide_layouts(
-            state.constraints[ci].bitwidth  # type: ignore[union-attr]
+            cast(GmemTransfer, state.constraints[ci]).bitwidth  # what ``complete_only`` holds
             for ci in state.complete_only
         )
         # Slots alike (kind, shape, element width, divisibility, the types whose
@@ -113,7 +115,7 @@ class CompleteSearch:
             if values is None:
                 made_now = domains.domain(
                     variable,
-                    lambda value, slot=slot: state._fits(slot, value),  # type: ignore[misc]
+                    partial(state._fits, slot),
                     mentioned,
                     multiple,
                     min(map(len, shapes)),

@@ -13,15 +13,17 @@ thousand.
 
 from __future__ import annotations
 
+import enum
 import sys
 import weakref
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
+from typing import Final, Literal, cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Constraint, Role, Variable
+from smalto.constraints import Constraint, GmemTransfer, Role, Variable
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.program import Kind, Program
@@ -39,7 +41,13 @@ GUIDED_BUDGET = 1_000
 ATTEMPTS_PER_VARIABLE = 2
 
 
-_UNKNOWN = object()  # a default value not made yet
+class _Unknown(enum.Enum):
+    """A default value not made yet (an enum member, so that ``is`` narrows its type)."""
+
+    UNKNOWN = 0
+
+
+_UNKNOWN: Final = _Unknown.UNKNOWN
 
 
 class _Pass:
@@ -137,7 +145,8 @@ class JaxOrderSearch:
         # Held weakly: the solver that is the state holds its searches, and a cycle
         # between them would keep every solver, its system and its program alive
         # until the cyclic collector ran (a few per cent of the pass, in collections).
-        self._state = weakref.ref(state)
+        # Called only while the state lives (it holds this search), so never None.
+        self._state = cast("Callable[[], Propagation]", weakref.ref(state))
         # The state's tables this search reads at every candidate, at hand (each is
         # made once, with the state, and changed in place, never replaced).
         self.value, self.slots_of = state.value, state.slots_of
@@ -149,7 +158,7 @@ class JaxOrderSearch:
             self._tmem_default(v, program) if v.kind == tmem else None for v in variables
         ]
         # Per variable, its default value (``cands.default_value``), made when first asked.
-        self.defaults: list[Const | None | object] = [_UNKNOWN] * len(variables)
+        self.defaults: list[Const | _Unknown | None] = [_UNKNOWN] * len(variables)
         # Per constraint, its candidates last asked for (``_offer_now``), with
         # the values of its variables then.
         self.offers: dict[int, tuple[tuple[Const | None, ...], _Offer]] = {}
@@ -216,13 +225,14 @@ class JaxOrderSearch:
         holding, since JAX's own answers break them)."""
         state = self._state()
         assert state is not None
-        lookup, broken = state.lookup, []
+        lookup = state.lookup
+        broken: list[tuple[Constraint, Const]] = []
         for ci in state.complete_only:
-            c = state.constraints[ci]
+            c = cast(GmemTransfer, state.constraints[ci])  # what ``complete_only`` holds
             if judge(c, lookup, True) is not HOLDS:
-                value = simplify(c.reg, lookup)  # type: ignore[union-attr]
-                broken.append((c, value))
-        return broken  # type: ignore[return-value]
+                # Every variable has its value here: the register side is one.
+                broken.append((c, cast(Const, simplify(c.reg, lookup))))
+        return broken
 
     def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
         state = self._state()
@@ -335,7 +345,7 @@ class JaxOrderSearch:
         return (
             self.root[var] in self.not_splat
             and self._splat_for_non_splat(var, value)
-            and self._state()._valid_for(var, value)  # type: ignore[union-attr]
+            and self._state()._valid_for(var, value)
         )
 
     def _offer_now(self, ci: int) -> _Offer:
@@ -471,7 +481,9 @@ class JaxOrderSearch:
         root = state.root
         order, is_open = state.candidate_order, state.open
         offer_of = self._offer_now
-        for kind in (0, 1):
+        # Literal kinds, so that ``offer[kind]`` types as the list of candidates.
+        kinds: tuple[Literal[0], Literal[1]] = (0, 1)
+        for kind in kinds:
             this_pass = scan.other if kind else scan.preferred
             hits = this_pass.hits
             for p, i in _positions(this_pass, first_open, len(order)):
@@ -508,15 +520,15 @@ class JaxOrderSearch:
         for k in range(first_unset, len(variables)):
             slot = root[k]
             if value_of[slot] is None:
-                value = defaults[k]
-                if value is _UNKNOWN:
+                default = defaults[k]
+                if default is _UNKNOWN:
                     # A variable's default depends on it alone: made once.
-                    value = defaults[k] = cands.default_value(variables[k], self.tmem_defaults[k])
-                if value is not None:
-                    key = self._tried_key(slot, k, value)
+                    default = defaults[k] = cands.default_value(variables[k], self.tmem_defaults[k])
+                if default is not None:
+                    key = self._tried_key(slot, k, default)
                     if key not in tried:
                         tried.add(key)
-                        yield k, value, None
+                        yield k, default, None
 
 
 def _positions(state: _Pass, first_open: int, end: int) -> Iterator[tuple[int, int]]:
