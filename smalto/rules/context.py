@@ -9,6 +9,7 @@ constraints, and fixes the layouts the op imposes. A rule never solves.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal, cast, overload
 
 from jax._src.lib.mlir import ir
 
@@ -27,7 +28,7 @@ from smalto.constraints import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.values import Const, Reg, Smem
+from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.locations import op_text
 from smalto.program import Kind, Op, Program, Value
 from smalto.rules.attributes import ints
@@ -44,8 +45,8 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 UNSUPPORTED_BUFFER_OWNERS = frozenset({"mosaic_gpu.run_scoped"})
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
+def rule[R: Rule](*names: str) -> Callable[[R], R]:
+    def register(fn: R) -> R:
         for name in names:
             RULES[name] = fn
         return fn
@@ -210,7 +211,8 @@ class RuleContext:
             return op.operands[index]
         if role is _RESULT:
             return op.results[index]
-        return op.regions[region][0][0][index]  # type: ignore[index]
+        # A block argument's site names its region.
+        return op.regions[cast(int, region)][0][0][index]
 
     def add_sites(self, var: int, *sites: Site) -> None:
         variable = self.system.variables[var]
@@ -227,7 +229,8 @@ class RuleContext:
             elif role is _RESULT:
                 value = values[op.results[index]]
             else:
-                value = values[op.regions[region][0][0][index]]  # type: ignore[index]
+                # A block argument's site names its region.
+                value = values[op.regions[cast(int, region)][0][0][index]]
             if value.kind is not kind or (value.shape is not shape and value.shape != shape):
                 self._mismatch(variable, site, value)
             # One hash of the site where `in` and then a store would take two.
@@ -259,11 +262,13 @@ class RuleContext:
         # A plain tuple finds the Site it equals: no Site is made for a ref
         # whose producer has a variable already (most refs).
         region = origin.region
+        key: tuple[int, Role, int, int | None]
         if region is None:
             key = (origin.op, _RESULT, origin.index, None)
         else:
             key = (origin.op, _ARGUMENT, origin.index, region)
-        var = self.system.var_of_site.get(key)  # type: ignore[call-overload]
+        # A Site is the tuple it equals (hashed and compared as one).
+        var = cast("dict[tuple[int, Role, int, int | None], int]", self.system.var_of_site).get(key)
         if var is not None:
             return var
         producer = Site(*key)
@@ -342,16 +347,20 @@ class RuleContext:
             [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
         )
         error = InferenceError(text, conflict=report, phrase=phrase)
-        return with_op_traceback(error, op.operation, op.name)
+        # ``with_op_traceback`` hands back the error it is given.
+        return cast(InferenceError, with_op_traceback(error, op.operation, op.name))
 
-    def decode(self, op: Op, attr: object, tmem: bool = False) -> Const:
+    @overload
+    def decode(self, op: Op, attr: ir.Attribute, tmem: Literal[False] = False) -> Reg: ...
+    @overload
+    def decode(self, op: Op, attr: ir.Attribute, tmem: Literal[True]) -> Tmem: ...
+    def decode(self, op: Op, attr: ir.Attribute, tmem: bool = False) -> Const:
         """A layout attribute of the op as a value; a malformed one is the user's error."""
         key = (hash(attr), tmem)
         value = self._layouts.get(key)
         if value is not None:
             return value
         from smalto.hw import encode
-        from smalto.hw.values import Reg, Tmem
 
         try:
             if tmem:
@@ -365,7 +374,7 @@ class RuleContext:
         self._layouts[key] = value
         return value
 
-    def decode_transforms(self, attr: object) -> Smem:
+    def decode_transforms(self, attr: ir.Attribute) -> Smem:
         """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""
         key = hash(attr)
         decoded = self._transforms.get(key)

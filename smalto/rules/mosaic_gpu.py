@@ -7,12 +7,16 @@ Restated by the checker in ``smalto.check.mosaic_gpu`` (registers, casts, MMAs),
 
 from __future__ import annotations
 
+from typing import cast
+
+from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
 from smalto.constraints import (
     Broadcast,
     Divides,
     Equal,
+    Expr,
     Fixed,
     FullyTiled,
     GmemTransfer,
@@ -251,7 +255,8 @@ def mma(ctx: RuleContext, op: Op) -> None:
     """
     m, n = ctx.program.values[op.operands[0]].shape
     try:
-        layouts = hl.mma_layouts(op.view.a.type.element_type, m, n)
+        view = cast(mgpu.MMAOp, op.view)  # the bindings' view of this op's name
+        layouts = hl.mma_layouts(view.a.type.element_type, m, n)
     except ValueError as e:
         # JAX's words first, then where.
         raise InferenceError(f"{e} (`{op.name}` at {op.where})") from None
@@ -368,7 +373,7 @@ def broadcast_in_dim(ctx: RuleContext, op: Op) -> None:
         if d in source_of and src_shape[source_of[d]] == 1 and dst_shape[d] > 1
     ]
     added = [d for d in range(len(dst_shape)) if d not in source_of]
-    expr = Var(dst)
+    expr: Expr = Var(dst)
     # Size-1 dims grown by the broadcast reduce with keep_dims first (keeping
     # the rank, so the indices of the added dims stay valid), then added dims go.
     if expanded:

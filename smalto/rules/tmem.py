@@ -5,6 +5,9 @@ Restated by the checker in ``smalto.check.tmem`` (policy: docs/rules_and_checks.
 
 from __future__ import annotations
 
+from typing import cast
+
+from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
@@ -61,7 +64,7 @@ def _collective(op: Op) -> bool:
 @rule("mosaic_gpu.tcgen05_mma")
 def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
     """Accumulator (and A) in the MMA's TMEM layout; SMEM operands tiled for the MMA."""
-    view = op.view
+    view = cast(mgpu.TcGen05MMAOp, op.view)  # the bindings' view of this op's name
     values = ctx.program.values
     collective = _collective(op)
     acc_value = values[op.operands[0]]
@@ -118,10 +121,11 @@ def tcgen05_mma(ctx: RuleContext, op: Op) -> None:
         ctx.fix(meta, Tmem(tcgen05.sparse_meta_layout()), op, "the sparsity metadata")
         ctx.add_sites(meta, ctx.operand(op, index))
     del operand_index
-    if (view.a_scale is None) != (view.b_scale is None):
+    a_scale, b_scale = view.a_scale, view.b_scale
+    if (a_scale is None) != (b_scale is None):
         raise InferenceError(f"{ctx.describe_op(op)} has one scale operand without the other")
-    if view.a_scale is not None:
-        for scale, is_b in ((view.a_scale, False), (view.b_scale, True)):
+    if a_scale is not None and b_scale is not None:
+        for scale, is_b in ((a_scale, False), (b_scale, True)):
             index = _operand_index(op, scale)
             var = ctx.ref(op, index)
             if collective and is_b and m == 64:
