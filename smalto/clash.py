@@ -15,7 +15,11 @@ where the conclusions meet the core:
 - a requirement of the core that fails between the layouts its values are forced
   to (a relayout the lowering cannot make, a transfer with no plan, a layout not
   among an op's options) is a clash of those values, each in its own layout
-  (for an op's options, the value in the first option next to the layout it has).
+  (for an op's options, the value in the first option next to the layout it has);
+- a value broadcast along a size-1 dim (a ``keepdims=True`` reduction, an ``x[None, :]``)
+  has no layout the lowering can give it, so nothing fails between two forced layouts:
+  its clash is the layout the broadcast needs, at the value's own shape, next to the
+  layout of the value it comes from.
 
 Nothing here decides anything: where the facts do not line up (another system,
 values not forced), there is simply no picture.
@@ -27,17 +31,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.constraints import (
     Broadcast,
     Constraint,
     Element,
     Equal,
+    Expr,
     Fixed,
     LayoutKind,
     NotOfKind,
     OneOf,
     Relayout,
+    Reshape,
     SmemTransfer,
     System,
     TmemTransfer,
@@ -120,6 +127,7 @@ def conflict_clashes(
     found = _follow_annotations(program, system)
     clashes = _two_layouts(program, system, core, found)
     clashes += _failing_requirements(program, system, core, found)
+    clashes += _unit_dim_broadcasts(program, system, core, found)
     if not clashes:
         clashes = _what_is_fixed(program, system, core, found)
     return _distinct(clashes)[:MAX_CLASHES]
@@ -324,6 +332,118 @@ def _failing_requirements(
             continue
         clashes.append(Clash(title, sides))
     return clashes
+
+
+def _unit_dim_broadcasts(
+    program: Program, system: System, core: Sequence[Element], found: _Conclusions
+) -> list[Clash]:
+    """Values of the core broadcast along a size-1 dim (a ``keepdims=True`` reduction, a
+    ``x[None, :]``): the layout the broadcast needs the value in, at the value's own shape
+    (the broadcast's result layout, kept along the unit dims), next to the layout the value
+    comes from (the nearest value before it that an annotation lays out).
+
+    The core cannot show this itself: JAX's lowering broadcasts only between layouts tiled
+    at the value's own rank, so the unit-dim value has no layout at all, and no requirement
+    fails between two forced layouts."""
+    involved = set(_involved(core))
+    onward: dict[int, list[int]] = {}  # var -> the consumers it keeps its layout to
+    before: dict[int, list[int]] = {}  # var -> what it is made from
+    for c in system.constraints:
+        if isinstance(c, Relayout) and c.strict and isinstance(c.source, Var):
+            if isinstance(c.target, Var):
+                onward.setdefault(c.source.id, []).append(c.target.id)
+        for var in constraint_variables(c):
+            for source in _sources_of(c, var):
+                if isinstance(source, Var):
+                    before.setdefault(var, []).append(source.id)
+    clashes = []
+    for constraint in system.constraints:
+        if not (
+            isinstance(constraint, Broadcast)
+            and isinstance(constraint.src, Var)
+            and isinstance(constraint.dst, Var)
+        ):
+            continue
+        src, dst = constraint.src.id, constraint.dst.id
+        small, large = system.variables[src].shape, system.variables[dst].shape
+        if len(small) != len(large):
+            continue  # a new dim, not a unit one: the Equal beside it relates the layouts
+        unit = [i for i, (a, b) in enumerate(zip(small, large, strict=True)) if a == 1 < b]
+        target = _forward_layout(found, onward, dst)
+        if not unit or not isinstance(target, Reg) or target.is_splat:
+            continue
+        layout = target.layout
+        if not isinstance(layout, fa.TiledLayout):
+            continue
+        for axis in unit:
+            layout = hl.keep_dims(layout, axis)
+        needed = Reg(layout)
+        came_from = _backward_forced(found, before, src)
+        if came_from is None:
+            continue
+        origin, has, chain = came_from
+        if not (set(chain) & involved) or has == needed:
+            continue
+        op = op_text(program.ops[constraint.origin])
+        sides = [
+            _side(program, system, origin, has, found.wanted[origin][has]),
+            _side(program, system, src, needed, [f"{op}, broadcasting it along its unit dim"]),
+        ]
+        title = (
+            f"{op} broadcasts {{1}} along its unit dim, which needs {{1}} as "
+            f"{describe_value(needed)}; {{1}} comes from {{0}} as {describe_value(has)}"
+        )
+        clashes.append(Clash(title, sides))
+    return clashes
+
+
+_MAX_HOPS = 64  # producer-to-consumer steps followed from a broadcast: far more than kernels have
+
+
+def _forward_layout(found: _Conclusions, onward: dict[int, list[int]], var: int) -> Const | None:
+    """The layout forced on ``var``, else on the consumer it keeps its layout to."""
+    for _ in range(_MAX_HOPS):
+        layout = found.only(var)
+        if layout is not None or len(onward.get(var, ())) != 1:
+            return layout
+        (var,) = onward[var]
+    return None
+
+
+def _backward_forced(
+    found: _Conclusions, before: dict[int, list[int]], var: int
+) -> tuple[int, Reg, list[int]] | None:
+    """The nearest variable before ``var`` (through pass-throughs, reshapes and
+    broadcasts) that an annotation lays out in registers, not as a splat (a constant
+    operand of the way is one): the variable, its layout, and the variables on the way."""
+    queue: list[list[int]] = [[var]]
+    seen = {var}
+    while queue and len(seen) < _MAX_HOPS:
+        chain = queue.pop(0)
+        layout = found.only(chain[-1])
+        if len(chain) > 1 and isinstance(layout, Reg) and not layout.is_splat:
+            return chain[-1], layout, chain
+        for source in before.get(chain[-1], ()):
+            if source not in seen:
+                seen.add(source)
+                queue.append([*chain, source])
+    return None
+
+
+def _sources_of(constraint: Constraint, var: int) -> list[Expr]:
+    """What ``constraint`` makes ``var`` from: a relayout's source, a reshape's input, a
+    broadcast's source."""
+    if isinstance(constraint, Relayout) and constraint.target == Var(var):
+        return [constraint.source]
+    if isinstance(constraint, Broadcast) and constraint.dst == Var(var):
+        return [constraint.src]
+    if (
+        isinstance(constraint, Equal)
+        and constraint.lhs == Var(var)
+        and isinstance(constraint.rhs, Reshape)
+    ):
+        return [constraint.rhs.expr]
+    return []
 
 
 def _what_is_fixed(

@@ -198,3 +198,56 @@ def test_the_page_keeps_what_verbose_adds(tmp_path: Path) -> None:
     assert any("is defined by" in line for line in said)
     shown = _page_text(page)
     assert [line for line in said if line not in shown] == []
+
+
+@pytest.mark.parametrize(
+    ("kernel", "title", "sides"),
+    [
+        (  # `jnp.min(s, axis=0, keepdims=True)`, reshaped to a column and broadcast along rows
+            "words_keepdims_min_over_columns",
+            "`mosaic_gpu.broadcast_in_dim` (`sub`) at kernels_words.py:187:15 broadcasts %73 "
+            "along its unit dim, which needs %73 as WGMMA_ROW keepdims; %73 comes from %71 as "
+            "WGMMA_COL",
+            ["%71: WGMMA_COL: 64 f32", "%73: WGMMA_ROW keepdims: 64x1 f32"],
+        ),
+        (  # an iota cast to rows, expanded to 1x64 (`cols[None, :]`) and broadcast down rows
+            "words_iota_mask_in_row_layout",
+            "`mosaic_gpu.broadcast_in_dim` at kernels_words.py:141:25 broadcasts %74 along its "
+            "unit dim, which needs %74 as WGMMA_COL keepdims; %74 comes from %72 as WGMMA_ROW",
+            ["%72: WGMMA_ROW: 64 i32", "%74: WGMMA_COL keepdims: 1x64 i1"],
+        ),
+        (  # Blackwell: `jnp.max(s, axis=1, keepdims=True)` reshaped to a row
+            "words_tcgen05_keepdims_max_over_rows",
+            "`mosaic_gpu.broadcast_in_dim` (`sub`) at kernels_words.py:232:15 broadcasts %86 "
+            "along its unit dim, which needs %86 as WGMMA_COL keepdims; %86 comes from %84 as "
+            "TCGEN05_ROW",
+            ["%84: TCGEN05_ROW: 128 f32", "%86: WGMMA_COL keepdims: 1x128 f32"],
+        ),
+    ],
+)
+def test_a_unit_dim_broadcast_draws_what_it_needs_next_to_what_the_value_has(
+    kernel: str, title: str, sides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value broadcast along a size-1 dim (a keep-dims reduction, an ``x[None, :]``) has
+    no layout at all in JAX 0.12's lowering, so no requirement fails between two layouts:
+    the page draws the layout the broadcast needs, at the unit-dim value's own shape, next
+    to the layout the value comes from, both named, at one scale."""
+    drawn: list[object] = []
+    real = smalto.failure_page.render
+
+    def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
+        drawn.append(panels)
+        return real(panels, fmt, dpi)
+
+    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    page = tmp_path / "page.html"
+    done = run("infer", UNSAT / f"{kernel}.mlir", "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
+    text = page.read_text(encoding="utf-8")
+    assert f"<h3>{html.escape(title)}</h3>" in text
+    alt = ", next to ".join(side.split(":")[0] + " as " + side.split(": ")[1] for side in sides)
+    assert f'alt="{alt}"' in text
+    (panels,) = drawn
+    grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
+    assert [g.title.split(" in registers")[0] for g in grids] == sides
+    assert len({g.cell_px for g in grids}) == 1
