@@ -8,8 +8,9 @@ nothing yet.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, TypeGuard, cast
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -47,12 +48,17 @@ from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.records import record
 
 
-class Contradiction:
-    """An expression with no possible value (e.g. a tiling a transpose breaks)."""
+class Contradiction(enum.Enum):
+    """An expression with no possible value (e.g. a tiling a transpose breaks).
+
+    An enum of one member, so that the type checker narrows on ``is CONTRADICTION``.
+    """
+
+    CONTRADICTION = 0
 
 
 # The one instance: judging compares with it by identity.
-CONTRADICTION = Contradiction()
+CONTRADICTION: Final = Contradiction.CONTRADICTION
 
 # What a variable currently is: its value, or None while unknown.
 Lookup = Callable[[int], Const | None]
@@ -62,19 +68,20 @@ def simplify(expr: Expr, lookup: Lookup) -> Expr | Contradiction:
     # Dispatch on the exact class (expressions are final classes): this runs
     # for every constraint the search looks at, and a `match` on class
     # patterns costs several isinstance calls per expression.
-    kind = type(expr)
-    if kind is Var:
-        value = lookup(expr.id)  # type: ignore[union-attr]
+    if type(expr) is Var:
+        value = lookup(expr.id)
         return expr if value is None else value
+    kind = type(expr)
     if kind in _VALUE_TYPES:
         return expr
     step = _STEPS.get(kind)
     if step is None:
         raise TypeError(expr)
-    return step(expr, simplify(expr.expr, lookup))  # type: ignore[union-attr]
+    return step(expr, lookup)
 
 
-def _simplify_reduce(expr: Reduce, inner: Expr | Contradiction) -> Expr | Contradiction:
+def _simplify_reduce(expr: Reduce, lookup: Lookup) -> Expr | Contradiction:
+    inner = simplify(expr.expr, lookup)
     if isinstance(inner, Contradiction):
         return inner
     if isinstance(inner, Reg):
@@ -84,7 +91,8 @@ def _simplify_reduce(expr: Reduce, inner: Expr | Contradiction) -> Expr | Contra
     return Reduce(inner, expr.axes, expr.rank, expr.keep_dims)
 
 
-def _simplify_reshape(expr: Reshape, inner: Expr | Contradiction) -> Expr | Contradiction:
+def _simplify_reshape(expr: Reshape, lookup: Lookup) -> Expr | Contradiction:
+    inner = simplify(expr.expr, lookup)
     if isinstance(inner, Contradiction):
         return inner
     if isinstance(inner, Reg):
@@ -94,7 +102,8 @@ def _simplify_reshape(expr: Reshape, inner: Expr | Contradiction) -> Expr | Cont
     return Reshape(inner, expr.source_shape, expr.target_shape)
 
 
-def _simplify_transpose(expr: Transpose, inner: Expr | Contradiction) -> Expr | Contradiction:
+def _simplify_transpose(expr: Transpose, lookup: Lookup) -> Expr | Contradiction:
+    inner = simplify(expr.expr, lookup)
     if isinstance(inner, Contradiction):
         return inner
     if isinstance(inner, Smem):
@@ -106,7 +115,8 @@ def _simplify_transpose(expr: Transpose, inner: Expr | Contradiction) -> Expr | 
     return Transpose(inner, expr.permutation)
 
 
-def _simplify_collapse(expr: Collapse, inner: Expr | Contradiction) -> Expr | Contradiction:
+def _simplify_collapse(expr: Collapse, lookup: Lookup) -> Expr | Contradiction:
+    inner = simplify(expr.expr, lookup)
     if isinstance(inner, Contradiction):
         return inner
     if isinstance(inner, Smem):
@@ -119,7 +129,8 @@ def _simplify_collapse(expr: Collapse, inner: Expr | Contradiction) -> Expr | Co
     return Collapse(inner, expr.source_shape, expr.reassociation)
 
 
-_STEPS: dict[type, Callable[[Any, Expr | Contradiction], Expr | Contradiction]] = {
+# Each simplifies its inner expression, then itself.
+_STEPS: dict[type, Callable[[Any, Lookup], Expr | Contradiction]] = {
     Reduce: _simplify_reduce,
     Reshape: _simplify_reshape,
     Transpose: _simplify_transpose,
@@ -128,7 +139,7 @@ _STEPS: dict[type, Callable[[Any, Expr | Contradiction], Expr | Contradiction]] 
 _VALUE_TYPES = frozenset({Reg, Smem, Tmem})
 
 
-def is_value(expr: object) -> bool:
+def is_value(expr: object) -> TypeGuard[Const]:
     return type(expr) in _VALUE_TYPES
 
 
@@ -183,12 +194,12 @@ def _judge_relayout(c: Relayout, lookup: Lookup) -> Verdict:
         return FAILS
     if a == b:
         return HOLDS
-    a_is_reg = type(a) is Reg
-    if c.strict and a_is_reg and not a.is_splat:  # type: ignore[union-attr]
-        # Only splats change layout between producer and consumer.
-        return _equal(a, b)
-    if a_is_reg and type(b) is Reg:
-        return hl.relayout_allowed(a, b, c.bitwidth, c.strict)  # type: ignore[arg-type]
+    if type(a) is Reg:
+        if c.strict and not a.is_splat:
+            # Only splats change layout between producer and consumer.
+            return _equal(a, b)
+        if type(b) is Reg:
+            return hl.relayout_allowed(a, b, c.bitwidth, c.strict)
     return OPEN
 
 
@@ -197,7 +208,7 @@ def _judge_not_of_kind(c: NotOfKind, lookup: Lookup) -> Verdict:
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Reg:
-        return not (value.is_splat if c.kind is LayoutKind.SPLAT else value.is_strided)  # type: ignore[union-attr]
+        return not (value.is_splat if c.kind is LayoutKind.SPLAT else value.is_strided)
     return HOLDS if is_value(value) else OPEN
 
 
@@ -206,7 +217,7 @@ def _judge_store_registers(c: StoreRegisters, lookup: Lookup) -> Verdict:
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Reg:
-        return hl.stores_whole_registers(value, c.bitwidth)  # type: ignore[arg-type]
+        return hl.stores_whole_registers(value, c.bitwidth)
     return HOLDS if is_value(value) else OPEN
 
 
@@ -215,7 +226,7 @@ def _judge_register_bits(c: RegisterBits, lookup: Lookup) -> Verdict:
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Reg:
-        return hl.registers_hold_bits(value, c.bitwidth, c.multiple)  # type: ignore[arg-type]
+        return hl.registers_hold_bits(value, c.bitwidth, c.multiple)
     return HOLDS if is_value(value) else OPEN
 
 
@@ -224,7 +235,7 @@ def _judge_fully_tiled(c: FullyTiled, lookup: Lookup) -> Verdict:
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Reg:
-        layout = value.layout  # type: ignore[union-attr]
+        layout = value.layout
         if not isinstance(layout, fa.TiledLayout):
             return HOLDS
         tiled = len(layout.base_tile_shape)
@@ -241,9 +252,9 @@ def _judge_smem_transfer(c: SmemTransfer, lookup: Lookup) -> Verdict:
         return FAILS
     if type(s) is Smem and type(r) is Reg:
         return smem_transfer_supported(
-            s.tiling,  # type: ignore[union-attr]
-            s.swizzle,  # type: ignore[union-attr]
-            r.layout,  # type: ignore[union-attr]
+            s.tiling,
+            s.swizzle,
+            r.layout,
             c.shape,
             c.strides,
             c.bitwidth,
@@ -259,7 +270,7 @@ def _judge_tmem_transfer(c: TmemTransfer, lookup: Lookup) -> Verdict:
     if t is CONTRADICTION or r is CONTRADICTION:
         return FAILS
     if type(t) is Tmem and type(r) is Reg:
-        return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth, c.load)  # type: ignore[union-attr]
+        return tmem_transfer_supported(t.layout, r.layout, c.shape, c.bitwidth, c.load)
     return OPEN
 
 
@@ -269,7 +280,7 @@ def _judge_gmem_transfer(c: GmemTransfer, lookup: Lookup) -> Verdict:
         return FAILS
     if type(r) is Reg:
         return gmem_transfer_supported(
-            r.layout,  # type: ignore[union-attr]
+            r.layout,
             c.shape,
             c.strides,
             c.bitwidth,
@@ -307,7 +318,7 @@ def _judge_minor_tile_divisible(c: MinorTileDivisible, lookup: Lookup) -> Verdic
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Smem:
-        tiling = value.tiling  # type: ignore[union-attr]
+        tiling = value.tiling
         return not tiling or tiling[-1] % c.divisor == 0
     return OPEN
 
@@ -317,7 +328,7 @@ def _judge_tma_rows(c: TmaRows, lookup: Lookup) -> Verdict:
     if value is CONTRADICTION:
         return FAILS
     if type(value) is Smem:
-        tiling, swizzle = value.tiling, value.swizzle  # type: ignore[union-attr]
+        tiling, swizzle = value.tiling, value.swizzle
         if tiling is None and swizzle is None:
             return True
         if tiling is None and c.cp_async:
@@ -337,10 +348,13 @@ def _judge_broadcast(c: Broadcast, lookup: Lookup) -> Verdict:
     if a is CONTRADICTION or b is CONTRADICTION:
         return FAILS
     if type(a) is Reg and type(b) is Reg:
-        if a.is_strided and b.is_strided:  # type: ignore[union-attr]
-            return fa.is_supported_strided_layout_broadcast(a.layout, b.layout, c.dims)  # type: ignore[union-attr]
+        if a.is_strided and b.is_strided:
+            # What ``is_strided`` says each is.
+            a_layout = cast(fa.WGStridedFragLayout, a.layout)
+            b_layout = cast(fa.WGStridedFragLayout, b.layout)
+            return fa.is_supported_strided_layout_broadcast(a_layout, b_layout, c.dims)
         # The Equal(src, reduce(dst)) beside it carries the real requirement.
-        return type(a.layout) is type(b.layout)  # type: ignore[union-attr]
+        return type(a.layout) is type(b.layout)
     return OPEN
 
 
@@ -366,9 +380,9 @@ _COMPLETE_JUDGES = {**_JUDGES, GmemTransfer: _judge_gmem_transfer}
 
 def _equal(a: Expr, b: Expr) -> Verdict:
     if isinstance(a, Var) and is_value(b):
-        return Forces(a.id, b)  # type: ignore[arg-type]
+        return Forces(a.id, b)
     if isinstance(b, Var) and is_value(a):
-        return Forces(b.id, a)  # type: ignore[arg-type]
+        return Forces(b.id, a)
     if is_value(a) and is_value(b):
         return FAILS
     return OPEN
