@@ -30,6 +30,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from smalto.constraints import (
     Constraint,
     Equal,
+    Expr,
     Fixed,
     OneOf,
     Relayout,
@@ -40,7 +41,7 @@ from smalto.constraints import (
 from smalto.hw import layouts as hl
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 from smalto.program import Kind
-from smalto.solve.evaluate import simplify
+from smalto.solve.evaluate import Contradiction, simplify
 
 _NAMED_TILED = (
     hl.WGMMA,
@@ -159,27 +160,27 @@ def close(
     ``canonical(value, value)``: the one object for a value added (``dict.setdefault``
     of the caller's table), where the caller keeps one.
     """
-    links: list[tuple[int, object, int]] = []
+    links: list[tuple[int, Expr, int]] = []
     for c in constraints:
         if type(c) is Equal:
-            pairs = ((c.lhs, c.rhs), (c.rhs, c.lhs))  # type: ignore[union-attr]
+            pairs = ((c.lhs, c.rhs), (c.rhs, c.lhs))
         elif type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
             # A producer and its consumer: each may take the other's layouts.
-            pairs = ((c.source, c.target), (c.target, c.source))  # type: ignore[union-attr]
+            pairs = ((c.source, c.target), (c.target, c.source))
         else:
             continue
-        for target, expr in pairs:
-            source = _only_var(expr)
-            if type(target) is Var and source is not None and root[source] != root[target.id]:  # type: ignore[union-attr]
-                links.append((root[target.id], expr, root[source]))  # type: ignore[union-attr]
+        for near, far in pairs:
+            source = _only_var(far)
+            if type(near) is Var and source is not None and root[source] != root[near.id]:
+                links.append((root[near.id], far, root[source]))
     links = [link for link in links if link[0] in domains and link[2] in domains]
     if not links:
         return
     # What a link carries: a register domain's tiled layouts, which come first in it
     # (``_first_untiled``). They only grow, at their end: each link reads on from where
     # it stopped, so each value goes through each link once.
-    tiled = {
-        slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled]  # type: ignore[union-attr]
+    tiled: dict[int, list[Const]] = {
+        slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled]
         for target, _, source in links
         for slot in (target, source)
     }
@@ -197,15 +198,16 @@ def close(
             carried[index] = len(values)
             for value in values[start:]:
                 if type(expr) is Var:
-                    out: object = value  # a producer and its consumer: the layout itself
+                    # A producer and its consumer: the layout itself.
+                    out: Expr | Contradiction = value
                 else:
 
                     def lookup(v: int, value: Const = value, source: int = source) -> Const | None:
                         return value if root[v] == source else None
 
-                    out = simplify(expr, lookup)  # type: ignore[arg-type]
+                    out = simplify(expr, lookup)
                 if type(out) is Reg and out not in seen[target] and fits(target, out):
-                    out = canonical(out, out)  # type: ignore[arg-type]
+                    out = canonical(out, out)
                     seen[target].add(out)
                     tiled[target].append(out)
                     added.setdefault(target, []).append(out)
@@ -219,14 +221,14 @@ def close(
 def _only_var(expr: object) -> int | None:
     """The variable an expression is built on (through its ``expr`` chain), if any."""
     while type(expr) is not Var and hasattr(expr, "expr"):
-        expr = expr.expr  # type: ignore[attr-defined]
-    return expr.id if type(expr) is Var else None  # type: ignore[attr-defined]
+        expr = expr.expr
+    return expr.id if type(expr) is Var else None
 
 
 def _first_untiled(values: list[Const]) -> int:
     """Where the strided and splat layouts start in a register domain."""
     return next(
-        (i for i, v in enumerate(values) if type(v) is Reg and not v.is_tiled),  # type: ignore[union-attr]
+        (i for i, v in enumerate(values) if type(v) is Reg and not v.is_tiled),
         len(values),
     )
 
@@ -261,7 +263,13 @@ def _register_values(
     tiled, strided = _hardware_register_values(shape, variable.bitwidth, min_rank, extra, widened)
     values += tiled
     values += strided
-    values += [v for v in mentioned if type(v) is Reg and v.is_strided and v.layout.shape == shape]
+    values += [
+        v
+        for v in mentioned
+        if type(v) is Reg
+        and isinstance(v.layout, fa.WGStridedFragLayout)
+        and v.layout.shape == shape
+    ]
     values.append(hl.splat(shape))
     return values
 
