@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import cast
 
 from smalto.constraints import (
     Constraint,
@@ -86,6 +87,12 @@ class Propagation:
     lowering requirements hold from the start.
     """
 
+    # The slots whose value cannot be a splat (``_add_not_splat_closure``).
+    not_splat: set[int]
+    # The value of variable ``v`` (its slot's), or None: a closure over the state's
+    # lists, made in ``__init__`` (judging a constraint calls it for every variable).
+    lookup: Callable[[int], Const | None]
+
     def __init__(
         self,
         system: System,
@@ -133,32 +140,38 @@ class Propagation:
         # to the constraint it replaces (what a diagnosis names).
         self.original: dict[Constraint, Constraint] = {}
         # Sorted out on the way, for the set-up steps below.
-        not_splat: list[NotOfKind] = []
-        var_relayouts: list[Relayout] = []
-        var_divides: list[Divides] = []
+        # Each by its variables' ids (the type checker knows them as variables).
+        not_splat: list[int] = []  # the variable of each NotOfKind(splat)
+        var_relayouts: list[tuple[int, int, Relayout]] = []  # (source, target, relayout)
+        var_divides: list[tuple[int, tuple[int, ...]]] = []  # (variable, multiple)
         for c in system.constraints:
             # Expressions and constraints are final classes: `type(...) is`
             # tests them in a fraction of isinstance's time.
-            kind = type(c)
-            if kind is Equal and type(c.lhs) is Var and type(c.rhs) is Var:
-                a, b = find(c.lhs.id), find(c.rhs.id)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-                continue
-            if widened and kind is Relayout:
-                lowered = lowered_relayout(c, program)
-                if lowered is not None:
-                    self.original[lowered] = c
-                    c = lowered
+            if type(c) is Equal:
+                lhs, rhs = c.lhs, c.rhs
+                if type(lhs) is Var and type(rhs) is Var:
+                    a, b = find(lhs.id), find(rhs.id)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+                    continue
+            elif type(c) is Relayout:
+                if widened:
+                    lowered = lowered_relayout(c, program)
+                    if lowered is not None:
+                        self.original[lowered] = c
+                        c = lowered
+                source, target = c.source, c.target
+                if type(source) is Var and type(target) is Var:
+                    var_relayouts.append((source.id, target.id, c))
+            elif type(c) is NotOfKind:
+                expr = c.expr
+                if c.kind is LayoutKind.SPLAT and type(expr) is Var:
+                    not_splat.append(expr.id)
+            elif type(c) is Divides:
+                expr = c.expr
+                if type(expr) is Var:
+                    var_divides.append((expr.id, c.multiple))
             self.constraints.append(c)
-            if kind is Relayout:
-                if type(c.source) is Var and type(c.target) is Var:
-                    var_relayouts.append(c)
-            elif kind is NotOfKind:
-                if c.kind is LayoutKind.SPLAT and type(c.expr) is Var:
-                    not_splat.append(c)
-            elif kind is Divides and type(c.expr) is Var:
-                var_divides.append(c)
         root = self.root = list(map(find, range(n)))
         self._add_not_splat_closure(not_splat, var_relayouts)
         # A strict relayout from a value that cannot be a splat holds only as
@@ -167,9 +180,9 @@ class Propagation:
         # both searches in step (no candidate or fuel goes to a forced value).
         # (Not when widened: there the lowering's relayouts are allowed too.)
         joined = False
-        for c in () if widened else var_relayouts:
-            if c.strict and root[c.source.id] in self.not_splat:  # type: ignore[union-attr]
-                a, b = find(c.source.id), find(c.target.id)  # type: ignore[union-attr]
+        for source_id, target_id, c in () if widened else var_relayouts:
+            if c.strict and root[source_id] in self.not_splat:
+                a, b = find(source_id), find(target_id)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
                     joined = True
@@ -210,6 +223,7 @@ class Propagation:
         # hold in JAX's order); judged again when that search starts.
         self.complete_only: list[int] = []
         for ci, c in enumerate(self.constraints):
+            slots: tuple[int, ...]
             if type(c) is Relayout and type(c.source) is Var and type(c.target) is Var:
                 # Most constraints are producer/consumer relayouts between two
                 # variables: their slots without the general expression walk.
@@ -249,24 +263,24 @@ class Propagation:
         def lookup(v: int) -> Const | None:
             return value_of[root_of[v]]
 
-        self.lookup = lookup  # type: ignore[method-assign]
+        self.lookup = lookup
 
     # --- set-up ----------------------------------------------------------------------
 
     def _add_not_splat_closure(
-        self, not_splat_constraints: list[NotOfKind], relayouts: list[Relayout]
+        self, not_splat_vars: list[int], relayouts: list[tuple[int, int, Relayout]]
     ) -> None:
         """A value that cannot be a splat passes that on to what it relayouts into.
 
         Only splats may change layout, so the target of a relayout from a
         non-splat equals it. Stating this up front prunes dead branches early.
-        ``relayouts`` are those between two variables.
+        ``relayouts`` are those between two variables (source, target, relayout).
         """
         root = self.root
-        not_splat = {root[c.expr.id] for c in not_splat_constraints}  # type: ignore[union-attr]
+        not_splat = {root[v] for v in not_splat_vars}
         edges: dict[int, list[tuple[int, Relayout]]] = {}
-        for c in relayouts:
-            edges.setdefault(root[c.source.id], []).append((c.target.id, c))  # type: ignore[union-attr]
+        for source, target, c in relayouts:
+            edges.setdefault(root[source], []).append((target, c))
         stack = list(not_splat)
         while stack:
             for target, c in edges.get(stack.pop(), ()):
@@ -276,12 +290,14 @@ class Propagation:
                     self.constraints.append(NotOfKind(Var(target), LayoutKind.SPLAT, c.origin))
         self.not_splat = not_splat
 
-    def _merged_divides(self, divides: list[Divides]) -> dict[int, tuple[int, ...]]:
-        """Per slot, the divisibility requirements on it (of variables), merged."""
+    def _merged_divides(
+        self, divides: list[tuple[int, tuple[int, ...]]]
+    ) -> dict[int, tuple[int, ...]]:
+        """Per slot, the divisibility requirements on it (variable, multiple), merged."""
         merged: dict[int, tuple[int, ...]] = {}
-        for c in divides:
-            r = self.root[c.expr.id]  # type: ignore[union-attr]
-            merged[r] = hl.merge_multiples(merged[r], c.multiple) if r in merged else c.multiple
+        for var, multiple in divides:
+            r = self.root[var]
+            merged[r] = hl.merge_multiples(merged[r], multiple) if r in merged else multiple
         return merged
 
     # --- state ---------------------------------------------------------------------
@@ -290,21 +306,17 @@ class Propagation:
         """The merged divisibility requirement on a variable's slot (shared by equal refs)."""
         return self.divides.get(self.root[v])
 
-    def lookup(self, v: int) -> Const | None:
-        """The value of variable ``v`` (its slot's), or None; replaced per solver by a closure."""
-        return self.value[self.root[v]]
-
     def _fits(self, slot: int, value: Const) -> bool:
         """Whether every variable of the slot can take ``value`` (JAX's valid assignment)."""
         if type(value) is Smem:
             valid = hl.smem_valid
             for shape, strides, bitwidth in self.smem_types.get(slot, ()):
-                if not valid(value, shape, strides, bitwidth):  # type: ignore[arg-type]
+                if not valid(value, shape, strides, bitwidth):
                     return False
             return True
         if type(value) is Tmem:
             return all(
-                hl.tmem_fits(value, shape, bitwidth)  # type: ignore[arg-type]
+                hl.tmem_fits(value, shape, bitwidth)
                 for shape, bitwidth in self.tmem_types.get(slot, ())
             )
         fits = hl.fits
@@ -317,9 +329,9 @@ class Propagation:
         """Whether this one variable can take ``value`` (what a candidate is tested on)."""
         v = self.system.variables[var]
         if type(value) is Smem:
-            return hl.smem_valid(value, *_smem_type(v))  # type: ignore[arg-type]
+            return hl.smem_valid(value, *_smem_type(v))
         if type(value) is Tmem:
-            return hl.tmem_fits(value, v.shape, v.bitwidth)  # type: ignore[arg-type]
+            return hl.tmem_fits(value, v.shape, v.bitwidth)
         return hl.fits(value, v.shape)
 
     def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
@@ -447,8 +459,9 @@ class Propagation:
             elif isinstance(c, NotOfKind) and isinstance(c.expr, Var):
                 if self.root[c.expr.id] in slots:
                     elements.append(c)
-        original = self.original
-        return list(dict.fromkeys(original.get(e, e) for e in elements))  # type: ignore[arg-type]
+        # No Fixed is a key: each stands for itself.
+        original = cast("dict[Constraint | Fixed, Constraint]", self.original)
+        return list(dict.fromkeys(original.get(e, e) for e in elements))
 
     def open_variables(self) -> list[int]:
         return [v.id for v in self.system.variables if self.value[self.root[v.id]] is None]
