@@ -221,7 +221,7 @@ class Candidates:
         attr = list(ir.ArrayAttr(self.program.ops[op_id].operation.attributes[attribute]))[position]
         try:
             old: Const = (
-                encode.decode_transforms(attr)
+                encode.decode_transforms(ir.ArrayAttr(attr))
                 if attribute == "in_transforms"
                 else Reg(encode.decode_layout(attr))
             )

@@ -67,9 +67,10 @@ def describe_conflict(
         if fix is not None:
             owned.update(fix.ops)
         problems.append((core, minimal, fix))
-        current = _past(current, core, fix)
-        if current is None:
+        past = _past(current, core, fix)
+        if past is None:
             break
+        current = past
         failed = Solver(current, program, arch, 5_000, widened=True)
         try:
             if failed.solve(guided=False) or getattr(failed, "empty_slot", None) is not None:

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from smalto.constraints import (
     Collapse,
     Constraint,
     Equal,
+    Expr,
     Fixed,
     Reduce,
     Reshape,
@@ -104,14 +106,17 @@ def _hints(
 
 def _renamed(c: Constraint, ids: dict[int, int]) -> Constraint:
     fields = _FIELDS.get(type(c).__name__, ("expr",))
-    return dataclasses.replace(c, **{f: _expr(getattr(c, f), ids) for f in fields})  # type: ignore[type-var]
+    # (Which fields hold expressions depends on the constraint's kind, a table mypy cannot
+    # follow into replace's keywords.)
+    renamed: dict[str, Any] = {f: _expr(getattr(c, f), ids) for f in fields}
+    return dataclasses.replace(c, **renamed)
 
 
-def _expr(expr: object, ids: dict[int, int]) -> object:
-    if type(expr) is Var:
+def _expr(expr: Expr, ids: dict[int, int]) -> Expr:
+    if isinstance(expr, Var):
         return Var(ids[expr.id])
     if isinstance(expr, _WRAPPERS):
-        return dataclasses.replace(expr, expr=_expr(expr.expr, ids))  # type: ignore[type-var]
+        return dataclasses.replace(expr, expr=_expr(expr.expr, ids))
     return expr
 
 

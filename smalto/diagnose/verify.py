@@ -154,8 +154,8 @@ def try_edits(
         # JAX's own lowering (where the module has its launch) runs on the edit printed
         # first: an edit it rejects is not suggested. It costs many times the rest of
         # the trial, so the edits after it are verified by inference and the checker.
-        first = not trial.verified and budget.lower
-        verdict = works_on_copy(module, edit, arch, lower=first, background=background)
+        lower_it = not trial.verified and budget.lower
+        verdict = works_on_copy(module, edit, arch, lower=lower_it, background=background)
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
         if verdict:
@@ -169,8 +169,8 @@ def try_edits(
                 break
     # After the first (the likeliest, and the one JAX's lowering ran on), the edits that
     # work with JAX's own pass too before those that need smalto installed.
-    first, *others = trial.verified or [None]
-    if first is not None:
+    if trial.verified:
+        first, *others = trial.verified
         trial.verified = [first, *sorted(others, key=lambda e: e in trial.needs_smalto)]
     trial.seconds = time.monotonic() - start
     return trial
@@ -287,14 +287,14 @@ def works_on_copy(
                 apply(made, ops)
             # Decided as inference decides it (the widened search included).
             try:
-                inference = solve_copy(clone, arch, _FUEL)  # type: ignore[arg-type]
+                inference = solve_copy(clone, arch, _FUEL)
             except Failure:
                 return Verdict(False)
             write(inference)
             # JAX's order answers only as JAX's pass does; the complete and widened
             # searches find what it does not.
             needs_smalto = bool(inference.solver.complete)
-        if check(clone, arch):  # type: ignore[arg-type]
+        if check(clone, arch):
             return Verdict(False)
         if not lower:
             # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
