@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import TextIO
+from typing import TextIO, cast
 
 from jax._src.lib.mlir import ir
 
@@ -69,7 +69,8 @@ def solve_module(
     ``allow_unoptimized``, then with the fewest transfers made unoptimized.
     Must run inside the module's context (``infer_layout`` takes care of it).
     """
-    arch = tuple(arch)  # type: ignore[assignment]
+    # A caller may pass the pair as a list: a tuple from here on.
+    arch = cast(tuple[int, int], tuple(arch))
     try:
         return solve_as_written(module, fuel, arch, dump_to)
     except Failure as found:

@@ -22,8 +22,12 @@ transforms fit no transfer, an unaligned TMA index) it is JAX's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
+
+from jax._src.lib.mlir import ir
 
 from smalto.constraints import (
+    Constraint,
     Divides,
     Equal,
     LayoutKind,
@@ -38,7 +42,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import layout_text, ref_text
 from smalto.hw.values import Const, Reg, Smem
 from smalto.program import Op, Program
-from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
+from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, Lookup, judge, simplify
 
 UNSATISFIABLE = (
     f"{FAILURE_PREFIX}. This should only happen if user-provided layout casts are "
@@ -152,11 +156,11 @@ def _values_at_contradiction(system: System) -> tuple[dict[int, Const] | None, i
     return None, None
 
 
-def _into_splat(c: object, lookup: object, not_splat: set[int]) -> bool:
+def _into_splat(c: Constraint, lookup: Lookup, not_splat: set[int]) -> bool:
     """A relayout of a value that cannot be splat into a splat: never holds."""
     if not (isinstance(c, Relayout) and isinstance(c.source, Var) and c.source.id in not_splat):
         return False
-    target = simplify(c.target, lookup)  # type: ignore[arg-type]
+    target = simplify(c.target, lookup)
     return isinstance(target, Reg) and target.is_splat
 
 
@@ -319,8 +323,9 @@ def _copies_of(program: Program, system: System, groups: dict[int, int], group: 
 
 def _index_operands(op: Op) -> list[int]:
     """Value ids of a TMA copy's indices (the segment after ref, ref and barrier operands)."""
-    sizes = op.operation.attributes["operandSegmentSizes"]
-    segments = [sizes[i] for i in range(len(sizes))]  # type: ignore[index, arg-type]
+    # The bindings hand the attribute back as its own class; their stubs say only Attribute.
+    sizes = cast(ir.DenseI32ArrayAttr, op.operation.attributes["operandSegmentSizes"])
+    segments = [sizes[i] for i in range(len(sizes))]
     position = _TMA_COPIES[op.name]
     start = sum(segments[:position])
     return list(op.operands[start : start + segments[position]])

@@ -103,7 +103,8 @@ class UnshapedValue(Value):
     bitwidth = None
     strides = None
     transformable = False
-    # One shared empty tuple, not a list each: nothing is appended to an unshaped value's uses.
+    # One shared empty tuple, not a list each: nothing is appended to an unshaped value's uses
+    # (so the tuple stands where Value declares a list, which mypy cannot be told).
     uses = ()  # type: ignore[assignment]
     info = None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints import (
@@ -441,7 +442,7 @@ def _fits_register(value: Reg, shape: tuple[int, ...]) -> bool:
     if value.is_splat:
         return False
     layout = value.layout
-    if value.is_tiled and len(layout.base_tile_shape) != len(shape):  # type: ignore[union-attr]
+    if isinstance(layout, fa.TiledLayout) and len(layout.base_tile_shape) != len(shape):
         return False
     return hl.fits(value, shape)
 

@@ -12,7 +12,10 @@ tests), there is nothing to rebuild it from and the lowering is not run.
 
 from __future__ import annotations
 
+from typing import cast
+
 from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import gpu
 
 # The ops whose lowering requires the kernel to be collective throughout or not at all
 # (``LoweringContext.check_collective``): a requirement not about layouts, so not the
@@ -61,7 +64,10 @@ def lower_in_own_launch(module: ir.Operation) -> None:
     if cluster is None:
         raise NoLaunchContext("a cluster size that is not a constant")
     with module.context, ir.Location.unknown(module.context):
-        context = lc.LaunchContext(view, lc.Scratch(launch.opview), cluster, buffers)  # type: ignore[arg-type]
+        scratch = lc.Scratch(cast(gpu.LaunchOp, launch.opview))  # a gpu.launch (``_launches``)
+        # JAX's annotations ask for an ir.Module; the copy here is a module op, whose view has
+        # the same ``body`` and ``context`` the lowering reads (no type of the stubs says so).
+        context = lc.LaunchContext(view, scratch, cluster, buffers)  # type: ignore[arg-type]
         dialect_lowering.lower_mgpu_dialect(view, context)  # type: ignore[arg-type]
         context.scratch.finalize_size()
         module.verify()
@@ -124,8 +130,8 @@ def _launches(module: ir.Operation) -> list[ir.Operation]:
 
 def _cluster_size(launch: ir.Operation) -> tuple[int, int, int] | None:
     """The launch's cluster size, (1, 1, 1) without one; None if it is not constant."""
-    view = launch.opview
-    sizes = [view.clusterSizeX, view.clusterSizeY, view.clusterSizeZ]  # type: ignore[attr-defined]
+    view = cast(gpu.LaunchOp, launch.opview)  # only gpu.launch ops come here (``_launches``)
+    sizes = [view.clusterSizeX, view.clusterSizeY, view.clusterSizeZ]
     if all(size is None for size in sizes):
         return (1, 1, 1)
     out = []

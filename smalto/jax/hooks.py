@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Literal
+from typing import Any, Literal, cast
 
 import jax
 from jax._src.lib.mlir import ir
@@ -137,13 +137,13 @@ def _forced_arch() -> tuple[int, int]:
 def jax_infer_layout() -> Callable[..., None]:
     """JAX's own ``infer_layout``, whether or not the hook is installed."""
     mgpu, _, _ = _jax_modules()
-    return _HOOKS.original(mgpu, "infer_layout")  # type: ignore[return-value]
+    return cast(Callable[..., None], _HOOKS.original(mgpu, "infer_layout"))
 
 
 def jax_infer_arch() -> Callable[[], tuple[int, int]]:
     """JAX's own ``utils._infer_arch``, whether or not an architecture is forced."""
     _, _, utils = _jax_modules()
-    return _HOOKS.original(utils, "_infer_arch")  # type: ignore[return-value]
+    return cast(Callable[[], tuple[int, int]], _HOOKS.original(utils, "_infer_arch"))
 
 
 def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int] = (9, 0)) -> None:
@@ -156,9 +156,12 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
     """
     with _HOOKS.lock:
         use_smalto = _HOOKS.use_smalto
-        options = dict(_HOOKS.options)
+        # Keywords ``set_options`` checked by name; their values reach the pass as given.
+        options: dict[str, Any] = dict(_HOOKS.options)
         observers = list(_HOOKS.observers)
-    call = InferenceCall(module, tuple(arch), fuel, "smalto" if use_smalto else "jax")  # type: ignore[arg-type]
+    # The arch may come as a list: the observers and the pass get a tuple.
+    arch = cast(tuple[int, int], tuple(arch))
+    call = InferenceCall(module, arch, fuel, "smalto" if use_smalto else "jax")
     for observer in observers:
         observer.before(call)
     try:
@@ -166,9 +169,9 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
             import smalto
 
             if fuel is None:
-                smalto.infer_layout(module, arch=call.arch, **options)  # type: ignore[arg-type]
+                smalto.infer_layout(module, arch=call.arch, **options)
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)  # type: ignore[arg-type]
+                smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
         else:
             original = jax_infer_layout()
             if fuel is None:

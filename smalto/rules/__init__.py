@@ -14,6 +14,7 @@ ops whose operands the pass tells the reader to read.
 from __future__ import annotations
 
 from functools import cache
+from typing import cast
 
 from smalto.constraints import Constraint, Relayout, Role, System, Var
 from smalto.program import OPAQUE_REGIONS, Kind, Program, within
@@ -113,8 +114,11 @@ def vector_relayouts(ctx: RuleContext) -> list[Constraint]:
                 vid = op.operands[index]
                 used_in[(op_id, index)] = var
             else:
+                # A block argument's site names its region (Site.region is None elsewhere).
                 vid = (
-                    op.results[index] if role is _RESULT else op.regions[region][0][0][index]  # type: ignore[index]
+                    op.results[index]
+                    if role is _RESULT
+                    else op.regions[cast(int, region)][0][0][index]
                 )
                 defined_in[vid] = var
             entries.append((op_id, role is _OPERAND, index, vid))

@@ -7,6 +7,8 @@ index.
 
 from __future__ import annotations
 
+from typing import cast
+
 from jax._src.lib.mlir import ir
 
 from smalto.program import Program
@@ -30,11 +32,12 @@ def segment(operation: ir.Operation, index: int) -> range:
     Computed from ``operandSegmentSizes``: an absent optional operand (a
     size-0 segment) shifts every later one.
     """
-    sizes = operation.attributes["operandSegmentSizes"]
+    # The bindings hand the attribute back as its own class; their stubs say only Attribute.
+    sizes = cast(ir.DenseI32ArrayAttr, operation.attributes["operandSegmentSizes"])
     start = 0
     for i in range(index):
-        start += sizes[i]  # type: ignore[index]
-    return range(start, start + sizes[index])  # type: ignore[index]
+        start += sizes[i]
+    return range(start, start + sizes[index])
 
 
 def strict_cast(program: Program, op_id: int) -> bool:
