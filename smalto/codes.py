@@ -215,11 +215,34 @@ layout casts are unsatisfiable. ...""",
                 "declare a ref without transforms: inference gives it the other's",
             ),
         ),
+        Code(
+            "SM010",
+            "a TMA gather or scatter the hardware cannot do",
+            """\
+x_smem: plgpu.SMEM((64, 8), jnp.bfloat16)           # rows of 8 bf16: 16 bytes
+plgpu.copy_gmem_to_smem(x_gmem.at[rows], x_smem, barrier)   # rows: a vector of indices
+
+Failed to infer a possible set of layouts: Cannot assign layout to async load with gather \
+indices since minor dim=8 is not divisible by divisor=16 bits. ...""",
+            "A TMA gather (scatter) moves 4 rows at once, each 256-bit aligned in SMEM: the "
+            "row it writes must be a multiple of 32 bytes (16 bf16, 8 f32). No layout or "
+            "tiling changes that: the copy's shape does.",
+            (
+                "gather wider rows (widen the slice of the minor dim, padding the GMEM "
+                "array if needed) and use the part you need",
+                "copy the rows without gather indices (one copy per row, or a strided copy)",
+            ),
+        ),
     )
 }
 
 # The code where no more specific one applies.
 GENERIC = "SM001"
+
+
+def code_line(code: str) -> str:
+    """``error[SM004]: <its title> (`smalto explain SM004`)``: the last line of a problem."""
+    return f"error[{code}]: {CODES[code].title} (`smalto explain {code}`)"
 
 
 def is_code(text: str) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smalto.codes import CODES, GENERIC
+from smalto.codes import GENERIC, code_line
 from smalto.constraints import (
     Broadcast,
     Divides,
@@ -113,8 +113,7 @@ class ConflictReport:
 
     def code_line(self) -> str:
         """``error[SM004]: <its title> (`smalto explain SM004`)``: the last line of a problem."""
-        code = self.code
-        return f"error[{code}]: {CODES[code].title} (`smalto explain {code}`)"
+        return code_line(self.code)
 
     def fix_lines(self) -> list[str]:
         """The verified fixes, each with the source line it changes (where found); the

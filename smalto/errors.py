@@ -48,8 +48,12 @@ class InferenceError(ValueError):
         conflict: object | None = None,
         phrase: str | None = None,
         diagnose: Callable[[], tuple[str, object | None]] | None = None,
+        code: str | None = None,
     ) -> None:
         self.phrase = phrase
+        # The kind of failure (``smalto.codes``) where no conflict report says it: a
+        # refusal a rule makes outright (a gather the hardware cannot do).
+        self.code = code
         self._reason, self._conflict = reason, conflict
         self._diagnose = diagnose
         super().__init__(self._message(reason) if diagnose is None else phrase or FAILURE_PREFIX)

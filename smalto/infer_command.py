@@ -392,7 +392,8 @@ def with_source_edits(
         edits = getattr(report, "edits", None) or []
         for edit, edit_entry in zip(edits, entry.get("edits") or [], strict=False):
             edit_entry["fix"] = source_edit(edit, read, code=code, problem=number).as_json()
-    document["code"] = documents[0].get("code") if documents else None
+    # (A refusal a rule makes outright has no problem of its own, its code on the error.)
+    document["code"] = documents[0].get("code") if documents else getattr(error, "code", None)
     if documents:
         document["edits"] = documents[0].get("edits", document.get("edits"))
     return document

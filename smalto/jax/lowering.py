@@ -10,7 +10,6 @@ failure says at which stage it broke.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -23,6 +22,7 @@ from smalto.jax.capture import (
     inference_error,
     lower_for_cuda,
     recording,
+    rejected_after_inference,
 )
 from smalto.jax.hooks import Pass, options_in_force, set_options, set_smalto
 
@@ -120,26 +120,9 @@ def lower(
 def _failed_stage(raised: BaseException, recorder: Recorder) -> Stage:
     if inference_error(raised, recorder) is not None:
         return "inference"
-    # JAX lowers each module right after inferring it, inside
-    # ``core.lower_mgpu_module``: an error from there, after the last recorded
-    # call succeeded, is that module's dialect lowering or verification.
-    if recorder.captured and recorder.captured[-1].ok and _raised_in_lower_mgpu_module(raised):
+    if rejected_after_inference(raised, recorder):
         return "after inference"
     return "before inference"
-
-
-def _raised_in_lower_mgpu_module(raised: BaseException) -> bool:
-    # JAX may filter its own frames out of the traceback that reaches the
-    # user, keeping the full one on a chained exception: look at the chain.
-    seen: set[int] = set()
-    current: BaseException | None = raised
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        frames = traceback.extract_tb(current.__traceback__)
-        if any(frame.name == "lower_mgpu_module" for frame in frames):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def _message(

@@ -12,6 +12,7 @@ from typing import cast
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
+from smalto.codes import code_line
 from smalto.constraints import (
     Broadcast,
     Divides,
@@ -42,6 +43,9 @@ from smalto.hw.values import Reg, Smem
 from smalto.locations import op_text
 from smalto.program import Kind, Op
 from smalto.rules.context import RuleContext, rule
+
+# The failure code of a gather (scatter) no layout makes possible (``smalto.codes``).
+TMA_GATHER = "SM010"
 
 # The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
 _WGMMA = Reg(hl.WGMMA)
@@ -473,7 +477,8 @@ def async_copy(ctx: RuleContext, op: Op) -> None:
                 f"\nsuggestion: gather rows of {-(-lengths[-1] // divisor) * divisor} elements "
                 f"instead of {lengths[-1]} (widen the slice of the minor dim, padding the "
                 "GMEM array if needed, and use the part you need), or copy the rows without "
-                "gather indices"
+                f"gather indices\n{code_line(TMA_GATHER)}",
+                code=TMA_GATHER,
             )
         ctx.require(MinorTileDivisible(expr, divisor, op.id))
     ctx.add_sites(var, Site(op.id, Role.OPERAND, smem_operand))
