@@ -105,13 +105,7 @@ def source_name(
     if parsed is None:
         return None
     code, tree, at = parsed
-    starting = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.expr)
-        and node.col_offset == at
-        and not isinstance(getattr(node, "ctx", None), ast.Store)
-    ]
+    starting = _starting(tree, at)
     if not starting:
         return None
     named = [n for n in starting if isinstance(n, ast.Call) and _calls(n, primitive)]
@@ -134,6 +128,17 @@ def source_name(
     if len(text) > 40 and isinstance(node, ast.Call):
         text = f"{ast.get_source_segment(code, node.func)}(...)"
     return text if 0 < len(text) <= 40 else None
+
+
+def _starting(tree: ast.AST, at: int) -> list[ast.expr]:
+    """The expressions of ``tree`` read (not assigned to) that start at column ``at``."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.expr)
+        and node.col_offset == at
+        and not isinstance(getattr(node, "ctx", None), ast.Store)
+    ]
 
 
 def _calls(call: ast.Call, primitive: str | None) -> bool:
@@ -353,13 +358,7 @@ def expression_at(line: str, column: int, primitive: str | None = None) -> str |
     if parsed is None:
         return None
     code, tree, at = parsed
-    starting = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.expr)
-        and node.col_offset == at
-        and not isinstance(getattr(node, "ctx", None), ast.Store)
-    ]
+    starting = _starting(tree, at)
     named = [n for n in starting if isinstance(n, ast.Call) and _calls(n, primitive)]
     if not (named or starting):
         return None
