@@ -219,14 +219,17 @@ def inference_error(raised: BaseException, recorder: Recorder) -> BaseException 
 
 
 def _caused_by(raised: BaseException, error: BaseException) -> bool:
+    return any(current is error for current in _chain(raised))
+
+
+def _chain(raised: BaseException) -> Iterator[BaseException]:
+    """``raised``, then what caused it (or was being handled), each once."""
     seen: set[int] = set()
     current: BaseException | None = raised
     while current is not None and id(current) not in seen:
-        if current is error:
-            return True
+        yield current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
 
 
 def rejected_after_inference(raised: BaseException, recorder: Recorder) -> bool:
@@ -246,12 +249,8 @@ def rejected_after_inference(raised: BaseException, recorder: Recorder) -> bool:
 def _raised_in_lower_mgpu_module(raised: BaseException) -> bool:
     # JAX may filter its own frames out of the traceback that reaches the
     # user, keeping the full one on a chained exception: look at the chain.
-    seen: set[int] = set()
-    current: BaseException | None = raised
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        frames = traceback.extract_tb(current.__traceback__)
-        if any(frame.name == "lower_mgpu_module" for frame in frames):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(
+        frame.name == "lower_mgpu_module"
+        for current in _chain(raised)
+        for frame in traceback.extract_tb(current.__traceback__)
+    )
