@@ -79,7 +79,7 @@ def _clue(program: Program, reduction: Op, sources: Sources) -> AxisClue | None:
     if placed == kept:
         return None
     family = _tile_family(operation)
-    reduced = _quoted(_words(reduction, sources, expression=True)) or op_text(reduction)
+    reduced = _quoted(_words(reduction, sources)) or op_text(reduction)
     expanded = _quoted(_expansion(expander, sources)) or f"the broadcast {op_text(expander)}"
     wanted_axis = 1 - placed
     now = _layout(family, kept)
@@ -180,25 +180,25 @@ def _where(op: Op) -> str:
     return str(position) if position is not None else op.name
 
 
-def _words(op: Op, sources: Sources, *, expression: bool) -> str | None:
-    position = file_position(op.location)
+def _line(location: ir.Location, sources: Sources) -> tuple[str, int] | None:
+    """The source line at ``location`` and the column in it, where the file is found."""
+    position = file_position(location)
     if position is None:
         return None
     line = sources.line(position.file, position.line)
-    if line is None:
-        return None
-    return expression_at(line, position.column, location_name(op.location)) if expression else None
+    return None if line is None else (line, position.column)
+
+
+def _words(op: Op, sources: Sources) -> str | None:
+    """The author's expression that makes the op's value (``s.max(axis=0)``)."""
+    found = _line(op.location, sources)
+    return None if found is None else expression_at(*found, location_name(op.location))
 
 
 def _expansion(op: ir.Operation, sources: Sources) -> str | None:
     """The author's expression that lays the values down (``m[:, None]``)."""
-    position = file_position(op.location)
-    if position is None:
-        return None
-    line = sources.line(position.file, position.line)
-    if line is None:
-        return None
-    return expansion_at(line, position.column)
+    found = _line(op.location, sources)
+    return None if found is None else expansion_at(*found)
 
 
 def _axis_statement(op: Op, axis: int, sources: Sources) -> tuple[StatementEdit | None, str | None]:
