@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections.abc import Callable
 from functools import partial
 from typing import cast
 
@@ -32,8 +33,9 @@ class CompleteSearch:
     """
 
     def __init__(self, state: Propagation) -> None:
-        # Held weakly, as ``JaxOrderSearch`` holds it (no cycle with the solver).
-        self._state = weakref.ref(state)
+        # Held weakly, as ``JaxOrderSearch`` holds it (no cycle with the solver);
+        # called only while the state lives (it holds this search), so never None.
+        self._state = cast("Callable[[], Propagation]", weakref.ref(state))
         # Per slot, its finite domain (``_prepare_domains``).
         self.domains: dict[int, list[Const]] = {}
         # Per open slot, the values of its domain still possible (``_live_values``).
@@ -50,7 +52,6 @@ class CompleteSearch:
         """The complete search from the propagated root: an assignment, or the proof there is
         none (``state.conflict`` says why), within ``fuel`` attempts."""
         state = self._state()
-        assert state is not None
         # The complete search is smalto's own: its fuel goes on work
         # (the splats JAX's order spent fuel on did none).
         state.spent = state.work
@@ -76,7 +77,6 @@ class CompleteSearch:
         entry, since nothing undoes past the root from now on.
         """
         state = self._state()
-        assert state is not None
         state.complete = True
         for ci in state.complete_only:
             state.open[ci] = True
@@ -84,7 +84,6 @@ class CompleteSearch:
 
     def _prepare_domains(self) -> None:
         state = self._state()
-        assert state is not None
         mentioned = domains.constants_in(state.constraints, state.system.fixed)
         variables = state.system.variables
         extra = domains.wide_layouts(
@@ -132,7 +131,6 @@ class CompleteSearch:
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
         state = self._state()
-        assert state is not None
         checks = [
             state.constraints[ci]
             for ci in state.watchers[slot]
@@ -152,7 +150,6 @@ class CompleteSearch:
         every combination of the other parts' values has been tried with it.
         """
         state = self._state()
-        assert state is not None
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
         for slot in self.domains:
@@ -172,7 +169,6 @@ class CompleteSearch:
         an unsatisfiable one is met before the others are solved.
         """
         state = self._state()
-        assert state is not None
         parent = {slot: slot for slot in self.live}
 
         def find(slot: int) -> int:
@@ -194,7 +190,6 @@ class CompleteSearch:
 
     def _complete_step(self, part: list[int]) -> bool:
         state = self._state()
-        assert state is not None
         best, best_size = -1, 1 << 30
         for slot in part:
             if state.value[slot] is None and len(self.live[slot]) < best_size:
@@ -228,7 +223,6 @@ class CompleteSearch:
     def _forward_check(self, mark: int) -> bool:
         """Narrows the live values of variables left alone in a constraint by the last step."""
         state = self._state()
-        assert state is not None
         for is_value, slot in state.trail[mark:]:
             if not is_value:
                 continue
@@ -259,7 +253,6 @@ class CompleteSearch:
         variables around it.
         """
         state = self._state()
-        assert state is not None
         root, value_of = state.root, state.value
         judged = [(judge_of(c, True), c) for c in checks]
         candidate: Const | None = None

@@ -177,7 +177,6 @@ class JaxOrderSearch:
         where it finds an answer that lowers, None where the complete search must decide
         (the state is then back at the root)."""
         state = self._state()
-        assert state is not None
         state.limit = state.fuel
         state.work_limit = budget
         with deep_recursion(state):
@@ -216,7 +215,6 @@ class JaxOrderSearch:
         which redoes the work and may pick another answer than JAX's.
         """
         state = self._state()
-        assert state is not None
         return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * state.unassigned
 
     def _broken_requirements(self) -> list[tuple[Constraint, Const]]:
@@ -224,7 +222,6 @@ class JaxOrderSearch:
         value it gives each one's register variable (requirements it judged as
         holding, since JAX's own answers break them)."""
         state = self._state()
-        assert state is not None
         lookup = state.lookup
         broken: list[tuple[Constraint, Const]] = []
         for ci in state.complete_only:
@@ -236,7 +233,6 @@ class JaxOrderSearch:
 
     def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
         state = self._state()
-        assert state is not None
         if state.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
@@ -297,7 +293,6 @@ class JaxOrderSearch:
         others are doomed: splats for values that cannot be one, each valid for
         its variable (so JAX's pass tries each, and spends fuel on it)."""
         state = self._state()
-        assert state is not None
         preferred: list[tuple[int, Const]] = []
         other: list[tuple[int, Const]] = []
         for var, value in cands.from_constraint(
@@ -329,7 +324,6 @@ class JaxOrderSearch:
         start over. The user's fuel still bounds the work (``solve``).
         """
         state = self._state()
-        assert state is not None
         if state.complete or state.fuel <= state.work_limit:
             raise FuelExhausted(state.spent, state.open_variables())
         state.past_jaxs_fuel = True
@@ -372,7 +366,6 @@ class JaxOrderSearch:
         tried again.
         """
         state = self._state()
-        assert state is not None
         if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         new = dict.fromkeys(key for key in keys if key not in tried)
@@ -394,7 +387,6 @@ class JaxOrderSearch:
         got a value, and then it is no longer known as doomed below.
         """
         state = self._state()
-        assert state is not None
         if state.past_jaxs_fuel:
             return  # nothing is counted any more (``_past_jaxs_fuel``)
         at = scan.counted
@@ -415,7 +407,6 @@ class JaxOrderSearch:
         there).
         """
         state = self._state()
-        assert state is not None
         preferred, preferred_frontier = scan.preferred.below()
         other, other_frontier = scan.other.below()
         changed: set[int] = set()
@@ -476,7 +467,6 @@ class JaxOrderSearch:
         offer only such are not even asked (``scan.doomed_at``).
         """
         state = self._state()
-        assert state is not None
         tried: set[_Key] = set()
         root = state.root
         order, is_open = state.candidate_order, state.open
