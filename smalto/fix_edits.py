@@ -219,6 +219,13 @@ def source_edit(
     return replace(made, applicability=applicability, parts=tuple(parts), why="")
 
 
+def problems_of(error: BaseException | None) -> list[object]:
+    """The problems of a failed inference (its conflict's), in the order found: each with
+    its ``code`` and its verified ``edits``, read through their attributes."""
+    report = getattr(error, "conflict", None)
+    return list(getattr(report, "problems", None) or ([report] if report else []))
+
+
 def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
     """The diagnosis' edit of whole lines (``SuggestedEdit.changes``: ``file``, ``line``,
     ``old``, ``new``), as parts, where the file still reads ``old`` there."""
@@ -709,5 +716,6 @@ __all__ = [
     "apply_parts",
     "keeps_meaning",
     "overlaps",
+    "problems_of",
     "source_edit",
 ]

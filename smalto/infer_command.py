@@ -373,10 +373,9 @@ def with_source_edits(
     edit's place in the Python source as an editor applies it: ``fix`` holds its span
     (file, line, first and end column), the replacement, every part, and rustc's
     applicability (``smalto.fix_edits``)."""
-    from smalto.fix_edits import source_edit
+    from smalto.fix_edits import problems_of, source_edit
 
-    conflict = getattr(error, "conflict", None)
-    problems = list(getattr(conflict, "problems", None) or ([conflict] if conflict else []))
+    problems = problems_of(error)
     documents = document.get("problems") or []
 
     def read(file: str) -> str | None:

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smalto.fix_edits import SourceEdit, apply_parts, keeps_meaning, overlaps, source_edit
+from smalto.fix_edits import (
+    SourceEdit,
+    apply_parts,
+    keeps_meaning,
+    overlaps,
+    problems_of,
+    source_edit,
+)
 from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
 
@@ -189,12 +196,6 @@ def _not_made(edit: SourceEdit, text: str, allow_unoptimized: bool) -> str | Non
     if not keeps_meaning(text, apply_parts(text, edit.parts)):
         return "it would change what the kernel computes"
     return None
-
-
-def problems_of(error: BaseException | None) -> list[object]:
-    """The problems of a failed inference (its conflict's), in the order found."""
-    report = getattr(error, "conflict", None)
-    return list(getattr(report, "problems", None) or ([report] if report else []))
 
 
 def lower_with(
