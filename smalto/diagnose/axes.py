@@ -65,17 +65,11 @@ def axis_clue(program: Program, core: list[Element], sources: Sources) -> AxisCl
 
 def _clue(program: Program, reduction: Op, sources: Sources) -> AxisClue | None:
     operation = reduction.operation
-    source_shape = _shape(operation.operands[0].type)
-    if len(source_shape) != 2 or source_shape[0] != source_shape[1]:
-        return None  # only a square tile keeps its shapes when the axis changes
-    (axis,) = ints(operation.attributes["reduction_dims"]) or (None,)
-    if axis not in (0, 1):
-        return None
-    kept = 1 - axis
-    found = _broadcast_back(operation.results[0], kept)
+    found = _broadcast_of(operation)
     if found is None:
         return None
-    expander, placed, exact = found
+    axis, (expander, placed, exact) = found
+    kept = 1 - axis
     if placed == kept:
         return None
     family = _tile_family(operation)
@@ -94,6 +88,19 @@ def _clue(program: Program, reduction: Op, sources: Sources) -> AxisClue | None:
     fix = f"reduce over axis {wanted_axis} at {where}{code}"
     edit = Edit(AXIS, (reduction.id,), attribute="reduction_dims", position=wanted_axis)
     return AxisClue(text, edit, fix, statement, file, exact)
+
+
+def _broadcast_of(operation: ir.Operation) -> tuple[int, tuple[ir.Operation, int, bool]] | None:
+    """The axis a reduction of a square 2-D tile reduces, and where its values are broadcast
+    back to a tile (``_broadcast_back``); None for any other reduction or none broadcast."""
+    shape = _shape(operation.operands[0].type)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        return None  # only a square tile keeps its shapes when the axis changes
+    (axis,) = ints(operation.attributes["reduction_dims"]) or (None,)
+    if axis not in (0, 1):
+        return None
+    found = _broadcast_back(operation.results[0], 1 - axis)
+    return None if found is None else (axis, found)
 
 
 def _broadcast_back(value: ir.Value, position: int) -> tuple[ir.Operation, int, bool] | None:
@@ -218,15 +225,8 @@ def wrong_axis_reduction(program: Program) -> int | None:
     for op in program.ops:
         if op.name != REDUCTION:
             continue
-        operation = op.operation
-        shape = _shape(operation.operands[0].type)
-        if len(shape) != 2 or shape[0] != shape[1]:
-            continue
-        (axis,) = ints(operation.attributes["reduction_dims"]) or (None,)
-        if axis not in (0, 1):
-            continue
-        found = _broadcast_back(operation.results[0], 1 - axis)
-        if found is not None and found[1] == axis:
+        found = _broadcast_of(op.operation)
+        if found is not None and found[1][1] == found[0]:
             return op.id
     return None
 
