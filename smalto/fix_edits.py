@@ -206,8 +206,9 @@ def source_edit(
     text = str(getattr(edit, "text", ""))
     ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
     needs_smalto = bool(getattr(edit, "needs_smalto", False))
-    made = SourceEdit(kind, text, UNSPECIFIED, code=code, problem=problem)
-    made = replace(made, needs_smalto=needs_smalto)
+    made = SourceEdit(
+        kind, text, UNSPECIFIED, code=code, problem=problem, needs_smalto=needs_smalto
+    )
     try:
         parts, applicability, why = _parts(edit, kind, ops, read, home)
         if not parts:  # the diagnosis' own edit of whole lines, where it made one
