@@ -190,6 +190,10 @@ class StatementEdit:
         """The statement as written, on one line."""
         return _one_line(self.before)
 
+    def change(self, file: str) -> SourceChange:
+        """The edit as a tool applies it to ``file``."""
+        return SourceChange(file, self.first_line, "\n".join(self.before), "\n".join(self.after))
+
 
 # How far a statement may run on from the line JAX locates it at.
 _MAX_STATEMENT_LINES = 12

@@ -276,14 +276,7 @@ class EditWords:
         found = self.statement(edit)
         if found is not None:
             file, statement = found
-            return (
-                SourceChange(
-                    file,
-                    statement.first_line,
-                    "\n".join(statement.before),
-                    "\n".join(statement.after),
-                ),
-            )
+            return (statement.change(file),)
         if edit.kind != UNOPTIMIZE:
             return ()
         changes = []

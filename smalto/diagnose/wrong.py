@@ -26,7 +26,6 @@ from smalto.diagnose.suggest import (
 )
 from smalto.diagnose.verify import module_of, works_on_copy
 from smalto.locations import file_position, op_location_text
-from smalto.pallas_edits import SourceChange
 from smalto.phrases import UNSATISFIABLE, unsatisfiable
 from smalto.program import Program
 
@@ -103,14 +102,7 @@ def axis_fix(
     if statement is not None and clue.file is not None and position is not None:
         first = statement.before[0].strip()
         snippet = f"{position.file.rsplit('/', 1)[-1]}:{statement.first_line} | {first}"
-        changes = (
-            SourceChange(
-                clue.file,
-                statement.first_line,
-                "\n".join(statement.before),
-                "\n".join(statement.after),
-            ),
-        )
+        changes = (statement.change(clue.file),)
     suggested = SuggestedEdit(
         kind=clue.edit.kind,
         text=clue.fix,
