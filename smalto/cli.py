@@ -357,10 +357,12 @@ CAPTURE_DESCRIPTION = (
 _ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
 
 
-def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", metavar="SCRIPT.py:FUNCTION", help="the function to lower, in a Python file"
-    )
+def _add_function_arguments(
+    parser: argparse.ArgumentParser, *, target_help: str, arg_help: str
+) -> None:
+    """``SCRIPT.py:FUNCTION``, its ``--arg``s and ``--arch``: what ``capture`` and ``fix``
+    lower."""
+    parser.add_argument("target", metavar="SCRIPT.py:FUNCTION", help=target_help)
     parser.add_argument(
         "--arg",
         dest="args",
@@ -368,13 +370,21 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=_dtype_and_shape,
         metavar="DTYPE[SHAPE]",
-        help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order; none: FUNCTION "
-        "takes no arguments)",
+        help=arg_help,
     )
     parser.add_argument(
         "--arch",
         choices=["10.0", "9.0"],
         help="target architecture (default: the GPU's, or 9.0 without one)",
+    )
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_function_arguments(
+        parser,
+        target_help="the function to lower, in a Python file",
+        arg_help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order; none: "
+        "FUNCTION takes no arguments)",
     )
     parser.add_argument(
         "--smalto",
@@ -414,22 +424,10 @@ FIX_DESCRIPTION = (
 
 
 def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", metavar="SCRIPT.py:FUNCTION", help="the function to fix, in a Python file"
-    )
-    parser.add_argument(
-        "--arg",
-        dest="args",
-        action="append",
-        default=[],
-        type=_dtype_and_shape,
-        metavar="DTYPE[SHAPE]",
-        help="one argument of FUNCTION, e.g. bf16[256,128] (repeat, in order)",
-    )
-    parser.add_argument(
-        "--arch",
-        choices=["10.0", "9.0"],
-        help="target architecture (default: the GPU's, or 9.0 without one)",
+    _add_function_arguments(
+        parser,
+        target_help="the function to fix, in a Python file",
+        arg_help="one argument of FUNCTION, e.g. bf16[256,128] (repeat, in order)",
     )
     parser.add_argument(
         "--diff",
