@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from smalto.archs import parse_arch
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -75,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     path, function = _target(args.target)
     read = _read(path)
     arguments = tuple(_shape_dtype(dtype, shape) for dtype, shape in args.args)
-    arch = {"9.0": (9, 0), "10.0": (10, 0)}[args.arch] if args.arch else None
+    arch = parse_arch(args.arch) if args.arch else None
 
     from smalto.jax.fixing import ScriptError, fix_script
 

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smalto.archs import parse_arch
+
 if TYPE_CHECKING:
     from smalto.jax.hooks import Pass
 
@@ -50,7 +52,6 @@ _SHORT_DTYPES = {
     **{f"i{n}": f"int{n}" for n in (8, 16, 32, 64)},
     **{f"u{n}": f"uint{n}" for n in (8, 16, 32, 64)},
 }
-_ARCHS = {"9.0": (9, 0), "10.0": (10, 0)}
 
 
 class _Usage(Exception):
@@ -95,7 +96,7 @@ def _run_capture(args: argparse.Namespace) -> int:
         raise _Usage("--smalto and --jax: choose one pass")
     arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
     function = _load_function(args.target)
-    arch = _ARCHS[args.arch] if args.arch else None
+    arch = parse_arch(args.arch) if args.arch else None
     # The module is the same whichever pass follows; smalto's answers in a fraction of a
     # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
     by: Pass = "jax" if args.jax else "smalto"
