@@ -27,7 +27,8 @@ values not forced), there is simply no picture.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
@@ -170,14 +171,12 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
         second: list[tuple[Forces, str]] = []  # a value reached a second way, in another layout
         queue = [fixed.var]
         steps = 0
+        not_splat = functools.partial(_not_splat, never_splat, broadcast_of, values)
         while queue and steps < _MAX_STEPS:
             var = queue.pop()
             for index in watching.get(var, ()):
                 steps += 1
                 constraint = system.constraints[index]
-                not_splat = never_splat | {
-                    dst for dst, src in broadcast_of.items() if _tiled(values.get(src))
-                }
                 forced = _forced(constraint, values, not_splat)
                 if forced is None:
                     # One annotation reaching a value along two ways, in two layouts (a row
@@ -223,14 +222,23 @@ def _would_force(constraint: Constraint, values: dict[int, Const]) -> list[Force
     return forces
 
 
+def _not_splat(
+    never_splat: set[int], broadcast_of: dict[int, int], values: dict[int, Const], var: int
+) -> bool:
+    """Whether ``var`` cannot be a splat: never, or the broadcast of a tiled value."""
+    source = broadcast_of.get(var)
+    return var in never_splat or (source is not None and _tiled(values.get(source)))
+
+
 def _tiled(layout: Const | None) -> bool:
     return isinstance(layout, Reg) and not layout.is_splat
 
 
 def _forced(
-    constraint: Constraint, values: dict[int, Const], never_splat: set[int]
+    constraint: Constraint, values: dict[int, Const], never_splat: Callable[[int], bool]
 ) -> Forces | None:
-    """The layout ``constraint`` forces on one more variable, given ``values``."""
+    """The layout ``constraint`` forces on one more variable, given ``values`` (and which
+    variables cannot be splats)."""
     verdict = judge(constraint, values.get)
     if isinstance(verdict, Forces):
         return verdict
@@ -255,7 +263,7 @@ def _forced(
         if (
             len(source) == 1
             and source[0] not in values
-            and source[0] in never_splat
+            and never_splat(source[0])
             and isinstance(target, Reg)
             and not target.is_splat
             and type(constraint.source) is Var
