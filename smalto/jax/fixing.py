@@ -83,10 +83,6 @@ class FixOutcome:
     jax_says: str = ""  # what JAX's pass said, where it rejected it
     rounds: int = 0
 
-    @property
-    def changed(self) -> bool:
-        return self.text != self.original
-
 
 def fix_script(
     path: Path,
