@@ -295,23 +295,20 @@ def _cast(
     calls = [n for n in source.starting_at(where[1], where[2]) if isinstance(n, ast.Call)]
     for call in calls:
         if _called(call) == "layout_cast" and len(call.args) == 2 and not call.keywords:
-            layout = call.args[1]
             if kind == "drop":
                 value = source.segment(call.args[0])
                 return [Part(source.node_span(call), source.segment(call), value)], *_EXACT
-            new = _new_layout(pallas, source)
-            if new is None:
-                return [], UNSPECIFIED, "the new layout has no Pallas name"
-            return [Part(source.node_span(layout), source.segment(layout), new)], *_EXACT
-        keyword = next((k for k in call.keywords if k.arg == "layout"), None)
-        if keyword is None:
-            continue
-        if kind == "drop":
-            return [_remove_keyword(source, call, keyword)], *_EXACT
+            stated = call.args[1]
+        else:
+            keyword = next((k for k in call.keywords if k.arg == "layout"), None)
+            if keyword is None:
+                continue
+            if kind == "drop":
+                return [_remove_keyword(source, call, keyword)], *_EXACT
+            stated = keyword.value
         new = _new_layout(pallas, source)
         if new is None:
             return [], UNSPECIFIED, "the new layout has no Pallas name"
-        stated = keyword.value
         return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
     return [], UNSPECIFIED, f"no `layout_cast(...)` or `layout=` found at {location}"
 
