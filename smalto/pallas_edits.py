@@ -264,10 +264,8 @@ def stated_layout(
         start = offset(call.lineno, call.col_offset)
         end = offset(call.end_lineno, call.end_col_offset)
         edited = code[:start] + text + code[end:]
-    pad = " " * indent
-    after = tuple(pad + part if part.strip() else part for part in edited.split("\n"))
     called = ast.get_source_segment(code, call.func) or ""
-    return StatementEdit(line, tuple(lines[line - 1 : line - 1 + count]), after, called)
+    return _edited(lines, line, count, indent, edited, called)
 
 
 def cast_where_defined(
@@ -292,9 +290,7 @@ def cast_where_defined(
     if value is None:
         return None
     edited = f"{statement.targets[0].id} = plgpu.layout_cast({value}, {layout})"
-    pad = " " * indent
-    after = tuple(pad + part if part.strip() else part for part in edited.split("\n"))
-    return StatementEdit(line, tuple(lines[line - 1 : line - 1 + count]), after)
+    return _edited(lines, line, count, indent, edited)
 
 
 def _layout_argument(call: ast.Call) -> ast.expr | ast.keyword | None:
@@ -330,6 +326,16 @@ def _statement(lines: list[str], line: int) -> tuple[str, ast.Module, int, int] 
             continue
         return (code, tree, indent, count) if len(tree.body) == 1 else None
     return None
+
+
+def _edited(
+    lines: list[str], line: int, count: int, indent: int, edited: str, call: str = ""
+) -> StatementEdit:
+    """The ``count`` lines of the statement at ``line`` and its ``edited`` code (without
+    the first line's indentation), indented back."""
+    pad = " " * indent
+    after = tuple(pad + part if part.strip() else part for part in edited.split("\n"))
+    return StatementEdit(line, tuple(lines[line - 1 : line - 1 + count]), after, call)
 
 
 def _line_starts(code: str) -> list[int]:
@@ -433,7 +439,5 @@ def with_axis(
     start = starts[stated.lineno - 1] + stated.col_offset
     end = starts[stated.end_lineno - 1] + stated.end_col_offset
     edited = code[:start] + str(axis) + code[end:]
-    pad = " " * indent
-    after = tuple(pad + part if part.strip() else part for part in edited.split("\n"))
     called = ast.get_source_segment(code, call.func) or ""
-    return StatementEdit(line, tuple(lines[line - 1 : line - 1 + count]), after, called)
+    return _edited(lines, line, count, indent, edited, called)
