@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from smalto.archs import parse_arch
+from smalto.cli import EXIT_OK, UsageError, fail
 
-EXIT_OK = 0
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 # ``--arg`` dtypes by their short names (f16, bf16...), else as ``jnp.dtype`` reads them.
 _DTYPES = {
@@ -49,10 +48,6 @@ _DTYPES = {
 }
 
 
-class _Usage(Exception):
-    """Bad arguments or a script that cannot be used: one line, exit status 2."""
-
-
 @dataclass(frozen=True)
 class _Read:
     """The script as read: its text, and what says whether it changed since."""
@@ -64,16 +59,8 @@ class _Read:
 
 
 def run_fix(args: argparse.Namespace) -> int:
-    """``smalto fix`` on parsed arguments (see ``smalto.cli``); returns the exit status."""
-    try:
-        return _run(args)
-    except _Usage as error:
-        return _fail(str(error), EXIT_USAGE)
-    except KeyboardInterrupt:
-        return 130
-
-
-def _run(args: argparse.Namespace) -> int:
+    """``smalto fix`` on parsed arguments (see ``smalto.cli``, which reports a
+    ``UsageError`` with exit status 2); returns the exit status."""
     path, function = _target(args.target)
     read = _read(path)
     arguments = tuple(_shape_dtype(dtype, shape) for dtype, shape in args.args)
@@ -91,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
             text=read.text,
         )
     except ScriptError as error:
-        raise _Usage(f"{path}: {error}") from None
+        raise UsageError(f"{path}: {error}") from None
     report = sys.stderr if args.diff else sys.stdout
     target = f"{path}:{function}"
     if outcome.already:
@@ -129,14 +116,14 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(_diff(path, outcome.original, outcome.text))
         return EXIT_OK
     if _changed_since(path, read):
-        return _fail(
+        return fail(
             f"{path} changed since smalto fix read it: not written (run smalto fix again)",
             EXIT_FAILED,
         )
     try:
         path.write_bytes(outcome.text.encode("utf-8"))
     except OSError as error:
-        return _fail(f"cannot write '{path}': {error.strerror or error}", EXIT_FAILED)
+        return fail(f"cannot write '{path}': {error.strerror or error}", EXIT_FAILED)
     count = len(outcome.applied)
     print(f"fixed {path}: {count} edit{'s' if count != 1 else ''}; {target} lowers", file=report)
     return EXIT_OK
@@ -179,10 +166,10 @@ def _diff(path: Path, before: str, after: str) -> str:
 def _target(target: str) -> tuple[Path, str]:
     script, sep, name = target.rpartition(":")
     if not sep or not script or not name.isidentifier():
-        raise _Usage(f"expected SCRIPT.py:FUNCTION, got {target!r}")
+        raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
     path = Path(script)
     if not path.is_file():
-        raise _Usage(f"cannot read '{script}': no such file")
+        raise UsageError(f"cannot read '{script}': no such file")
     return path, name
 
 
@@ -192,7 +179,7 @@ def _read(path: Path) -> _Read:
         status = path.stat()
         return _Read(data.decode("utf-8"), data, status.st_mtime_ns, status.st_size)
     except (OSError, UnicodeDecodeError) as error:
-        raise _Usage(f"cannot read '{path}': {error}") from None
+        raise UsageError(f"cannot read '{path}': {error}") from None
 
 
 def _changed_since(path: Path, read: _Read) -> bool:
@@ -212,9 +199,4 @@ def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
     try:
         return jax.ShapeDtypeStruct(shape, jnp.dtype(_DTYPES.get(dtype.lower(), dtype)))
     except TypeError:
-        raise _Usage(f"argument --arg: unknown dtype {dtype!r}") from None
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"smalto: error: {message}", file=sys.stderr)
-    return status
+        raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None
