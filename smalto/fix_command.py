@@ -30,22 +30,9 @@ from typing import Any, TextIO
 
 from smalto.archs import parse_arch
 from smalto.cli import EXIT_OK, UsageError, fail
+from smalto.dtypes import dtype_name
 
 EXIT_FAILED = 1
-
-# ``--arg`` dtypes by their short names (f16, bf16...), else as ``jnp.dtype`` reads them.
-_DTYPES = {
-    "pred": "bool",
-    "i1": "bool",
-    "bf16": "bfloat16",
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-    "f8e4m3fn": "float8_e4m3fn",
-    "f8e5m2": "float8_e5m2",
-    **{f"i{n}": f"int{n}" for n in (8, 16, 32, 64)},
-    **{f"u{n}": f"uint{n}" for n in (8, 16, 32, 64)},
-}
 
 
 @dataclass(frozen=True)
@@ -197,6 +184,6 @@ def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
     import jax.numpy as jnp
 
     try:
-        return jax.ShapeDtypeStruct(shape, jnp.dtype(_DTYPES.get(dtype.lower(), dtype)))
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
     except TypeError:
         raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smalto.archs import parse_arch
+from smalto.dtypes import dtype_name
 
 if TYPE_CHECKING:
     from smalto.jax.hooks import Pass
@@ -41,17 +42,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-_SHORT_DTYPES = {
-    "pred": "bool",
-    "i1": "bool",
-    "bf16": "bfloat16",
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-    **{f"i{n}": f"int{n}" for n in (8, 16, 32, 64)},
-    **{f"u{n}": f"uint{n}" for n in (8, 16, 32, 64)},
-}
 
 
 class _Usage(Exception):
@@ -84,7 +74,7 @@ def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
     import jax.numpy as jnp
 
     try:
-        return jax.ShapeDtypeStruct(shape, jnp.dtype(_SHORT_DTYPES.get(dtype, dtype)))
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
     except TypeError:
         raise _Usage(f"argument --arg: unknown dtype {dtype!r}") from None
 
