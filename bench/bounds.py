@@ -54,8 +54,8 @@ from bench.run import (
     text_table,
     timed,
 )
-from smalto.mlir import module_arch
-from smalto.reader import read_program
+from smalto.basics.mlir import module_arch
+from smalto.program.reader import read_program
 from smalto.rules import consumers as rule_consumers
 
 LADDER = ("walk", "names", "skeleton", "dataflow", "read", "pass")

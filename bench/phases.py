@@ -45,12 +45,13 @@ from bench.run import (
     timed,
     write_markdown,
 )
-from smalto import annotate, infer
-from smalto.mlir import module_arch
-from smalto.reader import read_program
+from smalto import infer
+from smalto.basics.mlir import module_arch
+from smalto.pipeline import annotate
+from smalto.pipeline.validate import check_input
+from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve.search import Solver
-from smalto.validate import check_input
 
 STEPS = ("read", "check", "derive", "setup", "solve", "plan", "write")
 REFERENCES = ("floor", "read walk")

@@ -5,7 +5,7 @@
 For each module (default: the two examples), in one process, it times (process
 CPU time, the minimum over ``--repeat`` runs, each on a freshly parsed copy):
 the inference (solve and write the attributes, as ``smalto infer`` does), the
-printed module (``smalto.printed``), the page without its pictures (the ops
+printed module (``smalto.report.printed``), the page without its pictures (the ops
 table, the conversions, the explanations, the module listing, the HTML) and
 the pictures alone (one per distinct layout, rendered to PNG). The report
 should cost about the inference plus the pictures: the page's own share is
@@ -23,11 +23,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from smalto import annotate, report
+from smalto.basics.mlir import module_arch, parse_module
 from smalto.draw.render import render
 from smalto.infer import Inference, in_context, solve_module
-from smalto.mlir import module_arch, parse_module
-from smalto.printed import PrintedModule, printed_module
+from smalto.pipeline import annotate
+from smalto.report import layouts_page as report
+from smalto.report.printed import PrintedModule, printed_module
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = [

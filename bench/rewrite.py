@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import smalto
     import smalto.jax
-    from smalto.mlir import parse_module
+    from smalto.basics.mlir import parse_module
     from smalto.rewrite.webs import find_webs
 
     seen: set[tuple[str, tuple[int, int]]] = set()

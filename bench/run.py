@@ -58,7 +58,7 @@ from jax._src.lib.mlir import ir
 
 import smalto
 from bench import REPO_ROOT
-from smalto.mlir import module_arch
+from smalto.basics.mlir import module_arch
 
 Arch = tuple[int, int]
 DEFAULT_ARCH: Arch = (9, 0)

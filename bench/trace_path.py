@@ -33,7 +33,7 @@ from typing import Any
 from jax._src.lib.mlir import ir
 
 import smalto
-from smalto.mlir import make_context
+from smalto.basics.mlir import make_context
 
 _SMEM = "#gpu.address_space<workgroup>"
 _A, _B = f"memref<64x64xf16, {_SMEM}>", f"memref<64x128xf16, {_SMEM}>"

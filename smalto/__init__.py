@@ -51,7 +51,7 @@ def __getattr__(name: str) -> Any:
         # The subpackage, callable as its ``check`` function (see smalto.check).
         value = importlib.import_module("smalto.check")
     elif name == "__version__":
-        from smalto.version import version
+        from smalto.basics.version import version
 
         value = version()
     else:

@@ -1,5 +1,5 @@
 """``python -m smalto``: the same as the ``smalto`` command."""
 
-from smalto.cli import main
+from smalto.cli.main import main
 
 raise SystemExit(main())

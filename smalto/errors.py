@@ -51,7 +51,7 @@ class InferenceError(ValueError):
         code: str | None = None,
     ) -> None:
         self.phrase = phrase
-        # The kind of failure (``smalto.codes``) where no conflict report says it: a
+        # The kind of failure (``smalto.basics.codes``) where no conflict report says it: a
         # refusal a rule makes outright (a gather the hardware cannot do).
         self.code = code
         self._reason, self._conflict = reason, conflict

@@ -1,12 +1,12 @@
 """``smalto.infer_layout``: the pass, then, where it finds no layouts, the rescues and the
 diagnosis.
 
-The pass (``smalto.pipeline``: read, derive, solve, write) raises what it
+The pass (``smalto.pipeline.steps``: read, derive, solve, write) raises what it
 found where it finds no layouts (``Failure``), undiagnosed. Here that failure
 is decided on: the rescues the caller turned on are tried on copies of the
 module (``smalto.rescue``; ``rewrite``: the unit-dim rewrite), and where none
 works, the failure is put into words a kernel author can act on
-(``smalto.diagnose``), after JAX's own phrase for it (``smalto.phrases``),
+(``smalto.diagnose``), after JAX's own phrase for it (``smalto.diagnose.jax_phrases``),
 with a traceback that ends at the kernel line to blame.
 """
 
@@ -19,13 +19,13 @@ from typing import TextIO, cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import System
+from smalto.basics.mlir import in_context
+from smalto.constraints.language import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
+from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.diagnose.wrong import likely_culprit
 from smalto.errors import FAILURE_PREFIX, InferenceError
-from smalto.mlir import in_context
-from smalto.phrases import OUT_OF_FUEL, unsatisfiable
-from smalto.pipeline import (
+from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
     Inference,
@@ -35,10 +35,10 @@ from smalto.pipeline import (
     solve_as_written,
     write,
 )
-from smalto.program import Program
+from smalto.program.view import Program
 from smalto.solve.search import Solver
-from smalto.sources import Sources
-from smalto.tracebacks import with_op_traceback
+from smalto.source.files import Sources
+from smalto.source.tracebacks import with_op_traceback
 
 __all__ = [
     "DEFAULT_FUEL",
@@ -63,7 +63,7 @@ def solve_module(
 
     Between the rules and the search, names the module for dumps and dumps
     the system when asked (``dump_to``, or JAX's environment variables), as
-    JAX's pass does (see ``smalto.dump``). With ``rewrite``, a module with no
+    JAX's pass does (see ``smalto.pipeline.dump``). With ``rewrite``, a module with no
     layouts as written is tried again after the unit-dim rewrite
     (``smalto.rewrite``), and rewritten in place if that infers; with
     ``allow_unoptimized``, then with the fewest transfers made unoptimized.

@@ -2,7 +2,7 @@
 
 A fresh process pays JAX's import (seconds) each time; the tests that need
 one (a closed pipe, what an import loads, no traceback through ``python -m``)
-make one, the others call ``smalto.cli.main`` here.
+make one, the others call ``smalto.cli.main.main`` here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from smalto.cli import main
+from smalto.cli.main import main
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from rule_kernel_parts import (
 )
 from rule_kit import HOPPER, kernel
 
-from smalto.elementwise import ELEMENTWISE
+from smalto.basics.elementwise import ELEMENTWISE
 from smalto.hw import layouts as hl
 
 # --- elementwise ops ---------------------------------------------------------------------------

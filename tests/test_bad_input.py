@@ -23,9 +23,9 @@ import reference
 from jax._src.lib.mlir import ir
 
 import smalto
-from smalto.cli import main
-from smalto.mlir import MlirInputError, parse_module
-from smalto.validate import UnsupportedInput
+from smalto.basics.mlir import MlirInputError, parse_module
+from smalto.cli.main import main
+from smalto.pipeline.validate import UnsupportedInput
 
 REPO = Path(__file__).resolve().parent.parent
 SMEM = "#gpu.address_space<workgroup>"

@@ -10,7 +10,7 @@ import pytest
 import reference
 
 from bench.kernels import FAMILIES, attention_kernel
-from smalto.cli import main
+from smalto.cli.main import main
 
 HOPPER = (9, 0)
 
@@ -61,7 +61,7 @@ def test_read_walk_gathers_each_ops_dataflow() -> None:
     from jax._src.lib.mlir import ir
 
     from bench.run import count_ops, read_walk
-    from smalto.reader import read_program
+    from smalto.program.reader import read_program
 
     ctx = reference.shared_context()
     module = reference.parse(attention_kernel(1), ctx)

@@ -21,7 +21,7 @@ from rule_kit import lower_in_launch
 
 import smalto
 from smalto.check import Violation, check
-from smalto.check_command import check_main
+from smalto.cli.check import check_main
 from smalto.diagnose.lowering import jax_lowering_accepts
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache

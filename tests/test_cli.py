@@ -19,8 +19,8 @@ import pytest
 from cli_run import run
 
 import smalto
-from smalto.cli import main
-from smalto.mlir import parse_module
+from smalto.basics.mlir import parse_module
+from smalto.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 MATMUL = REPO / "examples" / "hopper_matmul.mlir"
@@ -503,7 +503,7 @@ LIGHT = [
 def test_help_and_argument_errors_import_no_jax(args: list[str]) -> None:
     probe = (
         "import sys\n"
-        "from smalto.cli import main\n"
+        "from smalto.cli.main import main\n"
         f"status = main({args!r})\n"
         "heavy = sorted(m for m in ('jax', 'jaxlib', 'numpy', 'matplotlib') if m in sys.modules)\n"
         "print('PROBE', status, heavy, file=sys.stderr)\n"

@@ -1,6 +1,6 @@
 """Failure codes: each kind of kernel with no layouts has one, named in the message (after
 JAX's own first line), in ``smalto infer --json`` with each verified edit's span, and
-explained by ``smalto explain CODE``; ``docs/codes.md`` is made from ``smalto.codes``."""
+explained by ``smalto explain CODE``; ``docs/codes.md`` is made from ``smalto.basics.codes``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_run import run
 
-from smalto.codes import CODES, catalogue_markdown, entry_text
+from smalto.basics.codes import CODES, catalogue_markdown, entry_text
 
 ROOT = Path(__file__).resolve().parents[1]
 UNSAT = Path(__file__).resolve().parent / "unsat"
@@ -19,7 +19,7 @@ UNSAT = Path(__file__).resolve().parent / "unsat"
 
 def test_docs_codes_is_made_from_the_catalogue() -> None:
     assert (ROOT / "docs" / "codes.md").read_text(encoding="utf-8") == catalogue_markdown(), (
-        "docs/codes.md is out of date: python -m smalto.codes > docs/codes.md"
+        "docs/codes.md is out of date: python -m smalto.basics.codes > docs/codes.md"
     )
 
 

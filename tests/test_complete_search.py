@@ -22,7 +22,7 @@ from rule_kit import HOPPER, run_jax, run_smalto
 
 import smalto
 from smalto.check import check
-from smalto.reader import read_program
+from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import domains
 from smalto.solve.search import GUIDED_BUDGET, Solver

@@ -13,7 +13,7 @@ import smalto
 from smalto.diagnose import ConflictReport
 from smalto.diagnose.core import _satisfiable
 from smalto.infer import in_context, solve_module
-from smalto.reader import read_program
+from smalto.program.reader import read_program
 from smalto.rules import derive_system
 
 UNSAT = Path(__file__).parent / "unsat"
@@ -263,7 +263,7 @@ WRAPPED = {
 def test_location_text_unwraps_to_the_innermost_file_position(text: str) -> None:
     from jax._src.lib.mlir import ir
 
-    from smalto.locations import location_name, location_text
+    from smalto.source.locations import location_name, location_text
 
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True

@@ -38,11 +38,11 @@ import smalto
 import smalto.jax
 from smalto.check import check
 from smalto.diagnose.lowering import lower_in_own_launch
+from smalto.diagnose.lowering_advice import OPTION
 from smalto.diagnose.suggest import LOWERED_SHORT, NEEDS_SMALTO, VERIFIED_SHORT, SuggestedEdit
 from smalto.diagnose.verify import lowering_fixes
 from smalto.errors import UnoptimizedTransferWarning
-from smalto.lowering_advice import OPTION
-from smalto.sources import Sources, searching_beside
+from smalto.source.files import Sources, searching_beside
 
 UNSAT = Path(__file__).parent / "unsat"
 sys.path.insert(0, str(UNSAT))
@@ -329,7 +329,7 @@ def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> N
     from smalto.diagnose.core import find_core
     from smalto.diagnose.verify import Budget, try_edits
     from smalto.infer import in_context
-    from smalto.reader import read_program
+    from smalto.program.reader import read_program
     from smalto.rules import derive_system
 
     text = (UNSAT / "fixes_row_sums_and_scaled_f32.mlir").read_text()
@@ -408,7 +408,7 @@ def test_smalto_infer_lower_fixes_has_jax_s_lowering_take_the_first_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``smalto infer --lower-fixes``: the first fix's claim is JAX's dialect lowering's."""
-    from smalto.cli import main
+    from smalto.cli.main import main
 
     path = str(UNSAT / "pallas_column_max_cast_to_rows.mlir")
     claims = {}

@@ -23,7 +23,7 @@ import pytest
 
 import smalto
 import smalto.jax
-from smalto.phrases import UNSATISFIABLE
+from smalto.diagnose.jax_phrases import UNSATISFIABLE
 
 UNSAT = Path(__file__).parent / "unsat"
 SOURCE = UNSAT / "kernels_words.py"
@@ -358,7 +358,7 @@ def test_explain_says_a_value_computed_from_the_accumulator_is_not_free(
 ) -> None:
     import json
 
-    from smalto.explain import explain_main
+    from smalto.cli.explain import explain_main
 
     assert explain_main(["--json", str(CORPUS / kernel), value]) == 0
     (explained,) = json.loads(capsys.readouterr().out)["values"]
@@ -371,7 +371,7 @@ def test_the_report_page_s_edit_keeps_the_assignment(tmp_path: Path) -> None:
     whole statement, ``bias =`` kept."""
     import html
 
-    from smalto.cli import main
+    from smalto.cli.main import main
 
     page = tmp_path / "page.html"
     status = main(["infer", "--report", str(page), str(UNSAT / "words_bias_loaded_as_rows.mlir")])

@@ -14,14 +14,15 @@ from jax._src.lib.mlir.dialects import func
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.draw import draw_main, smem_placement, tmem_placement
+from smalto.basics.mlir import make_context
+from smalto.cli.draw import draw_main
+from smalto.draw import smem_placement, tmem_placement
 from smalto.draw.names import REGISTER_LAYOUT_NAMES
 from smalto.draw.ownership import ownership
 from smalto.draw.pictures import atom_extent, register_pictures
 from smalto.draw.render import MAX_SIDE, MIN_LABEL_PX, Grid, scene, text_width
 from smalto.draw.spec import SpecError, parse_register_layout, parse_smem_spec
 from smalto.draw.tmem_pictures import tmem_pictures
-from smalto.mlir import make_context
 
 THREADS = 128
 
@@ -473,7 +474,7 @@ def test_register_layout_names_are_smaltos_names_of_every_jax_layout() -> None:
 
 
 def test_draw_parses_arguments_without_jax() -> None:
-    """``smalto.draw.cli`` reads its arguments and prints --help before importing JAX (the
+    """``smalto.cli.draw`` reads its arguments and prints --help before importing JAX (the
     package's own ``smalto/__init__`` is bypassed: it loads the inference engine)."""
     import subprocess
     import sys
@@ -484,7 +485,7 @@ def test_draw_parses_arguments_without_jax() -> None:
         "import sys, types\n"
         f"package = types.ModuleType('smalto'); package.__path__ = [{smalto.__path__[0]!r}]\n"
         "sys.modules['smalto'] = package\n"
-        "from smalto.draw.cli import draw_main\n"
+        "from smalto.cli.draw import draw_main\n"
         "assert draw_main(['--help']) == 0\n"
         "assert draw_main(['WGMMA', '--shape', '64x64', '--thread', '300']) == 2\n"
         "assert not [m for m in sys.modules if m == 'jax' or m.startswith('jax.')]\n"

@@ -11,7 +11,7 @@ import pytest
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.draw import draw_main
+from smalto.cli.draw import draw_main
 from smalto.draw.layout_names import LayoutNameError, read_layout
 from smalto.hw.layouts import keep_dims
 from smalto.hw.names import REGISTER_LAYOUTS, describe_value, pallas_layout
@@ -183,7 +183,7 @@ def test_names_that_name_nothing(text: str, message: str) -> None:
 def test_draw_takes_the_names_smalto_prints(
     layout: str, shape: str, title: str, tmp_path: Path
 ) -> None:
-    from smalto.draw.cli import _pictures, build_parser
+    from smalto.cli.draw import _pictures, build_parser
 
     dtype = "f32" if "f32" in title else "bf16"
     args = build_parser().parse_args([layout, "--shape", shape, "--dtype", dtype])

@@ -18,8 +18,8 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 from PIL import Image
 
-from smalto.draw import draw_main, tmem_placement
-from smalto.draw.cli import _pictures, build_parser
+from smalto.cli.draw import _pictures, build_parser, draw_main
+from smalto.draw import tmem_placement
 from smalto.draw.colors import lane_colors
 from smalto.draw.holdings import lane_holdings, warp_holdings
 from smalto.draw.ownership import ownership

@@ -9,17 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from smalto.draw import draw_main
-from smalto.draw.cli import _pictures, build_parser
+from smalto.cli.draw import _pictures, build_parser, draw_main
+from smalto.cli.values import kernel_value
 from smalto.draw.subject import subject_of
-from smalto.draw_command import kernel_value
 from smalto.hw.names import describe_value
 
 KERNEL = Path(__file__).resolve().parents[1] / "examples" / "hopper_matmul.mlir"
 
 
 def _explained(name: str, capsys: pytest.CaptureFixture) -> dict:
-    from smalto.explain import explain_main
+    from smalto.cli.explain import explain_main
 
     assert explain_main([str(KERNEL), name, "--json"]) == 0
     (value,) = json.loads(capsys.readouterr().out)["values"]
@@ -104,8 +103,8 @@ def test_explain_draws_the_value_as_draw_does(
 ) -> None:
     """`smalto explain FILE %N --draw`: the explanation, then the very picture `smalto draw
     FILE %N` makes (one inference, shared code)."""
-    from smalto.draw_command import draw_main as draw_command
-    from smalto.explain import explain_main
+    from smalto.cli.draw import draw_main as draw_command
+    from smalto.cli.explain import explain_main
 
     drawn = tmp_path / "draw.png"
     assert draw_command([str(KERNEL), name, "-o", str(drawn)]) == 0
@@ -121,7 +120,7 @@ def test_explain_draws_the_value_as_draw_does(
 def test_explain_draws_several_values_to_their_default_names(
     capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from smalto.explain import explain_main
+    from smalto.cli.explain import explain_main
 
     monkeypatch.chdir(tmp_path)
     assert explain_main([str(KERNEL), "@282", "%129", "--draw"]) == 0
@@ -145,7 +144,7 @@ def test_explain_draws_several_values_to_their_default_names(
     ],
 )
 def test_explain_draw_usage(args: list[str], fragment: str, capsys: pytest.CaptureFixture) -> None:
-    from smalto.explain import explain_main
+    from smalto.cli.explain import explain_main
 
     assert explain_main([str(KERNEL), *args]) == 2
     (line,) = capsys.readouterr().err.splitlines()

@@ -1,14 +1,14 @@
 """``--arg DTYPE[SHAPE]``'s element types: ``smalto capture`` and ``smalto fix`` read the
-same names (short ones in any case, fp8 included), from one table (``smalto.dtypes``)."""
+same names (short ones in any case, fp8 included), from one table (``smalto.basics.dtypes``)."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import pytest
 
-from smalto import fix_command
-from smalto.dtypes import dtype_name
-from smalto.jax import cli as capture_cli
+from smalto.basics.dtypes import dtype_name
+from smalto.cli import capture as capture_cli
+from smalto.cli import fix as fix_command
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from cli_run import infer_output, run
 
-from smalto.explain import explain_main
-from smalto.explainer import Explainer
+from smalto.basics.mlir import module_arch, parse_module
+from smalto.cli.explain import explain_main
 from smalto.infer import in_context, solve_module
-from smalto.mlir import module_arch, parse_module
+from smalto.report.reasons import Explainer
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "examples" / "flash_attention_fwd.mlir"

@@ -18,8 +18,8 @@ import pytest
 from cli_run import run
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-import smalto.failure_page
 import smalto.jax
+import smalto.report.failure_page
 
 UNSAT = Path(__file__).resolve().parent / "unsat"
 
@@ -112,13 +112,13 @@ def test_both_sides_are_drawn_at_one_scale(
     """A vector of row sums (wrapped, wide labels) and one of column sums are drawn with
     the same cell size, in one picture, so that the page scales them together."""
     drawn: list[object] = []
-    real = smalto.failure_page.render
+    real = smalto.report.failure_page.render
 
     def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
         drawn.append(panels)
         return real(panels, fmt, dpi)
 
-    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    monkeypatch.setattr(smalto.report.failure_page, "render", recording)
     run("infer", UNSAT / f"{kernel}.mlir", "--report", tmp_path / "page.html")
     (panels,) = drawn
     grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
@@ -133,13 +133,13 @@ def test_a_value_and_its_smem_ref_show_the_same_cells(
     """A WGMMA epilogue stored to an SMEM ref without a swizzle: the registers and the ref
     are drawn over the same corner of the 64x128 array, cell for cell."""
     drawn: list[object] = []
-    real = smalto.failure_page.render
+    real = smalto.report.failure_page.render
 
     def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
         drawn.append(panels)
         return real(panels, fmt, dpi)
 
-    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    monkeypatch.setattr(smalto.report.failure_page, "render", recording)
     run("infer", UNSAT / "pallas_epilogue_to_unswizzled_smem.mlir", "--report", tmp_path / "p")
     (panels,) = drawn
     grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
@@ -233,13 +233,13 @@ def test_a_unit_dim_broadcast_draws_what_it_needs_next_to_what_the_value_has(
     the page draws the layout the broadcast needs, at the unit-dim value's own shape, next
     to the layout the value comes from, both named, at one scale."""
     drawn: list[object] = []
-    real = smalto.failure_page.render
+    real = smalto.report.failure_page.render
 
     def recording(panels, fmt, dpi):  # noqa: ANN001, ANN202
         drawn.append(panels)
         return real(panels, fmt, dpi)
 
-    monkeypatch.setattr(smalto.failure_page, "render", recording)
+    monkeypatch.setattr(smalto.report.failure_page, "render", recording)
     page = tmp_path / "page.html"
     done = run("infer", UNSAT / f"{kernel}.mlir", "--report", page)
     assert done.status == 1 and "Traceback" not in done.err

@@ -19,7 +19,7 @@ import pytest
 from cli_run import Ran, run
 
 import smalto.jax
-from smalto.fix_edits import MACHINE_APPLICABLE, apply_parts, keeps_meaning
+from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts, keeps_meaning
 
 KERNELS = Path(__file__).resolve().parent / "fix_kernels"
 HOPPER = ("--arg", "f16[64,64]", "--arg", "f16[64,128]")
@@ -296,7 +296,7 @@ def test_keeps_meaning_allows_an_unoptimized_store() -> None:
 
 
 def test_applying_parts_checks_the_text_is_still_there() -> None:
-    from smalto.fix_edits import Part, Span
+    from smalto.source.fix_edits import Part, Span
 
     part = Part(Span("k.py", 1, 5, 1, 8), "abc", "xyz")
     assert apply_parts("1234abc\n", [part]) == "1234xyz\n"

@@ -1,4 +1,4 @@
-"""Where a verified edit goes in a Pallas user's Python source (``smalto.fix_edits``), edit
+"""Where a verified edit goes in a Pallas user's Python source (``smalto.source.fix_edits``), edit
 by edit: the span, the text it holds, the replacement, the applicability; the source is
 parsed, never run."""
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from smalto.fix_edits import (
+from smalto.source.fix_edits import (
     MACHINE_APPLICABLE,
     MAYBE_INCORRECT,
     UNSPECIFIED,

@@ -34,12 +34,12 @@ from rule_kit import (
 
 import smalto
 from smalto.check import check
-from smalto.constraints import GmemTransfer, Var
+from smalto.constraints.language import GmemTransfer, Var
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg
 from smalto.infer import in_context
-from smalto.reader import read_program
+from smalto.program.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, judge
 from smalto.solve.search import Solver, decide

@@ -22,14 +22,14 @@ import pytest
 import reference
 
 import smalto
-from smalto.conflict_report import ConflictReport
-from smalto.constraints import Element, Fixed, System
+from smalto.constraints.conflict_report import ConflictReport
+from smalto.constraints.language import Element, Fixed, System
 from smalto.diagnose.core import core_satisfiable
 from smalto.diagnose.subsystem import subsystem
 from smalto.diagnose.verify import edited_system
 from smalto.infer import in_context
-from smalto.program import Program
-from smalto.reader import read_program
+from smalto.program.reader import read_program
+from smalto.program.view import Program
 from smalto.rewrite.transfers import Plan, relaxed
 from smalto.rules import derive_system
 from smalto.solve.evaluate import judge

@@ -1,4 +1,4 @@
-"""Tests of smalto.mlir: context, parsing with one-line errors, printing."""
+"""Tests of smalto.basics.mlir: context, parsing with one-line errors, printing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from smalto.mlir import MlirInputError, make_context, module_arch, parse_module, print_module
+from smalto.basics.mlir import MlirInputError, make_context, module_arch, parse_module, print_module
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -16,9 +16,9 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 
-from smalto import reader as reader_module
-from smalto.program import OPAQUE_REGIONS, Kind, Program, within
-from smalto.reader import read_program
+from smalto.program import reader as reader_module
+from smalto.program.reader import read_program
+from smalto.program.view import OPAQUE_REGIONS, Kind, Program, within
 from smalto.rules import consumers
 
 BLACKWELL = (10, 0)

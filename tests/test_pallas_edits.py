@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from smalto.pallas_edits import source_name, unoptimized_transfer
+from smalto.source.pallas_edits import source_name, unoptimized_transfer
 
 
 @pytest.mark.parametrize(

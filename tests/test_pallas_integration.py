@@ -43,9 +43,9 @@ from reference import layout_attributes, make_context
 
 import smalto
 import smalto.jax
+from smalto.cli.capture import capture_main
 from smalto.jax import KernelLoweringError
 from smalto.jax.capture import Recorder
-from smalto.jax.cli import capture_main
 from smalto.jax.hooks import observing
 
 pallas_matmul = example("pallas_matmul")
@@ -293,9 +293,9 @@ def test_as_gpu_kernel_path_runs_smalto(smalto_calls: list) -> None:
     from jax._src.lib.mlir.dialects import arith
     from jax.experimental.mosaic.gpu import dialect as mgpu_dialect
 
+    from smalto.basics.mlir import make_context
     from smalto.jax.capture import Recorder
     from smalto.jax.hooks import observing
-    from smalto.mlir import make_context
 
     def body(ctx, x_ref, out_ref, smem):
         x = mgpu_dialect.vector_load(x_ref)
@@ -348,7 +348,7 @@ def test_forced_arch_reaches_the_module_and_the_pass(smalto_calls: list) -> None
 _DUMPING_SCRIPT = """
 import sys
 import smalto.jax
-from smalto.mlir import parse_module
+from smalto.basics.mlir import parse_module
 sys.path.insert(0, "tests")
 from pallas_kernels import example
 

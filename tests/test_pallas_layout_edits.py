@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from smalto.pallas_edits import expansion_at, expression_at, stated_layout, with_axis
+from smalto.source.pallas_edits import expansion_at, expression_at, stated_layout, with_axis
 
 COL = "plgpu.Layout.WGMMA.reduce(0)"
 

@@ -16,9 +16,9 @@ import reference
 from jax._src.lib.mlir import ir
 
 import smalto
-from smalto import reader as program_module
-from smalto.program import OPAQUE_REGIONS, Kind, Program, within
-from smalto.reader import read_program
+from smalto.program import reader as program_module
+from smalto.program.reader import read_program
+from smalto.program.view import OPAQUE_REGIONS, Kind, Program, within
 from smalto.rules import consumers
 
 ENTRIES = reference.bundled_entries()

@@ -14,10 +14,10 @@ import pytest
 from cli_run import run
 from test_summary import TRANSPOSED
 
+from smalto.basics.mlir import module_arch, parse_module
 from smalto.errors import InferenceError
 from smalto.infer import in_context, solve_module
-from smalto.mlir import module_arch, parse_module
-from smalto.report import write_report
+from smalto.report.layouts_page import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "examples" / "flash_attention_fwd.mlir"

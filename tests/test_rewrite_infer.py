@@ -16,8 +16,8 @@ from mlir_snippets import parse
 import smalto
 import smalto.rewrite.webs
 from smalto.check import check
-from smalto.cli import main
-from smalto.reader import read_program
+from smalto.cli.main import main
+from smalto.program.reader import read_program
 
 BID = "mosaic_gpu.broadcast_in_dim"
 WGMMA = (

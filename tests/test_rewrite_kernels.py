@@ -36,8 +36,8 @@ from user_kernels_keepdims import BLACKWELL, HOPPER, KERNELS, REFERENCES, Kernel
 import smalto
 import smalto.jax
 from smalto.check import check
+from smalto.diagnose.jax_phrases import OUT_OF_FUEL
 from smalto.jax import Lowering
-from smalto.phrases import OUT_OF_FUEL
 
 
 def _selected() -> list[Kernel]:

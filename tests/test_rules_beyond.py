@@ -80,8 +80,8 @@ def test_wgmma_lifted_to_rank_3_is_the_issues_tiling() -> None:
 
 
 def test_domains_offer_own_rank_layouts_only_where_the_shape_needs_them() -> None:
-    from smalto.constraints import Variable
-    from smalto.program import Kind
+    from smalto.constraints.language import Variable
+    from smalto.program.view import Kind
 
     def values(shape: tuple[int, ...], min_rank: int | None = None) -> list:
         var = Variable(0, Kind.VECTOR, shape, 32, None, None, 0)  # type: ignore[arg-type]

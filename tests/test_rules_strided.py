@@ -29,7 +29,7 @@ from rule_kit import (
 )
 
 from smalto.hw import layouts as hl
-from smalto.type_facts import element_bitwidth as _element_bitwidth
+from smalto.program.type_facts import element_bitwidth as _element_bitwidth
 
 ELEMENT_TYPES = ["i1", "i2", "i4", "f4E2M1FN", "i8", "f8E4M3FN", "bf16", "i32", "f64"]
 SHAPES = [(128,), (256,), (1, 128), (2, 128), (4, 128), (8, 128), (128, 128), (3, 128), (96,)]

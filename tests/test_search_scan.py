@@ -25,11 +25,11 @@ from jax._src.lib.mlir import ir
 
 import smalto
 from bench.kernels import FAMILIES
+from smalto.basics.mlir import module_arch
 from smalto.check import check
 from smalto.hw.values import Const
 from smalto.infer import in_context
-from smalto.mlir import module_arch
-from smalto.reader import read_program
+from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import candidates as cands
 from smalto.solve import jax_order as search  # the search in JAX's order: _Offer, _Scan

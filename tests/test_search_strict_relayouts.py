@@ -30,10 +30,10 @@ from rule_kit import (
     vector_store,
 )
 
-from smalto.constraints import Role, System
+from smalto.constraints.language import Role, System
 from smalto.infer import in_context
-from smalto.program import Program
-from smalto.reader import read_program
+from smalto.program.reader import read_program
+from smalto.program.view import Program
 from smalto.rules import derive_system
 from smalto.solve.search import Solver
 

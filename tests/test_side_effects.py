@@ -14,7 +14,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import layout_inference
 
 import smalto
-from smalto.cli import main
+from smalto.cli.main import main
 
 UNSAT = Path(__file__).parent / "unsat"
 REPO = Path(__file__).resolve().parents[1]

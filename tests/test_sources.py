@@ -3,7 +3,7 @@ and beside the module file, and a note (never silence) where they are not.
 
 A captured module names its kernel file as it was where ``smalto capture`` ran
 (``kernels.py``). Run from elsewhere, the file is found beside the module;
-everything that reads a source line goes through ``smalto.sources``: the CLI's
+everything that reads a source line goes through ``smalto.source.files``: the CLI's
 excerpts, the report, and, through ``searching_beside``, the edits the pass
 itself writes in Pallas' words (a transfer made unoptimized).
 """
@@ -22,7 +22,7 @@ from cli_run import run
 from user_kernels_unoptimized import matmul_narrow_out
 
 import smalto.jax
-from smalto.sources import Sources, searching_beside
+from smalto.source.files import Sources, searching_beside
 
 HERE = Path(__file__).resolve().parent
 UNSAT = HERE / "unsat"

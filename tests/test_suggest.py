@@ -37,8 +37,8 @@ from smalto.diagnose.suggest import SuggestedEdit, tmem_pallas
 from smalto.hw import layouts as hl
 from smalto.hw.names import REGISTER_LAYOUTS, describe_value, pallas_layout
 from smalto.hw.values import Reg, Smem, Tmem
-from smalto.locations import location_text
-from smalto.sources import searching_beside
+from smalto.source.files import searching_beside
+from smalto.source.locations import location_text
 
 UNSAT = Path(__file__).parent / "unsat"
 sys.path.insert(0, str(UNSAT))
@@ -466,7 +466,7 @@ def test_a_small_budget_says_it_ran_out() -> None:
     from smalto.diagnose.core import find_core
     from smalto.diagnose.verify import Budget, try_edits
     from smalto.infer import in_context
-    from smalto.reader import read_program
+    from smalto.program.reader import read_program
     from smalto.rules import derive_system
 
     text = (UNSAT / "relayout_unsupported.mlir").read_text()

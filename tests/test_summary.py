@@ -13,11 +13,11 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
 import smalto
-from smalto.cli import main
+from smalto.basics.mlir import in_context, parse_module
+from smalto.cli.main import main
 from smalto.hw.values import Reg, Smem, Tmem
-from smalto.mlir import in_context, parse_module
-from smalto.sources import searching_beside
-from smalto.summary import layout_name
+from smalto.report.summary import layout_name
+from smalto.source.files import searching_beside
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "examples" / "flash_attention_fwd.mlir"

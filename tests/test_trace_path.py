@@ -21,12 +21,17 @@ def test_a_reduction_of_a_wgmma_accumulator_reads_straight_through_the_pass() ->
     assert len(found.doubles_back) <= DOUBLES_BACK_CEILING, found.doubles_back
     # The avoidable ones stay gone: the view calls no reader back, the searches
     # share one state instead of inheriting it, the relayouts are no third rule file.
-    assert ("smalto.reader", "smalto.program") not in found.doubles_back
+    assert ("smalto.program.reader", "smalto.program.view") not in found.doubles_back
     assert not any(
         below in ("smalto.solve.jax_order", "smalto.solve.complete")
         for below, _ in found.doubles_back
     ), found.doubles_back
     assert "smalto.rules.relayouts" not in found.modules
     # The path is the pass's: read, rules, solver, attributes.
-    for module in ("smalto.reader", "smalto.rules", "smalto.solve.search", "smalto.annotate"):
+    for module in (
+        "smalto.program.reader",
+        "smalto.rules",
+        "smalto.solve.search",
+        "smalto.pipeline.annotate",
+    ):
         assert module in found.modules

@@ -42,8 +42,8 @@ from user_kernels_unoptimized import (
 
 import smalto
 import smalto.jax
-from smalto.mlir import in_context
-from smalto.pipeline import Unsatisfiable, solve_as_written
+from smalto.basics.mlir import in_context
+from smalto.pipeline.steps import Unsatisfiable, solve_as_written
 from smalto.rewrite import transfers
 from smalto.rewrite.transfers import Plan, fewest
 

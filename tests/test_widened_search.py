@@ -24,11 +24,11 @@ from rule_kit import (
     vector_store,
 )
 
-from smalto.constraints import GmemTransfer
+from smalto.constraints.language import GmemTransfer
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
 from smalto.infer import in_context
-from smalto.reader import read_program
+from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import domains
 from smalto.solve.search import Solver, decide

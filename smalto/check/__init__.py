@@ -14,7 +14,7 @@ those attributes alone, that every op can be lowered with them:
   where that is free (from a splat), and a memory ref keeps its transforms.
 
 It shares nothing with the solver but the hardware facts (``smalto.hw``) and
-the program view (``smalto.program``): the requirements are written here again,
+the program view (``smalto.program.view``): the requirements are written here again,
 from the ops' semantics, so that a bug in a rule is not repeated by the check.
 
 The package is split like ``smalto.rules``: ``core`` (the checker's state and
@@ -24,7 +24,7 @@ between ops), ``walk`` (the driver), one module per dialect (``arith``,
 facts they share (``smem``: SMEM transforms as written and their validity;
 ``transfers``: SMEM <-> register feasibility through the lowering's own
 schedule; ``relayouts``; ``mma``). Its command line, ``smalto check``, is a face of
-the package (``smalto.check_command``): the checker itself imports nothing above
+the package (``smalto.cli.check``): the checker itself imports nothing above
 the ground.
 The requirements are jax 0.12.0.1's lowering's.
 """

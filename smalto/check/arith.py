@@ -14,7 +14,7 @@ from smalto.check.core import (
 )
 from smalto.check.names import describe
 from smalto.hw import layouts as hl
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 
 
 def elementwise(c: Checker, op: Op) -> None:

@@ -19,7 +19,7 @@ from smalto.check.names import describe
 from smalto.check.smem import Transforms, minor_extent
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 
 # Where each op's indices are among its operand segments (jax 0.12.0.1):
 # async_load [source, destination, barrier?, indices..., predicate?, gmem_peer_id?],

@@ -19,8 +19,8 @@ from smalto.check.semantics import Layout, tile_of
 from smalto.check.smem import UNTRANSFORMED, Transforms
 from smalto.hw.numbers import prime_factors
 from smalto.hw.values import Reg, Tmem
-from smalto.locations import file_position, location_text
-from smalto.program import Kind, Op, Program, Value
+from smalto.program.view import Kind, Op, Program, Value
+from smalto.source.locations import file_position, location_text
 
 IN, OUT = 0, 1
 PREFIX = {IN: "in", OUT: "out"}

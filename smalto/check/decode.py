@@ -24,7 +24,7 @@ from smalto.check.smem import Transforms, decode_transforms, invalid
 from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
-from smalto.program import Op, Value
+from smalto.program.view import Op, Value
 
 
 def decode(c: Checker, op: Op) -> None:

@@ -13,7 +13,7 @@ from smalto.check.names import describe, describe_apart
 from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import Layout
 from smalto.hw.values import Reg
-from smalto.program import Op
+from smalto.program.view import Op
 
 
 def produced_layout(c: Checker, vid: int) -> Layout | None:

@@ -24,7 +24,7 @@ from smalto.check.semantics import (
     transpose_tiling,
 )
 from smalto.check.smem import Transforms
-from smalto.program import Op
+from smalto.program.view import Op
 
 
 @rule("memref.load")

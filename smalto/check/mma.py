@@ -10,7 +10,7 @@ from smalto.check.core import IN, Checker
 from smalto.check.names import describe
 from smalto.check.semantics import transposed
 from smalto.check.smem import mma_options
-from smalto.program import Op
+from smalto.program.view import Op
 
 
 def mma_operand(

@@ -21,7 +21,7 @@ from smalto.check.transfers import gmem_transfer_problem, smem_transfer_problem
 from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 
 
 def _optimized(op: Op) -> bool:

@@ -19,7 +19,7 @@ from smalto.check.core import (
     rule,
 )
 from smalto.check.names import describe
-from smalto.program import Op
+from smalto.program.view import Op
 
 
 def _terminator(c: Checker, op: Op, region: int) -> Op | None:

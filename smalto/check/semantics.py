@@ -14,7 +14,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from smalto.check.smem import Transforms
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
-from smalto.program import Value
+from smalto.program.view import Value
 
 Layout = Reg | Tmem | Transforms
 

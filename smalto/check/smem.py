@@ -12,7 +12,7 @@ from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import dialect_lowering
 
-from smalto.records import record
+from smalto.basics.records import record
 
 SWIZZLES = (128, 64, 32)  # bytes; widest first, the order of JAX's MMA options
 _NO_SWIZZLE = 16  # what the dialect calls no swizzle (kNoSwizzle)

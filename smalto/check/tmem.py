@@ -24,7 +24,7 @@ from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import tmem_transfer_supported
 from smalto.hw.values import Reg, Tmem
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 
 
 def _tmem_for(shape: tuple[int, ...], collective: bool, packing: int) -> Tmem | None:

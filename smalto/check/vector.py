@@ -20,7 +20,7 @@ from smalto.check.semantics import (
     reshape_layout,
 )
 from smalto.hw import layouts as hl
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 
 
 @rule("vector.broadcast")

@@ -22,8 +22,8 @@ from smalto.check.core import (
 )
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
-from smalto.program import Op
-from smalto.reader import read_program
+from smalto.program.reader import read_program
+from smalto.program.view import Op
 
 
 def check(

@@ -14,11 +14,11 @@
 - ``suggest``: the suggestion, in Pallas terms, from those edits (else a hint).
 """
 
-from smalto.conflict_report import ConflictReport, Requirement
-from smalto.describe import Namer, describe_element
+from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.diagnose.conflict import describe_fuel_exhaustion, diagnose
 from smalto.diagnose.problems import describe_conflict
 from smalto.diagnose.suggest import suggest_at_derivation
+from smalto.pipeline.describe import Namer, describe_element
 
 __all__ = [
     "ConflictReport",

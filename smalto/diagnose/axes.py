@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Element
+from smalto.constraints.language import Element
 from smalto.diagnose.edits import AXIS, Edit
-from smalto.locations import file_position, location_name, op_text
-from smalto.pallas_edits import StatementEdit, expansion_at, expression_at, with_axis
-from smalto.program import Op, Program
+from smalto.program.view import Op, Program
 from smalto.rules.attributes import ints
-from smalto.sources import Sources
+from smalto.source.files import Sources
+from smalto.source.locations import file_position, location_name, op_text
+from smalto.source.pallas_edits import StatementEdit, expansion_at, expression_at, with_axis
 
 REDUCTION = "vector.multi_reduction"
 _BROADCAST = "mosaic_gpu.broadcast_in_dim"

@@ -20,7 +20,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import (
+from smalto.constraints.language import (
     Element,
     Fixed,
     Role,
@@ -35,7 +35,7 @@ from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.names import HOPPER_NAMES, REGISTER_LAYOUTS
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program import Kind, Op, Program
+from smalto.program.view import Kind, Op, Program
 
 LAYOUT_CAST = "mosaic_gpu.layout_cast"
 TMEM_CAST = "mosaic_gpu.tmem_layout_cast"

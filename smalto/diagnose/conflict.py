@@ -3,15 +3,14 @@
 From a system with no solution, find a small set of requirements that cannot
 hold together (an unsatisfiable core, minimal: dropping any one of them makes
 the rest satisfiable; ``core``), say for each which op imposed it and where
-(``smalto.describe``), say what the values involved were forced to, and
+(``smalto.pipeline.describe``), say what the values involved were forced to, and
 suggest the change that resolves it (``suggest``).
 """
 
 from __future__ import annotations
 
-from smalto import lowering_advice
-from smalto.conflict_report import ConflictReport, Requirement
-from smalto.constraints import (
+from smalto.constraints.conflict_report import ConflictReport, Requirement
+from smalto.constraints.language import (
     Constraint,
     Divides,
     Element,
@@ -24,7 +23,7 @@ from smalto.constraints import (
     Variable,
     constraint_variables,
 )
-from smalto.describe import Namer, describe_element, expr_var
+from smalto.diagnose import lowering_advice
 from smalto.diagnose.axes import axis_clue
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import UNOPTIMIZE, Edit
@@ -35,11 +34,12 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.locations import op_location_text, op_text
-from smalto.program import Kind, Program
+from smalto.pipeline.describe import Namer, describe_element, expr_var
+from smalto.program.view import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
 from smalto.solve.search import Solver
-from smalto.sources import Sources
+from smalto.source.files import Sources
+from smalto.source.locations import op_location_text, op_text
 
 
 def _op_of(program: Program, element: Element) -> tuple[str, str]:

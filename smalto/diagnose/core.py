@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from smalto.constraints import Element, Fixed, System, constraint_variables
+from smalto.constraints.language import Element, Fixed, System, constraint_variables
 from smalto.diagnose.subsystem import subsystem
-from smalto.program import Program
+from smalto.program.view import Program
 from smalto.solve.search import FuelExhausted, Solver
 
 # Upper bound on time spent shrinking a core; past it the core is smaller but

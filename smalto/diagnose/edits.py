@@ -20,7 +20,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program import ops_in_order
+from smalto.program.view import ops_in_order
 
 RETARGET, DROP, ADD_CAST, UNOPTIMIZE = "retarget", "drop", "add_cast", "unoptimize"
 # A reduction over the other axis of a square tile (``s.max(axis=1)`` for ``axis=0``): the

@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Role, System, value_at
+from smalto.constraints.language import Role, System, value_at
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const
-from smalto.locations import op_text
-from smalto.program import Program
+from smalto.program.view import Program
+from smalto.source.locations import op_text
 
 # Ops whose result is their operand under a layout the op states.
 CASTS = frozenset(

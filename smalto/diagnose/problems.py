@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from smalto.conflict_report import ConflictReport
-from smalto.constraints import Element, Fixed, System, constraint_variables
-from smalto.describe import Namer
+from smalto.constraints.conflict_report import ConflictReport
+from smalto.constraints.language import Element, Fixed, System, constraint_variables
 from smalto.diagnose.candidates import ANNOTATIONS, Candidates
 from smalto.diagnose.conflict import core_transfers, diagnose, no_value_fits
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import DROP, RETARGET, UNOPTIMIZE, Edit
 from smalto.diagnose.verify import edited_system
-from smalto.program import Program
+from smalto.pipeline.describe import Namer
+from smalto.program.view import Program
 from smalto.solve.search import FuelExhausted, Solver
-from smalto.sources import Sources
+from smalto.source.files import Sources
 
 # Past this many problems, the rest are left for the next run.
 MAX_PROBLEMS = 4

@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from smalto.constraints import (
+from smalto.constraints.language import (
     Collapse,
     Constraint,
     Equal,

@@ -16,9 +16,8 @@ from pathlib import Path
 
 from jax._src.lib.mlir import ir
 
-from smalto.conflict_report import ConflictReport
-from smalto.constraints import Element, Role, Site, System
-from smalto.describe import Namer
+from smalto.constraints.conflict_report import ConflictReport
+from smalto.constraints.language import Element, Role, Site, System
 from smalto.diagnose.candidates import (
     INLINE,
     LAYOUT_CAST,
@@ -32,11 +31,17 @@ from smalto.errors import InferenceError
 from smalto.hw.encode import AttributeCache
 from smalto.hw.names import describe_value, pallas_layout, tmem_name
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.locations import file_position, location_text, op_text
-from smalto.pallas_edits import SourceChange, StatementEdit, cast_where_defined, stated_layout
-from smalto.program import Op, Program
+from smalto.pipeline.describe import Namer
+from smalto.program.view import Op, Program
 from smalto.rewrite.transfers import describe_ops
-from smalto.sources import Sources
+from smalto.source.files import Sources
+from smalto.source.locations import file_position, location_text, op_text
+from smalto.source.pallas_edits import (
+    SourceChange,
+    StatementEdit,
+    cast_where_defined,
+    stated_layout,
+)
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
 LOWERED = (

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Fixed, Role, Site, System
+from smalto.basics.mlir import clone_module
+from smalto.constraints.language import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
-from smalto.mlir import clone_module
-from smalto.pipeline import Failure, solve_copy, write
-from smalto.program import Program
+from smalto.pipeline.steps import Failure, solve_copy, write
+from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs

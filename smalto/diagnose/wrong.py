@@ -12,12 +12,12 @@ change of a reduction's axis into a fix.
 
 from __future__ import annotations
 
-from smalto.codes import CODES
-from smalto.conflict_report import failure_code
-from smalto.constraints import Element, Fixed, System, constraint_variables
-from smalto.describe import Namer
+from smalto.basics.codes import CODES
+from smalto.constraints.conflict_report import failure_code
+from smalto.constraints.language import Element, Fixed, System, constraint_variables
 from smalto.diagnose.axes import AxisClue, wrong_axis_reduction
 from smalto.diagnose.edits import Edit
+from smalto.diagnose.jax_phrases import UNSATISFIABLE, unsatisfiable
 from smalto.diagnose.suggest import (
     LOWERED_SHORT,
     NEEDS_SMALTO,
@@ -25,9 +25,9 @@ from smalto.diagnose.suggest import (
     SuggestedEdit,
 )
 from smalto.diagnose.verify import module_of, works_on_copy
-from smalto.locations import file_position, op_location_text
-from smalto.phrases import UNSATISFIABLE, unsatisfiable
-from smalto.program import Program
+from smalto.pipeline.describe import Namer
+from smalto.program.view import Program
+from smalto.source.locations import file_position, op_location_text
 
 # Ops that state a layout or transforms the author chose (``plgpu.layout_cast``,
 # ``layout=``, a ``plgpu.inline_mgpu``'s layouts, an SMEM ref's ``transforms=``): what

@@ -12,7 +12,6 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "draw_main": "smalto.draw_command",
     "Ownership": "smalto.draw.ownership",
     "TmemPlacement": "smalto.draw.ownership",
     "tmem_placement": "smalto.draw.ownership",

@@ -30,7 +30,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import utils
 
-from smalto.mlir import make_context
+from smalto.basics.mlir import make_context
 
 THREADS = fa.WARPGROUP_SIZE
 WARP_SIZE = fa.WARP_SIZE

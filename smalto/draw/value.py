@@ -2,7 +2,7 @@
 and the errors of finding it.
 
 Finding the value and inferring its layout is the pass's and ``smalto explain``'s
-work, a layer above the pictures: the command (``smalto.draw_command``) hands the
+work, a layer above the pictures: the command (``smalto.cli.draw``) hands the
 drawing a ``Lookup`` that does it.
 """
 

@@ -14,7 +14,7 @@ from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto import percontext
+from smalto.basics import percontext
 from smalto.hw.values import Reg, Smem, Tmem
 
 

@@ -22,7 +22,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
-from smalto.elementwise import CONVERSIONS
+from smalto.basics.elementwise import CONVERSIONS
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.records import record
+from smalto.basics.records import record
 
 
 @dataclass(slots=True, eq=False)

@@ -36,7 +36,7 @@ with smalto inferring and JAX's own Mosaic GPU lowering consuming the layouts,
 and says at which stage it failed, if it did (``KernelLoweringError``).
 ``fix(fn, *args, arch=(9, 0))`` returns the verified fixes of a kernel that has no
 layouts as edits of its Python source (spans, replacement texts, applicability;
-``smalto.fix_edits.SourceEdit``), writing nothing; ``smalto fix`` applies them.
+``smalto.source.fix_edits.SourceEdit``), writing nothing; ``smalto fix`` applies them.
 """
 
 from __future__ import annotations

@@ -2,6 +2,6 @@
 
 import sys
 
-from smalto.jax.cli import main
+from smalto.cli.capture import main
 
 sys.exit(main())

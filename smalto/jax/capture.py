@@ -73,7 +73,7 @@ class CapturedModule:
 
         ``context`` defaults to a new one with every dialect Mosaic GPU uses.
         """
-        from smalto.mlir import parse_module
+        from smalto.basics.mlir import parse_module
 
         text = self.inferred_text if inferred else self.text
         if text is None:

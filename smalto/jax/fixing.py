@@ -3,7 +3,7 @@
 ``fix_script`` lowers a function of a script with smalto as the pass (no GPU
 needed). Where a kernel has no layouts, the diagnosis has verified, on the
 kernel's module, the edits that fix each of its problems; the first of each
-that has a place in the source (``smalto.fix_edits``) is made on the text,
+that has a place in the source (``smalto.source.fix_edits``) is made on the text,
 the edited script is lowered again, and so on until the function lowers or
 no verified fix is left. The script runs from a copy in a temporary folder
 (its own folder still on ``sys.path``), so that nothing is written until the
@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smalto.fix_edits import (
+from smalto.jax.hooks import Pass
+from smalto.jax.lowering import KernelLoweringError, lower
+from smalto.source.fix_edits import (
     SourceEdit,
     apply_parts,
     keeps_meaning,
@@ -34,8 +36,6 @@ from smalto.fix_edits import (
     problems_of,
     source_edit,
 )
-from smalto.jax.hooks import Pass
-from smalto.jax.lowering import KernelLoweringError, lower
 
 # Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
 # more than the diagnosis' four problems at once).
@@ -245,7 +245,7 @@ def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
     code = edit.code or ""
     why = code
     if code:
-        from smalto.codes import CODES
+        from smalto.basics.codes import CODES
 
         why = f"error[{code}]: {CODES[code].title}" if code in CODES else code
     return Applied(

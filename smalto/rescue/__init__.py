@@ -1,6 +1,6 @@
 """Rescues: ways to change a module that has no layouts as written into one that has.
 
-Where the pass finds no layouts (``smalto.pipeline.Failure``), ``smalto.infer``
+Where the pass finds no layouts (``smalto.pipeline.steps.Failure``), ``smalto.infer``
 tries the rescues the caller turned on, in the order of ``RESCUES``, each
 given what the pass found (``Attempt``). A rescue changes a copy of the
 module and infers it; if the copy infers, it returns the solved copy and the
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 from jax._src.lib.mlir import ir
 
-from smalto.pipeline import Failure, Inference
+from smalto.pipeline.steps import Failure, Inference
 from smalto.rescue import unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.pipeline import Failure, Inference
+from smalto.pipeline.steps import Failure, Inference
 
 
 @dataclass

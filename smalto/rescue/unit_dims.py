@@ -11,9 +11,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+from smalto.basics.mlir import clone_module
 from smalto.errors import UnitDimRewriteWarning
-from smalto.mlir import clone_module
-from smalto.pipeline import Failure, solve_copy
+from smalto.pipeline.steps import Failure, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued
 from smalto.rewrite import RewrittenOp, may_have_webs, rewritable_webs, rewrite_unit_dims
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+from smalto.basics.mlir import clone_module
 from smalto.errors import UnoptimizedTransferWarning
-from smalto.mlir import clone_module
-from smalto.pipeline import Failure, Unsatisfiable, solve_copy
+from smalto.pipeline.steps import Failure, Unsatisfiable, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued
 from smalto.rewrite.transfers import Plan, UnoptimizedOp, unoptimize
 

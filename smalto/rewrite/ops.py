@@ -7,9 +7,9 @@ rewrite expands a value back right before it).
 
 from __future__ import annotations
 
-from smalto import elementwise
+from smalto.basics import elementwise
 
-# Elementwise by definition (``smalto.elementwise``): exact at any shape.
+# Elementwise by definition (``smalto.basics.elementwise``): exact at any shape.
 ELEMENTWISE = frozenset(elementwise.ELEMENTWISE)
 
 BROADCAST_IN_DIM = "mosaic_gpu.broadcast_in_dim"

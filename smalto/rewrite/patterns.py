@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
-from smalto.locations import FilePosition, place
 from smalto.rewrite import ops as names
 from smalto.rewrite.webs import Web, i64_array, iota_dimension, vector_shape
+from smalto.source.locations import FilePosition, place
 
 
 @dataclass(frozen=True)

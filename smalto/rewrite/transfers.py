@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Element, GmemTransfer, SmemTransfer, System
+from smalto.constraints.language import Element, GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
-from smalto.locations import FilePosition, place
-from smalto.pallas_edits import LineEdit, unoptimized_transfer
-from smalto.program import Program, ops_in_order
+from smalto.program.view import Program, ops_in_order
 from smalto.solve.search import FuelExhausted, Solver
-from smalto.sources import Sources
+from smalto.source.files import Sources
+from smalto.source.locations import FilePosition, place
+from smalto.source.pallas_edits import LineEdit, unoptimized_transfer
 
 # The ops whose transfers Pallas asks to be optimized (they carry the flag).
 TRANSFER_OPS = frozenset(

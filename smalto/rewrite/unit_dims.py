@@ -7,7 +7,7 @@ from functools import partial
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import ops_in_order
+from smalto.program.view import ops_in_order
 from smalto.rewrite import patterns
 from smalto.rewrite.patterns import RewrittenOp
 from smalto.rewrite.webs import Web, find_webs

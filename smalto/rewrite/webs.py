@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import Kind, Program, ops_in_order
+from smalto.program.view import Kind, Program, ops_in_order
 from smalto.rewrite import ops as names
 
 Shape = tuple[int, ...]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from functools import cache
 from typing import cast
 
-from smalto.constraints import Constraint, Relayout, Role, System, Var
-from smalto.program import OPAQUE_REGIONS, Kind, Program, within
+from smalto.constraints.language import Constraint, Relayout, Role, System, Var
+from smalto.program.view import OPAQUE_REGIONS, Kind, Program, within
 
 # Each dialect's rules register themselves (``context.rule``) on import.
 from smalto.rules import arith, concat, llvm, memref, mosaic_gpu, scf, tmem, vector  # noqa: F401
@@ -29,7 +29,7 @@ __all__ = ["RULES", "TERMINATORS", "RuleContext", "consumers", "derive_system"]
 @cache
 def consumers() -> frozenset[str]:
     """Ops that may use a value needing a layout though their results need none: what the
-    pass tells the reader to read (``smalto.reader.read_program``).
+    pass tells the reader to read (``smalto.program.reader.read_program``).
 
     Every op with a rule and each terminator, but the elementwise `arith` and
     `math` ops: their operands are vectors only where their results are.

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import LayoutKind, RegisterBits, Role, Site, Var
-from smalto.elementwise import ELEMENTWISE
+from smalto.basics.elementwise import ELEMENTWISE
+from smalto.constraints.language import LayoutKind, RegisterBits, Role, Site, Var
 from smalto.hw import layouts as hl
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
 
-# One layout for operands and result (``smalto.elementwise``).
+# One layout for operands and result (``smalto.basics.elementwise``).
 POINTWISE = ELEMENTWISE
 _OPERAND, _RESULT = Role.OPERAND, Role.RESULT
 

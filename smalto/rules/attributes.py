@@ -11,7 +11,7 @@ from typing import cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import Program
+from smalto.program.view import Program
 
 # The marker of a dynamic size, offset or stride in static arrays (the same
 # value for all three); comparing with it spares a binding call per entry.

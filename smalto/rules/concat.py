@@ -12,8 +12,8 @@ does not; policy: docs/rules_and_checks.md).
 
 from __future__ import annotations
 
-from smalto.constraints import Equal, LayoutKind, Var
-from smalto.program import Op
+from smalto.constraints.language import Equal, LayoutKind, Var
+from smalto.program.view import Op
 from smalto.rules.context import RuleContext, rule
 
 

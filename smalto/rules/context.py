@@ -13,9 +13,9 @@ from typing import Literal, cast, overload
 
 from jax._src.lib.mlir import ir
 
-from smalto import percontext
-from smalto.conflict_report import ConflictReport, Requirement
-from smalto.constraints import (
+from smalto.basics import percontext
+from smalto.constraints.conflict_report import ConflictReport, Requirement
+from smalto.constraints.language import (
     Constraint,
     Fixed,
     LayoutKind,
@@ -29,10 +29,10 @@ from smalto.constraints import (
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.locations import op_text
-from smalto.program import Kind, Op, Program, Value
+from smalto.program.view import Kind, Op, Program, Value
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
+from smalto.source.locations import op_text
 
 Rule = Callable[["RuleContext", Op], None]
 _OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
@@ -341,7 +341,7 @@ class RuleContext:
         ``phrase`` is JAX's message for it, put first; the traceback ends at
         the op's source line.
         """
-        from smalto.tracebacks import with_op_traceback
+        from smalto.source.tracebacks import with_op_traceback
 
         report = ConflictReport(
             [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True

@@ -15,7 +15,7 @@ from typing import Final, cast
 from jax._src.lib.mlir import ir
 
 from smalto.hw.numbers import prime_factors
-from smalto.program import Kind, Program
+from smalto.program.view import Kind, Program
 
 _MAX_DEPTH = 10
 # Divisible when both operands are: sums, differences, extrema, and remainders

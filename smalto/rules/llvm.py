@@ -6,7 +6,7 @@ The checker has no rule for them: ``smalto.check.flow`` checks what flows in and
 
 from __future__ import annotations
 
-from smalto.program import Op
+from smalto.program.view import Op
 from smalto.rules.context import RuleContext, rule
 
 

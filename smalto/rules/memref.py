@@ -9,10 +9,10 @@ import math
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Collapse, Divides, Equal, Role, Site, Transpose, Var
+from smalto.constraints.language import Collapse, Divides, Equal, Role, Site, Transpose, Var
 from smalto.hw import layouts as hl
 from smalto.hw.strides import row_major
-from smalto.program import Op
+from smalto.program.view import Op
 from smalto.rules.attributes import DYNAMIC
 from smalto.rules.context import RuleContext, rule
 

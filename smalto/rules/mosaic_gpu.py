@@ -12,8 +12,8 @@ from typing import cast
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
-from smalto.codes import code_line
-from smalto.constraints import (
+from smalto.basics.codes import code_line
+from smalto.constraints.language import (
     Broadcast,
     Divides,
     Equal,
@@ -40,11 +40,11 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import layout_text
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
-from smalto.locations import op_text
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
+from smalto.source.locations import op_text
 
-# The failure code of a gather (scatter) no layout makes possible (``smalto.codes``).
+# The failure code of a gather (scatter) no layout makes possible (``smalto.basics.codes``).
 TMA_GATHER = "SM010"
 
 # The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).

@@ -5,7 +5,7 @@ Restated by the checker in ``smalto.check.scf`` (policy: docs/rules_and_checks.m
 
 from __future__ import annotations
 
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
 
 # scf.for's lower bound, upper bound and step come before the loop-carried values.

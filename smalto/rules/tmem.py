@@ -11,11 +11,11 @@ from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.constraints import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
+from smalto.constraints.language import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
-from smalto.program import Kind, Op
+from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
 from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Divides, Equal, FullyTiled, LayoutKind, Reduce, Reshape, Var
-from smalto.program import Kind, Op
+from smalto.constraints.language import Divides, Equal, FullyTiled, LayoutKind, Reduce, Reshape, Var
+from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
 
 _NOT_SPLAT_OR_STRIDED = (LayoutKind.SPLAT, LayoutKind.STRIDED)

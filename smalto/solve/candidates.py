@@ -18,7 +18,7 @@ from typing import cast
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.constraints import (
+from smalto.constraints.language import (
     Broadcast,
     Constraint,
     Equal,
@@ -230,7 +230,7 @@ def _broadcast_targets(src: Reg, dst: Variable, dims: tuple[int, ...]) -> Iterat
 
 def default_value(variable: Variable, tmem_default: Tmem | None) -> Const | None:
     """What an otherwise unconstrained variable becomes."""
-    from smalto.program import Kind
+    from smalto.program.view import Kind
 
     if variable.kind == Kind.VECTOR:
         return hl.default_strided(variable.shape, variable.bitwidth)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import cast
 
-from smalto.constraints import Constraint, GmemTransfer
+from smalto.constraints.language import Constraint, GmemTransfer
 from smalto.hw.values import Const
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of

@@ -27,7 +27,7 @@ from functools import cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.constraints import (
+from smalto.constraints.language import (
     Constraint,
     Equal,
     Expr,
@@ -40,7 +40,7 @@ from smalto.constraints import (
 )
 from smalto.hw import layouts as hl
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
-from smalto.program import Kind
+from smalto.program.view import Kind
 from smalto.solve.evaluate import Contradiction, simplify
 
 _NAMED_TILED = (

@@ -14,7 +14,8 @@ from typing import Any, Final, TypeGuard, cast
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.constraints import (
+from smalto.basics.records import record
+from smalto.constraints.language import (
     Broadcast,
     Collapse,
     Constraint,
@@ -45,7 +46,6 @@ from smalto.hw.transfers import (
     tmem_transfer_supported,
 )
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.records import record
 
 
 class Contradiction(enum.Enum):

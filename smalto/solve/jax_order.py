@@ -23,10 +23,10 @@ from typing import Final, Literal, cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.constraints import Constraint, GmemTransfer, Role, Variable
+from smalto.constraints.language import Constraint, GmemTransfer, Role, Variable
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Tmem
-from smalto.program import Kind, Program
+from smalto.program.view import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import HOLDS, judge, simplify
 from smalto.solve.propagation import FuelExhausted, Propagation, Reason, deep_recursion

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import cast
 
-from smalto.constraints import (
+from smalto.basics.records import record
+from smalto.constraints.language import (
     Constraint,
     Divides,
     Equal,
@@ -31,8 +32,7 @@ from smalto.constraints import (
 )
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program import Kind, Program
-from smalto.records import record
+from smalto.program.view import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
 from smalto.solve.widened import lowered_relayout

@@ -19,8 +19,8 @@ when the fuel runs out before the system is decided.
 
 from __future__ import annotations
 
-from smalto.constraints import System
-from smalto.program import Program
+from smalto.constraints.language import System
+from smalto.program.view import Program
 from smalto.solve.complete import CompleteSearch
 from smalto.solve.jax_order import ATTEMPTS_PER_VARIABLE, GUIDED_BUDGET, JaxOrderSearch
 from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason

@@ -20,8 +20,8 @@ over everything the lowering accepts:
 
 from __future__ import annotations
 
-from smalto.constraints import Relayout
-from smalto.program import Program
+from smalto.constraints.language import Relayout
+from smalto.program.view import Program
 from smalto.rules.attributes import strict_cast
 
 

@@ -1,0 +1,326 @@
+"""Command lines for using smalto with JAX programs.
+
+``capture_main``: ``smalto capture SCRIPT.py:FUNCTION [--arg DTYPE[SHAPE]]...``
+lowers FUNCTION for the GPU (no GPU needed) and writes the Mosaic GPU modules
+JAX hands to layout inference as ``.mlir`` files, ready for ``smalto infer``:
+``DIR/FUNCTION.mlir``, or ``DIR/FUNCTION-1.mlir``, ``-2``... where FUNCTION
+builds several kernels. smalto's pass runs while lowering (the module is the
+same whichever pass follows, and smalto's is fast); ``--jax`` runs JAX's own.
+A note on stderr says, for each module, what the pass and JAX's lowering did
+with it, and what to run next where it does not compile.
+
+``run_main``: ``python -m smalto.jax run [--dump DIR] SCRIPT.py [ARGS...]``
+(or ``-m MODULE``) runs a program you cannot edit with smalto as JAX's
+layout-inference pass.
+
+Exit status of ``capture``: 0 when it captured the modules, also where the
+pass or JAX's lowering then rejected one (the module is written as it reached
+the pass, which is what ``smalto infer`` reads); 1 when the lowering failed
+before any module was captured, or, with ``--smalto``, where smalto's
+inference found no layouts or JAX's lowering rejected them (the reason on
+stderr; the modules captured are still written); 2 on bad usage or a script
+that cannot be loaded, with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import runpy
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from smalto.basics.archs import parse_arch
+from smalto.basics.dtypes import dtype_name
+
+if TYPE_CHECKING:
+    from smalto.jax.hooks import Pass
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class _Usage(Exception):
+    """Bad arguments or a script that cannot be used: one line, exit status 2."""
+
+
+def capture_main(argv: Sequence[str] | None = None) -> int:
+    """``smalto capture``: runs on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    from smalto.cli.arguments import command_parser, parse_arguments
+
+    args = parse_arguments(command_parser("capture"), sys.argv[1:] if argv is None else argv)
+    if isinstance(args, int):
+        return args
+    return run_capture_command(args)
+
+
+def run_capture_command(args: argparse.Namespace) -> int:
+    """``smalto capture`` on parsed arguments (see ``smalto.cli.main``); returns the exit status."""
+    try:
+        return _run_capture(args)
+    except _Usage as error:
+        return _fail(str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
+    """``jax.ShapeDtypeStruct`` of a ``--arg`` (``f16``, ``bfloat16``...)."""
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
+    except TypeError:
+        raise _Usage(f"argument --arg: unknown dtype {dtype!r}") from None
+
+
+def _run_capture(args: argparse.Namespace) -> int:
+    import smalto.jax
+
+    if args.smalto and args.jax:
+        raise _Usage("--smalto and --jax: choose one pass")
+    arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
+    function = _load_function(args.target)
+    arch = parse_arch(args.arch) if args.arch else None
+    # The module is the same whichever pass follows; smalto's answers in a fraction of a
+    # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
+    by: Pass = "jax" if args.jax else "smalto"
+    try:
+        captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
+    except Exception as error:  # the user's kernel failed to lower: their error, ours to report
+        return _fail(
+            f"lowering {args.target} failed before layout inference: {_one_line(error)}",
+            EXIT_FAILED,
+        )
+    if not captured:
+        return _fail(
+            f"{args.target} built no Mosaic GPU kernel in warpgroup semantics "
+            "(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)",
+            EXIT_FAILED,
+        )
+    stems = kernel_stems(args.target.rpartition(":")[2], len(captured))
+    written = _write(captured, stems, args.output, inferred=args.inferred)
+    status = EXIT_OK
+    for kernel, stem, path in zip(captured, stems, written, strict=True):
+        if args.smalto and not kernel.compiles:
+            # Lowering with smalto's pass was asked for, and it failed: smalto's diagnosis,
+            # whole (or JAX's lowering's rejection), and exit status 1.
+            print(f"smalto: error: {path or stem}: {_failure(kernel)}", file=sys.stderr)
+            status = EXIT_FAILED
+            continue
+        for note in _outcome(kernel, path or stem, path, args):
+            print(f"smalto: note: {note}", file=sys.stderr)
+    return status
+
+
+def kernel_stems(function: str, count: int) -> list[str]:
+    """File stems of a function's kernels: the function's name, numbered where it built
+    several (``gemm-1``, ``gemm-2``): the Pallas body is often just ``kernel``, and two
+    functions captured into one folder must not overwrite each other's files."""
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", function) or "kernel"
+    return [base] if count == 1 else [f"{base}-{n}" for n in range(1, count + 1)]
+
+
+def _failure(kernel: Any) -> str:
+    if kernel.error is not None:
+        return str(kernel.error)
+    return (
+        f"JAX's Mosaic GPU lowering rejected smalto's layouts: {_one_line(kernel.lowering_error)}"
+    )
+
+
+def _outcome(kernel: Any, name: str, path: str | None, args: argparse.Namespace) -> list[str]:
+    """What happened to a captured module after the pass, and what to run next."""
+    by = "JAX's" if kernel.inferred_by == "jax" else "smalto's"
+    stopped = " (the lowering stops at it: kernels built after it are not captured)"
+    if kernel.compiles:
+        unrun = (
+            "" if kernel.inferred_by == "jax" else "; JAX's own pass was not run (--jax runs it)"
+        )
+        return [f"{name}: {by} layout inference found layouts and JAX's lowering took them{unrun}"]
+    if kernel.error is not None:
+        what = f"{by} layout inference found no layouts: {_one_line(kernel.error, typed=False)}"
+    else:
+        what = (
+            f"{by} layout inference answered, and JAX's Mosaic GPU lowering rejected its "
+            f"layouts: {_one_line(kernel.lowering_error)}"
+        )
+    infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or capture with -o DIR)"
+    fix = f"`{_fix_command(args)}` applies the verified fix to the script"
+    if kernel.inferred_by == "jax":
+        refusal = _smalto_refusal(kernel)
+        if refusal is None:
+            return [
+                f"{name}: {what}{stopped}",
+                f"smalto's pass finds layouts for it: {infer} prints them; the kernel lowers "
+                "inside `with smalto.jax.enabled():`",
+            ]
+        what += f"; smalto's finds none either: {refusal}"
+    return [f"{name}: {what}{stopped}", f"{infer} says why and which edits make it lower; {fix}"]
+
+
+def _smalto_refusal(kernel: Any) -> str | None:
+    """smalto's pass on a module JAX's could not compile (fast): ``None`` where it finds
+    layouts, else the first line of why not."""
+    import smalto
+
+    try:
+        smalto.infer_layout(kernel.module(), arch=kernel.arch)
+    except (smalto.InferenceError, NotImplementedError) as error:
+        return _one_line(error, typed=False).removeprefix(smalto.FAILURE_PREFIX).lstrip(": ")
+    return None
+
+
+def _fix_command(args: argparse.Namespace) -> str:
+    """``smalto fix`` with the arguments this capture was given."""
+    words = ["smalto fix", args.target]
+    words += [f"--arg {dtype}[{','.join(map(str, shape))}]" for dtype, shape in args.args]
+    if args.arch:
+        words.append(f"--arch {args.arch}")
+    return " ".join(words)
+
+
+def _load_function(target: str) -> Callable[..., Any]:
+    script, sep, name = target.rpartition(":")
+    if not sep or not script or not name.isidentifier():
+        raise _Usage(f"expected SCRIPT.py:FUNCTION, got {target!r}")
+    path = Path(script)
+    if not path.is_file():
+        raise _Usage(f"cannot read '{script}': no such file")
+    try:
+        with _script_directory_on_path(path):
+            namespace = runpy.run_path(str(path), run_name="__smalto_capture__")
+    except SystemExit:
+        raise _Usage(f"'{script}' exited while being loaded") from None
+    except Exception as error:
+        raise _Usage(f"loading '{script}' failed: {_one_line(error)}") from None
+    function = namespace.get(name)
+    if not callable(function):
+        raise _Usage(f"'{script}' defines no function {name!r}")
+    return function
+
+
+@contextmanager
+def _script_directory_on_path(script: Path) -> Iterator[None]:
+    # As `python SCRIPT.py` would: the script's own imports find its neighbours.
+    directory = str(script.resolve().parent)
+    sys.path.insert(0, directory)
+    try:
+        yield
+    finally:
+        if directory in sys.path:
+            sys.path.remove(directory)
+
+
+def _write(
+    captured: Sequence[Any], stems: Sequence[str], output: str | None, *, inferred: bool
+) -> list[str | None]:
+    """Writes the modules; returns where each kernel's module went (None: stdout)."""
+    if output is None:
+        texts = []
+        for kernel in captured:
+            texts.append(kernel.text)
+            if inferred and kernel.inferred_text is not None:
+                texts.append(kernel.inferred_text)
+        sys.stdout.write("// -----\n".join(texts))
+        return [None] * len(captured)
+    directory = Path(output)
+    written: list[str | None] = []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stem, kernel in zip(stems, captured, strict=True):
+            files = [(directory / f"{stem}.mlir", kernel.text)]
+            written.append(str(files[0][0]))
+            if inferred and kernel.inferred_text is not None:
+                files.append((directory / f"{stem}.inferred.mlir", kernel.inferred_text))
+            for path, text in files:
+                path.write_text(text, encoding="utf-8")
+                print(path)
+    except OSError as error:
+        raise _Usage(f"cannot write to '{output}': {error.strerror or error}") from None
+    return written
+
+
+def run_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m smalto.jax run``: runs a program with smalto as JAX's layout inference.
+
+    ``argv``: ``[--dump DIR] [--allow-unoptimized] SCRIPT.py [ARGS...]`` or the same
+    with ``-m MODULE [ARGS...]``. The program sees ``sys.argv`` as ``python`` would give it. An
+    exception from the program propagates, traceback and all, as with ``python``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m smalto.jax run",
+        description="Run a Python program with smalto as JAX's Mosaic GPU layout inference.",
+    )
+    parser.add_argument("--dump", metavar="DIR", help="write every module to DIR, as .mlir")
+    parser.add_argument(
+        "--allow-unoptimized",
+        action="store_true",
+        help="where a kernel's optimized transfers have no plan in any layout, make the fewest "
+        "of them unoptimized (slower; a warning each) instead of failing",
+    )
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    parser.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...]")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:
+        code = exit_request.code
+        return code if isinstance(code, int) else EXIT_USAGE
+    if args.module is None and not args.program:
+        return _fail("nothing to run: give SCRIPT.py or -m MODULE", EXIT_USAGE)
+    if args.module is None and not Path(args.program[0]).is_file():
+        return _fail(f"cannot read '{args.program[0]}': no such file", EXIT_USAGE)
+
+    import smalto.jax
+
+    options = {"allow_unoptimized": True} if args.allow_unoptimized else {}
+    smalto.jax.install(dump_to=args.dump, **options)
+    saved_argv = sys.argv
+    try:
+        if args.module is not None:
+            sys.argv = [args.module, *args.program]
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(args.program)
+            with _script_directory_on_path(Path(args.program[0])):
+                runpy.run_path(args.program[0], run_name="__main__")
+    except SystemExit as exit_request:
+        code = exit_request.code
+        if code is None or isinstance(code, int):
+            return code or EXIT_OK
+        print(code, file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        sys.argv = saved_argv
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m smalto.jax {run,capture} ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"run": run_main, "capture": capture_main}
+    if not argv or argv[0] not in commands:
+        usage = "usage: python -m smalto.jax {run,capture} ... (see python -m smalto.jax run -h)"
+        if argv and argv[0] in ("-h", "--help"):
+            print(usage)
+            return EXIT_OK
+        return _fail(usage, EXIT_USAGE)
+    return commands[argv[0]](argv[1:])
+
+
+def _one_line(error: BaseException, *, typed: bool = True) -> str:
+    """The first line of ``error``'s message (after its type's name, with ``typed``)."""
+    text = str(error).strip().splitlines()
+    if not text:
+        return type(error).__name__
+    return f"{type(error).__name__}: {text[0]}" if typed else text[0]
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"smalto: error: {message}", file=sys.stderr)
+    return status

@@ -1,0 +1,189 @@
+"""``smalto fix``: a failing Pallas kernel made to lower, its verified fixes written to its
+Python source (as ``ruff check --fix`` writes lint fixes).
+
+    smalto fix SCRIPT.py:FUNCTION --arg DTYPE[SHAPE]... [--arch 9.0|10.0] [--diff]
+               [--allow-unoptimized] [--allow-smalto-only]
+
+Lowers FUNCTION with smalto as the pass (no GPU needed), makes the first
+verified fix of every problem in the source, lowers again, and repeats until
+it lowers or no fix is left (``smalto.jax.fixing``). Prints each change, line
+by line, and why. Writes the script only where the function then lowers, and
+only if the file did not change meanwhile; ``--diff`` prints a unified diff and
+writes nothing. Fixes that make transfers unoptimized (slower) are made only
+with ``--allow-unoptimized``; a fixed kernel that JAX's own pass still rejects
+(it compiles with smalto installed) is written only with ``--allow-smalto-only``.
+
+Exit status: 0 when the function lowers (fixed, or already as written); 1 when
+it still fails (the diagnosis that remains on stderr) or a fix was not written;
+2 on bad usage or a script that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from smalto.basics.archs import parse_arch
+from smalto.basics.dtypes import dtype_name
+from smalto.cli.output import EXIT_OK, UsageError, fail
+
+EXIT_FAILED = 1
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The script as read: its text, and what says whether it changed since."""
+
+    text: str
+    data: bytes
+    mtime_ns: int
+    size: int
+
+
+def run_fix(args: argparse.Namespace) -> int:
+    """``smalto fix`` on parsed arguments (see ``smalto.cli.main``, which reports a
+    ``UsageError`` with exit status 2); returns the exit status."""
+    path, function = _target(args.target)
+    read = _read(path)
+    arguments = tuple(_shape_dtype(dtype, shape) for dtype, shape in args.args)
+    arch = parse_arch(args.arch) if args.arch else None
+
+    from smalto.jax.fixing import ScriptError, fix_script
+
+    try:
+        outcome = fix_script(
+            path,
+            function,
+            arguments,
+            arch=arch,
+            allow_unoptimized=args.allow_unoptimized,
+            text=read.text,
+        )
+    except ScriptError as error:
+        raise UsageError(f"{path}: {error}") from None
+    report = sys.stderr if args.diff else sys.stdout
+    target = f"{path}:{function}"
+    if outcome.already:
+        print(f"{target} lowers as written: nothing to fix", file=report)
+        if outcome.needs_smalto:
+            print(
+                f"note: JAX's own pass rejects it ({outcome.jax_says}); it compiles with "
+                "smalto as the pass",
+                file=report,
+            )
+        return EXIT_OK
+    if not outcome.lowers:
+        _held_back(outcome, report=sys.stderr)
+        print(f"smalto: error: {target} still fails; {path} is unchanged:", file=sys.stderr)
+        print(outcome.remaining or "(no diagnosis)", file=sys.stderr)
+        return EXIT_FAILED
+    _changes(outcome, report)
+    if outcome.needs_smalto:
+        print(
+            f"note: JAX's own pass still rejects the fixed kernel ({outcome.jax_says}); it "
+            "compiles with smalto as the pass (smalto.jax.install(), or python -m smalto.jax "
+            "run)",
+            file=report,
+        )
+        if not args.allow_smalto_only:
+            print(
+                "smalto: error: not written: the fix needs smalto installed; "
+                "--allow-smalto-only writes it",
+                file=sys.stderr,
+            )
+            if args.diff:
+                sys.stdout.write(_diff(path, outcome.original, outcome.text))
+            return EXIT_FAILED
+    if args.diff:
+        sys.stdout.write(_diff(path, outcome.original, outcome.text))
+        return EXIT_OK
+    if _changed_since(path, read):
+        return fail(
+            f"{path} changed since smalto fix read it: not written (run smalto fix again)",
+            EXIT_FAILED,
+        )
+    try:
+        path.write_bytes(outcome.text.encode("utf-8"))
+    except OSError as error:
+        return fail(f"cannot write '{path}': {error.strerror or error}", EXIT_FAILED)
+    count = len(outcome.applied)
+    print(f"fixed {path}: {count} edit{'s' if count != 1 else ''}; {target} lowers", file=report)
+    return EXIT_OK
+
+
+def _changes(outcome: Any, report: TextIO) -> None:
+    """Each change, line by line, and why."""
+    for applied in outcome.applied:
+        edit = applied.edit
+        first = edit.parts[0].span
+        print(f"{first.file}:{first.line}: {applied.why}", file=report)
+        for line in applied.before:
+            print(f"  - {line.strip()}", file=report)
+        for line in applied.after:
+            print(f"  + {line.strip()}", file=report)
+        print(f"  fix: {edit.text} [{edit.applicability}]", file=report)
+    _held_back(outcome, report)
+
+
+def _held_back(outcome: Any, report: TextIO) -> None:
+    said: set[str] = set()
+    for held in outcome.held_back:
+        line = f"note: not made: {held.edit.text} ({held.reason})"
+        if line not in said:
+            said.add(line)
+            print(line, file=report)
+
+
+def _diff(path: Path, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=str(path) if path.is_absolute() else f"a/{path}",
+            tofile=str(path) if path.is_absolute() else f"b/{path}",
+        )
+    )
+
+
+def _target(target: str) -> tuple[Path, str]:
+    script, sep, name = target.rpartition(":")
+    if not sep or not script or not name.isidentifier():
+        raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
+    path = Path(script)
+    if not path.is_file():
+        raise UsageError(f"cannot read '{script}': no such file")
+    return path, name
+
+
+def _read(path: Path) -> _Read:
+    try:
+        data = path.read_bytes()
+        status = path.stat()
+        return _Read(data.decode("utf-8"), data, status.st_mtime_ns, status.st_size)
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read '{path}': {error}") from None
+
+
+def _changed_since(path: Path, read: _Read) -> bool:
+    try:
+        status = os.stat(path)
+        if (status.st_mtime_ns, status.st_size) != (read.mtime_ns, read.size):
+            return True
+        return path.read_bytes() != read.data
+    except OSError:
+        return True
+
+
+def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
+    except TypeError:
+        raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None

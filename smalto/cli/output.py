@@ -1,0 +1,45 @@
+"""What every command says besides its answer: exit statuses, errors and notes on stderr.
+
+One place for the words and the codes, so that every command ends the same way:
+``PROG: error: MESSAGE`` (``fail``) or ``PROG: note: TEXT`` (``note``) on stderr,
+and the exit status 0 (done), 1 (the kernel has no layouts, violations, a lowering
+that failed), 2 (bad usage or input that cannot be used: ``UsageError``), 130
+(interrupted).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INFERENCE_FAILED = EXIT_FAILED
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad arguments or unusable input: reported on one line, exit status 2."""
+
+
+def stdout_closed() -> int:
+    """Points stdout at /dev/null, so that the interpreter's last flush does not fail
+    again on the closed pipe; returns the exit status for a reader that left (0)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout with no file descriptor (tests)
+        pass
+    return EXIT_OK
+
+
+def fail(message: str, status: int, prog: str = "smalto") -> int:
+    """Prints ``prog: error: message`` on stderr; returns ``status``."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return status
+
+
+def note(text: str, prog: str = "smalto") -> None:
+    """Prints ``prog: note: text`` on stderr (what the answer alone does not say)."""
+    print(f"{prog}: note: {text}", file=sys.stderr)

@@ -1,0 +1,215 @@
+"""The facts behind a failed inference, for tools: ``InferenceError.conflict``.
+
+A conflict is a set of requirements that cannot hold together, each with the
+op that imposed it and where; the diagnosis (``smalto.diagnose``) adds what
+the values were forced to and the edits that resolve it. A rule that meets a
+layout its value cannot take reports that one requirement alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from smalto.basics.codes import GENERIC, code_line
+from smalto.constraints.language import (
+    Broadcast,
+    Divides,
+    Element,
+    Equal,
+    Fixed,
+    FullyTiled,
+    GmemTransfer,
+    MinorTileDivisible,
+    NotOfKind,
+    Reduce,
+    RegisterBits,
+    Relayout,
+    SmemTransfer,
+    StoreRegisters,
+    TmaRows,
+    TmemTransfer,
+    variables_of,
+)
+from smalto.hw.values import Reg, Smem, Tmem
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One requirement in a conflict: which op imposed it, where, and what it says."""
+
+    op: str
+    location: str
+    text: str
+    element: Element = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ConflictReport:
+    """The facts behind an ``InferenceError``, for tools: one problem of the kernel, and in
+    ``others`` the problems independent of it (each with its own values and fix)."""
+
+    requirements: list[Requirement]
+    values: list[str]  # "%12 : vector<64x64xf32>" for each value involved
+    derivations: list[str]  # "%12 is WGMMA because ..."
+    suggestion: str | None
+    minimal: bool
+    # Every element of the core (requirements with the same wording are listed once above).
+    core: list[Element] = field(default_factory=list, repr=False)
+    # Where each value involved is defined: "%12 : vector<...> is defined by `op` at k.py:3:4".
+    origins: list[str] = field(default_factory=list)
+    # The single edits verified to make the kernel infer and check, best first
+    # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
+    edits: list[Any] = field(default_factory=list)
+    edits_tried: int = 0
+    # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
+    # the module has no launch to lower it in).
+    edits_lowered: bool | None = None
+    # The verified changes in words, best first (the message leads with them).
+    fixes: list[str] = field(default_factory=list)
+    # What else to say: what the lowering says of JAX's answer, a faster alternative,
+    # hints where no edit was verified.
+    notes: list[str] = field(default_factory=list)
+    # What is wrong, in smalto's words, said first where JAX's phrase blames layout casts
+    # the kernel does not have (``s.max(axis=0)`` gives one value per column...).
+    headline: str | None = None
+    # The kernel's other problems, independent of this one (as a compiler reports every
+    # error it finds).
+    others: list[ConflictReport] = field(default_factory=list)
+
+    @property
+    def ops(self) -> list[str]:
+        return list(dict.fromkeys(r.op for r in self.requirements))
+
+    @property
+    def locations(self) -> list[str]:
+        return list(dict.fromkeys(r.location for r in self.requirements))
+
+    @property
+    def problems(self) -> list[ConflictReport]:
+        """This problem and the others, in the order found."""
+        return [self, *self.others]
+
+    def message(self, *, verbose: bool = False) -> str:
+        """The fix first, then why, once each; ``verbose``: also what each value was forced
+        to and where each is defined."""
+        problems = self.problems
+        if len(problems) == 1:
+            return "\n".join(self._lines(verbose))
+        lines = [f"the kernel has {len(problems)} problems, each with its own fix:"]
+        for number, problem in enumerate(problems, 1):
+            lines.append(f"problem {number} of {len(problems)}:")
+            lines += [f"  {line}" for line in problem._lines(verbose)]
+        return "\n".join(lines)
+
+    @property
+    def code(self) -> str:
+        """The kind of failure, as a stable code (``smalto.basics.codes``; ``smalto explain
+        CODE``)."""
+        # Each requirement names its op; the core's elements listed once with the same
+        # wording are of the same op.
+        op_names = {r.element.origin: r.op for r in self.requirements}
+        return failure_code(self.core or [r.element for r in self.requirements], op_names)
+
+    def code_line(self) -> str:
+        """``error[SM004]: <its title> (`smalto explain SM004`)``: the last line of a problem."""
+        return code_line(self.code)
+
+    def fix_lines(self) -> list[str]:
+        """The verified fixes, each with the source line it changes (where found); the
+        suggestion where none was verified."""
+        lines: list[str] = []
+        # A fix with no edit of its own (the ``allow_unoptimized`` option) has no line:
+        # each edit's line goes with the fix that words it.
+        edits = iter(self.edits)
+        edit = next(edits, None)
+        for number, fix in enumerate(self.fixes):
+            lines.append(f"fix: {fix}" if number == 0 else f"  or: {fix}")
+            if edit is not None and fix.startswith(getattr(edit, "text", "\0")):
+                snippet = getattr(edit, "snippet", None)
+                edit = next(edits, None)
+                if snippet:
+                    lines.append(f"    {snippet}")
+        if not self.fixes and self.suggestion:
+            lines.append(f"suggestion: {self.suggestion}")
+        return lines
+
+    def _lines(self, verbose: bool) -> list[str]:
+        lines = [f"what is wrong: {self.headline}"] if self.headline else []
+        lines += self.fix_lines()
+        lines.append("why: these requirements cannot all hold:")
+        lines += [f"  - {r.text}" for r in self.requirements]
+        said = self.suggestion or "" if not self.fixes else ""
+        lines += [f"note: {note}" for note in self.notes if note not in said]
+        if verbose and self.derivations:
+            lines.append("where:")
+            lines += [f"  - {d}" for d in self.derivations]
+        if verbose and self.origins:
+            lines.append("the values involved:")
+            lines += [f"  - {o}" for o in self.origins]
+        lines.append(self.code_line())
+        return lines
+
+
+def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
+    """The code of a conflict, by what is wrong rather than by what the core merely holds
+    (a minimal core needs every element it has; the code names the one to change):
+
+    a GMEM transfer with no plan; an SMEM transfer with no plan where the ref's transforms
+    are fixed or no cast converts the value (a cast's conversion, with the transfer only
+    keeping its value from being a splat, is a relayout); a TMEM ref's or an MMA's TMEM
+    layout; a TMA index; a reduction's layout; registers a TMEM transfer cannot take (not
+    converted by a cast on the way); a cast to a layout its value cannot be converted to;
+    one SMEM ref with two sets of transforms; two layouts stated for one value (a layout
+    written where a broadcast needs the other axis's is one of them); a layout the shape
+    cannot take. ``op_names``: the name of each element's op, by origin."""
+    fixed_registers = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Reg)]
+    fixed_smem = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Smem)]
+    # A cast's conversion to the layout it states (not the producer-to-consumer hand-over,
+    # which is an equality but from a splat; nor a cast whose target the conflict leaves
+    # free, as a ``layout=`` on a value that cannot be a splat is).
+    stated = {e.var for e in fixed_registers}
+    converted = any(
+        isinstance(e, Relayout) and not e.strict and stated.intersection(variables_of(e.target))
+        for e in elements
+    )
+    # A reduction's layout equality, or a broadcast's (the same form: the source is the
+    # result reduced).
+    equalities = [
+        e
+        for e in elements
+        if isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce))
+    ]
+    broadcast = any(op_names.get(e.origin) in _BROADCASTS for e in equalities)
+    reduced = any(op_names.get(e.origin) not in _BROADCASTS for e in equalities)
+    if any(isinstance(e, GmemTransfer) for e in elements):
+        return "SM005"
+    if any(isinstance(e, SmemTransfer) for e in elements) and (fixed_smem or not converted):
+        return "SM004"
+    if any(isinstance(e, Fixed) and isinstance(e.value, Tmem) for e in elements):
+        return "SM006"
+    if any(isinstance(e, Divides | MinorTileDivisible | TmaRows) for e in elements):
+        return "SM007"
+    if reduced:
+        return "SM003"
+    if any(isinstance(e, TmemTransfer) for e in elements) and not converted:
+        return "SM006"
+    if converted:
+        return "SM002"
+    if len(fixed_smem) >= 2:
+        return "SM009"
+    if len(fixed_registers) >= 2 or (broadcast and fixed_registers):
+        return GENERIC  # two layouts stated for one value, or one and a broadcast's
+    alone = len(elements) == 1 and isinstance(elements[0], Fixed)
+    if alone or any(
+        isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters | Broadcast)
+        for e in elements
+    ):
+        return "SM008"
+    return GENERIC
+
+
+# Ops whose layout equality is a broadcast's (the source is the result reduced), not a
+# reduction's.
+_BROADCASTS = frozenset({"mosaic_gpu.broadcast_in_dim"})

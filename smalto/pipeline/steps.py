@@ -1,0 +1,144 @@
+"""The pass: read, derive, solve, write.
+
+``solve_as_written`` reads a module into the program view (``smalto.program.reader``),
+checks what it can take (``smalto.pipeline.validate``), runs every op's rule
+(``smalto.rules``), names the module for dumps and dumps the system when
+asked (``smalto.pipeline.dump``), and decides the system (``smalto.solve``);
+``write`` puts the answer on the ops (``smalto.pipeline.annotate``).
+
+Where it finds no layouts, the pass says what it found and stops: it raises a
+``Failure`` (a rule refused the module, no assignment exists, the fuel ran
+out) with the program, the system and the solver, undiagnosed. What to do
+about it (try a rescue on a copy, put the failure into words) is the caller's
+(``smalto.infer``): the diagnosis is most of a failure's cost, and nobody
+reads it where a rescue then infers the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TextIO
+
+from jax._src.lib.mlir import ir
+
+from smalto.constraints.language import System, conflicting_fixed
+from smalto.errors import InferenceError
+from smalto.pipeline import annotate
+from smalto.pipeline.dump import after_derivation
+from smalto.pipeline.validate import check_input
+from smalto.program.reader import read_program
+from smalto.program.view import Program
+from smalto.rules import consumers, derive_system
+from smalto.solve.search import FuelExhausted, Solver, decide
+
+# Ample for every kernel we know: the search needs a few dozen attempts at most
+# where JAX's pass may need thousands.
+DEFAULT_FUEL = 100_000
+
+
+@dataclass
+class Inference:
+    """Everything one inference produced: the program view, the system, the solved solver."""
+
+    program: Program
+    system: System
+    solver: Solver
+
+
+class Failure(Exception):
+    """The pass found no layouts for the module; what it found, not diagnosed yet.
+
+    Raised by the pass for its caller (``smalto.infer``), which diagnoses it:
+    it is never the error a user sees. The module is as it came.
+    """
+
+    def __init__(self, program: Program, what: str) -> None:
+        super().__init__(what)
+        self.program = program
+
+
+class RulesRefused(Failure):
+    """A rule refused the module (an annotation its value cannot take): ``error`` says
+    why in full, JAX's phrase first."""
+
+    def __init__(self, program: Program, error: InferenceError) -> None:
+        super().__init__(program, "a rule refused the module")
+        self.error = error
+
+
+class Unsatisfiable(Failure):
+    """No assignment satisfies the derived system: ``solver`` is the widest search that
+    proved it (``smalto.solve.search.decide``)."""
+
+    def __init__(self, program: Program, system: System, solver: Solver) -> None:
+        super().__init__(program, "no layout assignment exists")
+        self.system = system
+        self.solver = solver
+
+
+class OutOfFuel(Failure):
+    """The search spent its fuel before it decided the system: ``spent`` attempts,
+    with ``open_variables`` still open."""
+
+    def __init__(
+        self, program: Program, system: System, spent: int, open_variables: list[int]
+    ) -> None:
+        super().__init__(program, f"the search ran out of fuel after {spent} attempts")
+        self.system = system
+        self.spent = spent
+        self.open_variables = open_variables
+
+
+def solve_as_written(
+    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+) -> Inference:
+    """Infers ``module``'s layouts without writing them; raises ``Failure`` where it has none.
+
+    Between the rules and the search, names the module for dumps and dumps the
+    system when asked (``dump_to``, or JAX's environment variables), as JAX's
+    pass does. Refuses bad arguments and values it cannot lay out
+    (``smalto.pipeline.validate``), and ops without a rule (``NotImplementedError``).
+    Must run inside the module's context.
+    """
+    program = read_program(module, consumers())
+    check_input(program, fuel=fuel, arch=arch)
+    system = derive(program, arch)
+    if not conflicting_fixed(system):
+        # (JAX's pass gives up on such a system before it gets here.)
+        after_derivation(module, program, system, dump_to)
+    return solve(program, system, arch, fuel)
+
+
+def solve_copy(module: ir.Module, arch: tuple[int, int], fuel: int) -> Inference:
+    """The pass on a copy a rescue changed (``smalto.rescue``): read, derive, solve, with
+    no input check (the module as written passed it) and no dump; raises ``Failure``."""
+    program = read_program(module, consumers())
+    return solve(program, derive(program, arch), arch, fuel)
+
+
+def derive(program: Program, arch: tuple[int, int]) -> System:
+    """Runs every op's rule (``smalto.rules``); ``RulesRefused`` where a rule refuses."""
+    try:
+        return derive_system(program, arch)
+    except InferenceError as error:
+        raise RulesRefused(program, error) from None
+
+
+def solve(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
+    """Decides a derived system; ``Unsatisfiable`` or ``OutOfFuel`` where it finds no
+    assignment."""
+    try:
+        solver = decide(system, program, arch, fuel)
+    except FuelExhausted as exhausted:
+        raise OutOfFuel(program, system, exhausted.spent, exhausted.open_variables) from None
+    if not solver.solved:
+        raise Unsatisfiable(program, system, solver)
+    return Inference(program, system, solver)
+
+
+def write(inference: Inference) -> None:
+    """Writes the layouts an inference found onto the module's ops (``annotate``)."""
+    plan = annotate.plan_attributes(
+        inference.program, inference.system, inference.solver.solution()
+    )
+    annotate.write_attributes(inference.program, plan)

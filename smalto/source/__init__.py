@@ -1,0 +1,8 @@
+"""The user's kernel source: where an op came from, and edits at those lines.
+
+``locations`` (MLIR locations in words: ``kernel.py:75:20``), ``files`` (the Python
+files behind them, found and read once), ``tracebacks`` (a traceback that ends at the
+kernel line), ``pallas_edits`` (a line rewritten in Pallas' own words) and
+``fix_edits`` (a verified fix as spans of the source and their replacements, as any
+tool can apply them). On the ground: they import nothing of the pass.
+"""

@@ -1,0 +1,719 @@
+"""A verified fix as an edit any tool can apply: spans of the user's Python source and the
+text that replaces each, with how safely a tool may apply it (rustc's applicability).
+
+The diagnosis verifies an edit on the kernel's MLIR module (``SuggestedEdit``:
+retarget a layout cast, drop it, change an SMEM ref's transforms, declare a TMEM
+ref otherwise, make transfers unoptimized). A person applies it at a line of
+their kernel; this module finds that place in the Python source, by parsing it
+(never running it), and says what text goes there:
+
+- a ``plgpu.layout_cast(x, L)`` at the cast's location: its layout argument
+  (retarget), or the whole call replaced by ``x`` (drop); a ``layout=``
+  argument (``plgpu.async_load_tmem(ref, layout=L)``): its value, or the
+  argument removed;
+- an SMEM ref's transforms: the ``transforms=`` of its ``plgpu.SMEM(...)`` in
+  the ``scratch_types``/``scratch_shapes`` of the call that is given the kernel
+  body, found from the ref's name at the line that uses it and its position
+  among the body's parameters;
+- a TMEM ref's layout: its ``plgpu.TMEM(...)``, where the file declares one;
+- an unoptimized transfer: the store or load line as ``pallas_edits`` words it.
+
+Edits are applied to text only if they keep what the kernel computes
+(``keeps_meaning``): no dtype, shape, axis or output changes, only layouts,
+transforms and the ``optimized`` flag.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from smalto.source.pallas_edits import unoptimized_transfer
+
+# rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
+MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
+MAYBE_INCORRECT = "MaybeIncorrect"  # right for the kernel, but a person should look at it
+HAS_PLACEHOLDERS = "HasPlaceholders"  # the text has parts a person must fill in
+UNSPECIFIED = "Unspecified"  # no place in the source found: words only
+
+_LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
+_CAST = "mosaic_gpu.layout_cast"
+_TRANSFORMS = "mosaic_gpu.with_transforms"
+_TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
+_STORES = {"mosaic_gpu.vector_store", "vector.store"}
+_LOADS = {"mosaic_gpu.vector_load", "vector.load"}
+_PALLAS_GPU = "jax.experimental.pallas.mosaic_gpu"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a file: 1-based lines, 1-based columns in characters, the end column
+    exclusive (as rustc's JSON gives them); an empty span is an insertion point."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+        }
+
+
+@dataclass(frozen=True)
+class Part:
+    """One replacement: the text at ``span`` becomes ``replacement``."""
+
+    span: Span
+    original: str
+    replacement: str
+
+    def as_json(self) -> dict[str, object]:
+        return {**self.span.as_json(), "original": self.original, "replacement": self.replacement}
+
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """A verified fix in the user's source: its parts (several for several transfers made
+    unoptimized; none where no place was found), its applicability, its words."""
+
+    kind: str  # the diagnosis edit's kind: retarget, drop, add_cast, unoptimize
+    text: str  # the fix in words
+    applicability: str
+    parts: tuple[Part, ...] = ()
+    code: str | None = None  # the failure's code (SM001...), where known
+    problem: int = 0  # which problem of the kernel it fixes (0: the first)
+    why: str = ""  # why no place was found, where none was
+    # JAX's own pass still rejects the kernel with this edit: it compiles with smalto only.
+    needs_smalto: bool = False
+
+    @property
+    def applicable(self) -> bool:
+        """Whether a tool may make it without a person filling anything in."""
+        return bool(self.parts) and self.applicability in (MACHINE_APPLICABLE, MAYBE_INCORRECT)
+
+    def as_json(self) -> dict[str, object]:
+        first = self.parts[0] if self.parts else None
+        return {
+            "applicability": self.applicability,
+            "needs_smalto": self.needs_smalto,
+            "span": first.span.as_json() if first else None,
+            "replacement": first.replacement if first else None,
+            "parts": [part.as_json() for part in self.parts],
+        }
+
+
+# The parsed nodes that carry a position in the file (typeshed gives ``ast.AST`` none).
+type _Located = ast.expr | ast.stmt | ast.keyword
+
+
+def _start(node: _Located) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _end(node: _Located) -> tuple[int, int]:
+    # The end is None only on nodes built by hand; smalto's come from ``ast.parse``.
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    return node.end_lineno, node.end_col_offset
+
+
+@dataclass
+class _Source:
+    """One Python file, parsed, with each node's parent."""
+
+    file: str
+    text: str
+    tree: ast.Module
+    lines: list[str] = field(default_factory=list)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, file: str, text: str) -> _Source | None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        source = cls(file, text, tree, text.splitlines(keepends=True))
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                source.parents[child] = node
+        return source
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def span(self, start: tuple[int, int], end: tuple[int, int]) -> Span:
+        """A span from AST positions (1-based lines, UTF-8 byte columns)."""
+        return Span(
+            self.file,
+            start[0],
+            self._chars(start[0], start[1]) + 1,
+            end[0],
+            self._chars(end[0], end[1]) + 1,
+        )
+
+    def node_span(self, node: _Located) -> Span:
+        return self.span(_start(node), _end(node))
+
+    def _chars(self, line: int, byte_column: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+
+    def starting_at(self, line: int, byte_column: int) -> list[ast.expr]:
+        """Every expression that starts at the position (outermost first)."""
+        return [
+            node
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.expr) and node.lineno == line and node.col_offset == byte_column
+        ]
+
+    def alias(self) -> str | None:
+        """The name the file imports Pallas' Mosaic GPU module under (``plgpu``)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "jax.experimental.pallas":
+                for name in node.names:
+                    if name.name == "mosaic_gpu":
+                        return name.asname or name.name
+            if isinstance(node, ast.Import):
+                for name in node.names:
+                    if name.name == _PALLAS_GPU and name.asname:
+                        return name.asname
+        return None
+
+
+def source_edit(
+    edit: object,
+    read: Callable[[str], str | None],
+    *,
+    code: str | None = None,
+    problem: int = 0,
+    home: str | None = None,
+) -> SourceEdit:
+    """The verified ``edit`` (a ``smalto.diagnose.suggest.SuggestedEdit``, read through
+    its attributes) as an edit of the Python source ``read`` gives for a file name;
+    ``home``: the kernel's own file, where an op located at no line (a scratch ref Pallas
+    declares) is looked for."""
+    kind = str(getattr(edit, "kind", ""))
+    text = str(getattr(edit, "text", ""))
+    ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
+    needs_smalto = bool(getattr(edit, "needs_smalto", False))
+    made = SourceEdit(
+        kind, text, UNSPECIFIED, code=code, problem=problem, needs_smalto=needs_smalto
+    )
+    try:
+        parts, applicability, why = _parts(edit, kind, ops, read, home)
+        if not parts:  # the diagnosis' own edit of whole lines, where it made one
+            parts, applicability = _whole_lines(edit, read), MACHINE_APPLICABLE
+    except (SyntaxError, ValueError, IndexError, AttributeError) as error:  # odd source
+        return replace(made, why=f"the source could not be read as Python: {error}")
+    if not parts:
+        return replace(made, why=why)
+    return replace(made, applicability=applicability, parts=tuple(parts), why="")
+
+
+def problems_of(error: BaseException | None) -> list[object]:
+    """The problems of a failed inference (its conflict's), in the order found: each with
+    its ``code`` and its verified ``edits``, read through their attributes."""
+    report = getattr(error, "conflict", None)
+    return list(getattr(report, "problems", None) or ([report] if report else []))
+
+
+def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
+    """The diagnosis' edit of whole lines (``SuggestedEdit.changes``: ``file``, ``line``,
+    ``old``, ``new``), as parts, where the file still reads ``old`` there."""
+    parts: list[Part] = []
+    for change in getattr(edit, "changes", None) or ():
+        file, line = str(getattr(change, "file", "")), int(getattr(change, "line", 0))
+        old, new = str(getattr(change, "old", "")), str(getattr(change, "new", ""))
+        text = read(file)
+        lines = text.splitlines() if text is not None else []
+        count = len(old.splitlines()) or 1
+        if not 0 < line <= len(lines) - count + 1:
+            return []
+        if "\n".join(lines[line - 1 : line - 1 + count]) != old:
+            return []
+        last = lines[line - 2 + count]
+        span = Span(file, line, 1, line + count - 1, len(last) + 1)
+        parts.append(Part(span, old, new))
+    return parts
+
+
+def _parts(
+    edit: object,
+    kind: str,
+    ops: Sequence[tuple[str, str]],
+    read: Callable[[str], str | None],
+    home: str | None,
+) -> tuple[list[Part], str, str]:
+    if not ops:
+        return [], UNSPECIFIED, "the edit names no op"
+    if kind == "unoptimize":
+        return _unoptimize(ops, read)
+    name, location = ops[0]
+    pallas = str(getattr(edit, "pallas", None) or "")
+    if kind == "add_cast":
+        return [], UNSPECIFIED, "a new cast: where it goes in the source is left to you"
+    if name == _CAST:
+        return _cast(kind, location, pallas, read)
+    if name == _TRANSFORMS:
+        return _transforms(kind, [loc for _, loc in ops], pallas, read)
+    if name == _TMEM_CAST and kind == "retarget":
+        uses: Sequence[tuple[str, str]] = getattr(edit, "uses", None) or ()
+        return _tmem(ops, pallas, read, home, uses)
+    return [], UNSPECIFIED, f"no source form known for an edit of `{name}`"
+
+
+def _position(location: str) -> tuple[str, int, int] | None:
+    match = _LOCATION.match(location)
+    return (match[1], int(match[2]), int(match[3])) if match else None
+
+
+def _open(file: str, read: Callable[[str], str | None]) -> _Source | None:
+    text = read(file)
+    return None if text is None else _Source.parse(file, text)
+
+
+# --- layout casts ---------------------------------------------------------------------------
+
+
+def _cast(
+    kind: str, location: str, pallas: str, read: Callable[[str], str | None]
+) -> tuple[list[Part], str, str]:
+    where = _position(location)
+    source = _open(where[0], read) if where else None
+    if where is None or source is None:
+        return [], UNSPECIFIED, f"the cast's source ({location}) was not found"
+    calls = [n for n in source.starting_at(where[1], where[2]) if isinstance(n, ast.Call)]
+    for call in calls:
+        if _called(call) == "layout_cast" and len(call.args) == 2 and not call.keywords:
+            if kind == "drop":
+                value = source.segment(call.args[0])
+                return [Part(source.node_span(call), source.segment(call), value)], *_EXACT
+            stated = call.args[1]
+        else:
+            keyword = next((k for k in call.keywords if k.arg == "layout"), None)
+            if keyword is None:
+                continue
+            if kind == "drop":
+                return [_remove_keyword(source, call, keyword)], *_EXACT
+            stated = keyword.value
+        new = _new_layout(pallas, source)
+        if new is None:
+            return [], UNSPECIFIED, "the new layout has no Pallas name"
+        return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
+    return [], UNSPECIFIED, f"no `layout_cast(...)` or `layout=` found at {location}"
+
+
+_EXACT = (MACHINE_APPLICABLE, "")
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _new_layout(pallas: str, source: _Source) -> str | None:
+    """The layout expression of the diagnosis' Pallas text (the cast's target in
+    ``plgpu.layout_cast(x, L)``, the ``layout=`` of a call, or a bare layout, alone or in
+    the edited statement), in the file's own name for the module."""
+    tree = _parsed(pallas)
+    if tree is None:
+        return None
+    found: ast.expr | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) == "layout_cast" and len(node.args) == 2:
+            found = node.args[1]
+            break
+        if isinstance(node, ast.keyword) and node.arg == "layout":
+            found = node.value
+            break
+    if found is None and isinstance(tree, ast.Expression):
+        found = tree.body
+    text = ast.get_source_segment(pallas, found) if found is not None else None
+    if not text or "Layout" not in text:
+        return None
+    return _in_own_words(text, source)
+
+
+def _parsed(code: str) -> ast.AST | None:
+    """``code`` parsed as an expression, else as statements; None where it is neither."""
+    for mode in ("eval", "exec"):
+        try:
+            return ast.parse(code, mode=mode)
+        except SyntaxError:
+            continue
+    return None
+
+
+def _keyword_in(code: str, name: str) -> str | None:
+    """The text of keyword ``name``'s value in ``code`` (``transforms=(...)`` alone, or in
+    a call or statement)."""
+    tree = _parsed(code)
+    wrapped = code
+    if tree is None:
+        wrapped = f"f({code})"
+        tree = _parsed(wrapped)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == name:
+            return ast.get_source_segment(wrapped, node.value)
+        # (``transforms=(...)`` alone reads as an assignment.)
+        if isinstance(node, ast.Assign) and [
+            t.id for t in node.targets if isinstance(t, ast.Name)
+        ] == [name]:
+            return ast.get_source_segment(wrapped, node.value)
+    return None
+
+
+def _in_own_words(text: str, source: _Source) -> str:
+    """``plgpu.X`` as the file names Pallas' Mosaic GPU module (``import ... as mgpu``)."""
+    alias = source.alias()
+    if alias is None or alias == "plgpu":
+        return text
+    return re.sub(r"\bplgpu\.", f"{alias}.", text)
+
+
+def _remove_keyword(source: _Source, call: ast.Call, keyword: ast.keyword) -> Part:
+    """``f(a, layout=L)`` -> ``f(a)``: the keyword and the comma before it."""
+    before: list[_Located] = [*call.args, *(k for k in call.keywords if k is not keyword)]
+    earlier = [_end(n) for n in before if _end(n) <= _start(keyword)]
+    start = max(earlier) if earlier else _start(keyword)
+    span = source.span(start, _end(keyword.value))
+    return Part(span, _text_of(source, span), "")
+
+
+def _text_of(source: _Source, span: Span) -> str:
+    lines = source.lines[span.line - 1 : span.end_line]
+    if not lines:
+        return ""
+    if span.line == span.end_line:
+        return lines[0][span.column - 1 : span.end_column - 1]
+    return lines[0][span.column - 1 :] + "".join(lines[1:-1]) + lines[-1][: span.end_column - 1]
+
+
+# --- SMEM transforms ------------------------------------------------------------------------
+
+
+def _transforms(
+    kind: str, locations: list[str], pallas: str, read: Callable[[str], str | None]
+) -> tuple[list[Part], str, str]:
+    declarations: dict[tuple[int, int], tuple[_Source, ast.Call]] = {}
+    for location in locations:
+        where = _position(location)
+        source = _open(where[0], read) if where else None
+        if where is None or source is None:
+            continue
+        found = _scratch_of_use(source, where[1], where[2], "SMEM")
+        if found is not None:
+            declarations[(found.lineno, found.col_offset)] = (source, found)
+    if len(declarations) != 1:
+        why = "its `plgpu.SMEM(...)` declaration was not found" if not declarations else ""
+        return [], UNSPECIFIED, why or "the uses point at several declarations"
+    source, call = next(iter(declarations.values()))
+    keyword = next((k for k in call.keywords if k.arg == "transforms"), None)
+    if kind == "drop":
+        if keyword is None:
+            return [], UNSPECIFIED, "its declaration states no transforms"
+        return [_remove_keyword(source, call, keyword)], *_EXACT
+    new = _keyword_in(pallas, "transforms")
+    if not new:
+        return [], UNSPECIFIED, "the new transforms have no Pallas form"
+    new = _in_own_words(new, source)
+    if keyword is not None:
+        value = keyword.value
+        return [Part(source.node_span(value), source.segment(value), new)], *_EXACT
+    last = call.keywords[-1] if call.keywords else call.args[-1] if call.args else None
+    if last is None:
+        return [], UNSPECIFIED, "its declaration has no arguments to add transforms to"
+    end = _end(last)
+    span = source.span(end, end)
+    return [Part(span, "", f", transforms={new}")], *_EXACT
+
+
+def _scratch_of_use(source: _Source, line: int, column: int, kind: str) -> ast.Call | None:
+    """The ``plgpu.SMEM(...)``/``plgpu.TMEM(...)`` scratch entry of the ref used at the
+    position: the ref's name there is a parameter of the kernel body, and the body's last
+    parameters are its scratch refs, in the order of the ``scratch_types`` list of the
+    call the body is given to."""
+    names = _refs_at(source, line, column)
+    found = {
+        (entry.lineno, entry.col_offset): entry
+        for name in names
+        if (entry := _scratch_entry(source, name, line)) is not None and _called(entry) == kind
+    }
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _refs_at(source: _Source, line: int, column: int) -> list[str]:
+    """The names of refs an op at the position uses: ``o_smem`` in ``o_smem[...] = x``,
+    the name arguments of a call there."""
+    names: list[str] = []
+    for node in source.starting_at(line, column):
+        if isinstance(node, ast.Subscript):
+            base = node.value
+            while isinstance(base, ast.Subscript | ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name):
+                names.append(base.id)
+        elif isinstance(node, ast.Call):
+            names += [a.id for a in node.args if isinstance(a, ast.Name)]
+        elif isinstance(node, ast.Name):
+            names.append(node.id)
+    return list(dict.fromkeys(names))
+
+
+def _scratch_entry(source: _Source, name: str, line: int) -> ast.Call | None:
+    body = _function_around(source, line)
+    if body is None:
+        return None
+    arguments = body.args
+    if arguments.vararg is not None or arguments.posonlyargs:
+        return None  # ``*scratch``: which entry is which is not written down
+    params = [a.arg for a in arguments.args]
+    if name not in params:
+        return None
+    scope = source.parents.get(body)
+    for call in ast.walk(scope if scope is not None else source.tree):
+        if not isinstance(call, ast.Call):
+            continue
+        if not any(isinstance(a, ast.Name) and a.id == body.name for a in call.args):
+            continue
+        for keyword in call.keywords:
+            if keyword.arg in ("scratch_types", "scratch_shapes") and isinstance(
+                keyword.value, ast.List | ast.Tuple
+            ):
+                entries = keyword.value.elts
+                index = params.index(name) - (len(params) - len(entries))
+                entry = entries[index] if 0 <= index < len(entries) else None
+                if isinstance(entry, ast.Call):
+                    return entry
+    return None
+
+
+def _function_around(source: _Source, line: int) -> ast.FunctionDef | None:
+    """The innermost function whose body holds ``line``."""
+    around = [
+        node
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.FunctionDef)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return max(around, key=lambda n: n.lineno) if around else None
+
+
+# --- TMEM refs ------------------------------------------------------------------------------
+
+
+def _tmem(
+    ops: Sequence[tuple[str, str]],
+    pallas: str,
+    read: Callable[[str], str | None],
+    home: str | None,
+    uses: Sequence[tuple[str, str]] = (),
+) -> tuple[list[Part], str, str]:
+    """A TMEM ref declared otherwise. Pallas states scratch refs at no line of the kernel,
+    so the declaration is found from the ops that use the ref (``uses``), as an SMEM
+    ref's is: its ``plgpu.TMEM(...)`` entry of the ``scratch_types`` list; else it is the
+    kernel file's one ``plgpu.TMEM(...)``, the likeliest, and where a file has several,
+    which one is meant is not known and no place is given."""
+    files = [where[0] for _, loc in ops if (where := _position(loc))] or ([home] if home else [])
+    tree = _parsed(pallas)
+    wanted = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) == "TMEM"), None)
+        if tree is not None
+        else None
+    )
+    if wanted is None or not (files or uses):
+        return [], UNSPECIFIED, "Pallas states the TMEM ref at no line of the kernel"
+    used = _declaration_used(uses, read, "TMEM")
+    if used is not None:
+        return [_tmem_part(*used, pallas, wanted)], *_EXACT
+    source = _open(files[0], read) if files else None
+    if source is None:
+        return [], UNSPECIFIED, "the kernel's source was not found"
+    declared = [
+        n for n in ast.walk(source.tree) if isinstance(n, ast.Call) and _called(n) == "TMEM"
+    ]
+    if len(declared) != 1:
+        return [], UNSPECIFIED, f"the file declares {len(declared)} TMEM refs"
+    # The one declaration of the file is the likeliest, not a certainty.
+    return [_tmem_part(source, declared[0], pallas, wanted)], MAYBE_INCORRECT, ""
+
+
+def _declaration_used(
+    uses: Sequence[tuple[str, str]], read: Callable[[str], str | None], kind: str
+) -> tuple[_Source, ast.Call] | None:
+    """The one ``plgpu.SMEM(...)``/``plgpu.TMEM(...)`` scratch entry of the ref the ops at
+    ``uses`` use; None where they lead to none or to several."""
+    found: dict[tuple[str, int, int], tuple[_Source, ast.Call]] = {}
+    for _, location in uses:
+        where = _position(location)
+        source = _open(where[0], read) if where else None
+        if where is None or source is None:
+            continue
+        call = _scratch_of_use(source, where[1], where[2], kind)
+        if call is not None:
+            found[(where[0], call.lineno, call.col_offset)] = (source, call)
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _tmem_part(source: _Source, call: ast.Call, pallas: str, wanted: ast.Call) -> Part:
+    """``call`` (a ``plgpu.TMEM(...)``) with its shape, dtype and other arguments, and the
+    layout arguments of ``wanted`` (the new declaration, in ``pallas``)."""
+    layout_words = {"layout", "collective", "packed"}
+    arguments = [source.segment(a) for a in call.args]
+    arguments += [source.segment(k) for k in call.keywords if k.arg not in layout_words]
+    arguments += [
+        _in_own_words(ast.get_source_segment(pallas, k) or "", source)
+        for k in wanted.keywords
+        if k.arg in layout_words
+    ]
+    new = f"{source.segment(call.func)}({', '.join(arguments)})"
+    return Part(source.node_span(call), source.segment(call), new)
+
+
+# --- unoptimized transfers ------------------------------------------------------------------
+
+
+def _unoptimize(
+    ops: Sequence[tuple[str, str]], read: Callable[[str], str | None]
+) -> tuple[list[Part], str, str]:
+    parts: list[Part] = []
+    for name, location in ops:
+        where = _position(location)
+        text = read(where[0]) if where else None
+        if where is None or text is None or name not in _STORES | _LOADS:
+            return [], UNSPECIFIED, f"the transfer at {location} was not found"
+        file, line, column = where
+        lines = text.splitlines()
+        if not 0 < line <= len(lines):
+            return [], UNSPECIFIED, f"{file} has no line {line}"
+        written = lines[line - 1]
+        made = unoptimized_transfer(written, column, store=name in _STORES)
+        if made is None:
+            return [], UNSPECIFIED, f"the line at {location} says more than the transfer"
+        indent = len(written) - len(written.lstrip())
+        start = len(written.encode("utf-8")[:indent].decode("utf-8")) + 1
+        span = Span(file, line, start, line, start + len(made.before))
+        source = _Source.parse(file, text)
+        alias = source.alias() if source is not None else None
+        after = made.after
+        if alias is not None and alias != "plgpu":  # the file's own name for the module
+            after = re.sub(r"\bplgpu\.(store|load)\(", rf"{alias}.\1(", after)
+        parts.append(Part(span, made.before, after))
+    # Exact in what it computes; slower, where staging through SMEM would not be.
+    return parts, MAYBE_INCORRECT, ""
+
+
+# --- applying -------------------------------------------------------------------------------
+
+
+def apply_parts(text: str, parts: Iterable[Part]) -> str:
+    """``text`` with every part's span replaced (spans must not overlap)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column - 1
+
+    edited = text
+    ordered = sorted(parts, key=lambda p: (p.span.line, p.span.column), reverse=True)
+    for part in ordered:
+        start = offset(part.span.line, part.span.column)
+        end = offset(part.span.end_line, part.span.end_column)
+        if edited[start:end] != part.original:
+            raise ValueError(f"the source at {part.span.file}:{part.span.line} changed")
+        edited = edited[:start] + part.replacement + edited[end:]
+    return edited
+
+
+def overlaps(a: Part, b: Part) -> bool:
+    if a.span.file != b.span.file:
+        return False
+    a0, a1 = (a.span.line, a.span.column), (a.span.end_line, a.span.end_column)
+    b0, b1 = (b.span.line, b.span.column), (b.span.end_line, b.span.end_column)
+    return a0 < b1 and b0 < a1 or a0 == b0
+
+
+# What an edit may change: layouts, transforms, the optimized flag, and the words that
+# carry them (``plgpu.store(ref.at[i], x, optimized=False)`` for ``ref[i] = x``).
+_LAYOUT_KEYWORDS = frozenset({"layout", "transforms", "optimized", "collective", "packed"})
+_EDIT_WORDS = frozenset({"layout_cast", "store", "load", "at", "Ellipsis"})
+
+
+def keeps_meaning(before: str, after: str) -> bool:
+    """Whether ``after`` computes what ``before`` does, as far as its text tells: the same
+    names, attributes (dtypes: ``jnp.float32``) and constants (shapes, axes), in the same
+    numbers, once layouts, transforms and the ``optimized`` flag are set aside."""
+    try:
+        return _meaning(before) == _meaning(after)
+    except SyntaxError:
+        return False
+
+
+def _meaning(code: str) -> Counter[str]:
+    tree = ast.parse(code)
+    aliases = {_Source(file="", text=code, tree=tree).alias() or "plgpu", "plgpu"}
+    found: Counter[str] = Counter()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.keyword) and node.arg in _LAYOUT_KEYWORDS:
+            return
+        if isinstance(node, ast.expr) and _is_layout(node):
+            return
+        if isinstance(node, ast.Name):
+            found[node.id] += 1
+        elif isinstance(node, ast.Attribute):
+            found[f".{node.attr}"] += 1
+        elif isinstance(node, ast.Constant) and node.value is not Ellipsis:
+            found[repr(node.value)] += 1
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    for word in (*aliases, *_EDIT_WORDS):
+        found.pop(word, None)
+        found.pop(f".{word}", None)
+    return found
+
+
+def _is_layout(node: ast.expr) -> bool:
+    """A layout or transform expression: ``plgpu.Layout.WGMMA.reduce(1)``,
+    ``plgpu.TilingTransform((8, 64))``, ``plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(n)``."""
+    while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute) and (
+            node.attr in ("Layout", "TMEMLayout") or node.attr.endswith("Transform")
+        ):
+            return True
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return False
+
+
+__all__ = [
+    "HAS_PLACEHOLDERS",
+    "MACHINE_APPLICABLE",
+    "MAYBE_INCORRECT",
+    "UNSPECIFIED",
+    "Part",
+    "SourceEdit",
+    "Span",
+    "apply_parts",
+    "keeps_meaning",
+    "overlaps",
+    "problems_of",
+    "source_edit",
+]

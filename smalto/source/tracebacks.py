@@ -1,0 +1,59 @@
+"""A Python traceback that ends at the kernel line an op came from.
+
+JAX's pass raises its unsatisfiability errors with a traceback rebuilt from
+the culprit op's location, so that a Pallas author's debugger, IDE and
+`traceback.print_exc` land on their own line (e.g. the `layout_cast` that
+cannot be honoured) rather than inside the pass. smalto does the same, and
+also for plain file locations (``loc("kernel.py":22:8)``), which JAX's
+rebuilding does not read.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+from jax._src.lib.mlir import ir
+
+from smalto.source.locations import frames
+
+
+def traceback_for(location: ir.Location, op_name: str) -> types.TracebackType | None:
+    """Frames for each file position of ``location`` (innermost last, as Python prints
+    them); ``None`` when it names no file, or only JAX's own."""
+    # "-" is the parser's name for text without a file: no frame to show for it.
+    found = [(name, position) for name, position in frames(location) if position.file != "-"]
+    if not found:
+        return None
+    try:
+        from jax._src.lib import xla_client
+
+        # Drops frames in JAX's own sources, as JAX does for its errors.
+        kept = [(name, position) for name, position in found if _users_file(position.file)]
+        if not kept:
+            return None
+        return xla_client.Traceback.traceback_from_frames(
+            [
+                xla_client.Frame(position.file, name or op_name, -1, position.line)
+                for name, position in kept
+            ]
+        )
+    except Exception:  # noqa: BLE001 -- a traceback is a courtesy: never hide the error
+        return None
+
+
+@functools.cache
+def _users_file(path: str) -> bool:
+    """Whether a frame in ``path`` is shown: not one of JAX's own sources (JAX's test, a
+    few dozen path comparisons, asked once per file: a refusal raises in a millisecond)."""
+    from jax._src import traceback_util
+
+    return traceback_util.include_filename(path)
+
+
+def with_op_traceback(error: BaseException, operation: ir.Operation, op_name: str) -> BaseException:
+    """``error`` carrying the traceback of ``operation``'s source, when it has one."""
+    tb = traceback_for(operation.location, op_name)
+    if tb is not None:
+        error.__traceback__ = tb
+    return error
