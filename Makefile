@@ -26,7 +26,7 @@ test: venv
 
 # ruff (lint and format), mypy over the package ([tool.mypy] in pyproject.toml), then the
 # import contracts of pyproject.toml (the layers, no circles; see docs/architecture.md), which
-# the test suite checks too (tests/test_import_contracts.py).
+# the test suite checks too (tests/codebase/test_import_contracts.py).
 lint: venv
 	$(BIN)/ruff check smalto tests bench
 	$(BIN)/ruff format --check smalto tests bench

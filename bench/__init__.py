@@ -6,7 +6,7 @@ Run from the repository root: ``python -m bench.run``, ``python -m bench.scaling
 int4 ragged dots that ``python -m bench.quantized_ragged_dot`` captures)
 or ``make bench``. Importing ``bench`` puts the repository root and ``tests/``
 on ``sys.path`` so that ``smalto`` is this working tree's and the corpus
-helpers in ``tests/reference.py`` import as ``reference``, as they do in the tests.
+helpers in ``tests/helpers/reference.py`` import as ``reference``, as they do in the tests.
 """
 
 from __future__ import annotations
@@ -16,6 +16,6 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-for _path in (REPO_ROOT, REPO_ROOT / "tests"):
+for _path in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "helpers"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))

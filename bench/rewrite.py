@@ -2,7 +2,7 @@
 
 ``python -m bench.rewrite [--repeat N]``
 
-For each kernel of ``tests/user_kernels_keepdims.py`` (one per variant and
+For each kernel of ``tests/helpers/user_kernels_keepdims.py`` (one per variant and
 arch), captured as it reaches layout inference, it times in process CPU time
 (the median of ``--repeat`` runs, each on a freshly parsed copy):
 
@@ -13,7 +13,7 @@ arch), captured as it reaches layout inference, it times in process CPU time
   the rewrite on a copy, then rewrites the module and infers it;
 
 and the ratio of the last to the first. Where a module infers as written the
-rewrite costs nothing: it is not even imported (``tests/test_rewrite_infer.py``
+rewrite costs nothing: it is not even imported (``tests/beyond_jax/test_rewrite_infer.py``
 checks that it does not look at the module).
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from jax._src.lib.mlir import ir
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "helpers"
 
 
 def _cpu_ms(run: Callable[[], None], repeat: int) -> float:

@@ -19,7 +19,7 @@ another object, is neither. Each pair counts once however often it happens
 (one per op would measure the kernel, not the code).
 
 Run: ``python -m bench.trace_path`` (``--list`` names the modules and pairs).
-The ceiling test (``tests/test_trace_path.py``) holds the figures down.
+The ceiling test (``tests/codebase/test_trace_path.py``) holds the figures down.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Shared pytest set-up: markers; ``tests/`` on ``sys.path`` so that the helper
-module ``reference`` imports whatever import mode pytest uses, and the
+"""Shared pytest set-up: markers; ``tests/helpers/`` (and ``tests/``, for ``fuzz``) on
+``sys.path`` so that the helper modules (``reference``, ``rule_kit``, the evaluator...)
+import by their bare names whatever import mode pytest uses, and the
 repository root so that ``smalto`` is this working tree's even when not
 installed."""
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-for _path in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parent):
+_TESTS = Path(__file__).resolve().parent
+for _path in (_TESTS.parent, _TESTS, _TESTS / "helpers"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

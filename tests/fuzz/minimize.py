@@ -138,5 +138,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     raise SystemExit(main())

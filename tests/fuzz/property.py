@@ -1,4 +1,5 @@
-"""The fuzz property, shared by the test suite (``tests/test_fuzz.py``) and ``make fuzz``.
+"""The fuzz property, shared by the test suite (``tests/jax_parity/test_fuzz.py``) and
+``make fuzz``.
 
 For a module, smalto either annotates it and the independent checker accepts
 the annotation (every answer smalto returns passes the checker, whatever JAX

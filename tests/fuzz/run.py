@@ -5,7 +5,7 @@
 Unlike the test suite's run, this one does not stop at the first failure: it
 judges every module (``property.judge``), keeps the smallest module for each
 distinct failure, writes the failures that are not known bugs under
-``regressions/`` (replayed by ``tests/test_fuzz.py``), and prints a summary
+``regressions/`` (replayed by ``tests/jax_parity/test_fuzz.py``), and prints a summary
 of all verdicts. Exit status 1 if it found a failure that is not a known bug.
 Work is split over ``--jobs`` processes, each with its own hypothesis seed.
 """

@@ -1,0 +1,304 @@
+"""``smalto fix`` on copies of failing Pallas kernels written as users write them
+(``tests/fix_kernels/``): each fixed copy is lowered again, with smalto as the pass and,
+where the fix needs no smalto, with JAX's own; a kernel with no fix, or a fix that is not
+allowed, leaves the file byte-identical; a working kernel is untouched; no fix changes
+a dtype, a shape, an axis or an output."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from cli_run import Ran, run
+
+import smalto.jax
+from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts, keeps_meaning
+
+KERNELS = Path(__file__).resolve().parents[1] / "fix_kernels"
+HOPPER = ("--arg", "f16[64,64]", "--arg", "f16[64,128]")
+BLACKWELL = ("--arch", "10.0", "--arg", "f16[128,64]", "--arg", "f16[64,128]")
+_DTYPE = re.compile(r"\b(?:b?float\d+\w*|u?int\d+|bool_)\b")
+
+
+def _fix(tmp_path: Path, script: str, function: str, *args: str) -> tuple[Ran, Path, bytes]:
+    """``smalto fix`` on a copy of ``script``: what it said, the copy, the copy's bytes
+    before."""
+    copy = tmp_path / script
+    shutil.copy(KERNELS / script, copy)
+    before = copy.read_bytes()
+    return run("fix", f"{copy}:{function}", *args), copy, before
+
+
+def _sds(*args: str) -> tuple[tuple[Any, ...], tuple[int, int] | None]:
+    """The ``--arg``s and ``--arch`` as ``lower`` takes them."""
+    names = {"f16": jnp.float16, "f32": jnp.float32, "bf16": jnp.bfloat16}
+    shapes, arch = [], None
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag == "--arg":
+            dtype, dims = re.fullmatch(r"(\w+)\[([\d,]+)\]", value).groups()  # type: ignore[union-attr]
+            shapes.append(jax.ShapeDtypeStruct(tuple(map(int, dims.split(","))), names[dtype]))
+        elif flag == "--arch":
+            arch = (10, 0) if value == "10.0" else (9, 0)
+    return tuple(shapes), arch
+
+
+def _lowers(copy: Path, function: str, args: tuple[str, ...], by: str) -> bool:
+    fn = runpy.run_path(str(copy))[function]
+    shapes, arch = _sds(*args)
+    try:
+        smalto.jax.lower(fn, *shapes, arch=arch, by=by)  # type: ignore[arg-type]
+    except smalto.jax.KernelLoweringError:
+        return False
+    return True
+
+
+def _dtypes(text: str) -> Counter[str]:
+    return Counter(_DTYPE.findall(text))
+
+
+# (script, function, arguments, codes of the fixes made, JAX's own pass lowers it fixed)
+FIXED = [
+    ("hopper_row_sum.py", "row_sums", ("--arg", "f32[128,128]"), ["SM003"], True),
+    ("hopper_cast_to_strided.py", "matmul", HOPPER, ["SM002"], True),
+    ("hopper_unswizzled_epilogue.py", "matmul_and_row_sums", HOPPER, ["SM003", "SM004"], True),
+    ("hopper_fp8_epilogue.py", "matmul_fp8", (*HOPPER, "--allow-unoptimized"), ["SM005"], True),
+    (
+        "hopper_table_column.py",
+        "scaled_matmul",
+        (*HOPPER, "--arg", "f32[64,4]", "--allow-unoptimized"),
+        ["SM005"],
+        True,
+    ),
+    (
+        "blackwell_bf16_epilogue.py",
+        "matmul_bf16",
+        (*BLACKWELL, "--allow-unoptimized"),
+        ["SM005"],
+        True,
+    ),
+    ("blackwell_load_as_wgmma.py", "matmul", BLACKWELL, ["SM002"], True),
+    ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, ["SM006"], True),
+    # Two TMEM scratch refs: the declaration changed is that of the ref the MMA uses.
+    ("blackwell_tmem_m64_layout_two_refs.py", "matmul", BLACKWELL, ["SM006"], True),
+    (
+        "hopper_bf16_row_max.py",
+        "matmul_row_max",
+        (*HOPPER, "--allow-smalto-only"),
+        ["SM003"],
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "function", "args", "codes", "jax_lowers"), FIXED, ids=[f[0] for f in FIXED]
+)
+def test_a_fixed_kernel_lowers_and_computes_the_same(
+    tmp_path: Path,
+    script: str,
+    function: str,
+    args: tuple[str, ...],
+    codes: list[str],
+    jax_lowers: bool,
+) -> None:
+    ran, copy, before = _fix(tmp_path, script, function, *args)
+    assert ran.status == 0, ran.err
+    assert "Traceback" not in ran.err
+    after = copy.read_bytes()
+    assert after != before
+    # Each change line by line, and why: the failure's code.
+    assert re.findall(r"error\[(SM\d{3})\]", ran.out) == codes
+    assert ran.out.count("\n  - ") >= len(codes) and ran.out.count("\n  + ") >= len(codes)
+    # What the kernel computes is kept: the same dtypes, and no other word or number.
+    assert _dtypes(after.decode()) == _dtypes(before.decode())
+    assert keeps_meaning(before.decode(), after.decode())
+    assert _lowers(copy, function, args, "smalto")
+    assert _lowers(copy, function, args, "jax") is jax_lowers
+    if not jax_lowers:
+        assert "JAX's own pass still rejects" in ran.out
+
+
+def test_a_kernel_with_no_fix_is_left_byte_identical(tmp_path: Path) -> None:
+    copy = tmp_path / "blackwell_collective_acc.py"
+    shutil.copy(KERNELS / copy.name, copy)
+    stat = copy.stat()
+    before = copy.read_bytes()
+    ran = run(
+        "fix", f"{copy}:matmul", "--arch", "10.0", "--arg", "f16[64,64]", "--arg", "f16[64,128]"
+    )
+    assert ran.status == 1
+    assert "still fails" in ran.err and "unchanged" in ran.err
+    assert "error[SM006]" in ran.err  # the diagnosis that remains
+    assert copy.read_bytes() == before and copy.stat().st_mtime_ns == stat.st_mtime_ns
+    assert "Traceback" not in ran.err
+
+
+@pytest.mark.parametrize(
+    ("script", "function", "jax_rejects"),
+    [("hopper_working.py", "matmul", False), ("hopper_bf16_epilogue.py", "matmul_bf16", True)],
+)
+def test_a_kernel_that_lowers_is_untouched(
+    tmp_path: Path, script: str, function: str, jax_rejects: bool
+) -> None:
+    ran, copy, before = _fix(tmp_path, script, function, *HOPPER)
+    assert ran.status == 0, ran.err
+    assert "lowers as written: nothing to fix" in ran.out
+    assert copy.read_bytes() == before
+    # A bf16 wgmma result stored straight to GMEM: smalto's layouts lower, JAX's do not.
+    assert ("JAX's own pass rejects it" in ran.out) is jax_rejects
+
+
+def test_a_fix_that_needs_smalto_is_written_only_when_allowed(tmp_path: Path) -> None:
+    ran, copy, before = _fix(tmp_path, "hopper_bf16_row_max.py", "matmul_row_max", *HOPPER)
+    assert ran.status == 1
+    assert "--allow-smalto-only" in ran.err
+    assert copy.read_bytes() == before
+
+
+def test_unoptimized_transfers_only_with_allow_unoptimized(tmp_path: Path) -> None:
+    ran, copy, before = _fix(tmp_path, "hopper_fp8_epilogue.py", "matmul_fp8", *HOPPER)
+    assert ran.status == 1
+    assert "--allow-unoptimized makes it" in ran.err
+    assert "error[SM005]" in ran.err
+    assert copy.read_bytes() == before
+
+
+def test_a_fast_fix_comes_before_an_unoptimized_transfer(tmp_path: Path) -> None:
+    # The SMEM tile's transforms fixed, not its store made unoptimized, though allowed.
+    ran, copy, _ = _fix(
+        tmp_path,
+        "hopper_unswizzled_epilogue.py",
+        "matmul_and_row_sums",
+        *HOPPER,
+        "--allow-unoptimized",
+    )
+    assert ran.status == 0, ran.err
+    text = copy.read_text()
+    assert "optimized=False" not in text
+    assert "plgpu.SMEM((m, n), a.dtype, transforms=(plgpu.TilingTransform((8, 64)), " in text
+
+
+def test_diff_prints_the_change_and_writes_nothing(tmp_path: Path) -> None:
+    ran, copy, before = _fix(
+        tmp_path, "hopper_row_sum.py", "row_sums", "--arg", "f32[128,128]", "--diff"
+    )
+    assert ran.status == 0, ran.err
+    assert copy.read_bytes() == before
+    assert ran.out.startswith(f"--- {copy}\n+++ {copy}\n@@ ")
+    removed = [line for line in ran.out.splitlines() if line.startswith("-") and "reduce" in line]
+    added = [line for line in ran.out.splitlines() if line.startswith("+") and "reduce" in line]
+    assert [line.replace("reduce(0)", "reduce(1)")[1:] for line in removed] == [
+        line[1:] for line in added
+    ]
+    assert "error[SM003]" in ran.err  # what changed and why, apart from the diff
+
+
+def test_a_file_changed_meanwhile_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import smalto.jax.fixing as fixing
+
+    fix_script = fixing.fix_script
+
+    def edited_meanwhile(path: Path, *args: Any, **kwargs: Any) -> Any:
+        outcome = fix_script(path, *args, **kwargs)
+        path.write_text(path.read_text() + "# the author's own edit\n")
+        return outcome
+
+    monkeypatch.setattr(fixing, "fix_script", edited_meanwhile)
+    ran, copy, before = _fix(tmp_path, "hopper_row_sum.py", "row_sums", "--arg", "f32[128,128]")
+    assert ran.status == 1
+    assert "changed since smalto fix read it" in ran.err
+    assert copy.read_bytes() == before + b"# the author's own edit\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_colon.py", "expected SCRIPT.py:FUNCTION"),
+        ("missing.py:f", "no such file"),
+        ("{kernels}/hopper_row_sum.py:not_there", "defines no function 'not_there'"),
+    ],
+)
+def test_usage_errors_exit_2_in_one_line(target: str, message: str) -> None:
+    ran = run("fix", target.format(kernels=KERNELS), "--arg", "f32[128,128]")
+    assert ran.status == 2
+    assert message in ran.err and "Traceback" not in ran.err
+    assert len(ran.err.strip().splitlines()) == 1
+
+
+def test_the_api_returns_the_edits_without_writing() -> None:
+    namespace = runpy.run_path(str(KERNELS / "hopper_unswizzled_epilogue.py"))
+    a = jax.ShapeDtypeStruct((64, 64), jnp.float16)
+    b = jax.ShapeDtypeStruct((64, 128), jnp.float16)
+    before = (KERNELS / "hopper_unswizzled_epilogue.py").read_bytes()
+    edits = smalto.jax.fix(namespace["matmul_and_row_sums"], a, b, arch=(9, 0))
+    assert (KERNELS / "hopper_unswizzled_epilogue.py").read_bytes() == before
+    firsts = {e.problem: e for e in reversed(edits)}
+    assert [firsts[p].code for p in sorted(firsts)] == ["SM003", "SM004"]
+    cast = firsts[0]
+    (transforms,) = [e for e in edits if e.problem == 1 and e.kind == "retarget"]
+    assert cast.applicability == MACHINE_APPLICABLE
+    (part,) = cast.parts
+    assert Path(part.span.file).name == "hopper_unswizzled_epilogue.py"
+    assert (part.original, part.replacement) == (
+        "plgpu.Layout.WGMMA.reduce(0)",
+        "plgpu.Layout.WGMMA.reduce(1)",
+    )
+    line = before.decode().splitlines()[part.span.line - 1]
+    assert line[part.span.column - 1 : part.span.end_column - 1] == part.original
+    assert transforms.parts[0].original == "TILED"
+    json = cast.as_json()
+    assert json["applicability"] == MACHINE_APPLICABLE and json["replacement"] == part.replacement
+    working = runpy.run_path(str(KERNELS / "hopper_working.py"))["matmul"]
+    assert smalto.jax.fix(working, a, b, arch=(9, 0)) == []
+
+
+# --- the guard on what an edit may change ------------------------------------------------
+
+
+KERNEL_LINE = "o_ref[...] = plgpu.layout_cast(jnp.sum(x, axis=1), plgpu.Layout.WGMMA.reduce(0))\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        ("reduce(0)", "reduce(1)", True),  # a layout
+        (
+            "plgpu.layout_cast(jnp.sum(x, axis=1), plgpu.Layout.WGMMA.reduce(0))",
+            "jnp.sum(x, axis=1)",
+            True,
+        ),
+        ("axis=1", "axis=0", False),  # another axis
+        ("jnp.sum(x, axis=1)", "jnp.sum(x.astype(jnp.bfloat16), axis=1)", False),  # a dtype
+        ("o_ref[...] = ", "o_ref[:64] = ", False),  # another output
+    ],
+)
+def test_keeps_meaning_allows_layouts_only(old: str, new: str, kept: bool) -> None:
+    edited = KERNEL_LINE.replace(old, new)
+    assert edited != KERNEL_LINE
+    assert keeps_meaning(KERNEL_LINE, edited) is kept
+
+
+def test_keeps_meaning_allows_an_unoptimized_store() -> None:
+    before = "o_ref[...] = acc.astype(jnp.bfloat16)\n"
+    assert keeps_meaning(before, "plgpu.store(o_ref, acc.astype(jnp.bfloat16), optimized=False)\n")
+    assert not keeps_meaning(
+        before, "plgpu.store(o_ref, acc.astype(jnp.float16), optimized=False)\n"
+    )
+
+
+def test_applying_parts_checks_the_text_is_still_there() -> None:
+    from smalto.source.fix_edits import Part, Span
+
+    part = Part(Span("k.py", 1, 5, 1, 8), "abc", "xyz")
+    assert apply_parts("1234abc\n", [part]) == "1234xyz\n"
+    with pytest.raises(ValueError, match="changed"):
+        apply_parts("1234abd\n", [part])
