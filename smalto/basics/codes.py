@@ -266,7 +266,7 @@ def catalogue_markdown() -> str:
         "# Failure codes",
         "",
         "<!-- Made from smalto/basics/codes.py (`python -m smalto.basics.codes > docs/codes.md`); "
-        "tests/test_codes.py checks they agree. -->",
+        "tests/diagnosis/test_codes.py checks they agree. -->",
         "",
         "Each kind of kernel with no layouts has a stable code. smalto names it on the "
         "last line of the diagnosis (`error[SM004]: ...`), `smalto infer --json` gives "
