@@ -233,5 +233,5 @@ def _load_bench() -> ModuleType:
     except ImportError as error:
         raise UsageError(
             f"the benchmarks are not available ({error}); `smalto bench` runs from a smalto "
-            "source checkout, which has bench/ and tests/reference.py"
+            "source checkout, which has bench/ and tests/helpers/reference.py"
         ) from None
