@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(TESTS / "helpers"))
     sys.path.insert(0, str(TESTS))
     sys.path.insert(0, str(TESTS.parent))
     raise SystemExit(main())

@@ -24,7 +24,7 @@ RULE_OPS = sorted(RULES)
 
 def test_every_op_with_a_rule_has_a_generator() -> None:
     missing = sorted(set(RULES) - set(GENERATORS))
-    assert not missing, f"ops with a rule and no kernels in tests/rule_kernels_*.py: {missing}"
+    assert not missing, f"ops with a rule and no kernels in tests/helpers/rule_kernels_*.py: {missing}"
 
 
 def test_no_generator_is_left_without_its_rule() -> None:
@@ -34,7 +34,7 @@ def test_no_generator_is_left_without_its_rule() -> None:
 def _judged(name: str) -> tuple[Cases, list[Judged]]:
     generate = GENERATORS.get(name)
     if generate is None:
-        pytest.fail(f"`{name}` has a rule and no kernels in tests/rule_kernels_*.py")
+        pytest.fail(f"`{name}` has a rule and no kernels in tests/helpers/rule_kernels_*.py")
     cases = generate(name)
     assert cases.op == name
     return cases, judge_all(cases)
