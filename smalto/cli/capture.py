@@ -35,17 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 from smalto.basics.archs import parse_arch
 from smalto.basics.dtypes import dtype_name
+from smalto.cli.output import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    fail,
+    note,
+)
 
 if TYPE_CHECKING:
     from smalto.jax.hooks import Pass
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
-
-class _Usage(Exception):
-    """Bad arguments or a script that cannot be used: one line, exit status 2."""
 
 
 def capture_main(argv: Sequence[str] | None = None) -> int:
@@ -55,17 +56,12 @@ def capture_main(argv: Sequence[str] | None = None) -> int:
     args = parse_arguments(command_parser("capture"), sys.argv[1:] if argv is None else argv)
     if isinstance(args, int):
         return args
-    return run_capture_command(args)
-
-
-def run_capture_command(args: argparse.Namespace) -> int:
-    """``smalto capture`` on parsed arguments (see ``smalto.cli.main``); returns the exit status."""
     try:
-        return _run_capture(args)
-    except _Usage as error:
-        return _fail(str(error), EXIT_USAGE)
+        return run_capture_command(args)
+    except UsageError as error:
+        return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
@@ -76,14 +72,16 @@ def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
     try:
         return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
     except TypeError:
-        raise _Usage(f"argument --arg: unknown dtype {dtype!r}") from None
+        raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None
 
 
-def _run_capture(args: argparse.Namespace) -> int:
+def run_capture_command(args: argparse.Namespace) -> int:
+    """``smalto capture`` on parsed arguments (see ``smalto.cli.main``, which reports a
+    ``UsageError`` with exit status 2); returns the exit status."""
     import smalto.jax
 
     if args.smalto and args.jax:
-        raise _Usage("--smalto and --jax: choose one pass")
+        raise UsageError("--smalto and --jax: choose one pass")
     arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
     function = _load_function(args.target)
     arch = parse_arch(args.arch) if args.arch else None
@@ -93,12 +91,12 @@ def _run_capture(args: argparse.Namespace) -> int:
     try:
         captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report
-        return _fail(
+        return fail(
             f"lowering {args.target} failed before layout inference: {_one_line(error)}",
             EXIT_FAILED,
         )
     if not captured:
-        return _fail(
+        return fail(
             f"{args.target} built no Mosaic GPU kernel in warpgroup semantics "
             "(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)",
             EXIT_FAILED,
@@ -110,11 +108,10 @@ def _run_capture(args: argparse.Namespace) -> int:
         if args.smalto and not kernel.compiles:
             # Lowering with smalto's pass was asked for, and it failed: smalto's diagnosis,
             # whole (or JAX's lowering's rejection), and exit status 1.
-            print(f"smalto: error: {path or stem}: {_failure(kernel)}", file=sys.stderr)
-            status = EXIT_FAILED
+            status = fail(f"{path or stem}: {_failure(kernel)}", EXIT_FAILED)
             continue
-        for note in _outcome(kernel, path or stem, path, args):
-            print(f"smalto: note: {note}", file=sys.stderr)
+        for outcome in _outcome(kernel, path or stem, path, args):
+            note(outcome)
     return status
 
 
@@ -188,20 +185,20 @@ def _fix_command(args: argparse.Namespace) -> str:
 def _load_function(target: str) -> Callable[..., Any]:
     script, sep, name = target.rpartition(":")
     if not sep or not script or not name.isidentifier():
-        raise _Usage(f"expected SCRIPT.py:FUNCTION, got {target!r}")
+        raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
     path = Path(script)
     if not path.is_file():
-        raise _Usage(f"cannot read '{script}': no such file")
+        raise UsageError(f"cannot read '{script}': no such file")
     try:
         with _script_directory_on_path(path):
             namespace = runpy.run_path(str(path), run_name="__smalto_capture__")
     except SystemExit:
-        raise _Usage(f"'{script}' exited while being loaded") from None
+        raise UsageError(f"'{script}' exited while being loaded") from None
     except Exception as error:
-        raise _Usage(f"loading '{script}' failed: {_one_line(error)}") from None
+        raise UsageError(f"loading '{script}' failed: {_one_line(error)}") from None
     function = namespace.get(name)
     if not callable(function):
-        raise _Usage(f"'{script}' defines no function {name!r}")
+        raise UsageError(f"'{script}' defines no function {name!r}")
     return function
 
 
@@ -242,7 +239,7 @@ def _write(
                 path.write_text(text, encoding="utf-8")
                 print(path)
     except OSError as error:
-        raise _Usage(f"cannot write to '{output}': {error.strerror or error}") from None
+        raise UsageError(f"cannot write to '{output}': {error.strerror or error}") from None
     return written
 
 
@@ -272,9 +269,9 @@ def run_main(argv: Sequence[str] | None = None) -> int:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_USAGE
     if args.module is None and not args.program:
-        return _fail("nothing to run: give SCRIPT.py or -m MODULE", EXIT_USAGE)
+        return fail("nothing to run: give SCRIPT.py or -m MODULE", EXIT_USAGE)
     if args.module is None and not Path(args.program[0]).is_file():
-        return _fail(f"cannot read '{args.program[0]}': no such file", EXIT_USAGE)
+        return fail(f"cannot read '{args.program[0]}': no such file", EXIT_USAGE)
 
     import smalto.jax
 
@@ -293,7 +290,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
         code = exit_request.code
         if code is None or isinstance(code, int):
             return code or EXIT_OK
-        print(code, file=sys.stderr)
+        print(code, file=sys.stderr)  # the program's own message, as python prints it
         return EXIT_FAILED
     finally:
         sys.argv = saved_argv
@@ -309,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in ("-h", "--help"):
             print(usage)
             return EXIT_OK
-        return _fail(usage, EXIT_USAGE)
+        return fail(usage, EXIT_USAGE)
     return commands[argv[0]](argv[1:])
 
 
@@ -319,8 +316,3 @@ def _one_line(error: BaseException, *, typed: bool = True) -> str:
     if not text:
         return type(error).__name__
     return f"{type(error).__name__}: {text[0]}" if typed else text[0]
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"smalto: error: {message}", file=sys.stderr)
-    return status

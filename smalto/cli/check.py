@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from smalto.basics.archs import SUPPORTED_ARCHS
 from smalto.check import Violation, check
+from smalto.cli.output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from jax._src.lib.mlir import ir
-
-EXIT_OK, EXIT_VIOLATIONS, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def check_main(argv: Sequence[str]) -> int:
@@ -110,8 +108,7 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
                 )
         violations = check(source.module, arch, source_name=source.name)
     except (MlirInputError, ValueError) as error:
-        print(f"smalto: error: {_one_line(str(error))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(_one_line(str(error)), EXIT_USAGE)
     checked = Checked(source.name, arch, *_coverage(source.module), violations)
     if as_json:
         print(json.dumps(checked.as_json()))
@@ -120,7 +117,7 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
             if not violation.not_annotated:  # (the summary line says that one)
                 print(_one_line(str(violation)))
         print(checked.text())
-    return EXIT_VIOLATIONS if violations else EXIT_OK
+    return EXIT_FAILED if violations else EXIT_OK
 
 
 def _coverage(module: ir.Module) -> tuple[int, int, dict[str, int]]:

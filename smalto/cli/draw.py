@@ -24,26 +24,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smalto.cli.output import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    fail,
+    note,
+    stdout_closed,
+)
 from smalto.draw.names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
 
 if TYPE_CHECKING:
     from smalto.draw.value import Lookup
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+PROG = "smalto draw"  # how its errors and notes start
 
 
-class _UsageError(ValueError):
-    pass
-
-
-def build_parser(prog: str = "smalto draw") -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Draw which thread and register hold each element of an array in a "
@@ -144,57 +146,52 @@ def draw_main(argv: list[str], lookup: Lookup | None = None) -> int:
         return code if isinstance(code, int) else EXIT_USAGE
     try:
         _check_arguments(args)
-    except _UsageError as error:
-        return _usage(str(error))
+    except UsageError as error:
+        return fail(str(error), EXIT_USAGE, PROG)
     if lookup is None:
         from smalto.cli.values import kernel_value as lookup
     return _run(args, lookup)
 
 
-def _usage(message: str) -> int:
-    print(f"smalto draw: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
 def _check_arguments(args: argparse.Namespace) -> None:
     """What can be said wrong before JAX is imported."""
     if args.thread is not None and not 0 <= args.thread < 128:
-        raise _UsageError(f"--thread must be 0-127 (a thread of the warpgroup), got {args.thread}")
+        raise UsageError(f"--thread must be 0-127 (a thread of the warpgroup), got {args.thread}")
     if args.warp is not None and not 0 <= args.warp < 4:
-        raise _UsageError(f"--warp must be 0-3, got {args.warp}")
+        raise UsageError(f"--warp must be 0-3, got {args.warp}")
     if args.thread is not None and args.warp is not None:
-        raise _UsageError("--thread and --warp: choose one")
+        raise UsageError("--thread and --warp: choose one")
     if args.value is not None:
         if args.shape is not None or args.dtype is not None:
-            raise _UsageError(
+            raise UsageError(
                 f"--shape and --dtype come from {args.value} itself: drop them (or draw a "
                 "LAYOUT at a shape of your choosing)"
             )
         if args.tmem:
-            raise _UsageError("FILE VALUE draws the value's own layout: drop --tmem")
+            raise UsageError("FILE VALUE draws the value's own layout: drop --tmem")
         if args.smem is not None and not args.bank_conflicts:
-            raise _UsageError(
+            raise UsageError(
                 "FILE VALUE draws the value's own layout: drop --smem (or add --bank-conflicts "
                 "for the conflicts of transferring the value to that ref)"
             )
     elif args.layout is not None and _is_kernel_file(args.layout):
-        raise _UsageError(
+        raise UsageError(
             f"name the value of {args.layout} to draw: smalto draw {args.layout} %N (as "
             f"'smalto infer {args.layout}' prints its values)"
         )
     elif args.shape is None:
-        raise _UsageError("--shape is required (e.g. --shape 64x64), or draw FILE VALUE")
+        raise UsageError("--shape is required (e.g. --shape 64x64), or draw FILE VALUE")
     if args.bank_conflicts:
         if args.smem is None or args.layout is None:
-            raise _UsageError("--bank-conflicts needs a register LAYOUT and --smem SPEC")
+            raise UsageError("--bank-conflicts needs a register LAYOUT and --smem SPEC")
     elif args.load or args.unoptimized or args.json or args.no_picture:
-        raise _UsageError("--load, --unoptimized, --json and --no-picture go with --bank-conflicts")
+        raise UsageError("--load, --unoptimized, --json and --no-picture go with --bank-conflicts")
     if (
         args.output
         and not args.no_picture
         and Path(args.output).suffix.lower() not in (".png", ".svg")
     ):
-        raise _UsageError(f"cannot tell the image format of {args.output!r}: use .png or .svg")
+        raise UsageError(f"cannot tell the image format of {args.output!r}: use .png or .svg")
 
 
 def _is_kernel_file(text: str) -> bool:
@@ -215,16 +212,13 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
             output = args.output or default_name
             save(panels, output)
     except InferenceFailed as error:
-        print(f"smalto draw: error: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(str(error), EXIT_FAILED, PROG)
     except AddressModelError as error:  # smalto's limit, not the user's mistake
-        print(f"smalto draw: error: cannot follow JAX's address arithmetic: {error}",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_FAILED
+        return fail(f"cannot follow JAX's address arithmetic: {error}", EXIT_FAILED, PROG)
     except OSError as error:
-        return _usage(f"cannot write '{output}': {error.strerror}")
+        return fail(f"cannot write '{output}': {error.strerror}", EXIT_USAGE, PROG)
     except ValueError as error:  # bad names, shapes, specs; transfers JAX refuses
-        return _usage(str(error))
+        return fail(str(error), EXIT_USAGE, PROG)
     try:
         if text:
             print(text)
@@ -232,8 +226,7 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
             print(f"wrote {output}")
         sys.stdout.flush()
     except BrokenPipeError:  # the reader stopped early (| head): not an error
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        return stdout_closed()
     return EXIT_OK
 
 
@@ -242,6 +235,8 @@ def _pictures(args: argparse.Namespace, lookup: Lookup | None = None) -> tuple[l
     from smalto.draw.subject import subject_of
 
     subject = subject_of(args, lookup)
+    for text in subject.notes:  # (said before the drawing, which may still fail)
+        note(text, PROG)
     if args.bank_conflicts:
         return _bank_conflicts(args, subject)
     if subject.kind == "smem":

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from smalto.basics.codes import CODES, entry_text, is_code
 from smalto.basics.mlir import in_context, module_arch
+from smalto.cli.output import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, fail, note
 from smalto.cli.values import value_to_draw
 from smalto.draw.value import KernelValue, ValueLookupError
 from smalto.infer import DEFAULT_FUEL, infer_keeping_the_solution
@@ -34,9 +35,7 @@ from smalto.source.files import searching_beside
 if TYPE_CHECKING:
     from smalto.basics.inputs import Input
 
-EXIT_OK = 0
-EXIT_INFERENCE_FAILED = 1
-EXIT_USAGE = 2
+PROG = "smalto explain"  # how its errors and notes start
 
 
 def explain_main(argv: list[str]) -> int:
@@ -65,16 +64,16 @@ def run_explain(args: argparse.Namespace) -> int:
                 "support (9.0 or 10.0); pass --arch to override"
             )
     except (MlirInputError, ValueError) as error:
-        return _fail(str(error), EXIT_USAGE)
+        return fail(str(error), EXIT_USAGE, PROG)
     problem = _drawing_problem(args)
     if problem is not None:
-        return _fail(problem, EXIT_USAGE)
+        return fail(problem, EXIT_USAGE, PROG)
     fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
     with searching_beside(args.input) as sources:
         status = _explain(args, source, arch, fuel)
-    note = sources.missing_note()
-    if note is not None:
-        print(f"smalto explain: note: {note}", file=sys.stderr)
+    missing = sources.missing_note()
+    if missing is not None:
+        note(missing, PROG)
     return status
 
 
@@ -82,7 +81,7 @@ def _explain_code(code: str) -> int:
     """``smalto explain SM004``: the code's entry in the catalogue (``smalto.basics.codes``)."""
     if code.upper() not in CODES:
         known = ", ".join(CODES)
-        return _fail(f"no failure code {code!r}; the codes are {known}", EXIT_USAGE)
+        return fail(f"no failure code {code!r}; the codes are {known}", EXIT_USAGE, PROG)
     sys.stdout.write(entry_text(code))
     return EXIT_OK
 
@@ -95,7 +94,7 @@ def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fue
     try:
         # As `smalto infer` does: a module with no layouts as written is rewritten
         # (a note per changed op), and the rewritten module's values explained.
-        with in_context(source.module), rescue_notes("smalto explain"):
+        with in_context(source.module), rescue_notes(PROG):
             # Written as `smalto infer` writes them, so that the printed module is its output.
             inference = infer_keeping_the_solution(
                 source.module, fuel, arch, **rescue_options(args)
@@ -118,15 +117,15 @@ def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fue
             explanations = [explainer.explain_value(v) for v in wanted]
             drawn = [value_to_draw(explainer, v, arch) for v in wanted] if args.draw else []
     except ValueLookupError as error:  # (a LookupError: before the next clause)
-        return _fail(str(error), EXIT_USAGE)
+        return fail(str(error), EXIT_USAGE, PROG)
     except LookupError as error:
-        return _fail(f"{error.args[0]} (in {source.name})", EXIT_USAGE)
+        return fail(f"{error.args[0]} (in {source.name})", EXIT_USAGE, PROG)
     except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
-        return _fail(str(error), EXIT_USAGE)
+        return fail(str(error), EXIT_USAGE, PROG)
     except (InferenceError, NotImplementedError) as error:
-        return _fail(str(error), EXIT_INFERENCE_FAILED)
-    for note in explainer.notes:
-        print(f"smalto explain: note: {note}", file=sys.stderr)
+        return fail(str(error), EXIT_INFERENCE_FAILED, PROG)
+    for text in explainer.notes:
+        note(text, PROG)
     if args.json:
         document = {
             "file": source.name,
@@ -169,11 +168,3 @@ def _draw(path: str, value: KernelValue, output: str | None) -> int:
 
     argv = [path, value.name, *(["-o", output] if output is not None else [])]
     return draw_main(argv, lookup=lookup)
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"smalto explain: error: {message}", file=sys.stderr)
-    return status
-
-
-# --- a value's picture (``--draw``, and ``smalto draw FILE %N``) -----------------------------

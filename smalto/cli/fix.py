@@ -7,11 +7,13 @@ Python source (as ``ruff check --fix`` writes lint fixes).
 Lowers FUNCTION with smalto as the pass (no GPU needed), makes the first
 verified fix of every problem in the source, lowers again, and repeats until
 it lowers or no fix is left (``smalto.jax.fixing``). Prints each change, line
-by line, and why. Writes the script only where the function then lowers, and
-only if the file did not change meanwhile; ``--diff`` prints a unified diff and
-writes nothing. Fixes that make transfers unoptimized (slower) are made only
-with ``--allow-unoptimized``; a fixed kernel that JAX's own pass still rejects
-(it compiles with smalto installed) is written only with ``--allow-smalto-only``.
+by line, and why (on stderr with ``--diff``); notes on stderr say which fixes
+were not made and whether JAX's own pass rejects the kernel. Writes the script
+only where the function then lowers, and only if the file did not change
+meanwhile; ``--diff`` prints a unified diff and writes nothing. Fixes that
+make transfers unoptimized (slower) are made only with ``--allow-unoptimized``;
+a fixed kernel that JAX's own pass still rejects (it compiles with smalto
+installed) is written only with ``--allow-smalto-only``.
 
 Exit status: 0 when the function lowers (fixed, or already as written); 1 when
 it still fails (the diagnosis that remains on stderr) or a fix was not written;
@@ -30,9 +32,7 @@ from typing import Any, TextIO
 
 from smalto.basics.archs import parse_arch
 from smalto.basics.dtypes import dtype_name
-from smalto.cli.output import EXIT_OK, UsageError, fail
-
-EXIT_FAILED = 1
+from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 
 
 @dataclass(frozen=True)
@@ -71,34 +71,30 @@ def run_fix(args: argparse.Namespace) -> int:
     if outcome.already:
         print(f"{target} lowers as written: nothing to fix", file=report)
         if outcome.needs_smalto:
-            print(
-                f"note: JAX's own pass rejects it ({outcome.jax_says}); it compiles with "
-                "smalto as the pass",
-                file=report,
+            note(
+                f"JAX's own pass rejects it ({outcome.jax_says}); it compiles with smalto as "
+                "the pass"
             )
         return EXIT_OK
     if not outcome.lowers:
-        _held_back(outcome, report=sys.stderr)
-        print(f"smalto: error: {target} still fails; {path} is unchanged:", file=sys.stderr)
-        print(outcome.remaining or "(no diagnosis)", file=sys.stderr)
-        return EXIT_FAILED
+        _held_back(outcome)
+        diagnosis = outcome.remaining or "(no diagnosis)"
+        return fail(f"{target} still fails; {path} is unchanged:\n{diagnosis}", EXIT_FAILED)
     _changes(outcome, report)
     if outcome.needs_smalto:
-        print(
-            f"note: JAX's own pass still rejects the fixed kernel ({outcome.jax_says}); it "
+        note(
+            f"JAX's own pass still rejects the fixed kernel ({outcome.jax_says}); it "
             "compiles with smalto as the pass (smalto.jax.install(), or python -m smalto.jax "
-            "run)",
-            file=report,
+            "run)"
         )
         if not args.allow_smalto_only:
-            print(
-                "smalto: error: not written: the fix needs smalto installed; "
-                "--allow-smalto-only writes it",
-                file=sys.stderr,
+            status = fail(
+                "not written: the fix needs smalto installed; --allow-smalto-only writes it",
+                EXIT_FAILED,
             )
             if args.diff:
                 sys.stdout.write(_diff(path, outcome.original, outcome.text))
-            return EXIT_FAILED
+            return status
     if args.diff:
         sys.stdout.write(_diff(path, outcome.original, outcome.text))
         return EXIT_OK
@@ -127,16 +123,17 @@ def _changes(outcome: Any, report: TextIO) -> None:
         for line in applied.after:
             print(f"  + {line.strip()}", file=report)
         print(f"  fix: {edit.text} [{edit.applicability}]", file=report)
-    _held_back(outcome, report)
+    _held_back(outcome)
 
 
-def _held_back(outcome: Any, report: TextIO) -> None:
+def _held_back(outcome: Any) -> None:
+    """A note per verified fix not made, and why (each said once)."""
     said: set[str] = set()
     for held in outcome.held_back:
-        line = f"note: not made: {held.edit.text} ({held.reason})"
-        if line not in said:
-            said.add(line)
-            print(line, file=report)
+        text = f"not made: {held.edit.text} ({held.reason})"
+        if text not in said:
+            said.add(text)
+            note(text)
 
 
 def _diff(path: Path, before: str, after: str) -> str:

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import smalto
 from smalto.basics.inputs import STDIN, Input, read_input
 from smalto.basics.mlir import MlirInputError, in_context, module_arch, print_module
-from smalto.cli.output import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, UsageError, fail
+from smalto.cli.output import (
+    EXIT_INFERENCE_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    fail,
+    note,
+    warning,
+)
 from smalto.diagnose.verify import lowering_fixes
 from smalto.errors import InferenceError
 from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
@@ -87,9 +95,9 @@ def _infer_one(name: str, args: argparse.Namespace, to: Destinations, stdout: _S
     # module file too (a captured module names them relative to where it was captured).
     with searching_beside(name) as sources, lowering_fixes(args.lower_fixes):
         status = _infer_in(name, args, to, stdout, sources)
-    note = sources.missing_note()
-    if note is not None:
-        print(f"smalto: note: {note}", file=sys.stderr)
+    missing = sources.missing_note()
+    if missing is not None:
+        note(missing)
     return status
 
 
@@ -131,7 +139,7 @@ def _infer_in(
             # Also what each value was forced to, and where each is defined.
             message = f"{phrase}\n{conflict.message(verbose=True)}"
         # (The unit-dim rewrite, tried and failed, says so in a note.)
-        message += "".join(f"\n{note}" for note in getattr(error, "__notes__", ()))
+        message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
         if to.many:
             message = f"{source.name}: {message}"
         if args.json:
@@ -204,8 +212,8 @@ class RescueChanges:
 
 
 @contextlib.contextmanager
-def rescue_notes(command: str = "smalto") -> Iterator[RescueChanges]:
-    """What the rescues changed, on stderr after ``command`` (how the command's other
+def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
+    """What the rescues changed, on stderr after ``prog`` (how the command's other
     messages start): a note per op the unit-dim rewrite changed, a warning per transfer
     made unoptimized (it costs speed). Yields the same lines, filled in on the way out."""
     from smalto.errors import UnitDimRewriteWarning, UnoptimizedTransferWarning
@@ -217,19 +225,17 @@ def rescue_notes(command: str = "smalto") -> Iterator[RescueChanges]:
         try:
             yield changes
         finally:
-            for warning in caught:
-                message = warning.message
+            for shown in caught:
+                message = shown.message
                 if isinstance(message, UnitDimRewriteWarning):
                     for record in message.rewritten:
                         changes.rewritten.append(str(record))
-                        print(f"{command}: note: {record}", file=sys.stderr)
+                        note(str(record), prog)
                 elif isinstance(message, UnoptimizedTransferWarning):
                     changes.unoptimized.append(str(message.transfer))
-                    print(f"{command}: warning: {message.transfer}", file=sys.stderr)
+                    warning(str(message.transfer), prog)
                 else:
-                    warnings.showwarning(
-                        message, warning.category, warning.filename, warning.lineno
-                    )
+                    warnings.showwarning(message, shown.category, shown.filename, shown.lineno)
 
 
 def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedModule:

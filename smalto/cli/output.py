@@ -1,10 +1,12 @@
 """What every command says besides its answer: exit statuses, errors and notes on stderr.
 
 One place for the words and the codes, so that every command ends the same way:
-``PROG: error: MESSAGE`` (``fail``) or ``PROG: note: TEXT`` (``note``) on stderr,
-and the exit status 0 (done), 1 (the kernel has no layouts, violations, a lowering
-that failed), 2 (bad usage or input that cannot be used: ``UsageError``), 130
-(interrupted).
+``PROG: error: MESSAGE`` (``fail``), ``PROG: note: TEXT`` (``note``) or ``PROG:
+warning: TEXT`` (``warning``) on stderr, and the exit status 0 (done), 1 (the
+kernel has no layouts, violations, a lowering that failed), 2 (bad usage or input
+that cannot be used: ``UsageError``), 130 (interrupted). No other module prints
+such lines (``tests/cli/test_one_printer.py``): a library hands its notes up to
+the command, which prints them here.
 """
 
 from __future__ import annotations
@@ -43,3 +45,8 @@ def fail(message: str, status: int, prog: str = "smalto") -> int:
 def note(text: str, prog: str = "smalto") -> None:
     """Prints ``prog: note: text`` on stderr (what the answer alone does not say)."""
     print(f"{prog}: note: {text}", file=sys.stderr)
+
+
+def warning(text: str, prog: str = "smalto") -> None:
+    """Prints ``prog: warning: text`` on stderr (done, at a cost the user should know)."""
+    print(f"{prog}: warning: {text}", file=sys.stderr)

@@ -44,6 +44,9 @@ class Subject:
     value: str = ""  # the kernel's value drawn and where: "%95#0, line 260"
     # An SMEM view with permuted dims (a memref.transpose): the ref's dims as the view's.
     dim_order: tuple[int, ...] | None = None
+    # What the command should say of a kernel's value before drawing it (names of FILE
+    # that are another in the printed module): handed up, the command prints them.
+    notes: tuple[str, ...] = ()
 
     @property
     def layout_label(self) -> str:
@@ -165,8 +168,6 @@ def _tmem_layout(args: argparse.Namespace, shape: tuple[int, ...]) -> tcgen05.TM
 
 def _kernel_value(args: argparse.Namespace, lookup: Lookup) -> Subject:
     found = lookup(args.layout, args.value, ARCHS[args.arch] if args.arch else None)
-    for note in found.notes:
-        print(f"smalto draw: note: {note}", flush=True)
     name = layout_title(found.layout)
     title = f"{found.name} ({found.place}): {name}"
     stem = f"{_file_stem(args.layout)}_{found.name}_"
@@ -181,6 +182,7 @@ def _kernel_value(args: argparse.Namespace, lookup: Lookup) -> Subject:
         stem,
         f"{found.name}, {found.place}",
         dim_order(found.strides) if isinstance(found.layout, Smem) else None,
+        found.notes,
     )
 
 

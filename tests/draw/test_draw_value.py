@@ -78,6 +78,24 @@ def test_values_that_cannot_be_drawn(
     assert message in err and "Traceback" not in err
 
 
+def test_a_note_on_a_name_of_the_input_is_said_on_stderr_by_the_command(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """%2 of the generic-form input is %cst_1 of the printed module (whose %2 has no layout):
+    the subject hands the note up and `smalto draw` says it, as explain does; stdout holds
+    only what the command did."""
+    flash = KERNEL.parent / "flash_attention_fwd.mlir"
+    subject = subject_of(build_parser().parse_args([str(flash), "%2"]), kernel_value)
+    (said,) = subject.notes
+    assert said.startswith(f"%2 of {flash} is %cst_1 (line 8) in the printed module")
+    capsys.readouterr()
+    out = tmp_path / "cst.png"
+    assert draw_main([str(flash), "%2", "-o", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out == f"wrote {out}\n"
+    assert f"smalto draw: note: {said}\n" in printed.err
+
+
 def test_the_warp_of_a_value(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     out = tmp_path / "w.png"
     assert draw_main([str(KERNEL), "@282", "--warp", "2", "-o", str(out)]) == 0
