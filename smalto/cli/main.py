@@ -11,10 +11,13 @@ smalto has no rule for), or has violations (``check``), with the reason; 2 on
 bad usage or input that cannot be read, parsed or used, with one line on
 stderr. With several files, the worst status of them all.
 
-This module parses arguments only, and imports no JAX: ``smalto --help``,
-``--version`` and every argument error answer at once; each command loads what
-it needs once its arguments are known. ``smalto draw`` parses its own
-arguments (see DELEGATED).
+The entry point, at the top of the import graph: it parses the arguments with
+``smalto.cli.arguments`` and imports no JAX, so ``smalto --help``, ``--version``
+and every argument error answer at once; the command's module (``smalto.cli.infer``,
+``explain``, ``check``, ``capture``, ``fix``) is imported only once the command is
+known (``_runner``). ``smalto draw`` parses its own arguments (see DELEGATED).
+Every command ends through ``smalto.cli.output`` (exit statuses, ``error:`` and
+``note:`` lines).
 
 ``smalto bench [FILE...] [--repeat N]`` times smalto against JAX's pass and
 the IR floor (``bench/run.py``; default: the corpus kernels). The benchmarks
