@@ -120,7 +120,7 @@ def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fue
         return fail(str(error), EXIT_USAGE, PROG)
     except LookupError as error:
         return fail(f"{error.args[0]} (in {source.name})", EXIT_USAGE, PROG)
-    except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
+    except MlirInputError as error:  # values smalto cannot lay out (pipeline.validate)
         return fail(str(error), EXIT_USAGE, PROG)
     except (InferenceError, NotImplementedError) as error:
         return fail(str(error), EXIT_INFERENCE_FAILED, PROG)

@@ -122,7 +122,7 @@ def _infer_in(
                 inference = infer_keeping_the_solution(module, fuel, arch, dump_to, **rescues)
             else:
                 smalto.infer_layout(module, fuel=fuel, arch=arch, **rescues)
-    except MlirInputError as error:  # values smalto cannot lay out at all (validate.py)
+    except MlirInputError as error:  # values smalto cannot lay out (pipeline.validate)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
         if report is not None:
