@@ -18,7 +18,6 @@ from smalto.constraints.language import (
     Divides,
     Element,
     Equal,
-    Fixed,
     FullyTiled,
     GmemTransfer,
     MinorTileDivisible,
@@ -30,6 +29,7 @@ from smalto.constraints.language import (
     StoreRegisters,
     TmaRows,
     TmemTransfer,
+    fixed_layout,
     variables_of,
 )
 from smalto.hw.values import Reg, Smem, Tmem
@@ -164,8 +164,10 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
     one SMEM ref with two sets of transforms; two layouts stated for one value (a layout
     written where a broadcast needs the other axis's is one of them); a layout the shape
     cannot take. ``op_names``: the name of each element's op, by origin."""
-    fixed_registers = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Reg)]
-    fixed_smem = [e for e in elements if isinstance(e, Fixed) and isinstance(e.value, Smem)]
+    # What ops impose outright, however a rule states it (fixed, or one option).
+    imposed = [f for e in elements if (f := fixed_layout(e)) is not None]
+    fixed_registers = [f for f in imposed if isinstance(f.value, Reg)]
+    fixed_smem = [f for f in imposed if isinstance(f.value, Smem)]
     # A cast's conversion to the layout it states (not the producer-to-consumer hand-over,
     # which is an equality but from a splat; nor a cast whose target the conflict leaves
     # free, as a ``layout=`` on a value that cannot be a splat is).
@@ -187,7 +189,7 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
         return "SM005"
     if any(isinstance(e, SmemTransfer) for e in elements) and (fixed_smem or not converted):
         return "SM004"
-    if any(isinstance(e, Fixed) and isinstance(e.value, Tmem) for e in elements):
+    if any(isinstance(f.value, Tmem) for f in imposed):
         return "SM006"
     if any(isinstance(e, Divides | MinorTileDivisible | TmaRows) for e in elements):
         return "SM007"
@@ -201,7 +203,7 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
         return "SM009"
     if len(fixed_registers) >= 2 or (broadcast and fixed_registers):
         return GENERIC  # two layouts stated for one value, or one and a broadcast's
-    alone = len(elements) == 1 and isinstance(elements[0], Fixed)
+    alone = len(elements) == 1 and bool(imposed)
     if alone or any(
         isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters | Broadcast)
         for e in elements

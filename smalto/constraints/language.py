@@ -11,7 +11,7 @@ conflict can be traced back to the kernel's source.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
@@ -209,12 +209,14 @@ class OneOf:
 
     MMA operands take one of a few exact (tiling, swizzle) pairs; TMA gather
     indices one of the two index layouts. Build it with ``one_of``, which
-    states a single option as the equality it is.
+    states a single option as the equality it is. The diagnosis reads it, as it
+    reads a ``Fixed``, through ``allowed_layouts``.
     """
 
     expr: Expr
     allowed: tuple[Const, ...]
     origin: int
+    what: str = "the value"  # as ``Fixed.what``: which operand/result of the op, in words
 
 
 def one_of(expr: Expr, allowed: tuple[Const, ...], origin: int) -> OneOf | Equal:
@@ -412,6 +414,71 @@ class Fixed:
 
 # A requirement of a system: a constraint, or a layout an op imposes.
 Element = Constraint | Fixed
+
+
+class Allowed(NamedTuple):
+    """The layouts a requirement allows for its one variable, in the order they are tried.
+
+    A layout an op imposes outright (``Fixed``) is the case of one option; an op's
+    options (``OneOf``) the case of several. What reads requirements for people (the
+    diagnosis, its hints, the pictures) reads this, so that a rule may state a layout
+    either way and be explained the same.
+    """
+
+    var: int
+    layouts: tuple[Const, ...]
+    what: str  # which operand/result of the op, in words
+
+    @property
+    def only(self) -> Const | None:
+        """The one layout allowed, where there is one: what the requirement fixes."""
+        return self.layouts[0] if len(self.layouts) == 1 else None
+
+
+def allowed_layouts(element: Element) -> Allowed | None:
+    """The layouts ``element`` allows for its variable; None for a requirement of another
+    form (one that relates variables, or that restricts layouts without listing them).
+
+    A ``OneOf`` on an expression other than a plain variable (none of the rules states
+    one) lists the layouts of the expression, not of a variable: None too.
+    """
+    if type(element) is Fixed:
+        return Allowed(element.var, (element.value,), element.what)
+    if type(element) is OneOf and type(element.expr) is Var:
+        return Allowed(element.expr.id, element.allowed, element.what)
+    return None
+
+
+def fixed_layout(element: Element) -> Fixed | None:
+    """The layout ``element`` imposes outright, as a ``Fixed``: a fixed layout itself, or
+    a requirement that allows one layout only (a ``OneOf`` of one option)."""
+    if type(element) is Fixed:
+        return element
+    allowed = allowed_layouts(element)
+    if allowed is None or allowed.only is None:
+        return None
+    return Fixed(allowed.var, allowed.only, element.origin, allowed.what)
+
+
+def as_solved(elements: Sequence[Element]) -> tuple[list[Constraint], list[Fixed]]:
+    """``elements`` as a system holds them: the constraints, and the layouts imposed
+    outright (``fixed_layout``: a one-option requirement is one), where solving starts."""
+    constraints: list[Constraint] = []
+    fixed: list[Fixed] = []
+    for element in elements:
+        imposed = fixed_layout(element)
+        if imposed is not None:
+            fixed.append(imposed)
+        elif not isinstance(element, Fixed):
+            constraints.append(element)
+    return constraints, fixed
+
+
+def element_variables(element: Element) -> tuple[int, ...]:
+    """The variables a requirement involves, in order (a fixed layout's one)."""
+    if isinstance(element, Fixed):
+        return (element.var,)
+    return constraint_variables(element)
 
 
 @dataclass(slots=True)

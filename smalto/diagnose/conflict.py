@@ -21,7 +21,10 @@ from smalto.constraints.language import (
     SmemTransfer,
     System,
     Variable,
-    constraint_variables,
+    allowed_layouts,
+    as_solved,
+    element_variables,
+    fixed_layout,
 )
 from smalto.diagnose import lowering_advice
 from smalto.diagnose.axes import axis_clue
@@ -34,7 +37,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg
-from smalto.pipeline.describe import Namer, describe_element, expr_var
+from smalto.pipeline.describe import Namer, describe_allowed, describe_element, expr_var
 from smalto.program.view import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
 from smalto.solve.search import Solver
@@ -50,14 +53,12 @@ def _op_of(program: Program, element: Element) -> tuple[str, str]:
 def _derivations(
     program: Program, system: System, arch: tuple[int, int], core: list[Element], namer: Namer
 ) -> tuple[list[str], dict[int, Const]]:
-    """What each value of the core is forced to, and by what (propagating the core alone)."""
+    """What each value of the core is forced to, and by what (propagating the core alone).
 
-    sub = System(
-        variables=system.variables,
-        constraints=[e for e in core if not isinstance(e, Fixed)],
-        fixed=[e for e in core if isinstance(e, Fixed)],
-        var_of_site=system.var_of_site,
-    )
+    A requirement that allows one layout only is what its op fixes, however the rule
+    states it (a ``Fixed``, a ``OneOf`` of one option): the propagation starts from it."""
+    constraints, imposed = as_solved(core)
+    sub = System(system.variables, constraints, imposed, system.var_of_site)
     solver = Solver(sub, program, arch, fuel=1)
     queue: list[int] = []
     for fixed in sub.fixed:
@@ -69,9 +70,7 @@ def _derivations(
     queue.extend(range(len(solver.constraints)))
     solver._propagate(queue)
     lines, values, named = [], {}, set()
-    involved = {
-        v for e in core for v in ((e.var,) if isinstance(e, Fixed) else constraint_variables(e))
-    }
+    involved = {v for e in core for v in element_variables(e)}
     for var in sorted(involved):
         slot = solver.root[var]
         value = solver.value[slot]
@@ -111,19 +110,24 @@ def _suggestion(
             s, t = expr_var(e.source), expr_var(e.target)
             if s is None or t is None:
                 continue
-            a, b = values.get(s), values.get(t)
-            if isinstance(a, Reg) and isinstance(b, Reg) and a != b:
+            a = values.get(s)
+            wanted = _wanted_layouts(core, values, t)
+            if isinstance(a, Reg) and wanted and a not in wanted:
                 consumer = program.ops[e.origin].name
-                if hl.relayout_allowed(a, b, e.bitwidth, strict=False):
+                reachable = [
+                    b for b in wanted if hl.relayout_allowed(a, b, e.bitwidth, strict=False)
+                ]
+                if reachable:
                     return (
                         f"convert {namer.var(s)} explicitly before `{consumer}`: "
-                        f"`plgpu.layout_cast(x, {describe_value(b)})` (a supported relayout "
-                        f"from {describe_value(a)})"
+                        f"`plgpu.layout_cast(x, {describe_value(reachable[0])})` (a supported "
+                        f"relayout from {describe_value(a)})"
                     )
+                between = "between them" if len(wanted) == 1 else "to any of them"
                 return (
                     f"{namer.var(s)} is {describe_value(a)} but `{consumer}` needs "
-                    f"{describe_value(b)}, and no relayout between them is supported: change "
-                    "one of the layout casts or the op that fixes one of them"
+                    f"{describe_allowed(wanted)}, and no relayout {between} is supported: "
+                    "change one of the layout casts or the op that fixes one of them"
                 )
     proof = _divisibility_hint(program, system, core)
     if proof is not None:
@@ -152,7 +156,7 @@ def _suggestion(
             text = _transfer_alternatives(e, values, namer)
             if text:
                 return text
-    fixed = [e for e in core if isinstance(e, Fixed) and isinstance(e.value, Reg)]
+    fixed = [f for e in core if (f := fixed_layout(e)) is not None and isinstance(f.value, Reg)]
     if len({f.value for f in fixed}) > 1:
         where = " and ".join(
             f"{describe_value(f.value)} ({op_text(program.ops[f.origin])})" for f in fixed[:2]
@@ -170,6 +174,25 @@ def _suggestion(
                 "the value to a layout the ref supports"
             )
     return None
+
+
+def _wanted_layouts(core: list[Element], values: dict[int, Const], var: int) -> list[Reg]:
+    """The register layouts the core lets ``var`` take: the one it is forced to where an op
+    fixes it (the derivations start from what ops fix), else an op's options where one
+    allows several (in their order: the propagation may have forced ``var`` to its
+    producer's layout, which the op does not take), else the one it is forced to."""
+    options: list[Const] = []
+    for e in core:
+        allowed = allowed_layouts(e)
+        if allowed is None or allowed.var != var:
+            continue
+        if allowed.only is not None:
+            options = []
+            break
+        options = options or list(allowed.layouts)
+    forced = values.get(var)
+    wanted = options or ([forced] if forced is not None else [])
+    return [layout for layout in wanted if isinstance(layout, Reg)]
 
 
 def _divisibility_hint(program: Program, system: System, core: list[Element]) -> str | None:
@@ -250,7 +273,7 @@ def diagnose(
     core, minimal = found or find_core(program, system, arch, seeds, explanation)
     core = list(core)
     # What ops impose outright first, then the rest in program order.
-    core.sort(key=lambda e: (not isinstance(e, Fixed), e.origin))
+    core.sort(key=lambda e: (fixed_layout(e) is None, e.origin))
     namer = namer or Namer(program, system, Sources())
     requirements: list[Requirement] = []
     said: set[str] = set()
@@ -264,7 +287,7 @@ def diagnose(
     derivations, values = _derivations(program, system, arch, core, namer)
     involved: dict[int, None] = {}
     for e in core:
-        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+        for v in element_variables(e):
             involved.setdefault(v)
     names = list(dict.fromkeys(namer.typed(v) for v in involved))
     origins = Origins(program, namer.value)
@@ -364,16 +387,17 @@ def _type_requirements(
     it: a TMEM ref of 32-bit elements takes no packing of 2)."""
     found: list[tuple[str, Element]] = []
     for e in core:
-        if not isinstance(e, Fixed) or e.value is None:
+        fixed = fixed_layout(e)
+        if fixed is None or fixed.value is None:
             continue
-        variable = system.variables[e.var]
-        why = does_not_fit_type(e.value, variable.shape, variable.bitwidth)
+        variable = system.variables[fixed.var]
+        why = does_not_fit_type(fixed.value, variable.shape, variable.bitwidth)
         if why is not None:
             kind = {Kind.TMEM: "TMEM ref", Kind.SMEM: "SMEM ref"}.get(variable.kind, "value")
             found.append(
                 (
-                    f"{namer.typed(e.var)}, a {kind} of {variable.bitwidth}-bit elements, cannot "
-                    f'be {describe_value(e.value)}: JAX\'s lowering says "{why}"',
+                    f"{namer.typed(fixed.var)}, a {kind} of {variable.bitwidth}-bit elements, "
+                    f'cannot be {describe_value(fixed.value)}: JAX\'s lowering says "{why}"',
                     e,
                 )
             )

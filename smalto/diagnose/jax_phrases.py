@@ -36,6 +36,7 @@ from smalto.constraints.language import (
     SmemTransfer,
     System,
     Var,
+    allowed_layouts,
 )
 from smalto.errors import FAILURE_PREFIX
 from smalto.hw import layouts as hl
@@ -116,6 +117,11 @@ def _values_at_contradiction(system: System) -> tuple[dict[int, Const] | None, i
     """
     shapes = {v.id: v.shape for v in system.variables}
     known: dict[int, Const] = {}
+    # Here, and only here, a fixed layout is not one option among others: JAX states
+    # what an op fixes as an assignment, known before the first round (two that disagree
+    # fail before any), and an op's options as a ``OneOf`` constraint (one option is an
+    # equality, settled during the first round; several settle nothing). The values a
+    # round begins with, and so the sentence, follow how JAX's rule states it.
     for fixed in system.fixed:
         if known.setdefault(fixed.var, fixed.value) != fixed.value:
             return None, fixed.origin
@@ -268,24 +274,18 @@ def _equal_groups(system: System) -> dict[int, int]:
 
 
 def _tiling_candidates(system: System, groups: dict[int, int]) -> dict[int, list[tuple[int, ...]]]:
-    """The tilings a ref can only have: fixed ones, or the options of an MMA operand."""
+    """The tilings a ref can only have: those its requirements allow (a fixed one, the
+    options of an MMA operand), fixed ones first."""
     out: dict[int, list[tuple[int, ...]]] = {}
-    for fixed in system.fixed:
-        if isinstance(fixed.value, Smem) and fixed.value.tiling is not None:
-            out.setdefault(groups[fixed.var], []).append(fixed.value.tiling)
-    for c in system.constraints:
-        expr = getattr(c, "expr", None)
-        if isinstance(expr, Var):
-            out.setdefault(groups[expr.id], []).extend(_option_tilings(c))
+    for element in (*system.fixed, *system.constraints):
+        allowed = allowed_layouts(element)
+        if allowed is None:
+            continue
+        tilings = [
+            v.tiling for v in allowed.layouts if isinstance(v, Smem) and v.tiling is not None
+        ]
+        out.setdefault(groups[allowed.var], []).extend(tilings)
     return out
-
-
-def _option_tilings(c: object) -> list[tuple[int, ...]]:
-    """The tilings a one-of constraint allows (an MMA operand's), in its order."""
-    allowed = getattr(c, "allowed", None)
-    if allowed is None:
-        return []
-    return [v.tiling for v in allowed if isinstance(v, Smem) and v.tiling is not None]
 
 
 def _merged(requirements: list[Divides]) -> tuple[int, ...]:

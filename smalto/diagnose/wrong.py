@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from smalto.basics.codes import CODES
 from smalto.constraints.conflict_report import failure_code
-from smalto.constraints.language import Element, Fixed, System, constraint_variables
+from smalto.constraints.language import Element, System, element_variables
 from smalto.diagnose.axes import AxisClue, wrong_axis_reduction
 from smalto.diagnose.edits import Edit
 from smalto.diagnose.jax_phrases import UNSATISFIABLE, unsatisfiable
@@ -59,7 +59,7 @@ def headline(
     places = list(dict.fromkeys(op_location_text(program.ops[e.origin]) for e in core))
     variables: dict[int, None] = {}
     for e in core:
-        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+        for v in element_variables(e):
             variables.setdefault(v)
     names = list(dict.fromkeys(namer.var(v) for v in variables))
     what = ", ".join(names[:_SHOWN]) + (

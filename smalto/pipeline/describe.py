@@ -6,6 +6,8 @@ the diagnosis of a conflict (``smalto.diagnose``) say requirements this way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from jax._src.lib.mlir import ir
 
 from smalto.constraints.language import (
@@ -13,12 +15,10 @@ from smalto.constraints.language import (
     Divides,
     Element,
     Equal,
-    Fixed,
     FullyTiled,
     GmemTransfer,
     MinorTileDivisible,
     NotOfKind,
-    OneOf,
     Reduce,
     RegisterBits,
     Relayout,
@@ -32,10 +32,12 @@ from smalto.constraints.language import (
     TmemTransfer,
     Var,
     Variable,
+    allowed_layouts,
     value_at,
 )
 from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
+from smalto.hw.values import Const
 from smalto.program.view import Program
 from smalto.rules.attributes import strict_cast
 from smalto.source.files import Sources
@@ -181,11 +183,28 @@ def expr_var(expr: object) -> int | None:
     return expr.id if isinstance(expr, Var) else None
 
 
+def describe_allowed(layouts: Sequence[Const]) -> str:
+    """The layouts a requirement allows, in words: the one, or "one of A; B" (semicolons:
+    an SMEM layout's name has commas)."""
+    if len(layouts) == 1:
+        return describe_value(layouts[0])
+    return "one of " + "; ".join(describe_value(layout) for layout in layouts)
+
+
 def describe_element(element: Element, program: Program, namer: Namer) -> str:
     at = op_text(program.ops[element.origin])
+    allows = allowed_layouts(element)
+    if allows is not None:
+        # The layouts an op allows a value: one is what the op fixes, however the rule
+        # states it (a fixed layout, or one option).
+        if len(allows.layouts) == 1:
+            return (
+                f"{namer.typed(allows.var)} must be {describe_value(allows.layouts[0])}: "
+                f"it is {allows.what} of {at}"
+            )
+        options = "; ".join(describe_value(layout) for layout in allows.layouts)
+        return f"{namer.var(allows.var)} at {at} must be one of: {options}"
     match element:
-        case Fixed(var=var, value=value, what=what):
-            return f"{namer.typed(var)} must be {describe_value(value)}: it is {what} of {at}"
         case Relayout(source=source, strict=True):
             s = expr_var(source)
             if s is not None and strict_cast(program, element.origin):
@@ -220,13 +239,6 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
                 f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
                 f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
                 "supported TMEM transfer"
-            )
-        case OneOf(expr=expr, allowed=allowed):
-            v = expr_var(expr)
-            options = "; ".join(describe_value(a) for a in allowed)
-            return (
-                f"{namer.var(v) if v is not None else 'the value'} at {at} must be one of: "
-                f"{options}"
             )
         case Divides(expr=expr, multiple=multiple):
             v = expr_var(expr)

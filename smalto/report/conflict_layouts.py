@@ -21,6 +21,11 @@ where the conclusions meet the core:
   its clash is the layout the broadcast needs, at the value's own shape, next to the
   layout of the value it comes from.
 
+An op's requirement on one value is read as the layouts it allows
+(``allowed_layouts``): one layout allowed alone is followed as an annotation is, however
+the rule states it (fixed, or one option), and a value in a layout none of several
+options allows is titled with all of them.
+
 Nothing here decides anything: where the facts do not line up (another system,
 values not forced), there is simply no picture.
 """
@@ -43,14 +48,16 @@ from smalto.constraints.language import (
     Fixed,
     LayoutKind,
     NotOfKind,
-    OneOf,
     Relayout,
     Reshape,
     SmemTransfer,
     System,
     TmemTransfer,
     Var,
+    allowed_layouts,
+    as_solved,
     constraint_variables,
+    element_variables,
     expressions_of,
     variables_of,
 )
@@ -59,6 +66,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.names import describe_value
 from smalto.hw.transfers import tmem_transfer_supported
 from smalto.hw.values import Const, Reg, Tmem
+from smalto.pipeline.describe import describe_allowed
 from smalto.program.view import Program
 from smalto.rules import derive_system
 from smalto.solve.evaluate import FAILS, Forces, judge, simplify
@@ -135,8 +143,9 @@ def conflict_clashes(
 
 
 def _follow_annotations(program: Program, system: System) -> _Conclusions:
-    """Every fixed layout followed alone through the requirements that force one layout
-    from another (an equality, a reduction, a producer-to-consumer pass-through)."""
+    """Every layout an op imposes outright (a fixed one, or the one option it allows)
+    followed alone through the requirements that force one layout from another (an
+    equality, a reduction, a producer-to-consumer pass-through)."""
     watching: dict[int, list[int]] = {}
     for index, constraint in enumerate(system.constraints):
         for var in constraint_variables(constraint):
@@ -162,7 +171,8 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
             if source is not None:
                 watching.setdefault(source, []).append(index)
     found = _Conclusions()
-    for fixed in system.fixed:
+    _, imposed = as_solved([*system.fixed, *system.constraints])
+    for fixed in imposed:
         annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
         values: dict[int, Const] = {fixed.var: fixed.value}
         # var -> the ops on the way from the annotation that changed the layout (a
@@ -309,9 +319,10 @@ def _failing_requirements(
 ) -> list[Clash]:
     """Requirements of the core that fail between the layouts their values are forced to."""
     clashes = []
-    for element in core:
-        if isinstance(element, Fixed):
-            continue
+    # What an op imposes outright is followed as an annotation: its clash is a value in
+    # two layouts (``_two_layouts``), not a requirement failing here.
+    constraints, _ = as_solved(core)
+    for element in constraints:
         variables = list(dict.fromkeys(constraint_variables(element)))
         values = {var: layout for var in variables if (layout := found.only(var)) is not None}
         if len(values) != len(variables) or judge(element, values.get) is not FAILS:
@@ -323,8 +334,19 @@ def _failing_requirements(
             _side(program, system, var, values[var], found.wanted[var][values[var]])
             for var in variables
         ]
+        allows = allowed_layouts(element)
         wanted = _what_it_wants(element, values)
-        if wanted is not None and len(variables) == 1:
+        if allows is not None and allows.layouts:
+            # An op's options: the value in the first next to the layout it has, titled as
+            # two layouts are where the op allows one (a fixed layout), with all options.
+            sides.append(
+                _side(program, system, allows.var, allows.layouts[0], [f"{allows.what} of {op}"])
+            )
+            title = (
+                f"{{0}} cannot be both {sides[0].layout_name} and "
+                f"{describe_allowed(allows.layouts)}"
+            )
+        elif wanted is not None and len(variables) == 1:
             (var,) = variables
             sides.append(_side(program, system, var, wanted, [op]))
             title = f"{op} needs {{0}} as {describe_value(wanted)}, not {sides[0].layout_name}"
@@ -474,10 +496,7 @@ def _what_is_fixed(
 
 
 def _what_it_wants(element: Element, values: dict[int, Const]) -> Const | None:
-    """The layout a one-value requirement asks for, where it names one: an op's first
-    option, or the layout an equality gives."""
-    if isinstance(element, OneOf):
-        return element.allowed[0] if element.allowed else None
+    """The layout a one-value equality asks for, where it names one."""
     if isinstance(element, Equal):
         for expr in expressions_of(element):
             if not variables_of(expr):
@@ -490,7 +509,7 @@ def _involved(core: Sequence[Element]) -> list[int]:
     """The variables of the core's requirements, in order."""
     involved: list[int] = []
     for element in core:
-        for var in (element.var,) if isinstance(element, Fixed) else constraint_variables(element):
+        for var in element_variables(element):
             if var not in involved:
                 involved.append(var)
     return involved
