@@ -37,7 +37,7 @@ from smalto.cli.output import (
     note,
     stdout_closed,
 )
-from smalto.draw.names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
+from smalto.draw.help_names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAMES
 
 if TYPE_CHECKING:
     from smalto.draw.value import Lookup
@@ -295,12 +295,12 @@ def _tmem(args: argparse.Namespace, subject: Any) -> tuple[list[Any], str, str]:
 
 
 def _bank_conflicts(args: argparse.Namespace, subject: Any) -> tuple[list[Any], str, str]:
-    from smalto.draw.conflict_pictures import conflict_pictures
-    from smalto.draw.conflicts import bank_conflicts
+    from smalto.draw.bank_conflict_pictures import conflict_pictures
     from smalto.draw.ownership import LayoutShapeError, ownership
     from smalto.draw.remedy import remedy
     from smalto.draw.smem import implied_swizzle
     from smalto.draw.spec import parse_smem_spec
+    from smalto.draw.transfer_conflicts import bank_conflicts
 
     if subject.kind != "register":
         raise ValueError(f"--bank-conflicts needs a register layout, not {subject.title}")

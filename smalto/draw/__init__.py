@@ -17,8 +17,8 @@ _EXPORTS = {
     "tmem_placement": "smalto.draw.ownership",
     "SmemPlacement": "smalto.draw.smem",
     "smem_placement": "smalto.draw.smem",
-    "BankConflicts": "smalto.draw.conflicts",
-    "bank_conflicts": "smalto.draw.conflicts",
+    "BankConflicts": "smalto.draw.transfer_conflicts",
+    "bank_conflicts": "smalto.draw.transfer_conflicts",
 }
 
 __all__ = sorted(_EXPORTS)

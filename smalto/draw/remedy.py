@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.draw.access import TransferError
-from smalto.draw.conflicts import BankConflicts, bank_conflicts
 from smalto.draw.smem import SWIZZLES, SmemSpecError, smem_placement
 from smalto.draw.spec import parse_dtype
+from smalto.draw.transfer_conflicts import BankConflicts, bank_conflicts
 
 TILE_ROWS = 8
 MAX_LISTED = 3  # other conflict-free transforms named in the text

@@ -10,8 +10,8 @@ from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.basics.mlir import make_context
+from smalto.draw.help_names import TMEM_LAYOUT_NAMES
 from smalto.draw.layout_names import read_layout, smem_transforms
-from smalto.draw.names import TMEM_LAYOUT_NAMES
 from smalto.hw.names import describe_value
 from smalto.hw.values import Reg, Tmem
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.draw.help_names import ARCHS
 from smalto.draw.layout_names import read_layout
-from smalto.draw.names import ARCHS
 from smalto.draw.smem import check_typed_transforms, dim_order, implied_swizzle
 from smalto.draw.spec import (
     SpecError,

@@ -21,8 +21,8 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from smalto.cli.draw import draw_main
 from smalto.draw import bank_conflicts
 from smalto.draw.access import TransferError, transfer_instructions
+from smalto.draw.bank_conflict_pictures import bank_grid, conflict_pictures, worst_instruction
 from smalto.draw.banks import lanes_per_phase, warp_request
-from smalto.draw.conflict_pictures import bank_grid, conflict_pictures, worst_instruction
 from smalto.draw.ownership import ownership
 from smalto.draw.smem import smem_placement
 

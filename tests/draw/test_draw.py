@@ -17,7 +17,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 from smalto.basics.mlir import make_context
 from smalto.cli.draw import draw_main
 from smalto.draw import smem_placement, tmem_placement
-from smalto.draw.names import REGISTER_LAYOUT_NAMES
+from smalto.draw.help_names import REGISTER_LAYOUT_NAMES
 from smalto.draw.ownership import ownership
 from smalto.draw.pictures import atom_extent, register_pictures
 from smalto.draw.render import MAX_SIDE, MIN_LABEL_PX, Grid, scene, text_width

@@ -24,7 +24,9 @@ RULE_OPS = sorted(RULES)
 
 def test_every_op_with_a_rule_has_a_generator() -> None:
     missing = sorted(set(RULES) - set(GENERATORS))
-    assert not missing, f"ops with a rule and no kernels in tests/helpers/rule_kernels_*.py: {missing}"
+    assert not missing, (
+        f"ops with a rule and no kernels in tests/helpers/rule_kernels_*.py: {missing}"
+    )
 
 
 def test_no_generator_is_left_without_its_rule() -> None:

@@ -15,12 +15,12 @@ import numpy as np
 
 from smalto.draw.banks import BANKS, WarpRequest
 from smalto.draw.colors import Color, lane_color, rgb
-from smalto.draw.conflicts import BankConflicts, InstructionConflicts
 from smalto.draw.frame import map_window, window
 from smalto.draw.lanes import lane_key, numbers_text
 from smalto.draw.ownership import WARP_SIZE, Ownership
 from smalto.draw.remedy import Remedy
 from smalto.draw.render import Grid, figure_size, label_cell_px
+from smalto.draw.transfer_conflicts import BankConflicts, InstructionConflicts
 
 # n-way conflict -> colour: green for none, then warmer and darker.
 CONFLICT_COLORS = {
