@@ -1,6 +1,13 @@
-"""The unit-dim rewrite: where a module as written has no layouts, compute values
-expanded by unit dims without them (see ``webs`` for what is rewritten and
-``patterns`` for why each change keeps the values)."""
+"""Changes to the ops of a module that has no layouts as written, each kept exact.
+
+The unit-dim rewrite computes values expanded by unit dims without them (``webs``:
+what may change; ``patterns``: one function per pattern and why it keeps the values;
+``ops``: the replacement ops; ``unit_dims``: the whole rewrite). ``transfers`` makes
+the fewest transfers unoptimized that let a kernel infer (only on request: it costs
+speed). Below the rescues and the diagnosis, which try them on copies of a module
+(``smalto.rescue``; a diagnosis verifying an edit); above the pass, which they run
+again on the changed copy.
+"""
 
 from smalto.rewrite.patterns import RewrittenOp
 from smalto.rewrite.unit_dims import rewritable_webs, rewrite_unit_dims
