@@ -41,6 +41,27 @@ GUIDED_BUDGET = 1_000
 ATTEMPTS_PER_VARIABLE = 2
 
 
+class Checkpoint:
+    """Where the search in JAX's order, having done ``work`` attempts of work, asks ``stop``
+    whether to give up (where it is known to find no answer that lowers).
+
+    A search that does not backtrack takes one attempt per open variable; one
+    that goes on far past that wanders through a kernel with no answer, as
+    JAX's pass does before it gives up. Its caller (``search.decide``) can find
+    that out sooner (the widened search proving no layout lowers) and stop it.
+    """
+
+    __slots__ = ("work", "stop")
+
+    def __init__(self, work: int, stop: Callable[[], bool]) -> None:
+        self.work = work
+        self.stop = stop
+
+
+class _Stopped(Exception):
+    """The checkpoint stopped the search (``Checkpoint``)."""
+
+
 class _Unknown(enum.Enum):
     """A default value not made yet (an enum member, so that ``is`` narrows its type)."""
 
@@ -164,6 +185,10 @@ class JaxOrderSearch:
         self.offers: dict[int, tuple[tuple[Const | None, ...], _Offer]] = {}
         # Numbers for the doomed candidates (``_doomed_key``).
         self.doomed_keys: dict[tuple[int, Const], int] = {}
+        # The attempts of work the search under way may take (``run``'s budget), and
+        # its checkpoint, until it is passed (``Checkpoint``).
+        self.budget = 0
+        self.checkpoint: Checkpoint | None = None
 
     @property
     def state(self) -> Propagation:
@@ -172,13 +197,18 @@ class JaxOrderSearch:
         assert state is not None, "the solver that made this search is gone"
         return state
 
-    def run(self, budget: int) -> bool | None:
+    def run(self, budget: int, checkpoint: Checkpoint | None = None) -> bool | None:
         """The search from the propagated root, within ``budget`` attempts of work: True
         where it finds an answer that lowers, None where the complete search must decide
-        (the state is then back at the root)."""
+        (the state is then back at the root), or where ``checkpoint`` stopped it."""
         state = self._state()
         state.limit = state.fuel
-        state.work_limit = budget
+        self.budget = budget
+        if checkpoint is not None and checkpoint.work >= budget:
+            checkpoint = None  # the budget comes first
+        self.checkpoint = checkpoint
+        # Met where the work passes the checkpoint, else the budget (``_out_of_work``).
+        state.work_limit = budget if self.checkpoint is None else self.checkpoint.work
         with deep_recursion(state):
             try:
                 if self._search():
@@ -188,8 +218,23 @@ class JaxOrderSearch:
             except FuelExhausted:
                 if state.fuel <= budget:
                     raise
+            except _Stopped:
+                pass
         state._undo(state.root_mark)
         return None
+
+    def _out_of_work(self) -> None:
+        """The work reached ``state.work_limit``: at the checkpoint, asks it whether to go on
+        (``_Stopped`` where not) and moves the limit to the budget; at the budget,
+        raises ``FuelExhausted``."""
+        state = self._state()
+        checkpoint = self.checkpoint
+        if checkpoint is None or state.work >= self.budget:
+            raise FuelExhausted(state.spent, state.open_variables())
+        self.checkpoint = None
+        state.work_limit = self.budget
+        if checkpoint.stop():
+            raise _Stopped
 
     @staticmethod
     def _tmem_default(v: Variable, program: Program) -> Tmem | None:
@@ -252,7 +297,7 @@ class JaxOrderSearch:
         not_splat = state.not_splat
         for var, value, source in self._candidates(first_open, first_unset, scan):
             if state.work >= state.work_limit:
-                raise FuelExhausted(state.spent, state.open_variables())
+                self._out_of_work()
             if state.spent >= state.limit:
                 self._past_jaxs_fuel()
             if not state._valid_for(var, value):
@@ -324,7 +369,8 @@ class JaxOrderSearch:
         start over. The user's fuel still bounds the work (``solve``).
         """
         state = self._state()
-        if state.complete or state.fuel <= state.work_limit:
+        # (The budget, though a checkpoint not passed yet holds the work below it.)
+        if state.complete or state.fuel <= max(state.work_limit, self.budget):
             raise FuelExhausted(state.spent, state.open_variables())
         state.past_jaxs_fuel = True
         state.limit = sys.maxsize
@@ -372,7 +418,7 @@ class JaxOrderSearch:
         if not new:
             return
         if state.work >= state.work_limit:
-            raise FuelExhausted(state.spent, state.open_variables())
+            self._out_of_work()
         if state.spent + len(new) > state.limit:
             # Where trying them one by one would have run out.
             state.spent = state.limit

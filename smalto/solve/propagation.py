@@ -120,8 +120,10 @@ class Propagation:
         self.widened = widened
         self.solved = False  # what ``decide`` found
         # The lowering requirements the answer in JAX's order broke, with the
-        # value it gave (what a diagnosis names when no layout lowers).
-        self.jax_answer_breaks: list[tuple[Constraint, Const]] = []
+        # value it gave (what a diagnosis names when no layout lowers); or how to
+        # find them, where the search in JAX's order was cut short (``search.decide``).
+        self._jax_answer_breaks: list[tuple[Constraint, Const]] = []
+        self._breaks_later: Callable[[], list[tuple[Constraint, Const]]] | None = None
         # Widened, the lowering requirements JAX's answers break hold from the start.
         self.complete = widened
         variables = system.variables
@@ -264,6 +266,28 @@ class Propagation:
             return value_of[root_of[v]]
 
         self.lookup = lookup
+
+    @property
+    def jax_answer_breaks(self) -> list[tuple[Constraint, Const]]:
+        """The lowering requirements the answer in JAX's order broke, with the value it gave
+        each one's register variable (empty where it found none, or one that lowers)."""
+        later = self._breaks_later
+        if later is not None:
+            self._breaks_later = None
+            self._jax_answer_breaks = later()
+        return self._jax_answer_breaks
+
+    @jax_answer_breaks.setter
+    def jax_answer_breaks(self, breaks: list[tuple[Constraint, Const]]) -> None:
+        self._breaks_later = None
+        self._jax_answer_breaks = breaks
+
+    def find_jax_answer_breaks_later(
+        self, find: Callable[[], list[tuple[Constraint, Const]]]
+    ) -> None:
+        """``jax_answer_breaks`` found by ``find`` when first read (the search in JAX's
+        order that finds them was cut short; a diagnosis reads them, raising does not)."""
+        self._breaks_later = find
 
     # --- set-up ----------------------------------------------------------------------
 

@@ -19,11 +19,25 @@ when the fuel runs out before the system is decided.
 
 from __future__ import annotations
 
-from smalto.constraints.language import System
+from collections.abc import Callable
+from functools import partial
+
+from smalto.constraints.language import Constraint, System
+from smalto.hw.values import Const
 from smalto.program.view import Program
 from smalto.solve.complete import CompleteSearch
-from smalto.solve.jax_order import ATTEMPTS_PER_VARIABLE, GUIDED_BUDGET, JaxOrderSearch
+from smalto.solve.jax_order import (
+    ATTEMPTS_PER_VARIABLE,
+    GUIDED_BUDGET,
+    Checkpoint,
+    JaxOrderSearch,
+)
 from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason
+
+# Attempts of work past one per open variable after which the search in JAX's order,
+# backtracking, is stopped where the widened search proves no layout lowers
+# (``_EarlyWidened``). No corpus kernel that infers backtracks at all.
+CHECKPOINT_SLACK = 16
 
 __all__ = [
     "ATTEMPTS_PER_VARIABLE",
@@ -84,13 +98,22 @@ class Solver(Propagation):
             return False
         return self.solve_completely()
 
-    def solve_in_jax_order(self) -> bool | None:
+    def solve_in_jax_order(
+        self, checkpoint: Callable[[int, int], Checkpoint | None] | None = None
+    ) -> bool | None:
         """Propagation, then the search in JAX's order: True where it finds an answer that
         lowers, False where the propagation alone proves there is none, None where the
-        complete search must decide (``solve_completely``)."""
+        complete search must decide (``solve_completely``).
+
+        ``checkpoint``: given the search's budget and the variables open at the root,
+        where it may be stopped, if anywhere (``jax_order.Checkpoint``; None is
+        returned then too).
+        """
         if not self.propagate_root():
             return False
-        return self.in_jax_order.run(self.guided_budget())
+        budget = self.guided_budget()
+        at = checkpoint(budget, self.unassigned) if checkpoint is not None else None
+        return self.in_jax_order.run(budget, at)
 
     def guided_budget(self) -> int:
         """The attempts of work the search in JAX's order gets (``JaxOrderSearch``'s)."""
@@ -115,17 +138,85 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
     goes first, and its answer is taken if it has one: layouts JAX's rules
     allow, with no relayout they forbid. Raises ``FuelExhausted`` when
     ``fuel`` runs out first.
+
+    Where the search in JAX's order backtracks far (``CHECKPOINT_SLACK``), the
+    widened search is made then (``_EarlyWidened``): where no layout lowers,
+    the search in JAX's order is stopped, which could find none either (a
+    kernel with no layouts is refused sooner than JAX's pass refuses it).
     """
     solver = Solver(system, program, arch, fuel)
-    decided = solver.solve_in_jax_order()
+    early = _EarlyWidened(system, program, arch, fuel)
+    decided = solver.solve_in_jax_order(early.checkpoint)
     if decided:
         solver.solved = True
         return solver
+    proof = early.proof()
+    if proof is not None:
+        # The search in JAX's order was stopped. What it would have found: no broken
+        # lowering requirement where there is none to break; else found again when
+        # first read (a diagnosis reads them; raising only where the proof names
+        # no requirement that failed).
+        if solver.complete_only:
+            proof.find_jax_answer_breaks_later(
+                partial(_jax_answer_breaks, system, program, arch, fuel)
+            )
+        return proof
     # (False: JAX's rules fail at the root, which the widened search may still satisfy.)
-    wider = Solver(system, program, arch, max(fuel - solver.work, 1), widened=True)
-    wider.solved = wider.solve(guided=False)
+    wider = early.solver
+    if wider is None:
+        wider = Solver(system, program, arch, max(fuel - solver.work, 1), widened=True)
+        wider.solved = wider.solve(guided=False)
     wider.jax_answer_breaks = solver.jax_answer_breaks
     if not wider.solved or decided is False:
         return wider
     solver.solved = solver.solve_completely()
     return solver if solver.solved else wider
+
+
+class _EarlyWidened:
+    """The widened search made before the search in JAX's order gives up, where that one
+    backtracks far (``jax_order.Checkpoint``): where no layout lowers at all, the search
+    in JAX's order cannot find one either, and is stopped.
+
+    Nothing changes where it finds one: the search in JAX's order goes on, and
+    this widened search stands for the one ``decide`` would make next. Made
+    only where the fuel outlasts the search in JAX's order, which then cannot
+    run out of it, with the least fuel ``decide`` would give it then (the fuel
+    less that search's budget): where that runs out, it is as if never made.
+    """
+
+    def __init__(self, system: System, program: Program, arch: tuple[int, int], fuel: int) -> None:
+        self.system, self.program, self.arch, self.fuel = system, program, arch, fuel
+        self.budget = 0
+        self.solver: Solver | None = None
+
+    def checkpoint(self, budget: int, open_variables: int) -> Checkpoint | None:
+        """For a search in JAX's order with this ``budget`` from a root with this many
+        ``open_variables``: where to make it, if anywhere."""
+        if self.fuel <= budget:
+            return None
+        self.budget = budget
+        return Checkpoint(open_variables + CHECKPOINT_SLACK, self._stop)
+
+    def _stop(self) -> bool:
+        wider = Solver(self.system, self.program, self.arch, self.fuel - self.budget, widened=True)
+        try:
+            wider.solved = wider.solve(guided=False)
+        except FuelExhausted:
+            return False
+        self.solver = wider
+        return not wider.solved
+
+    def proof(self) -> Solver | None:
+        """The widened search, where it proved that no layout lowers."""
+        return self.solver if self.solver is not None and not self.solver.solved else None
+
+
+def _jax_answer_breaks(
+    system: System, program: Program, arch: tuple[int, int], fuel: int
+) -> list[tuple[Constraint, Const]]:
+    """The lowering requirements the answer in JAX's order breaks (``decide``'s first
+    search, made to the end)."""
+    solver = Solver(system, program, arch, fuel)
+    solver.solve_in_jax_order()
+    return solver.jax_answer_breaks
