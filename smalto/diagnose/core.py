@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from smalto.constraints.language import Element, Fixed, System, constraint_variables
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
+from smalto.solve.complete import DomainsMade
 from smalto.solve.search import FuelExhausted, Solver
 
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -25,13 +26,19 @@ _CORE_SECONDS = 3.0
 
 
 def _satisfiable(
-    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
+    system: System,
+    elements: Sequence[Element],
+    program: Program,
+    arch: tuple[int, int],
+    made: DomainsMade | None = None,
 ) -> bool | None:
+    """Whether ``elements`` hold together (None where the search ran out of fuel);
+    ``made``: the domains of the searches before, shared (``DomainsMade``)."""
+    solver = Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True)
+    solver.over_domains.made_before = made
     try:
         # The widest search: a core is what no layout the lowering accepts satisfies.
-        return Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True).solve(
-            guided=False
-        )
+        return solver.solve(guided=False)
     except FuelExhausted:
         return None
 
@@ -100,9 +107,12 @@ def find_core(
 ) -> tuple[list[Element], bool]:
     """A minimal core, starting from the propagation's explanation when there is one."""
     elements: list[Element] = [*system.fixed, *system.constraints]
+    # Each question is about a few of the same requirements: their values' domains are
+    # made once for all of them.
+    made: DomainsMade = {}
 
     def unsat(subset: list[Element]) -> bool:
-        return _satisfiable(system, subset, program, arch) is False
+        return _satisfiable(system, subset, program, arch, made) is False
 
     deadline = time.monotonic() + _CORE_SECONDS
     if explanation and unsat(explanation):

@@ -58,14 +58,12 @@ def subsystem(system: System, elements: Sequence[Constraint | Fixed]) -> System:
     for e in elements:
         for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
             ids.setdefault(v, len(ids))
-    variables = [
-        dataclasses.replace(system.variables[old], id=new, sites=[]) for old, new in ids.items()
-    ]
+    variables = [_renumbered(system.variables[old], new) for old, new in ids.items()]
     fixed = [Fixed(ids[e.var], e.value, e.origin, e.what) for e in elements if isinstance(e, Fixed)]
     for hint in _hints(system, elements):
         variable, value, origin = hint
         fixed.append(Fixed(len(variables), value, origin, "a layout to offer"))
-        variables.append(dataclasses.replace(variable, id=len(variables), sites=[]))
+        variables.append(_renumbered(variable, len(variables)))
     return System(
         variables=variables,
         constraints=[_renamed(e, ids) for e in elements if not isinstance(e, Fixed)],
@@ -104,12 +102,32 @@ def _hints(
     return hints
 
 
+def _renumbered(v: Variable, new: int) -> Variable:
+    """``v`` as variable ``new`` of a subsystem, with no sites (``dataclasses.replace``
+    without its field walk: a core's search makes these dozens of times)."""
+    return Variable(new, v.kind, v.shape, v.bitwidth, v.strides, v.key, v.key_value, [])
+
+
 def _renamed(c: Constraint, ids: dict[int, int]) -> Constraint:
-    fields = _FIELDS.get(type(c).__name__, ("expr",))
+    kind = type(c)
+    fields = _FIELDS.get(kind.__name__, ("expr",))
     # (Which fields hold expressions depends on the constraint's kind, a table mypy cannot
-    # follow into replace's keywords.)
-    renamed: dict[str, Any] = {f: _expr(getattr(c, f), ids) for f in fields}
-    return dataclasses.replace(c, **renamed)
+    # follow into the constructor's keywords.)
+    arguments: dict[str, Any] = {name: getattr(c, name) for name in _init_fields(kind)}
+    for name in fields:
+        arguments[name] = _expr(arguments[name], ids)
+    return kind(**arguments)
+
+
+def _init_fields(kind: type[Constraint]) -> tuple[str, ...]:
+    """The fields a constraint's constructor takes (what ``dataclasses.replace`` copies)."""
+    names = _INIT_FIELDS.get(kind)
+    if names is None:
+        names = _INIT_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind) if f.init)
+    return names
+
+
+_INIT_FIELDS: dict[type[Constraint], tuple[str, ...]] = {}
 
 
 def _expr(expr: Expr, ids: dict[int, int]) -> Expr:

@@ -24,6 +24,12 @@ from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
 from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason, deep_recursion
 
+# Domains shared by the searches of many small systems cut from one kernel (a
+# diagnosis's minimal-core search): by the values a system mentions, the layouts offered
+# beyond the named ones and whether the search is widened, then by a slot's type (what
+# ``_prepare_domains`` calls ``alike``). A domain is a function of these alone.
+DomainsMade = dict[tuple[object, ...], dict[tuple[object, ...], tuple[Const, ...]]]
+
 
 class CompleteSearch:
     """The complete search over a propagated state (see the module's doc).
@@ -40,6 +46,8 @@ class CompleteSearch:
         self.domains: dict[int, list[Const]] = {}
         # Per open slot, the values of its domain still possible (``_live_values``).
         self.live: dict[int, list[Const]] = {}
+        # Domains made by earlier searches, where the caller shares them (``DomainsMade``).
+        self.made_before: DomainsMade | None = None
 
     @property
     def state(self) -> Propagation:
@@ -94,6 +102,10 @@ class CompleteSearch:
         # validity decides) have one domain: most values of a kernel share a few
         # types, so each domain is made once and copied (``close`` extends them apart).
         made: dict[tuple[object, ...], list[Const]] = {}
+        # The domains earlier searches made for systems that mention the same values.
+        before: dict[tuple[object, ...], tuple[Const, ...]] | None = None
+        if self.made_before is not None:
+            before = self.made_before.setdefault((tuple(mentioned), extra, state.widened), {})
         # One object per value, the root's included: the search compares values all the
         # time, and equal values that are one object compare without comparing layouts.
         canonical: dict[Const, Const] = {v: v for v in state.value if v is not None}
@@ -112,15 +124,21 @@ class CompleteSearch:
             )
             values = made.get(alike)
             if values is None:
-                made_now = domains.domain(
-                    variable,
-                    partial(state._fits, slot),
-                    mentioned,
-                    multiple,
-                    min(map(len, shapes)),
-                    extra,
-                    state.widened,
-                )
+                made_now = before.get(alike) if before is not None else None
+                if made_now is None:
+                    made_now = tuple(
+                        domains.domain(
+                            variable,
+                            partial(state._fits, slot),
+                            mentioned,
+                            multiple,
+                            min(map(len, shapes)),
+                            extra,
+                            state.widened,
+                        )
+                    )
+                    if before is not None:
+                        before[alike] = made_now
                 values = made[alike] = [canonical.setdefault(v, v) for v in made_now]
             self.domains[slot] = list(values)
         if state.widened:

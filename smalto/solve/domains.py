@@ -179,12 +179,12 @@ def close(
     # What a link carries: a register domain's tiled layouts, which come first in it
     # (``_first_untiled``). They only grow, at their end: each link reads on from where
     # it stopped, so each value goes through each link once.
+    # (Each slot once, however many links it is on.)
+    ends = dict.fromkeys(slot for target, _, source in links for slot in (target, source))
     tiled: dict[int, list[Const]] = {
-        slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled]
-        for target, _, source in links
-        for slot in (target, source)
+        slot: [v for v in domains[slot] if type(v) is Reg and v.is_tiled] for slot in ends
     }
-    seen = {target: set(domains[target]) for target, _, _ in links}
+    seen = {target: set(domains[target]) for target in dict.fromkeys(t for t, _, _ in links)}
     added: dict[int, list[Const]] = {}
     carried = [0] * len(links)
     changed = True

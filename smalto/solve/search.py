@@ -77,8 +77,18 @@ class Solver(Propagation):
         widened: bool = False,
     ) -> None:
         super().__init__(system, program, arch, fuel, widened=widened)
-        self.in_jax_order = self.jax_order_search(self, program)
+        self._program = program
+        self._in_jax_order: JaxOrderSearch | None = None
         self.over_domains = CompleteSearch(self)
+
+    @property
+    def in_jax_order(self) -> JaxOrderSearch:
+        """The search in JAX's order, made when first asked for (a widened solver, and the
+        small ones a diagnosis makes, never search in JAX's order)."""
+        search = self._in_jax_order
+        if search is None:
+            search = self._in_jax_order = self.jax_order_search(self, self._program)
+        return search
 
     def solve(self, *, guided: bool = True) -> bool:
         """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
