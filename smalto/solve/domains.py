@@ -196,6 +196,8 @@ def close(
             if start == len(values):
                 continue
             carried[index] = len(values)
+            if type(expr) is Var and seen[target].issuperset(values[start:]):
+                continue  # (a producer and its consumer alike: the target has them all)
             for value in values[start:]:
                 if type(expr) is Var:
                     # A producer and its consumer: the layout itself.
