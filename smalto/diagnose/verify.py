@@ -275,7 +275,11 @@ def works_on_copy(
     and its answer check? With ``lower``, JAX's dialect lowering must take the answer too
     where it can run."""
     from smalto.check import check
-    from smalto.diagnose.lowering import COLLECTIVE_MIXED, collective_mixed, jax_lowering_accepts
+    from smalto.diagnose.jax_lowering import (
+        COLLECTIVE_MIXED,
+        collective_mixed,
+        jax_lowering_accepts,
+    )
 
     with module.context, ir.Location.unknown(module.context):
         clone = clone_module(module)

@@ -37,7 +37,7 @@ from jax.experimental.mosaic.gpu import layout_inference
 import smalto
 import smalto.jax
 from smalto.check import check
-from smalto.diagnose.lowering import lower_in_own_launch
+from smalto.diagnose.jax_lowering import lower_in_own_launch
 from smalto.diagnose.lowering_advice import OPTION
 from smalto.diagnose.suggest import LOWERED_SHORT, NEEDS_SMALTO, VERIFIED_SHORT, SuggestedEdit
 from smalto.diagnose.verify import lowering_fixes

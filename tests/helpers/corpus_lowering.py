@@ -17,7 +17,7 @@ import reference
 from jax._src.lib.mlir import ir
 
 from smalto.check import Violation, check
-from smalto.diagnose.lowering import lower_in_own_launch
+from smalto.diagnose.jax_lowering import lower_in_own_launch
 
 
 def apply_attributes(module: ir.Module, attributes: reference.Attributes) -> None:

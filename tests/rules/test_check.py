@@ -42,7 +42,7 @@ from rule_kit import lower_in_launch
 import smalto
 from smalto.check import Violation, check
 from smalto.cli.check import check_main
-from smalto.diagnose.lowering import jax_lowering_accepts
+from smalto.diagnose.jax_lowering import jax_lowering_accepts
 from smalto.hw import layouts as hl
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Tmem
