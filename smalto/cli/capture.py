@@ -28,13 +28,11 @@ import argparse
 import re
 import runpy
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smalto.basics.archs import parse_arch
-from smalto.basics.dtypes import dtype_name
 from smalto.cli.output import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -44,6 +42,7 @@ from smalto.cli.output import (
     fail,
     note,
 )
+from smalto.cli.targets import load_function, one_line, script_directory_on_path, shape_dtype
 
 if TYPE_CHECKING:
     from smalto.jax.hooks import Pass
@@ -64,17 +63,6 @@ def capture_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
-    """``jax.ShapeDtypeStruct`` of a ``--arg`` (``f16``, ``bfloat16``...)."""
-    import jax
-    import jax.numpy as jnp
-
-    try:
-        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
-    except TypeError:
-        raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None
-
-
 def run_capture_command(args: argparse.Namespace) -> int:
     """``smalto capture`` on parsed arguments (see ``smalto.cli.main``, which reports a
     ``UsageError`` with exit status 2); returns the exit status."""
@@ -82,8 +70,8 @@ def run_capture_command(args: argparse.Namespace) -> int:
 
     if args.smalto and args.jax:
         raise UsageError("--smalto and --jax: choose one pass")
-    arguments = [_shape_dtype(dtype, shape) for dtype, shape in args.args]
-    function = _load_function(args.target)
+    arguments = [shape_dtype(dtype, shape) for dtype, shape in args.args]
+    function = load_function(args.target)
     arch = parse_arch(args.arch) if args.arch else None
     # The module is the same whichever pass follows; smalto's answers in a fraction of a
     # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
@@ -92,7 +80,7 @@ def run_capture_command(args: argparse.Namespace) -> int:
         captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report
         return fail(
-            f"lowering {args.target} failed before layout inference: {_one_line(error)}",
+            f"lowering {args.target} failed before layout inference: {one_line(error)}",
             EXIT_FAILED,
         )
     if not captured:
@@ -126,9 +114,7 @@ def kernel_stems(function: str, count: int) -> list[str]:
 def _failure(kernel: Any) -> str:
     if kernel.error is not None:
         return str(kernel.error)
-    return (
-        f"JAX's Mosaic GPU lowering rejected smalto's layouts: {_one_line(kernel.lowering_error)}"
-    )
+    return f"JAX's Mosaic GPU lowering rejected smalto's layouts: {one_line(kernel.lowering_error)}"
 
 
 def _outcome(kernel: Any, name: str, path: str | None, args: argparse.Namespace) -> list[str]:
@@ -141,11 +127,11 @@ def _outcome(kernel: Any, name: str, path: str | None, args: argparse.Namespace)
         )
         return [f"{name}: {by} layout inference found layouts and JAX's lowering took them{unrun}"]
     if kernel.error is not None:
-        what = f"{by} layout inference found no layouts: {_one_line(kernel.error, typed=False)}"
+        what = f"{by} layout inference found no layouts: {one_line(kernel.error, typed=False)}"
     else:
         what = (
             f"{by} layout inference answered, and JAX's Mosaic GPU lowering rejected its "
-            f"layouts: {_one_line(kernel.lowering_error)}"
+            f"layouts: {one_line(kernel.lowering_error)}"
         )
     infer = f"`smalto infer {path}`" if path else "`smalto infer` on it (or capture with -o DIR)"
     fix = f"`{_fix_command(args)}` applies the verified fix to the script"
@@ -169,7 +155,7 @@ def _smalto_refusal(kernel: Any) -> str | None:
     try:
         smalto.infer_layout(kernel.module(), arch=kernel.arch)
     except (smalto.InferenceError, NotImplementedError) as error:
-        return _one_line(error, typed=False).removeprefix(smalto.FAILURE_PREFIX).lstrip(": ")
+        return one_line(error, typed=False).removeprefix(smalto.FAILURE_PREFIX).lstrip(": ")
     return None
 
 
@@ -180,38 +166,6 @@ def _fix_command(args: argparse.Namespace) -> str:
     if args.arch:
         words.append(f"--arch {args.arch}")
     return " ".join(words)
-
-
-def _load_function(target: str) -> Callable[..., Any]:
-    script, sep, name = target.rpartition(":")
-    if not sep or not script or not name.isidentifier():
-        raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
-    path = Path(script)
-    if not path.is_file():
-        raise UsageError(f"cannot read '{script}': no such file")
-    try:
-        with _script_directory_on_path(path):
-            namespace = runpy.run_path(str(path), run_name="__smalto_capture__")
-    except SystemExit:
-        raise UsageError(f"'{script}' exited while being loaded") from None
-    except Exception as error:
-        raise UsageError(f"loading '{script}' failed: {_one_line(error)}") from None
-    function = namespace.get(name)
-    if not callable(function):
-        raise UsageError(f"'{script}' defines no function {name!r}")
-    return function
-
-
-@contextmanager
-def _script_directory_on_path(script: Path) -> Iterator[None]:
-    # As `python SCRIPT.py` would: the script's own imports find its neighbours.
-    directory = str(script.resolve().parent)
-    sys.path.insert(0, directory)
-    try:
-        yield
-    finally:
-        if directory in sys.path:
-            sys.path.remove(directory)
 
 
 def _write(
@@ -284,7 +238,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(args.program)
-            with _script_directory_on_path(Path(args.program[0])):
+            with script_directory_on_path(Path(args.program[0])):
                 runpy.run_path(args.program[0], run_name="__main__")
     except SystemExit as exit_request:
         code = exit_request.code
@@ -308,11 +262,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         return fail(usage, EXIT_USAGE)
     return commands[argv[0]](argv[1:])
-
-
-def _one_line(error: BaseException, *, typed: bool = True) -> str:
-    """The first line of ``error``'s message (after its type's name, with ``typed``)."""
-    text = str(error).strip().splitlines()
-    if not text:
-        return type(error).__name__
-    return f"{type(error).__name__}: {text[0]}" if typed else text[0]

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from smalto.basics.archs import parse_arch
-from smalto.basics.dtypes import dtype_name
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
+from smalto.cli.targets import script_target, shape_dtype
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ class _Read:
 def run_fix(args: argparse.Namespace) -> int:
     """``smalto fix`` on parsed arguments (see ``smalto.cli.main``, which reports a
     ``UsageError`` with exit status 2); returns the exit status."""
-    path, function = _target(args.target)
+    path, function = script_target(args.target)
     read = _read(path)
-    arguments = tuple(_shape_dtype(dtype, shape) for dtype, shape in args.args)
+    arguments = tuple(shape_dtype(dtype, shape) for dtype, shape in args.args)
     arch = parse_arch(args.arch) if args.arch else None
 
     from smalto.jax.fixing import ScriptError, fix_script
@@ -147,16 +147,6 @@ def _diff(path: Path, before: str, after: str) -> str:
     )
 
 
-def _target(target: str) -> tuple[Path, str]:
-    script, sep, name = target.rpartition(":")
-    if not sep or not script or not name.isidentifier():
-        raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
-    path = Path(script)
-    if not path.is_file():
-        raise UsageError(f"cannot read '{script}': no such file")
-    return path, name
-
-
 def _read(path: Path) -> _Read:
     try:
         data = path.read_bytes()
@@ -174,13 +164,3 @@ def _changed_since(path: Path, read: _Read) -> bool:
         return path.read_bytes() != read.data
     except OSError:
         return True
-
-
-def _shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
-    import jax
-    import jax.numpy as jnp
-
-    try:
-        return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
-    except TypeError:
-        raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None

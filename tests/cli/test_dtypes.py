@@ -3,12 +3,15 @@ same names (short ones in any case, fp8 included), from one table (``smalto.basi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax.numpy as jnp
 import pytest
 
 from smalto.basics.dtypes import dtype_name
-from smalto.cli import capture as capture_cli
-from smalto.cli import fix as fix_command
+from smalto.cli.main import main
+from smalto.cli.output import UsageError
+from smalto.cli.targets import shape_dtype
 
 
 @pytest.mark.parametrize(
@@ -23,15 +26,25 @@ from smalto.cli import fix as fix_command
         ("float32", jnp.float32),
     ],
 )
-def test_capture_and_fix_read_the_same_dtypes(text: str, expected: object) -> None:
+def test_arg_dtypes_are_read_by_every_spelling(text: str, expected: object) -> None:
     assert jnp.dtype(dtype_name(text)) == jnp.dtype(expected)
-    for read in (capture_cli._shape_dtype, fix_command._shape_dtype):
-        sds = read(text, (64, 128))
-        assert sds.dtype == jnp.dtype(expected) and sds.shape == (64, 128)
+    sds = shape_dtype(text, (64, 128))
+    assert sds.dtype == jnp.dtype(expected) and sds.shape == (64, 128)
 
 
-def test_an_unknown_dtype_is_a_usage_error_for_both() -> None:
-    with pytest.raises(Exception, match="unknown dtype 'f7'"):
-        capture_cli._shape_dtype("f7", (8,))
-    with pytest.raises(Exception, match="unknown dtype 'f7'"):
-        fix_command._shape_dtype("f7", (8,))
+def test_an_unknown_dtype_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown dtype 'f7'"):
+        shape_dtype("f7", (8,))
+
+
+@pytest.mark.parametrize("command", ["capture", "fix"])
+def test_capture_and_fix_refuse_an_unknown_dtype_alike(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Both commands read ``--arg`` through one function (``smalto.cli.targets``): the same
+    refusal, exit status 2, one line."""
+    script = tmp_path / "kernel.py"
+    script.write_text("def f(x):\n    return x\n")
+    assert main([command, f"{script}:f", "--arg", "f7[8]"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["smalto: error: argument --arg: unknown dtype 'f7'"]
