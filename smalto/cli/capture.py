@@ -42,7 +42,8 @@ from smalto.cli.output import (
     fail,
     note,
 )
-from smalto.cli.targets import load_function, one_line, script_directory_on_path, shape_dtype
+from smalto.cli.targets import load_function, shape_dtype
+from smalto.source.scripts import folder_on_path, one_line
 
 if TYPE_CHECKING:
     from smalto.jax.hooks import Pass
@@ -238,7 +239,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(args.program)
-            with script_directory_on_path(Path(args.program[0])):
+            with folder_on_path(Path(args.program[0]).resolve().parent):
                 runpy.run_path(args.program[0], run_name="__main__")
     except SystemExit as exit_request:
         code = exit_request.code

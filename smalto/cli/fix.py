@@ -53,7 +53,8 @@ def run_fix(args: argparse.Namespace) -> int:
     arguments = tuple(shape_dtype(dtype, shape) for dtype, shape in args.args)
     arch = parse_arch(args.arch) if args.arch else None
 
-    from smalto.jax.fixing import ScriptError, fix_script
+    from smalto.jax.fixing import fix_script
+    from smalto.source.scripts import ScriptError
 
     try:
         outcome = fix_script(

@@ -6,15 +6,13 @@ JAX is imported only inside ``shape_dtype`` (the arguments are read without it).
 
 from __future__ import annotations
 
-import runpy
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from smalto.basics.dtypes import dtype_name
 from smalto.cli.output import UsageError
+from smalto.source.scripts import ScriptError, script_function
 
 
 def script_target(target: str) -> tuple[Path, str]:
@@ -44,35 +42,7 @@ def load_function(target: str) -> Callable[..., Any]:
     """The function ``SCRIPT.py:FUNCTION`` names, from running the script as ``python
     SCRIPT.py`` would (its neighbours importable). Raises ``UsageError``."""
     path, name = script_target(target)
-    script = str(path)
     try:
-        with script_directory_on_path(path):
-            namespace = runpy.run_path(str(path), run_name="__smalto_capture__")
-    except SystemExit:
-        raise UsageError(f"'{script}' exited while being loaded") from None
-    except Exception as error:
-        raise UsageError(f"loading '{script}' failed: {one_line(error)}") from None
-    function = namespace.get(name)
-    if not callable(function):
-        raise UsageError(f"'{script}' defines no function {name!r}")
-    return function
-
-
-@contextmanager
-def script_directory_on_path(script: Path) -> Iterator[None]:
-    # As `python SCRIPT.py` would: the script's own imports find its neighbours.
-    directory = str(script.resolve().parent)
-    sys.path.insert(0, directory)
-    try:
-        yield
-    finally:
-        if directory in sys.path:
-            sys.path.remove(directory)
-
-
-def one_line(error: BaseException, *, typed: bool = True) -> str:
-    """The first line of ``error``'s message (after its type's name, with ``typed``)."""
-    text = str(error).strip().splitlines()
-    if not text:
-        return type(error).__name__
-    return f"{type(error).__name__}: {text[0]}" if typed else text[0]
+        return script_function(path, name, run_name="__smalto_capture__")
+    except ScriptError as error:
+        raise UsageError(str(error)) from None

@@ -17,11 +17,8 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
-import runpy
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,15 +33,12 @@ from smalto.source.fix_edits import (
     problems_of,
     source_edit,
 )
+from smalto.source.scripts import ScriptError, one_line, script_function
 
 # Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
 # more than the diagnosis' four problems at once).
 MAX_ROUNDS = 4
 UNOPTIMIZE = "unoptimize"
-
-
-class ScriptError(Exception):
-    """The script cannot be loaded, or does not define the function: a usage error."""
 
 
 @dataclass(frozen=True)
@@ -213,27 +207,9 @@ def load_function(copy: Path, text: str, function: str, *, home: Path) -> Callab
     folder, on ``sys.path`` as ``python SCRIPT.py`` has it; returns its ``function``."""
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(text, encoding="utf-8")
-    try:
-        with _on_path(home.resolve()):
-            namespace = runpy.run_path(str(copy), run_name="__smalto_fix__")
-    except SystemExit:
-        raise ScriptError("the script exited while being loaded") from None
-    except Exception as error:  # the user's script: their error, reported in one line
-        raise ScriptError(f"loading the script failed: {_first_line(error)}") from None
-    found = namespace.get(function)
-    if not callable(found):
-        raise ScriptError(f"the script defines no function {function!r}")
-    return found
-
-
-@contextmanager
-def _on_path(directory: Path) -> Iterator[None]:
-    sys.path.insert(0, str(directory))
-    try:
-        yield
-    finally:
-        if str(directory) in sys.path:
-            sys.path.remove(str(directory))
+    return script_function(
+        copy, function, run_name="__smalto_fix__", home=home.resolve(), subject="the script"
+    )
 
 
 def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
@@ -276,10 +252,7 @@ def _message(error: BaseException | None) -> str:
 
 
 def _first_line(error: BaseException | None) -> str:
-    if error is None:
-        return ""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return one_line(error) if error is not None else ""
 
 
 def fix(
