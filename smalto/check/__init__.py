@@ -36,6 +36,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.check.core import Violation
 from smalto.check.walk import check
+from smalto.program.view import Program
 
 __all__ = ["Violation", "check"]
 
@@ -49,9 +50,14 @@ class _CallableModule(types.ModuleType):
     """
 
     def __call__(
-        self, module: ir.Module, arch: tuple[int, int] = (9, 0), *, source_name: str | None = None
+        self,
+        module: ir.Module,
+        arch: tuple[int, int] = (9, 0),
+        *,
+        source_name: str | None = None,
+        program: Program | None = None,
     ) -> list[Violation]:
-        return check(module, arch, source_name=source_name)
+        return check(module, arch, source_name=source_name, program=program)
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
+from smalto.basics import percontext
 from smalto.check.names import describe, describe_apart
 from smalto.check.semantics import Layout, tile_of
 from smalto.check.smem import UNTRANSFORMED, Transforms
@@ -92,6 +93,11 @@ class Checker:
         # (op id, IN/OUT, operand/result index) -> the layout the attributes give it.
         self.sites: dict[tuple[int, int, int], Layout] = {}
         self.annotated: list[Op] = []
+        # What each layout attribute entry reads as, by (its hash, family suffix): kept
+        # with the context (attributes are unique in it), for every check run in it.
+        self.decoded: dict[tuple[int, str], Layout] = percontext.cache(
+            program.context, "checker: decoded entries"
+        )
 
     def report(self, op: Op, message: str) -> None:
         self.violations.append(Violation(self.location(op), op.name, message, op.id))

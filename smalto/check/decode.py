@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from jax._src.lib.mlir import ir
 
 from smalto.check.core import (
@@ -26,14 +28,27 @@ from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
 from smalto.program.view import Op, Value
 
+_FAMILIES = (LAYOUTS, TMEM, TRANSFORMS)
+# The attribute of each role and family: ``in_layouts``, ``out_tmem_layouts``, ...
+_NAMES = {
+    (role, family): f"{PREFIX[role]}_{family.suffix}" for role in (IN, OUT) for family in _FAMILIES
+}
+_NONE: list[int] = []
+
 
 def decode(c: Checker, op: Op) -> None:
     values = c.program.values
     attributes = op.operation.attributes
     for role, ids in ((IN, op.operands), (OUT, op.results)):
-        for family in (LAYOUTS, TMEM, TRANSFORMS):
-            positions = [i for i, v in enumerate(ids) if family_of(values[v]) is family]
-            name = f"{PREFIX[role]}_{family.suffix}"
+        # The positions of each family's values, in one pass over them.
+        by_family: dict[Family, list[int]] = {}
+        for i, v in enumerate(ids):
+            found = family_of(values[v])
+            if found is not None:
+                by_family.setdefault(found, []).append(i)
+        for family in _FAMILIES:
+            positions = by_family.get(family, _NONE)
+            name = _NAMES[role, family]
             if name not in attributes:
                 if positions:
                     c.report(op, f"has no {name} for its {len(positions)} {family.what}(s)")
@@ -69,16 +84,17 @@ def decode_entry(
 ) -> Layout | None:
     value = c.value(op, role, index)
     where = f"{ROLE[role]} #{index}"
-    try:
-        if family is LAYOUTS:
-            layout: Layout = Reg(encode.decode_layout(entry))
-        elif family is TMEM:
-            layout = Tmem(encode.decode_tmem_layout(entry))
-        else:
-            layout = decode_transforms(entry)
-    except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
-        c.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
-        return None
+    # Attributes are unique in their context: its hash names an entry, read once per
+    # context (a verified edit's copy repeats its module's), as the reading alone says.
+    key = (hash(entry), family.suffix)
+    layout = c.decoded.get(key)
+    if layout is None:
+        try:
+            layout = _decoded(entry, family)
+        except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
+            c.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
+            return None
+        c.decoded[key] = layout
     if isinstance(layout, Transforms):
         return layout if transforms_valid(c, op, where, value, layout) else None
     if not hl.fits(layout, value.shape):
@@ -98,9 +114,24 @@ def decode_entry(
     return layout
 
 
+def _decoded(entry: ir.Attribute, family: Family) -> Layout:
+    """What an entry of ``family`` says, read from it alone (raises where it cannot be read)."""
+    if family is LAYOUTS:
+        return Reg(encode.decode_layout(entry))
+    if family is TMEM:
+        return Tmem(encode.decode_tmem_layout(entry))
+    return decode_transforms(entry)
+
+
+# Why a ref type cannot take transforms, by (transforms, shape, strides, bitwidth): a pure
+# function of them, asked again for each verified edit's copy (the lowering's tiling of the
+# strides runs JAX's code).
+_invalid = functools.lru_cache(maxsize=4096)(invalid)
+
+
 def transforms_valid(c: Checker, op: Op, where: str, value: Value, transforms: Transforms) -> bool:
     """Reports (and returns False) where a ref cannot take these transforms."""
-    problem = invalid(transforms, value.shape, value.strides, value.bitwidth)
+    problem = _invalid(transforms, value.shape, value.strides, value.bitwidth)
     if problem is None:
         return True
     c.report(op, f"{where} ({value.type}) cannot be {describe(transforms)}: {problem}")

@@ -23,19 +23,29 @@ from smalto.check.core import (
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
 from smalto.program.reader import read_program
-from smalto.program.view import Op
+from smalto.program.view import Op, Program
 
 
 def check(
-    module: ir.Module, arch: tuple[int, int] = (9, 0), *, source_name: str | None = None
+    module: ir.Module,
+    arch: tuple[int, int] = (9, 0),
+    *,
+    source_name: str | None = None,
+    program: Program | None = None,
 ) -> list[Violation]:
     """Every violation of a lowering requirement in the annotated ``module``.
 
     Empty when the annotations are consistent. ``source_name`` replaces the
     parser's buffer name (``-``) in locations. Never modifies the module.
+    ``program``: the module's program view where the caller has read it already
+    (``smalto.program.reader.read_program``, with any consumers: each use of a
+    value needing a layout is in it), so that it is not read again; the checker
+    reads nothing else from it but the ops and values, and the layouts from the
+    ops' attributes as they are now.
     """
     with module.context, ir.Location.unknown(module.context):
-        program = read_program(module)
+        if program is None:
+            program = read_program(module)
         major, minor = arch  # a list from a caller becomes the tuple the checker keys on
         checker = Checker(program, (major, minor), source_name)
         run(checker)

@@ -298,7 +298,8 @@ def works_on_copy(
             # JAX's order answers only as JAX's pass does; the complete and widened
             # searches find what it does not.
             needs_smalto = bool(inference.solver.complete)
-        if check(clone, arch):
+        # (The checker reads the program view inference read: the same ops and values.)
+        if check(clone, arch, program=inference.program):
             return Verdict(False)
         if not lower:
             # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
