@@ -114,9 +114,13 @@ class InferenceError(ValueError):
 
     def defer(self, more: Callable[[], None]) -> None:
         """Says more when the error is first read: ``more`` restates it (``restate``), as
-        a diagnosis made on demand would (a caller that catches it never pays for it)."""
+        a diagnosis made on demand would (a caller that catches it never pays for it).
+        A diagnosis still to be made is made first: ``more`` reads what it says."""
+        earlier = self._diagnose
 
         def diagnose() -> tuple[str, object | None]:
+            if earlier is not None:
+                self._reason, self._conflict = earlier()
             more()
             return self._reason, self._conflict
 

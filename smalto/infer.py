@@ -12,9 +12,7 @@ with a traceback that ends at the kernel line to blame.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-from collections.abc import Iterator
 from typing import TextIO, cast
 
 from jax._src.lib.mlir import ir
@@ -116,10 +114,12 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
         case RulesRefused(error=error, program=program):
             # An annotation its value cannot take: the edits that would fix it, tried
             # when the message is first read (raising costs no more than JAX's pass).
-            if isinstance(error, InferenceError) and error.diagnosed:
+            # (Its own words, where the rule left them to be made then, come first.)
+            if isinstance(error, InferenceError):
 
                 def suggest() -> None:
-                    with program.context, ir.Location.unknown(program.context):
+                    context = program.context
+                    with context, ir.Location.unknown(context), _CyclicGcPaused():
                         suggest_at_derivation(error, program, arch)
 
                 error.defer(suggest)
@@ -141,7 +141,8 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     sources = Sources()
 
     def diagnose() -> tuple[str, object]:
-        with program.context, ir.Location.unknown(program.context):
+        # (Made when read, outside ``infer_layout``: the collector paused here too.)
+        with program.context, ir.Location.unknown(program.context), _CyclicGcPaused():
             return describe_conflict(program, system, solver, sources)
 
     error = InferenceError(phrase=phrase.text, diagnose=diagnose)
@@ -225,7 +226,10 @@ def infer_layout(
     infers, and warns once per changed op (``smalto.UnoptimizedTransferWarning``).
     It never acts where the module infers as written.
     """
-    with in_context(module), _cyclic_gc_paused():
+    # (The context entered directly, and the collector paused by a class: a refusal
+    # unwinds through them, which costs a generator-made manager a throw each.)
+    context = module.context
+    with context, ir.Location.unknown(context), _CyclicGcPaused():
         result = solve_module(
             module, fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
         )
@@ -236,9 +240,9 @@ def infer_layout(
         del result
 
 
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pauses Python's cyclic garbage collector for one inference, as it was on entry.
+class _CyclicGcPaused:
+    """Pauses Python's cyclic garbage collector for one inference (or one diagnosis, made
+    when its message is read), as it was on entry.
 
     The pass allocates many thousands of small objects (program view, sites,
     constraints, trail entries) in a few milliseconds; each allocation burst
@@ -251,11 +255,14 @@ def _cyclic_gc_paused() -> Iterator[None]:
     off: callers free what they made first.) About 7% on kernels dense in
     register values, and no more stalls.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    __slots__ = ("_paused",)
+
+    def __enter__(self) -> None:
+        self._paused = gc.isenabled()
+        if self._paused:
+            gc.disable()
+
+    def __exit__(self, *_: object) -> None:
+        if self._paused:
+            gc.enable()

@@ -324,29 +324,46 @@ class RuleContext:
         if check and not hl.fits(value, shape):
             from smalto.errors import FAILURE_PREFIX
             from smalto.hw.jax_text import does_not_fit
-            from smalto.hw.names import describe_value
 
-            text = (
-                f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
-                f"which does not fit its shape {shape}"
-            )
+            def text() -> str:
+                from smalto.hw.names import describe_value
+
+                return (
+                    f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
+                    f"which does not fit its shape {shape}"
+                )
+
             jax_words = jax_text or does_not_fit(op.name, what, value, shape)
             raise self.unfit(fixed, op, text, f"{FAILURE_PREFIX}: {jax_words}")
         self.system.fixed.append(fixed)
 
     @staticmethod
-    def unfit(fixed: Fixed, op: Op, text: str, phrase: str | None = None) -> InferenceError:
+    def unfit(
+        fixed: Fixed, op: Op, text: str | Callable[[], str], phrase: str | None = None
+    ) -> InferenceError:
         """The error for a value an op imposes that cannot fit: that op alone is the conflict.
 
         ``phrase`` is JAX's message for it, put first; the traceback ends at
-        the op's source line.
+        the op's source line. Where JAX's phrase says it, smalto's words
+        (``text``, which may be a function that makes them) and the conflict
+        are made when the message is first read (``InferenceError``'s
+        ``diagnose``): raising costs no more than JAX's pass, whose refusal
+        this is.
         """
         from smalto.source.tracebacks import with_op_traceback
 
-        report = ConflictReport(
-            [Requirement(op.name, op.where, text, fixed)], [], [], None, minimal=True
-        )
-        error = InferenceError(text, conflict=report, phrase=phrase)
+        def words() -> tuple[str, object]:
+            reason = text if isinstance(text, str) else text()
+            report = ConflictReport(
+                [Requirement(op.name, op.where, reason, fixed)], [], [], None, minimal=True
+            )
+            return reason, report
+
+        if phrase is None:
+            reason, report = words()
+            error = InferenceError(reason, conflict=report)
+        else:
+            error = InferenceError(phrase=phrase, diagnose=words)
         # ``with_op_traceback`` hands back the error it is given.
         return cast(InferenceError, with_op_traceback(error, op.operation, op.name))
 
