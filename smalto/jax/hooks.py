@@ -83,6 +83,10 @@ class _Hooks:
     # (module, attribute) -> JAX's original object, while patched.
     saved: dict[tuple[ModuleType, str], object] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    # Whether smalto's pass has answered (layouts written) since smalto last cleared JAX's
+    # caches: only then can they hold a lowering made with its layouts (a pass that
+    # raises leaves nothing in them: JAX caches what a lowering returns).
+    smalto_answered: bool = False
 
     def needed(self) -> bool:
         return self.use_smalto or bool(self.observers) or self.arch is not None
@@ -172,6 +176,7 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
                 smalto.infer_layout(module, arch=call.arch, **options)
             else:
                 smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
+            _HOOKS.smalto_answered = True
         else:
             original = jax_infer_layout()
             if fuel is None:
@@ -190,15 +195,34 @@ def set_smalto(use: bool) -> bool:
     """Turns routing to smalto on or off; returns the previous setting.
 
     Also clears JAX's compilation caches when the setting changes, so kernels
-    lowered before are lowered again with the pass now chosen.
+    lowered before are lowered again with the pass now chosen: turning smalto
+    on, always (JAX's pass may have run unhooked); turning it off, where
+    smalto's pass has answered since (``_smalto_lowerings_cached``).
     """
     with _HOOKS.lock:
         previous = _HOOKS.use_smalto
         _HOOKS.use_smalto = use
         _HOOKS.sync()
-    if previous != use:
+        # (Turning it on clears them whatever was cached: forgotten as well.)
+        stale = previous != use and (_smalto_lowerings_cached() or use)
+    if stale:
         jax.clear_caches()
     return previous
+
+
+def _smalto_lowerings_cached() -> bool:
+    """Whether JAX's caches may hold a lowering made with smalto's layouts, forgetting it
+    (the caller clears them; under ``_HOOKS.lock``).
+
+    Every inference while smalto is enabled runs through ``dispatch``, and JAX
+    caches what a lowering returns, never an error: where smalto's pass has
+    answered no call since the last clearing (a block whose kernels it refused),
+    there is nothing of it to clear, and the refusal's caller does not wait on
+    JAX's whole cache being thrown away as the error leaves ``enabled()``.
+    """
+    cached = _HOOKS.smalto_answered
+    _HOOKS.smalto_answered = False
+    return cached
 
 
 def smalto_enabled() -> bool:
@@ -210,7 +234,8 @@ def set_options(options: Mapping[str, object]) -> dict[str, object]:
     e.g. ``rewrite=False``; not ``fuel`` nor ``arch``, which JAX's call gives); returns the
     previous ones. Raises ``TypeError`` for a keyword ``infer_layout`` does not take.
 
-    Clears JAX's compilation caches when they change while smalto is enabled, so
+    Clears JAX's compilation caches when they change while smalto is enabled (and
+    has answered since they were last cleared: ``_smalto_lowerings_cached``), so
     kernels lowered before are lowered again with them.
     """
     wanted = dict(options)
@@ -224,8 +249,8 @@ def set_options(options: Mapping[str, object]) -> dict[str, object]:
     with _HOOKS.lock:
         previous = _HOOKS.options
         _HOOKS.options = wanted
-        use_smalto = _HOOKS.use_smalto
-    if use_smalto and previous != wanted:
+        stale = _HOOKS.use_smalto and previous != wanted and _smalto_lowerings_cached()
+    if stale:
         jax.clear_caches()
     return previous
 
