@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Protocol, cast
@@ -117,12 +118,18 @@ class InferenceError(ValueError):
         a diagnosis made on demand would (a caller that catches it never pays for it).
         A diagnosis still to be made is made first: ``more`` reads what it says."""
         earlier = self._diagnose
+        # (Itself named weakly: the error keeps this function, and a cycle through it would
+        # be left for the collector wherever the message is never read. It is alive while
+        # it is read.)
+        me = weakref.ref(self)
 
         def diagnose() -> tuple[str, object | None]:
+            error = me()
+            assert error is not None, "a diagnosis is made while its error is read"
             if earlier is not None:
-                self._reason, self._conflict = earlier()
+                error._reason, error._conflict = earlier()
             more()
-            return self._reason, self._conflict
+            return error._reason, error._conflict
 
         self._diagnose = diagnose
 

@@ -13,6 +13,7 @@ with a traceback that ends at the kernel line to blame.
 from __future__ import annotations
 
 import gc
+import weakref
 from typing import TextIO, cast
 
 from jax._src.lib.mlir import ir
@@ -94,7 +95,15 @@ def solve_module(
     error = diagnosed(failure, arch)
     for note in notes:
         error.add_note(note)
-    raise error
+    # The traceback keeps this frame: were it to hold the error or the failure, a cycle
+    # would keep the program, the system and the solver alive until the collector ran
+    # (a traversal of them all, in whatever the caller does next), not freed with the
+    # error.
+    del failure
+    try:
+        raise error
+    finally:
+        del error
 
 
 def _solved(
@@ -105,7 +114,12 @@ def _solved(
         return solve_as_written(module, fuel, arch, dump_to)
     except Failure as found:
         failure = found
-    raise diagnosed(failure, arch)
+    error = diagnosed(failure, arch)
+    del failure  # (held by no frame the traceback keeps: see ``solve_module``)
+    try:
+        raise error
+    finally:
+        del error
 
 
 def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
@@ -116,11 +130,16 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
             # when the message is first read (raising costs no more than JAX's pass).
             # (Its own words, where the rule left them to be made then, come first.)
             if isinstance(error, InferenceError):
+                # (The error, which keeps this, named weakly: a cycle otherwise, left
+                # for the collector wherever the message is never read.)
+                refused = weakref.ref(error)
 
                 def suggest() -> None:
-                    context = program.context
+                    context, read = program.context, refused()
+                    if read is None:
+                        return
                     with context, ir.Location.unknown(context), _CyclicGcPaused():
-                        suggest_at_derivation(error, program, arch)
+                        suggest_at_derivation(read, program, arch)
 
                 error.defer(suggest)
             return error

@@ -54,20 +54,22 @@ def frames(location: ir.Location) -> list[tuple[str | None, FilePosition]]:
     """Every file position inside ``location``, innermost call first, each with the name
     of the name location directly around it (JAX: the Python function), if any."""
     out: list[tuple[str | None, FilePosition]] = []
-
-    def visit(loc: ir.Location, name: str | None, depth: int) -> None:
+    # Depth first, each location's parts in order (pushed last to first). A loop, not a
+    # recursive closure: that would be a cycle (the function and its own cell) left for
+    # the collector on every call.
+    stack: list[tuple[ir.Location, str | None, int]] = [(location, None, 0)]
+    while stack:
+        loc, name, depth = stack.pop()
         if depth > _DEPTH:
-            return
+            continue
         if (file := _as(ir.FileLineColLoc, loc)) is not None:
             out.append((name, FilePosition(file.filename, file.start_line, file.start_col)))
-            return
+            continue
         if (named := _as(ir.NameLoc, loc)) is not None:
-            visit(named.child_loc, named.name_str, depth + 1)
-            return
-        for child in _inner(loc) or ():
-            visit(child, None, depth + 1)
-
-    visit(location, None, 0)
+            stack.append((named.child_loc, named.name_str, depth + 1))
+            continue
+        children = _inner(loc) or ()
+        stack.extend((child, None, depth + 1) for child in reversed(children))
     return out
 
 
