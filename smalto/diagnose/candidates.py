@@ -22,11 +22,11 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.constraints.language import (
     Element,
-    Fixed,
     Role,
     Site,
     System,
-    constraint_variables,
+    element_variables,
+    fixed_layout,
     value_at,
 )
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit
@@ -53,7 +53,7 @@ def elements_variables(elements: list[Element]) -> list[int]:
     """The variables the elements involve, in order of first mention."""
     found: dict[int, None] = {}
     for e in elements:
-        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+        for v in element_variables(e):
             found.setdefault(v)
     return list(found)
 
@@ -81,8 +81,9 @@ class Candidates:
         # Layouts the conflict states or forces: what the rest of the kernel wants.
         wanted: dict[Const, None] = {}
         for e in elements:
-            if isinstance(e, Fixed):
-                wanted.setdefault(e.value)
+            imposed = fixed_layout(e)
+            if imposed is not None:
+                wanted.setdefault(imposed.value)
         for value in forced.values():
             wanted.setdefault(value)
         self.wanted = list(wanted)
@@ -115,7 +116,7 @@ class Candidates:
         """The annotation ops of the conflict: those that imposed a requirement (fixed
         layouts first), then those whose result or operand is one of its values."""
         ops: dict[int, None] = {}
-        ordered = sorted(self.elements, key=lambda e: not isinstance(e, Fixed))
+        ordered = sorted(self.elements, key=lambda e: fixed_layout(e) is None)
         for e in ordered:
             if self.program.ops[e.origin].name in ANNOTATIONS:
                 ops.setdefault(e.origin)
@@ -185,8 +186,9 @@ class Candidates:
         the system without it has no solution either, and a search would only spend its
         fuel finding that out."""
         own = {id(e) for e in (*self.system.fixed, *self.system.constraints)}
+        imposed = (fixed_layout(e) for e in self.elements)
         return all(id(e) in own for e in self.elements) and not any(
-            isinstance(e, Fixed) and e.origin in ops and e.var == var for e in self.elements
+            f is not None and f.origin in ops and f.var == var for f in imposed
         )
 
     def _inline_retargets(self, op_id: int) -> Iterator[Edit]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from smalto.constraints.language import Element, Fixed, System, constraint_variables
+from smalto.constraints.language import Element, System, element_variables, fixed_layout
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
 from smalto.solve.complete import DomainsMade
@@ -81,7 +81,7 @@ def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[
     touching: dict[int, list[int]] = {}
     element_vars = []
     for i, e in enumerate(elements):
-        vs = (e.var,) if isinstance(e, Fixed) else constraint_variables(e)
+        vs = element_variables(e)
         element_vars.append(vs)
         for v in vs:
             touching.setdefault(v, []).append(i)
@@ -98,6 +98,21 @@ def _relevant(system: System, elements: list[Element], seeds: set[int]) -> list[
     return [e for i, e in enumerate(elements) if i in picked]
 
 
+def _in_order(system: System) -> list[Element]:
+    """The system's requirements in the order the search for a core drops them: the
+    layouts ops impose outright first (fixed, or the one option allowed: where solving
+    starts), in the order of the ops that impose them, then the constraints.
+
+    Which minimal core the search finds depends on this order, so that a rule may state
+    a layout either way and get the same core."""
+    imposed = [c for c in system.constraints if fixed_layout(c) is not None]
+    if not imposed:
+        return [*system.fixed, *system.constraints]  # (as the rules state them: ``one_of``)
+    # A stable sort: the fixed layouts are in the order of their ops already.
+    first = sorted([*system.fixed, *imposed], key=lambda e: e.origin)
+    return [*first, *(c for c in system.constraints if fixed_layout(c) is None)]
+
+
 def find_core(
     program: Program,
     system: System,
@@ -106,7 +121,7 @@ def find_core(
     explanation: list[Element] | None = None,
 ) -> tuple[list[Element], bool]:
     """A minimal core, starting from the propagation's explanation when there is one."""
-    elements: list[Element] = [*system.fixed, *system.constraints]
+    elements = _in_order(system)
     # Each question is about a few of the same requirements: their values' domains are
     # made once for all of them.
     made: DomainsMade = {}

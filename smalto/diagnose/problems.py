@@ -14,7 +14,13 @@ from __future__ import annotations
 import dataclasses
 
 from smalto.constraints.conflict_report import ConflictReport
-from smalto.constraints.language import Element, Fixed, System, constraint_variables
+from smalto.constraints.language import (
+    Element,
+    System,
+    as_solved,
+    constraint_variables,
+    fixed_layout,
+)
 from smalto.diagnose.candidates import ANNOTATIONS, Candidates
 from smalto.diagnose.conflict import core_transfers, diagnose, no_value_fits
 from smalto.diagnose.core import core_satisfiable, find_core
@@ -119,6 +125,7 @@ def _likeliest_fix(
     satisfiable (None where neither does)."""
     transfers = core_transfers(program, system, core, arch)
     candidates = Candidates(program, system, arch, core, {}, transfers)
+    constraints, fixed = as_solved(core)
     for number, edit in enumerate(candidates):  # in the order they are suggested
         if number == _LIKELY_CANDIDATES:
             break
@@ -126,11 +133,10 @@ def _likeliest_fix(
             return edit  # (resolves the core: ``_core_transfers`` checked it)
         if edit.kind not in (RETARGET, DROP):
             continue
-        fixed = [e for e in core if isinstance(e, Fixed)]
         sub = edited_system(System(system.variables, [], fixed, system.var_of_site), (edit,))
         if sub is None:
             continue
-        elements = [*sub.fixed, *(e for e in core if not isinstance(e, Fixed))]
+        elements = [*sub.fixed, *constraints]
         if core_satisfiable(system, elements, program, arch):
             return edit
     return None
@@ -143,10 +149,10 @@ def _past(system: System, core: list[Element], fix: Edit | None) -> System | Non
         fixed = edited_system(system, (fix,))
         if fixed is not None:
             return fixed
-    dropped = {id(e) for e in core if not isinstance(e, Fixed)}
+    dropped = {id(e) for e in core if fixed_layout(e) is None}
     if not dropped:
-        fixes = [e for e in core if isinstance(e, Fixed)]
-        dropped = {id(fixes[-1])} if fixes else set()
+        # Only layouts imposed outright (fixed, or one option): the last one goes.
+        dropped = {id(core[-1])} if core else set()
     if not dropped:
         return None
     return System(

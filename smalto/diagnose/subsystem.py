@@ -26,6 +26,7 @@ from typing import Any
 from smalto.constraints.language import (
     Collapse,
     Constraint,
+    Element,
     Equal,
     Expr,
     Fixed,
@@ -35,7 +36,8 @@ from smalto.constraints.language import (
     Transpose,
     Var,
     Variable,
-    constraint_variables,
+    as_solved,
+    element_variables,
 )
 from smalto.hw import layouts as hl
 from smalto.hw.values import Smem
@@ -52,37 +54,42 @@ _FIELDS = {
 }
 
 
-def subsystem(system: System, elements: Sequence[Constraint | Fixed]) -> System:
-    """``elements`` as a system of their own, over the variables they mention, renumbered."""
+def subsystem(system: System, elements: Sequence[Element]) -> System:
+    """``elements`` as a system of their own, over the variables they mention, renumbered.
+
+    Held as the whole system holds them (``as_solved``): a layout an op imposes outright,
+    fixed or its one option, is where the search starts."""
     ids: dict[int, int] = {}
     for e in elements:
-        for v in (e.var,) if isinstance(e, Fixed) else constraint_variables(e):
+        for v in element_variables(e):
             ids.setdefault(v, len(ids))
     variables = [_renumbered(system.variables[old], new) for old, new in ids.items()]
-    fixed = [Fixed(ids[e.var], e.value, e.origin, e.what) for e in elements if isinstance(e, Fixed)]
-    for hint in _hints(system, elements):
+    constraints, imposed = as_solved(elements)
+    fixed = [Fixed(ids[f.var], f.value, f.origin, f.what) for f in imposed]
+    for hint in _hints(system, constraints, imposed):
         variable, value, origin = hint
         fixed.append(Fixed(len(variables), value, origin, "a layout to offer"))
         variables.append(_renumbered(variable, len(variables)))
     return System(
         variables=variables,
-        constraints=[_renamed(e, ids) for e in elements if not isinstance(e, Fixed)],
+        constraints=[_renamed(c, ids) for c in constraints],
         fixed=fixed,
         var_of_site={},
     )
 
 
 def _hints(
-    system: System, elements: Sequence[Constraint | Fixed]
+    system: System, constraints: Sequence[Constraint], imposed: Sequence[Fixed]
 ) -> list[tuple[Variable, Smem, int]]:
-    """The transforms of each transposed view of an SMEM ref the elements fix (the ref's
-    fixed transforms transposed back), each with the view's variable and the op: values
-    the whole kernel's search would be offered, which the elements alone do not mention."""
-    stated = [e.value for e in elements if isinstance(e, Fixed) and type(e.value) is Smem]
+    """The transforms of each transposed view of an SMEM ref the requirements fix (the
+    ref's fixed transforms transposed back), each with the view's variable and the op:
+    values the whole kernel's search would be offered, which the requirements alone do not
+    mention."""
+    stated = [f.value for f in imposed if type(f.value) is Smem]
     hints: list[tuple[Variable, Smem, int]] = []
     if not stated:
         return hints
-    for e in elements:
+    for e in constraints:
         if type(e) is not Equal:
             continue
         for view in (e.lhs, e.rhs):

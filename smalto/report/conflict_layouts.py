@@ -59,6 +59,7 @@ from smalto.constraints.language import (
     constraint_variables,
     element_variables,
     expressions_of,
+    fixed_layout,
     variables_of,
 )
 from smalto.errors import InferenceError
@@ -148,6 +149,8 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
     equality, a reduction, a producer-to-consumer pass-through)."""
     watching: dict[int, list[int]] = {}
     for index, constraint in enumerate(system.constraints):
+        if fixed_layout(constraint) is not None:
+            continue  # a layout imposed outright is followed from, below, never reached
         for var in constraint_variables(constraint):
             watching.setdefault(var, []).append(index)
     # Values that cannot be splats: between producer and consumer such a value keeps its

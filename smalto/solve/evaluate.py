@@ -300,6 +300,10 @@ def _judge_one_of(c: OneOf, lookup: Lookup) -> Verdict:
         return FAILS
     if is_value(value):
         return value in c.allowed
+    if len(c.allowed) == 1:
+        # One option is the layout imposed outright (``fixed_layout``): it forces the
+        # variable, as an equality does, instead of waiting for the search to try it.
+        return _equal(value, c.allowed[0])
     return OPEN
 
 
