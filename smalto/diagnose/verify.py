@@ -41,9 +41,12 @@ from jax._src.lib.mlir import ir
 from smalto.basics.mlir import clone_module
 from smalto.constraints.language import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
-from smalto.pipeline.steps import Failure, solve_copy, write
+from smalto.pipeline.steps import Failure, Inference, derive, solve, solve_copy, write
+from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
+from smalto.rules import consumers
+from smalto.solve.search import Solver
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs
 # many is given up (it is not the small change a suggestion should be).
@@ -148,14 +151,17 @@ def try_edits(
             trial.complete = False
             break
         trial.tried += 1
-        if not _system_allows(program, edited_system(system, background), arch, edit):
+        allowed, decided = _system_allows(program, edited_system(system, background), arch, edit)
+        if not allowed:
             continue
         trial.on_module += 1
         # JAX's own lowering (where the module has its launch) runs on the edit printed
         # first: an edit it rejects is not suggested. It costs many times the rest of
         # the trial, so the edits after it are verified by inference and the checker.
         lower_it = not trial.verified and budget.lower
-        verdict = works_on_copy(module, edit, arch, lower=lower_it, background=background)
+        verdict = works_on_copy(
+            module, edit, arch, lower=lower_it, background=background, decided=decided
+        )
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
         if verdict:
@@ -192,28 +198,41 @@ def module_of(program: Program) -> ir.Operation:
     return parent
 
 
+@dataclass(frozen=True)
+class Decided:
+    """An edited system the pass decided, and the solver that solved it: the copy's own
+    inference where the copy derives that very system (``works_on_copy``)."""
+
+    system: System
+    solver: Solver
+
+
 def _system_allows(
     program: Program, system: System | None, arch: tuple[int, int], edit: Edit
-) -> bool:
+) -> tuple[bool, Decided | None]:
     """Whether the derived system, edited as the module would be, may have a solution:
     decided as the pass decides it (``decide``: JAX's order, then the widened search),
-    so that an edit is never refused for want of a layout only smalto's searches find."""
+    so that an edit is never refused for want of a layout only smalto's searches find;
+    with the solved system, where it was decided."""
     if system is None or edit.kind == ADD_CAST:
-        return True  # a new cast adds a value: only the module says
+        return True, None  # a new cast adds a value: only the module says
     edited = edited_system(system, (edit,))
     if edited is None:
-        return True
-    return _decides(edited, program, arch)
+        return True, None
+    solver = _decided(edited, program, arch)
+    return solver is not None, None if solver is None else Decided(edited, solver)
 
 
-def _decides(system: System, program: Program, arch: tuple[int, int]) -> bool:
-    """Whether the pass finds layouts for ``system`` (within the fuel a fix may need)."""
+def _decided(system: System, program: Program, arch: tuple[int, int]) -> Solver | None:
+    """The solver, where the pass finds layouts for ``system`` (within the fuel a fix may
+    need)."""
     from smalto.solve.search import FuelExhausted, decide
 
     try:
-        return decide(system, program, arch, _FUEL).solved
+        solver = decide(system, program, arch, _FUEL)
     except FuelExhausted:
-        return False
+        return None
+    return solver if solver.solved else None
 
 
 def _edited_fixed(system: System, edit: Edit) -> list[Fixed] | None:
@@ -270,10 +289,13 @@ def works_on_copy(
     *,
     lower: bool = False,
     background: tuple[Edit, ...] = (),
+    decided: Decided | None = None,
 ) -> Verdict:
     """Makes ``edit`` (after ``background``) on a clone of ``module``: does the clone infer,
     and its answer check? With ``lower``, JAX's dialect lowering must take the answer too
-    where it can run."""
+    where it can run. ``decided``: the edited system as the derived system predicted it,
+    solved; where the clone derives that very system, its solver is the clone's (the
+    pass would decide it again, step for step), and the answer is written and checked."""
     from smalto.check import check
     from smalto.diagnose.jax_lowering import (
         COLLECTIVE_MIXED,
@@ -291,7 +313,7 @@ def works_on_copy(
                 apply(made, ops)
             # Decided as inference decides it (the widened search included).
             try:
-                inference = solve_copy(clone, arch, _FUEL)
+                inference = _inference(clone, arch, decided)
             except Failure:
                 return Verdict(False)
             write(inference)
@@ -317,8 +339,22 @@ def works_on_copy(
         del clone
 
 
+def _inference(clone: ir.Module, arch: tuple[int, int], decided: Decided | None) -> Inference:
+    """The pass on the clone (``solve_copy``), but for the search where the clone derives
+    the system already decided: the solver depends on the system alone (and on attributes
+    no edit changes: a cast's ``strict``, an allocation's ``collective``)."""
+    if decided is None:
+        return solve_copy(clone, arch, _FUEL)
+    program = read_program(clone, consumers())
+    system = derive(program, arch)
+    if system != decided.system:
+        return solve(program, system, arch, _FUEL)
+    return Inference(program, system, decided.solver)
+
+
 __all__ = [
     "Budget",
+    "Decided",
     "Trial",
     "Verdict",
     "edited_system",
