@@ -93,7 +93,7 @@ def measure(text: str, arch: Arch | None, repeat: int, clock: Callable[[], float
             module = reference.parse(text, ctx)
             gc.collect()
             # The pass's own objects must not set off a collection mid-step.
-            with infer.in_context(module), infer._cyclic_gc_paused():
+            with infer.in_context(module), infer.CyclicGcPaused():
                 steps = time_steps(module, arch, clock)
             times = [
                 *steps,

@@ -138,7 +138,7 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
                     context, read = program.context, refused()
                     if read is None:
                         return
-                    with context, ir.Location.unknown(context), _CyclicGcPaused():
+                    with context, ir.Location.unknown(context), CyclicGcPaused():
                         suggest_at_derivation(read, program, arch)
 
                 error.defer(suggest)
@@ -161,7 +161,7 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
 
     def diagnose() -> tuple[str, object]:
         # (Made when read, outside ``infer_layout``: the collector paused here too.)
-        with program.context, ir.Location.unknown(program.context), _CyclicGcPaused():
+        with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
             return describe_conflict(program, system, solver, sources)
 
     error = InferenceError(phrase=phrase.text, diagnose=diagnose)
@@ -248,7 +248,7 @@ def infer_layout(
     # (The context entered directly, and the collector paused by a class: a refusal
     # unwinds through them, which costs a generator-made manager a throw each.)
     context = module.context
-    with context, ir.Location.unknown(context), _CyclicGcPaused():
+    with context, ir.Location.unknown(context), CyclicGcPaused():
         result = solve_module(
             module, fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
         )
@@ -259,7 +259,7 @@ def infer_layout(
         del result
 
 
-class _CyclicGcPaused:
+class CyclicGcPaused:
     """Pauses Python's cyclic garbage collector for one inference (or one diagnosis, made
     when its message is read), as it was on entry.
 
