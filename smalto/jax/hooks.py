@@ -27,6 +27,7 @@ attributes are patched while anyone does and restored as soon as no one does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import threading
 import warnings
@@ -261,9 +262,11 @@ def options_in_force() -> dict[str, object]:
         return dict(_HOOKS.options)
 
 
+@functools.cache
 def pass_options() -> frozenset[str]:
     """The keywords ``set_options`` accepts: ``smalto.infer_layout``'s keyword-only
-    parameters but ``fuel`` and ``arch``."""
+    parameters but ``fuel`` and ``arch`` (read once: ``enabled()`` asks on the way in and
+    out of every block, in the time a refusal's caller waits for)."""
     from smalto.infer import infer_layout
 
     parameters = inspect.signature(infer_layout).parameters.values()
