@@ -19,7 +19,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics.archs import SUPPORTED_ARCHS, parse_arch  # noqa: F401 (this module's API)
 from smalto.basics.mlir import MlirInputError
-from smalto.program.view import Kind, Op, Program, Value, within
+from smalto.program.view import Kind, Op, Program, TypeInfo, Value, within
 
 # Far beyond any kernel (a warpgroup's registers hold about 32K 32-bit values,
 # SMEM and TMEM 256 KiB each) yet small enough that no size computation
@@ -41,7 +41,7 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
         raise ValueError(f"unsupported arch {arch}: smalto targets sm_90 (9, 0) and sm_100 (10, 0)")
     # A value's problem follows from its type alone: when no type of a value
     # needing a layout has one, no value has, and no op needs a look.
-    if not any(_problem(value) for value in program.layout_types):
+    if not any(_type_problem(value) for value in program.layout_types):
         return
     # Only values that need a layout can be refused, and only ops with such a
     # value (Program.layout_ops, in pre-order) have any: the others need no look.
@@ -76,6 +76,27 @@ def check_input(program: Program, *, fuel: int, arch: tuple[int, int]) -> None:
                         f"{_where(op)}: `{op.name}` {role} #{index} has type "
                         f"{program.values[vid].type}: {problem}"
                     )
+
+
+# ``_problem`` by the identity of a value's type facts: one object per type text
+# (``smalto.program.type_facts``), and the problem follows from the type alone. Each
+# entry keeps its facts, so that their id names no other while it lives. Bounded.
+_PROBLEMS_LIMIT = 4096
+_problems: dict[int, tuple[TypeInfo, str | None]] = {}
+
+
+def _type_problem(value: Value) -> str | None:
+    """``_problem(value)``, asked once per type (the bindings' reads it makes, a few us,
+    once per type text rather than once per inference)."""
+    info = value.info
+    if info is None:
+        return _problem(value)
+    found = _problems.get(id(info))
+    if found is None or found[0] is not info:
+        if len(_problems) >= _PROBLEMS_LIMIT:
+            _problems.clear()
+        found = _problems[id(info)] = (info, _problem(value))
+    return found[1]
 
 
 def _problem(value: Value) -> str | None:

@@ -20,7 +20,7 @@ from typing import cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.basics import percontext
+from smalto.program import context_caches
 from smalto.program.type_facts import facts_by_text, memory_spaces
 from smalto.program.view import (
     OPAQUE_REGIONS,
@@ -175,19 +175,22 @@ class _Reader:
     def read(self, module: ir.Module) -> list[int]:
         """Reads the module body (ids of its ops returned); fills ``ops`` and ``values``."""
         top: list[int] = []
+        context = module.context
         # Types are unique in their context: their facts are kept with it.
-        self.tables.type_cache = percontext.cache(module.context, "type facts")
+        self.tables.type_cache = context_caches.cache(context, "type facts")
         # SMEM, TMEM and cluster SMEM, parsed once in the module's context: what
         # classifies a memref type (here, and later in the view, maybe outside it).
-        spaces = percontext.cache(module.context, "memory spaces")
+        spaces = context_caches.cache(context, "memory spaces")
         found = spaces.get("spaces")
         if found is None:
             found = spaces["spaces"] = memory_spaces()
         # ``partial(tuple, found)``: a callable that returns ``found`` with no Python frame.
         self.tables.facts = partial(facts_by_text, spaces=partial(tuple, found))
-        self.stack.append(_Frame(None, [top], [len(module.body.operations)]))
+        # (The body's op list read once: each read is a binding call.)
+        body = module.body.operations
+        self.stack.append(_Frame(None, [top], [len(body)]))
         visit = self.visitor()
-        for view in module.body.operations:
+        for view in body:
             view.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
             if self.tables.collided:
                 raise _HashCollision

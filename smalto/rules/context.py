@@ -13,7 +13,6 @@ from typing import Literal, cast, overload
 
 from jax._src.lib.mlir import ir
 
-from smalto.basics import percontext
 from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
@@ -26,13 +25,15 @@ from smalto.constraints.language import (
     Var,
     Variable,
 )
-from smalto.errors import InferenceError
+from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Const, Reg, Smem, Tmem
+from smalto.program import context_caches
 from smalto.program.view import Kind, Op, Program, Value
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
 from smalto.source.locations import op_text
+from smalto.source.tracebacks import with_op_traceback
 
 Rule = Callable[["RuleContext", Op], None]
 _OPERAND, _RESULT, _ARGUMENT = Role.OPERAND, Role.RESULT, Role.ARGUMENT
@@ -67,18 +68,22 @@ class RuleContext:
         # Decoded layout and transform attributes: kernels repeat a few, and
         # decoding one through JAX costs far more than a dictionary lookup.
         # Attributes are unique in their context: keyed by hash, kept with it.
-        self._layouts: dict[tuple[int, bool], Const] = percontext.cache(
+        self._layouts: dict[tuple[int, bool], Const] = context_caches.cache(
             program.context, "decoded layouts"
         )
-        self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
-        self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
-        self._int_values: dict[int, int] = percontext.cache(program.context, "integers")
-        self._splat_constants: dict[int, bool] = percontext.cache(
+        self._transforms: dict[int, Smem] = context_caches.cache(
+            program.context, "decoded transforms"
+        )
+        self._ints: dict[int, tuple[int, ...]] = context_caches.cache(
+            program.context, "integer arrays"
+        )
+        self._int_values: dict[int, int] = context_caches.cache(program.context, "integers")
+        self._splat_constants: dict[int, bool] = context_caches.cache(
             program.context, "splat constants"
         )
         # Splat layouts by shape: kernels repeat a few shapes, and making one
         # runs JAX's code, seldom warm by the time a rule asks again.
-        self._splats: dict[tuple[int, ...], Reg] = percontext.cache(
+        self._splats: dict[tuple[int, ...], Reg] = context_caches.cache(
             program.context, "splat layouts"
         )
         self._segment_sizes: dict[int, tuple[int, ...]] = {}
@@ -322,7 +327,6 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.errors import FAILURE_PREFIX
             from smalto.hw.jax_text import does_not_fit
 
             def text() -> str:
@@ -350,7 +354,6 @@ class RuleContext:
         ``diagnose``): raising costs no more than JAX's pass, whose refusal
         this is.
         """
-        from smalto.source.tracebacks import with_op_traceback
 
         def words() -> tuple[str, object]:
             reason = text if isinstance(text, str) else text()
@@ -390,6 +393,18 @@ class RuleContext:
             ) from None
         self._layouts[key] = value
         return value
+
+    def layout_repr(self, value: Reg) -> str:
+        """The repr of a decoded layout's JAX layout, as JAX's messages print it; made once
+        per decoded value (decoded values are kept per context: a repr costs several us)."""
+        texts: dict[int, tuple[Reg, str]] = context_caches.cache(
+            self.program.context, "layout reprs"
+        )
+        found = texts.get(id(value))
+        if found is None or found[0] is not value:
+            # (The value kept with its text: its id names no other while the entry lives.)
+            found = texts[id(value)] = (value, f"{value.layout}")
+        return found[1]
 
     def decode_transforms(self, attr: ir.Attribute) -> Smem:
         """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""

@@ -195,8 +195,8 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     jax_text = (
         ""
         if hl.fits(layout, shape)
-        else f"Cannot cast to layout {layout.layout}: the layout is notcompatible with the "
-        f"operand shape {shape} in {op.operation}."
+        else f"Cannot cast to layout {ctx.layout_repr(layout)}: the layout is notcompatible "
+        f"with the operand shape {shape} in {op.operation}."
     )
     ctx.fix(result, layout, op, "the cast result", jax_text)
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0

@@ -29,10 +29,20 @@ class FilePosition:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-def _as[L: ir.Location](kind: Callable[[ir.Location], L], location: ir.Location) -> L | None:
-    """``location`` as the subclass ``kind`` (the bindings' cast), or None if it is not one."""
+def _as[L: ir.Location](kind: type[L], location: ir.Location) -> L | None:
+    """``location`` as the subclass ``kind`` (the bindings' cast), or None if it is not one.
+
+    The bindings hand out locations already cast to their kind's class, and the
+    kinds are disjoint: a class test answers (a cast that fails raises, which
+    costs about 4 us); only a plain ``ir.Location`` is cast.
+    """
+    if isinstance(location, kind):
+        return location
+    if type(location) is not ir.Location:
+        return None  # already cast, to another kind
     try:
-        return kind(location)
+        # (The subclasses' constructors are the casts; typeshed gives them Location's.)
+        return cast("Callable[[ir.Location], L]", kind)(location)
     except (ValueError, TypeError):
         return None
 
@@ -53,6 +63,8 @@ def _inner(location: ir.Location) -> list[ir.Location] | None:
 def frames(location: ir.Location) -> list[tuple[str | None, FilePosition]]:
     """Every file position inside ``location``, innermost call first, each with the name
     of the name location directly around it (JAX: the Python function), if any."""
+    if isinstance(location, ir.FileLineColLoc):  # the usual location of a parsed op: a leaf
+        return [(None, FilePosition(location.filename, location.start_line, location.start_col))]
     out: list[tuple[str | None, FilePosition]] = []
     # Depth first, each location's parts in order (pushed last to first). A loop, not a
     # recursive closure: that would be a cycle (the function and its own cell) left for

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import types
 
+from jax._src.lib import xla_client
 from jax._src.lib.mlir import ir
 
 from smalto.source.locations import frames
@@ -26,8 +27,6 @@ def traceback_for(location: ir.Location, op_name: str) -> types.TracebackType | 
     if not found:
         return None
     try:
-        from jax._src.lib import xla_client
-
         # Drops frames in JAX's own sources, as JAX does for its errors.
         kept = [(name, position) for name, position in found if _users_file(position.file)]
         if not kept:
