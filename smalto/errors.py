@@ -39,7 +39,9 @@ class InferenceError(ValueError):
     many times the inference that failed, and a caller that catches the error
     and goes on (a probe, a sweep over configurations) never reads it.
     ``diagnose`` returns ``(reason, conflict)``; where it fails, the message
-    says so after JAX's phrase (the error itself is never lost).
+    says so after JAX's phrase (the error itself is never lost). With both a
+    ``reason`` and ``diagnose``, the message is that reason from the start and
+    only the conflict is made when read (``diagnose`` returns the same reason).
     """
 
     def __init__(
@@ -57,7 +59,11 @@ class InferenceError(ValueError):
         self.code = code
         self._reason, self._conflict = reason, conflict
         self._diagnose = diagnose
-        super().__init__(self._message(reason) if diagnose is None else phrase or FAILURE_PREFIX)
+        # (With ``diagnose`` and a ``reason`` already said, the message says it at once, and
+        # only the conflict waits to be read.)
+        super().__init__(
+            self._message(reason) if diagnose is None or reason else phrase or FAILURE_PREFIX
+        )
 
     def _message(self, reason: str) -> str:
         if self.phrase is not None:

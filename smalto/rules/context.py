@@ -27,6 +27,8 @@ from smalto.constraints.language import (
 )
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.hw import layouts as hl
+from smalto.hw.jax_text import does_not_fit
+from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program import context_caches
 from smalto.program.view import Kind, Op, Program, Value
@@ -327,11 +329,8 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
-            from smalto.hw.jax_text import does_not_fit
 
             def text() -> str:
-                from smalto.hw.names import describe_value
-
                 return (
                     f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
                     f"which does not fit its shape {shape}"
@@ -352,7 +351,8 @@ class RuleContext:
         (``text``, which may be a function that makes them) and the conflict
         are made when the message is first read (``InferenceError``'s
         ``diagnose``): raising costs no more than JAX's pass, whose refusal
-        this is.
+        this is. Without a phrase, a ``text`` already made is the message at
+        once, and only the conflict waits.
         """
 
         def words() -> tuple[str, object]:
@@ -362,7 +362,11 @@ class RuleContext:
             )
             return reason, report
 
-        if phrase is None:
+        if phrase is None and isinstance(text, str):
+            # The message is the rule's sentence, at once (JAX's copy of it as the error
+            # unwinds through a traced op says it all); the conflict is made when read.
+            error = InferenceError(text, diagnose=words)
+        elif phrase is None:
             reason, report = words()
             error = InferenceError(reason, conflict=report)
         else:

@@ -161,8 +161,9 @@ def op_text(op: Located) -> str:
     An op JAX made with no file position of its own (the implicit ``broadcast_in_dim`` of
     a ``jnp.where``) is placed at the kernel line of the op that uses it (else of the op
     that makes its operand): every op of a message is at a line of the kernel."""
-    where = op_location_text(op)
-    name = location_name(op.location)
+    location = op.location  # (read once: each read is a binding call)
+    where = _op_location_text(op, location)
+    name = location_name(location)
     if name is None or name == op.name.rsplit(".", 1)[-1] or name == where:
         return f"`{op.name}` at {where}"
     return f"`{op.name}` (`{name}`) at {where}"
@@ -172,11 +173,17 @@ def op_location_text(op: Located) -> str:
     """``location_text`` of the op, or where it has no file position, of its nearest
     neighbour that has one (its users first: JAX makes such ops for the line that
     uses them)."""
-    if file_position(op.location) is not None:
-        return location_text(op.location)
+    return _op_location_text(op, op.location)
+
+
+def _op_location_text(op: Located, location: ir.Location) -> str:
+    """``op_location_text``, ``location`` being the op's."""
+    position = file_position(location)
+    if position is not None:
+        return str(position)  # (what ``location_text`` says of it)
     operation = getattr(op, "operation", op)
     found = _neighbour_position(operation) if isinstance(operation, ir.Operation) else None
-    return str(found) if found is not None else location_text(op.location)
+    return str(found) if found is not None else location_text(location)
 
 
 _NEIGHBOURS = 16  # ops looked at around a located-nowhere op, at most
