@@ -46,7 +46,7 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
 from smalto.rules import consumers
-from smalto.solve.search import Solver
+from smalto.solve.search import FuelExhausted, Solver, decide
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs
 # many is given up (it is not the small change a suggestion should be).
@@ -226,8 +226,6 @@ def _system_allows(
 def _decided(system: System, program: Program, arch: tuple[int, int]) -> Solver | None:
     """The solver, where the pass finds layouts for ``system`` (within the fuel a fix may
     need)."""
-    from smalto.solve.search import FuelExhausted, decide
-
     try:
         solver = decide(system, program, arch, _FUEL)
     except FuelExhausted:
