@@ -34,6 +34,10 @@ class InferenceError(ValueError):
     itself starting with the prefix), the message is that phrase, then, on the
     next lines, why in smalto's words; without one, ``prefix: reason``.
 
+    A ``phrase`` may be a function that makes it, called when the message is
+    first read (JAX's phrase may print an op: several microseconds, on a path
+    that raises in fewer than a hundred).
+
     With ``diagnose``, the reason and the conflict are made when first asked
     for (the message, ``reason``, ``conflict``, ``args``): a diagnosis costs
     many times the inference that failed, and a caller that catches the error
@@ -49,11 +53,11 @@ class InferenceError(ValueError):
         reason: str = "",
         *,
         conflict: object | None = None,
-        phrase: str | None = None,
+        phrase: str | Callable[[], str] | None = None,
         diagnose: Callable[[], tuple[str, object | None]] | None = None,
         code: str | None = None,
     ) -> None:
-        self.phrase = phrase
+        self._phrase = phrase
         # The kind of failure (``smalto.basics.codes``) where no conflict report says it: a
         # refusal a rule makes outright (a gather the hardware cannot do).
         self.code = code
@@ -61,9 +65,33 @@ class InferenceError(ValueError):
         self._diagnose = diagnose
         # (With ``diagnose`` and a ``reason`` already said, the message says it at once, and
         # only the conflict waits to be read.)
-        super().__init__(
-            self._message(reason) if diagnose is None or reason else phrase or FAILURE_PREFIX
-        )
+        if callable(phrase):
+            # (The message until it is read; reading any of it makes the phrase.)
+            super().__init__(FAILURE_PREFIX)
+            self._phrase_made = False
+        else:
+            super().__init__(
+                self._message(reason) if diagnose is None or reason else phrase or FAILURE_PREFIX
+            )
+            self._phrase_made = True
+
+    @property
+    def phrase(self) -> str | None:
+        """JAX's message for this kind of failure, where it has one (made when first read)."""
+        phrase = self._phrase
+        if callable(phrase):
+            phrase = self._phrase = phrase()
+        return phrase
+
+    def _make_phrase(self) -> None:
+        """Puts the phrase in the message, where it waited to be read."""
+        if not self._phrase_made:
+            self._phrase_made = True
+            reason = self._reason
+            _ARGS.__set__(
+                self,
+                (self._message(reason) if self._diagnose is None or reason else self.phrase,),
+            )
 
     def _message(self, reason: str) -> str:
         if self.phrase is not None:
@@ -73,11 +101,13 @@ class InferenceError(ValueError):
     def _resolve(self) -> None:
         diagnose, self._diagnose = self._diagnose, None
         if diagnose is None:
+            self._make_phrase()
             return
         try:
             self._reason, self._conflict = diagnose()
         except Exception as error:  # noqa: BLE001 -- the diagnosis never hides the error
             self._reason = f"(smalto could not diagnose it: {type(error).__name__}: {error})"
+        self._phrase_made = True
         _ARGS.__set__(self, (self._message(self._reason),))
 
     @property
@@ -104,6 +134,7 @@ class InferenceError(ValueError):
 
     @args.setter
     def args(self, value: tuple[object, ...]) -> None:
+        self._phrase_made = True
         _ARGS.__set__(self, value)
 
     def __str__(self) -> str:
@@ -111,6 +142,7 @@ class InferenceError(ValueError):
             # JAX's copy of the message, made as the error unwinds through a traced op:
             # JAX's phrase alone (all JAX's own pass would say); the diagnosis is made
             # when whoever catches the error reads it, not on the way up.
+            self._make_phrase()
             return super().__str__()
         self._resolve()
         return super().__str__()
@@ -143,6 +175,7 @@ class InferenceError(ValueError):
         """Says more after JAX's phrase (a diagnosis that found a fix), keeping the traceback."""
         self._diagnose = None
         self._reason, self._conflict = reason, conflict
+        self._phrase_made = True
         self.args = (self._message(reason),)
 
 

@@ -317,12 +317,20 @@ class RuleContext:
         self.system.constraints.extend(constraints)
 
     def fix(
-        self, var: int, value: Const, op: Op, what: str, jax_text: str = "", *, check: bool = True
+        self,
+        var: int,
+        value: Const,
+        op: Op,
+        what: str,
+        jax_text: Callable[[], str] | None = None,
+        *,
+        check: bool = True,
     ) -> None:
         """Fixes a variable's layout; ``what`` names the operand for the error message.
 
-        ``jax_text`` is JAX's own message for a value that does not fit, put
-        first in ours where its pass has one. ``check=False`` leaves the
+        ``jax_text`` makes JAX's own message for a value that does not fit, put
+        first in ours where its pass has one (made when the message is read:
+        JAX's may print the op). ``check=False`` leaves the
         value's fit to the solver, which tests every assignment (an unfit one
         is then a conflict, not an error at once).
         """
@@ -336,17 +344,24 @@ class RuleContext:
                     f"which does not fit its shape {shape}"
                 )
 
-            jax_words = jax_text or does_not_fit(op.name, what, value, shape)
-            raise self.unfit(fixed, op, text, f"{FAILURE_PREFIX}: {jax_words}")
+            def phrase() -> str:
+                jax_words = jax_text() if jax_text else does_not_fit(op.name, what, value, shape)
+                return f"{FAILURE_PREFIX}: {jax_words}"
+
+            raise self.unfit(fixed, op, text, phrase)
         self.system.fixed.append(fixed)
 
     @staticmethod
     def unfit(
-        fixed: Fixed, op: Op, text: str | Callable[[], str], phrase: str | None = None
+        fixed: Fixed,
+        op: Op,
+        text: str | Callable[[], str],
+        phrase: str | Callable[[], str] | None = None,
     ) -> InferenceError:
         """The error for a value an op imposes that cannot fit: that op alone is the conflict.
 
-        ``phrase`` is JAX's message for it, put first; the traceback ends at
+        ``phrase`` is JAX's message for it (or what makes it when read), put
+        first; the traceback ends at
         the op's source line. Where JAX's phrase says it, smalto's words
         (``text``, which may be a function that makes them) and the conflict
         are made when the message is first read (``InferenceError``'s

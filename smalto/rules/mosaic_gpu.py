@@ -7,6 +7,7 @@ Restated by the checker in ``smalto.check.mosaic_gpu`` (registers, casts, MMAs),
 
 from __future__ import annotations
 
+from functools import partial
 from typing import cast
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
@@ -191,13 +192,13 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     result = ctx.new_var(ctx.result(op, 0))
     layout = ctx.decode(op, op.operation.attributes["new_layout"])
     shape = ctx.program.values[op.operands[0]].shape
-    # JAX's words (sic), for code written against its pass; only built on failure.
-    jax_text = (
-        ""
-        if hl.fits(layout, shape)
-        else f"Cannot cast to layout {ctx.layout_repr(layout)}: the layout is notcompatible "
-        f"with the operand shape {shape} in {op.operation}."
-    )
+
+    def jax_text() -> str:  # JAX's words (sic), for code written against its pass
+        return (
+            f"Cannot cast to layout {ctx.layout_repr(layout)}: the layout is notcompatible "
+            f"with the operand shape {shape} in {op.operation}."
+        )
+
     ctx.fix(result, layout, op, "the cast result", jax_text)
     bitwidth = ctx.program.values[op.operands[0]].bitwidth or 0
     strict = bool(_optional_bool(op, "strict"))
@@ -271,15 +272,18 @@ def mma(ctx: RuleContext, op: Op) -> None:
         (a, layouts.lhs, "operand A", "the 'a' operand of MMAOp"),
         (b, layouts.rhs, "operand B", "the 'b' operand of MMAOp"),
     ):
-        # JAX's words, for code written against its pass.
         shape, kind = ctx.system.variables[var].shape, "accumulator" if var == acc else "operand"
-        # (The layout by name, as JAX's other messages print it: never its long repr.)
-        jax_text = (
-            f"Cannot assign layout {layout_text(Reg(layout))} to {jax_what}: the layout is "
-            "not compatible "
-            f"with the {kind} shape {shape}."
-        )
-        ctx.fix(var, Reg(layout), op, what, jax_text)
+        value = Reg(layout)
+        ctx.fix(var, value, op, what, partial(_mma_jax_text, value, jax_what, kind, shape))
+
+
+def _mma_jax_text(layout: Reg, jax_what: str, kind: str, shape: tuple[int, ...]) -> str:
+    """JAX's words for an mma layout that does not fit, for code written against its pass
+    (the layout by name, as JAX's other messages print it: never its long repr)."""
+    return (
+        f"Cannot assign layout {layout_text(layout)} to {jax_what}: the layout is "
+        f"not compatible with the {kind} shape {shape}."
+    )
 
 
 def _user_transforms(ctx: RuleContext, op: Op, attr: ir.Attribute) -> Smem:

@@ -322,6 +322,69 @@ def test_on_the_pallas_route_the_diagnosis_waits_until_the_message_is_read() -> 
     assert error.diagnosed
 
 
+def test_jax_s_phrase_that_prints_the_op_is_made_when_read() -> None:
+    """A cast whose layout does not fit its value: JAX's phrase prints the cast op, which
+    costs more than a tenth of the refusal, so it is printed when the message is first read,
+    on the Pallas route by JAX's copy of it as the error unwinds; the text is JAX's own."""
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    from smalto.jax.capture import lower_for_cuda
+    from smalto.jax.hooks import forced_arch
+
+    def body(x_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = plgpu.layout_cast(x_ref[...], plgpu.Layout.WGMMA)
+
+    fn = kernels_fixes._kernel(body, kernels_fixes._sds(32, 32))
+    args = (kernels_fixes._sds(32, 32),)
+    copies = []
+    for mine in (False, True):
+        with forced_arch(kernels_fixes.HOPPER), pytest.raises(ValueError) as info:
+            if mine:
+                with smalto.jax.enabled():
+                    lower_for_cuda(fn, args)
+            else:
+                lower_for_cuda(fn, args)
+        copies.append(str(info.value.__cause__).split(": ", 1)[1].split("\n", 1)[0])
+    jax_s, ours = copies
+    assert "Cannot cast to layout TiledLayout(" in jax_s
+    assert "= mosaic_gpu.layout_cast " in jax_s
+    assert ours == f"{smalto.errors.FAILURE_PREFIX}: {jax_s}"
+    error = info.value
+    assert isinstance(error, smalto.InferenceError)
+    assert error.phrase == ours
+    assert str(error).startswith(ours + "\nfix: change the layout cast at ")
+
+
+def test_a_phrase_made_when_read_is_the_message_s_first_line_however_it_is_read() -> None:
+    """``InferenceError`` with a phrase made when read: its args, its string, its phrase
+    and a pickled copy all say it, made once."""
+    import pickle
+
+    made: list[int] = []
+
+    def phrase() -> str:
+        made.append(1)
+        return f"{smalto.errors.FAILURE_PREFIX}: JAX's words"
+
+    def diagnose() -> tuple[str, object]:
+        return "why, in smalto's words", None
+
+    for read in (
+        str,
+        lambda e: e.args[0],
+        lambda e: e.phrase,
+        lambda e: str(pickle.loads(pickle.dumps(e))),
+    ):
+        made.clear()
+        error = smalto.InferenceError(phrase=phrase, diagnose=diagnose)
+        assert not made
+        assert read(error).startswith(f"{smalto.errors.FAILURE_PREFIX}: JAX's words")
+        assert str(error) == f"{smalto.errors.FAILURE_PREFIX}: JAX's words\nwhy, in smalto's words"
+        assert made == [1]
+    without_diagnosis = smalto.InferenceError(phrase=phrase)
+    assert str(without_diagnosis) == f"{smalto.errors.FAILURE_PREFIX}: JAX's words"
+
+
 def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> None:
     """JAX's dialect lowering runs on the first verified edit only (the message's costliest
     part on a small kernel); ``Budget(lower=False)`` leaves it to inference and the checker."""
