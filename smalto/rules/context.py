@@ -413,18 +413,6 @@ class RuleContext:
         self._layouts[key] = value
         return value
 
-    def layout_repr(self, value: Reg) -> str:
-        """The repr of a decoded layout's JAX layout, as JAX's messages print it; made once
-        per decoded value (decoded values are kept per context: a repr costs several us)."""
-        texts: dict[int, tuple[Reg, str]] = context_caches.cache(
-            self.program.context, "layout reprs"
-        )
-        found = texts.get(id(value))
-        if found is None or found[0] is not value:
-            # (The value kept with its text: its id names no other while the entry lives.)
-            found = texts[id(value)] = (value, f"{value.layout}")
-        return found[1]
-
     def decode_transforms(self, attr: ir.Attribute) -> Smem:
         """The SMEM value of a transforms attribute (see ``encode.decode_transforms``)."""
         key = hash(attr)

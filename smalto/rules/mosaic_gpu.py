@@ -193,9 +193,11 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     layout = ctx.decode(op, op.operation.attributes["new_layout"])
     shape = ctx.program.values[op.operands[0]].shape
 
-    def jax_text() -> str:  # JAX's words (sic), for code written against its pass
+    def jax_text() -> str:
+        # JAX's words (sic), for code written against its pass, but for the layout: by
+        # name, as smalto names it, where JAX prints its repr (hundreds of characters).
         return (
-            f"Cannot cast to layout {ctx.layout_repr(layout)}: the layout is notcompatible "
+            f"Cannot cast to layout {layout_text(layout)}: the layout is notcompatible "
             f"with the operand shape {shape} in {op.operation}."
         )
 

@@ -97,6 +97,7 @@ KINDS = {
     # A layout or tiling the shape cannot take; a 1x64 value broadcast along its unit dim
     # (no tiled layout does it; the iota's `layout=` is not the cause).
     "cast_does_not_fit.mlir": ["SM008"],
+    "pallas_small_tile_cast_to_wgmma.mlir": ["SM008"],
     "with_transforms_does_not_fit.mlir": ["SM008"],
     "words_iota_mask_in_row_layout.mlir": ["SM008"],
     # One ref (a wgmma's two operands, an inline_mgpu's ref passed twice) with two

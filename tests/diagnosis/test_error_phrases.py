@@ -46,7 +46,8 @@ CASES = {
         "You need to prove the divisibility of index 0 using pl.multiple_of",
         True,
     ),
-    "cast_does_not_fit": ("Cannot cast to layout TiledLayout(", False),
+    # (JAX prints the layout's repr where smalto names it: WGMMA.)
+    "cast_does_not_fit": ("Cannot cast to layout ", False),
     "with_transforms_does_not_fit": (
         "Cannot apply tiling TileTransform(tiling=(8, 64), rounding=None) with 128 swizzle to "
         "memref with shape (4, 64).",
@@ -97,6 +98,18 @@ def test_fails_like_jax_then_says_more(name: str) -> None:
         assert jax_message in message
     # ... and then smalto's own account, naming the op and where it is.
     assert "kernel.py:" in message.split(phrase, 1)[1] or "kernel.py:" in message
+
+
+def test_a_cast_that_does_not_fit_is_refused_in_jax_s_words_with_the_layout_named() -> None:
+    """JAX's sentence word for word (its typo and its print of the op included), but for
+    the layout: named as smalto names it, not by its repr of hundreds of characters."""
+    jax_error, ours = _both((UNSAT / "cast_does_not_fit.mlir").read_text(), arch=(9, 0))
+    jax_message = str(jax_error)
+    layout_repr = jax_message.removeprefix("Cannot cast to layout ").split(": the layout", 1)[0]
+    assert layout_repr.startswith("TiledLayout(") and len(layout_repr) > 100
+    first = str(ours).splitlines()[0]
+    assert first == f"{smalto.FAILURE_PREFIX}: " + jax_message.replace(layout_repr, "WGMMA")
+    assert "the layout is notcompatible with the operand shape (32, 32) in %0 = " in first
 
 
 def test_the_generic_phrase_is_jax_s_whole_message() -> None:

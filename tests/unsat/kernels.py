@@ -327,6 +327,20 @@ def tmem_store_strided(a: jax.Array, b: jax.Array, bias: jax.Array) -> jax.Array
 
 
 # name -> (kernel, arguments, arch)
+def small_tile_cast_to_wgmma(x: jax.Array) -> jax.Array:
+    """A 32-row tile cast to the WGMMA layout, whose tiles have 64 rows."""
+
+    def body(x_gmem, out_gmem, x_smem, barrier):
+        plgpu.copy_gmem_to_smem(x_gmem, x_smem, barrier)
+        plgpu.barrier_wait(barrier)
+        x = plgpu.layout_cast(x_smem[...], plgpu.Layout.WGMMA)
+        out_gmem[...] = x * 2.0
+
+    return _kernel(
+        body, _sds(*x.shape), scratch_types=[plgpu.SMEM(x.shape, x.dtype), plgpu.Barrier()]
+    )(x)
+
+
 KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, int]]] = {
     "row_sum_cast_to_columns": (row_sum_cast_to_columns, (_sds(128, 128),), HOPPER),
     "column_max_cast_to_rows": (
@@ -334,6 +348,7 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
         (_sds(64, 128, dtype=jnp.bfloat16),),
         HOPPER,
     ),
+    "small_tile_cast_to_wgmma": (small_tile_cast_to_wgmma, (_sds(32, 128),), HOPPER),
     "wgmma_then_strided": (
         wgmma_then_strided,
         (_sds(64, 64, dtype=jnp.float16), _sds(64, 128, dtype=jnp.float16)),
