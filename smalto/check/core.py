@@ -57,7 +57,9 @@ NOT_ANNOTATED = -1
 # --- site layouts ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Compared and hashed by identity (three instances): the checker keys dictionaries by
+# family for every annotated op, and a dataclass's own hash is a Python call.
+@dataclass(frozen=True, slots=True, eq=False)
 class Family:
     suffix: str  # attribute name after ``in_``/``out_``
     what: str  # how messages call the values

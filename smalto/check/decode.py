@@ -29,9 +29,11 @@ from smalto.hw.values import Reg, Tmem
 from smalto.program.view import Op, Value
 
 _FAMILIES = (LAYOUTS, TMEM, TRANSFORMS)
-# The attribute of each role and family: ``in_layouts``, ``out_tmem_layouts``, ...
-_NAMES = {
-    (role, family): f"{PREFIX[role]}_{family.suffix}" for role in (IN, OUT) for family in _FAMILIES
+# Per role, each family with its attribute's name (``in_layouts``, ``out_tmem_layouts``,
+# ...), in the order the families are read.
+_FAMILY_NAMES = {
+    role: tuple((family, f"{PREFIX[role]}_{family.suffix}") for family in _FAMILIES)
+    for role in (IN, OUT)
 }
 _NONE: list[int] = []
 
@@ -46,9 +48,8 @@ def decode(c: Checker, op: Op) -> None:
             found = family_of(values[v])
             if found is not None:
                 by_family.setdefault(found, []).append(i)
-        for family in _FAMILIES:
+        for family, name in _FAMILY_NAMES[role]:
             positions = by_family.get(family, _NONE)
-            name = _NAMES[role, family]
             if name not in attributes:
                 if positions:
                     c.report(op, f"has no {name} for its {len(positions)} {family.what}(s)")

@@ -20,6 +20,7 @@ what was missing for the command to report.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
@@ -54,13 +55,16 @@ class Sources:
 
     def find(self, file: str) -> Path | None:
         """Where ``file`` (as a location names it) is on this machine; None if nowhere."""
-        named = Path(file)
-        candidates = [named]
+        # (Strings and ``os.path``: pathlib's objects cost several times the look itself,
+        # and a file not found is looked for once per message.)
+        name = Path(file).name
+        candidates = [file]
         for directory in self.directories:
-            if not named.is_absolute():
-                candidates.append(directory / named)
-            candidates.append(directory / named.name)
-        return next((c for c in candidates if c.is_file()), None)
+            if not os.path.isabs(file):
+                candidates.append(os.path.join(directory, file))
+            candidates.append(os.path.join(directory, name))
+        found = next((c for c in candidates if os.path.isfile(c)), None)
+        return None if found is None else Path(found)
 
     def lines(self, file: str) -> list[str] | None:
         """The lines of ``file``; None (and it is counted as missing) if it is not found.
