@@ -20,7 +20,7 @@ from typing import cast
 
 from jax._src.lib.mlir import ir
 
-from smalto.program import context_caches
+from smalto.basics import percontext
 from smalto.program.type_facts import facts_by_text, memory_spaces
 from smalto.program.view import (
     OPAQUE_REGIONS,
@@ -177,10 +177,10 @@ class _Reader:
         top: list[int] = []
         context = module.context
         # Types are unique in their context: their facts are kept with it.
-        self.tables.type_cache = context_caches.cache(context, "type facts")
+        self.tables.type_cache = percontext.cache(context, "type facts")
         # SMEM, TMEM and cluster SMEM, parsed once in the module's context: what
         # classifies a memref type (here, and later in the view, maybe outside it).
-        spaces = context_caches.cache(context, "memory spaces")
+        spaces = percontext.cache(context, "memory spaces")
         found = spaces.get("spaces")
         if found is None:
             found = spaces["spaces"] = memory_spaces()

@@ -13,6 +13,7 @@ from typing import Literal, cast, overload
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics import percontext
 from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
@@ -30,7 +31,6 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program import context_caches
 from smalto.program.view import Kind, Op, Program, Value
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
@@ -70,22 +70,18 @@ class RuleContext:
         # Decoded layout and transform attributes: kernels repeat a few, and
         # decoding one through JAX costs far more than a dictionary lookup.
         # Attributes are unique in their context: keyed by hash, kept with it.
-        self._layouts: dict[tuple[int, bool], Const] = context_caches.cache(
+        self._layouts: dict[tuple[int, bool], Const] = percontext.cache(
             program.context, "decoded layouts"
         )
-        self._transforms: dict[int, Smem] = context_caches.cache(
-            program.context, "decoded transforms"
-        )
-        self._ints: dict[int, tuple[int, ...]] = context_caches.cache(
-            program.context, "integer arrays"
-        )
-        self._int_values: dict[int, int] = context_caches.cache(program.context, "integers")
-        self._splat_constants: dict[int, bool] = context_caches.cache(
+        self._transforms: dict[int, Smem] = percontext.cache(program.context, "decoded transforms")
+        self._ints: dict[int, tuple[int, ...]] = percontext.cache(program.context, "integer arrays")
+        self._int_values: dict[int, int] = percontext.cache(program.context, "integers")
+        self._splat_constants: dict[int, bool] = percontext.cache(
             program.context, "splat constants"
         )
         # Splat layouts by shape: kernels repeat a few shapes, and making one
         # runs JAX's code, seldom warm by the time a rule asks again.
-        self._splats: dict[tuple[int, ...], Reg] = context_caches.cache(
+        self._splats: dict[tuple[int, ...], Reg] = percontext.cache(
             program.context, "splat layouts"
         )
         self._segment_sizes: dict[int, tuple[int, ...]] = {}

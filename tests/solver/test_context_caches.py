@@ -1,13 +1,13 @@
-"""The per-context caches kept for the context last asked about, and what a refusal reads
-of locations and types through them (issue #33 point 8: a refusal raises quickly).
+"""The per-context caches, found at once for the context last asked about, and what a
+refusal reads of locations and types through them (issue #33 point 8: a refusal raises
+quickly).
 
-``smalto.program.context_caches.cache`` must hand out exactly
-``percontext.cache``'s dicts (one per context and name, emptied at the
-bound), only faster when the same context is asked about again; a context
-that died, or another one, gets its own. ``locations.frames`` answers by a
-class test where the bindings cast locations already, the same frames as
-before for every kind of location; ``validate`` asks a type's problem once
-per type text.
+``percontext.cache`` hands out one dict per context and name (emptied at the
+bound), the same whether the context was the last asked about (kept at hand)
+or looked up; a context that died, or another one, gets its own.
+``locations.frames`` answers by a class test where the bindings cast
+locations already, the same frames as before for every kind of location;
+``validate`` asks a type's problem once per type text.
 """
 
 from __future__ import annotations
@@ -19,41 +19,45 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
 from smalto.pipeline import validate
-from smalto.program import context_caches
 from smalto.program.reader import read_program
 from smalto.source.locations import FilePosition, frames, location_name, location_text
 
 
-def test_the_same_dicts_as_percontext_per_context_and_name() -> None:
+def test_one_dict_per_context_and_name_whichever_was_asked_last() -> None:
     # (Not JAX's ``make_ir_context``: it hands out one context ten times.)
     first, second = ir.Context(), ir.Context()
-    layouts = context_caches.cache(first, "test layouts")
-    assert layouts is percontext.cache(first, "test layouts")
+    layouts = percontext.cache(first, "test layouts")
     layouts[1] = "one"
-    assert context_caches.cache(first, "test layouts") is layouts
-    # Another context (asked in between): its own cache, then the first's again.
-    other = context_caches.cache(second, "test layouts")
+    assert percontext.cache(first, "test layouts") is layouts  # kept at hand
+    # Another context (asked in between): its own cache, then the first's again, looked up.
+    other = percontext.cache(second, "test layouts")
     assert other is not layouts and other == {}
-    assert context_caches.cache(first, "test layouts") is layouts
-    assert context_caches.cache(first, "test other") is not layouts
+    assert percontext.cache(first, "test layouts") is layouts
+    assert percontext.cache(first, "test other") is not layouts
+    assert percontext.cache(second, "test layouts") is other
+    # What is kept at hand is the context's own entry: a name first asked for at hand is
+    # found when the context is looked up again.
+    made_at_hand = percontext.cache(second, "test made at hand")
+    percontext.cache(first, "test layouts")
+    assert percontext.cache(second, "test made at hand") is made_at_hand
 
 
-def test_a_cache_at_the_bound_is_replaced_as_percontext_does() -> None:
+def test_a_cache_at_the_bound_is_replaced() -> None:
     context = ir.Context()
-    full = context_caches.cache(context, "test bounded")
+    full = percontext.cache(context, "test bounded")
     full.update((i, i) for i in range(percontext._LIMIT))
-    fresh = context_caches.cache(context, "test bounded")
+    fresh = percontext.cache(context, "test bounded")
     assert fresh is not full and fresh == {}
     assert percontext.cache(context, "test bounded") is fresh
 
 
 def test_a_dead_context_is_a_miss() -> None:
     context = ir.Context()
-    context_caches.cache(context, "test dead")[0] = "kept"
+    percontext.cache(context, "test dead")[0] = "kept"
     del context
     gc.collect()
     again = ir.Context()
-    assert context_caches.cache(again, "test dead") == {}
+    assert percontext.cache(again, "test dead") == {}
 
 
 def test_frames_of_every_kind_of_location() -> None:
