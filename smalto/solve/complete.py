@@ -22,7 +22,7 @@ from smalto.constraints.language import Constraint, GmemTransfer
 from smalto.hw.values import Const
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
-from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason, deep_recursion
+from smalto.solve.propagation import Conflict, DeepRecursion, FuelExhausted, Propagation, Reason
 
 # Domains shared by the searches of many small systems cut from one kernel (a
 # diagnosis's minimal-core search): by the values a system mentions, the layouts offered
@@ -66,7 +66,7 @@ class CompleteSearch:
         state.limit = fuel
         state.work_limit = sys.maxsize
         state.conflict = None
-        with deep_recursion(state):
+        with DeepRecursion(state):
             if not self._start_complete_phase():
                 return False
             self._prepare_domains()

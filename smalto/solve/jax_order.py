@@ -29,7 +29,7 @@ from smalto.hw.values import Const, Reg, Tmem
 from smalto.program.view import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import HOLDS, judge, simplify
-from smalto.solve.propagation import FuelExhausted, Propagation, Reason, deep_recursion
+from smalto.solve.propagation import DeepRecursion, FuelExhausted, Propagation, Reason
 
 # Attempts the JAX-ordered search may take before the domain search takes over,
 # beyond one per variable left open by the propagation before the first
@@ -209,7 +209,7 @@ class JaxOrderSearch:
         self.checkpoint = checkpoint
         # Met where the work passes the checkpoint, else the budget (``_out_of_work``).
         state.work_limit = budget if self.checkpoint is None else self.checkpoint.work
-        with deep_recursion(state):
+        with DeepRecursion(state):
             try:
                 if self._search():
                     state.jax_answer_breaks = self._broken_requirements()
