@@ -35,6 +35,11 @@ from smalto.pipeline.steps import (
     write,
 )
 from smalto.program.view import Program
+
+# (Imported with the pass, not at its first failure: a kernel's first refusal in a process
+# would pay for the import, 2.4 ms, where JAX's pass raises in 1; importing smalto costs
+# some 800 ms.)
+from smalto.rescue import rescue
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
 from smalto.source.tracebacks import with_op_traceback
@@ -78,10 +83,6 @@ def solve_module(
     # The rescues the caller turned on, by their keyword (see ``smalto.rescue``).
     wanted = {"rewrite": rewrite, "allow_unoptimized": allow_unoptimized}
     if any(wanted.values()):
-        # Only here, where the module has no layouts: a module that infers never
-        # even imports the rescues.
-        from smalto.rescue import rescue
-
         rescued, notes = rescue(
             module,
             failure,
