@@ -15,13 +15,12 @@ share the reader's tables, so they stay in one module.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import cast
 
 from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
-from smalto.program.type_facts import facts_by_text, memory_spaces
+from smalto.program.type_facts import facts_by_text
 from smalto.program.view import (
     OPAQUE_REGIONS,
     Kind,
@@ -29,7 +28,6 @@ from smalto.program.view import (
     Producer,
     Program,
     Tables,
-    TypeInfo,
     UnshapedValue,
     Value,
 )
@@ -119,7 +117,7 @@ class _Reader:
         else:
             self.roles = _roles_by_consumers.setdefault(consumers, {})
         # The view's tables, filled by the walk and handed over whole.
-        tables = self.tables = Tables(by_hash=by_hash, facts=_no_facts_yet)
+        tables = self.tables = Tables(by_hash=by_hash, facts=facts_by_text)
         self.key, self.classify = tables.key, tables.classify
         self.operations, self.names, self.parents = tables.operations, tables.names, tables.parents
         self.operands, self.results, self.regions = tables.operands, tables.results, tables.regions
@@ -178,14 +176,6 @@ class _Reader:
         context = module.context
         # Types are unique in their context: their facts are kept with it.
         self.tables.type_cache = percontext.cache(context, "type facts")
-        # SMEM, TMEM and cluster SMEM, parsed once in the module's context: what
-        # classifies a memref type (here, and later in the view, maybe outside it).
-        spaces = percontext.cache(context, "memory spaces")
-        found = spaces.get("spaces")
-        if found is None:
-            found = spaces["spaces"] = memory_spaces()
-        # ``partial(tuple, found)``: a callable that returns ``found`` with no Python frame.
-        self.tables.facts = partial(facts_by_text, spaces=partial(tuple, found))
         # (The body's op list read once: each read is a binding call.)
         body = module.body.operations
         self.stack.append(_Frame(None, [top], [len(body)]))
@@ -453,10 +443,6 @@ _FEW_USERS = 4
 _READ_OPERANDS, _REGIONS, _OPAQUE = 1, 2, 4
 _roles_by_consumers: dict[frozenset[str], dict[str, int]] = {}
 _roles_reading_all: dict[str, int] = {}
-
-
-def _no_facts_yet(ty: ir.Type) -> TypeInfo:
-    raise AssertionError("smalto bug: a type classified before the walk knew the context")
 
 
 def read_program(module: ir.Module, consumers: frozenset[str] | None = None) -> Program:

@@ -7,15 +7,10 @@ and here by the type's text, across contexts): the bindings are slow to ask.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
 from smalto.program.view import Kind, TypeInfo
-
-Spaces = tuple[ir.Attribute, ir.Attribute, ir.Attribute]
-
 
 # What each vector or memref type tells, by its text (an immutable key; the
 # values are tuples). Bounded, lest a long session grow it.
@@ -23,13 +18,12 @@ _INFO_LIMIT = 4096
 _info_by_text: dict[str, TypeInfo] = {}
 
 
-def memory_spaces() -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
-    # Attributes belong to a context; parse them in the current one.
-    return (
-        ir.Attribute.parse("#gpu.address_space<workgroup>"),
-        ir.Attribute.parse("#mosaic_gpu.tmem"),
-        ir.Attribute.parse("#mosaic_gpu.smem_cluster"),
-    )
+# Where a memref lives, by its memory space as the bindings print it (canonical, so the
+# same text is the same attribute): read once per distinct type, with no attribute to
+# parse in each context (parsing ``#gpu.address_space`` first in a context costs some
+# 0.2 ms).
+_SMEM_SPACES = frozenset({"#gpu.address_space<workgroup>", "#mosaic_gpu.smem_cluster"})
+_TMEM_SPACE = "#mosaic_gpu.tmem"
 
 
 def element_bitwidth(element_type: ir.Type) -> int | None:
@@ -54,7 +48,7 @@ def element_bitwidth(element_type: ir.Type) -> int | None:
     return width if width > 0 and width.bit_count() == 1 else None
 
 
-def facts_by_text(ty: ir.Type, spaces: Callable[[], Spaces]) -> TypeInfo:
+def facts_by_text(ty: ir.Type) -> TypeInfo:
     """What a vector or memref type tells (``shaped_type_facts``), kept by the type's text.
 
     Across modules (and contexts), by the type's text: printing a type costs a
@@ -63,27 +57,26 @@ def facts_by_text(ty: ir.Type, spaces: Callable[[], Spaces]) -> TypeInfo:
     text = str(ty)
     facts = _info_by_text.get(text)
     if facts is None:
-        facts = shaped_type_facts(ty, spaces)
+        facts = shaped_type_facts(ty)
         if len(_info_by_text) >= _INFO_LIMIT:
             _info_by_text.clear()
         _info_by_text[text] = facts
     return facts
 
 
-def shaped_type_facts(ty: ir.Type, spaces: Callable[[], Spaces]) -> TypeInfo:
-    """What a vector or memref type tells; ``spaces``: SMEM, TMEM and cluster SMEM
-    in the type's context (asked for memrefs only)."""
+def shaped_type_facts(ty: ir.Type) -> TypeInfo:
+    """What a vector or memref type tells."""
     if isinstance(ty, ir.VectorType):
         vty = ir.VectorType(ty)
         return (Kind.VECTOR, tuple(vty.shape), element_bitwidth(vty.element_type), None, False)
-    smem, tmem, smem_cluster = spaces()
     mty = ir.MemRefType(ty)
     kind, transformable = Kind.OTHER, False
     space = mty.memory_space
-    if space is not None and (space == smem or space == smem_cluster):
+    space_text = None if space is None else str(space)
+    if space_text in _SMEM_SPACES:
         kind = Kind.SMEM
         transformable = not isinstance(mty.element_type, mgpu.BarrierType)
-    elif space is not None and space == tmem:
+    elif space_text == _TMEM_SPACE:
         kind = Kind.TMEM
     try:
         strides: tuple[int, ...] | None = tuple(mty.get_strides_and_offset()[0])
