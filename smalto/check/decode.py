@@ -115,6 +115,18 @@ def decode_entry(
     return layout
 
 
+def attribute_value(c: Checker, attr: ir.Attribute, family: Family) -> Layout:
+    """What an op's own layout (or transforms) attribute says, as its sites' entries are
+    read: once per context, by the attribute's hash (the same value object for the same
+    attribute, so a site that has it compares equal at once). Raises where it cannot
+    be read."""
+    key = (hash(attr), family.suffix)
+    layout = c.decoded.get(key)
+    if layout is None:
+        layout = c.decoded[key] = _decoded(attr, family)
+    return layout
+
+
 def _decoded(entry: ir.Attribute, family: Family) -> Layout:
     """What an entry of ``family`` says, read from it alone (raises where it cannot be read)."""
     if family is LAYOUTS:

@@ -6,19 +6,20 @@ The solver's statement: ``smalto.rules.mosaic_gpu`` (``vector_concat``:
 
 from __future__ import annotations
 
+from typing import cast
+
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-from smalto.check.core import IN, OUT, Checker, bool_attr, ints, rule, untiled
-from smalto.check.decode import transforms_valid
+from smalto.check.core import IN, LAYOUTS, OUT, TRANSFORMS, Checker, bool_attr, ints, rule, untiled
+from smalto.check.decode import attribute_value, transforms_valid
 from smalto.check.mma import mma_operand
 from smalto.check.names import describe, describe_apart
 from smalto.check.relayouts import relayout_allowed
 from smalto.check.semantics import reduce_layout, swap, transposed
-from smalto.check.smem import Transforms, decode_transforms
+from smalto.check.smem import Transforms
 from smalto.check.transfers import gmem_transfer_problem, smem_transfer_problem
-from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg
 from smalto.program.view import Kind, Op
@@ -155,7 +156,7 @@ def _optimization_barrier(c: Checker, op: Op) -> None:
 
 @rule("mosaic_gpu.layout_cast")
 def _layout_cast(c: Checker, op: Op) -> None:
-    wanted = Reg(encode.decode_layout(op.operation.attributes["new_layout"]))
+    wanted = attribute_value(c, op.operation.attributes["new_layout"], LAYOUTS)
     c.expect(op, OUT, 0, wanted, "the result of the cast")
     source, result = c.reg(op, IN, 0), c.reg(op, OUT, 0)
     if source is None or result is None:
@@ -285,7 +286,7 @@ def _cluster_cancel(c: Checker, op: Op) -> None:
 @rule("mosaic_gpu.with_transforms")
 def _with_transforms(c: Checker, op: Op) -> None:
     """The ref takes the transforms as given (jax 0.12.0.1), if it can."""
-    given = decode_transforms(op.operation.attributes["transforms"])
+    given = cast(Transforms, attribute_value(c, op.operation.attributes["transforms"], TRANSFORMS))
     transforms_valid(c, op, "the transforms attribute", c.value(op, IN, 0), given)
     for role in (IN, OUT):
         c.expect(op, role, 0, given, "the ref given transforms")

@@ -12,15 +12,16 @@ from jax.experimental.mosaic.gpu import tcgen05
 from smalto.check.core import (
     IN,
     OUT,
+    TMEM,
     Checker,
     bool_attr,
     rule,
     untiled,
 )
+from smalto.check.decode import attribute_value
 from smalto.check.mma import mma_operand
 from smalto.check.names import describe
 from smalto.check.semantics import reduce_layout, transposed
-from smalto.hw import encode
 from smalto.hw import layouts as hl
 from smalto.hw.transfers import tmem_transfer_supported
 from smalto.hw.values import Reg, Tmem
@@ -41,7 +42,7 @@ def _tmem_alloc(c: Checker, op: Op) -> None:
 
 @rule("mosaic_gpu.tmem_layout_cast")
 def _tmem_layout_cast(c: Checker, op: Op) -> None:
-    wanted = Tmem(encode.decode_tmem_layout(op.operation.attributes["new_layout"]))
+    wanted = attribute_value(c, op.operation.attributes["new_layout"], TMEM)
     for role in (IN, OUT):
         c.expect(op, role, 0, wanted, "a ref cast to a TMEM layout")
 
