@@ -17,6 +17,8 @@ from typing import cast
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import gpu
 
+from smalto.program.view import Program
+
 # The ops whose lowering requires the kernel to be collective throughout or not at all
 # (``LoweringContext.check_collective``): a requirement not about layouts, so not the
 # checker's, but one no edit of a layout annotation changes.
@@ -101,17 +103,16 @@ def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
     return True, ""
 
 
-def collective_mixed(module: ir.Operation) -> bool:
-    """Whether JAX's lowering rejects ``module`` for mixing collective and 1-CTA ops (one of
-    ``_COLLECTIVE_CHECKED`` says ``collective = true``, another ``false``)."""
+def collective_mixed(program: Program) -> bool:
+    """Whether JAX's lowering rejects the module read into ``program`` for mixing collective
+    and 1-CTA ops (one of ``_COLLECTIVE_CHECKED`` says ``collective = true``, another
+    ``false``). Found by the ops' names, then the attributes of those few ops."""
     seen: set[bool] = set()
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _COLLECTIVE_CHECKED and "collective" in op.attributes:
-            seen.add(bool(ir.BoolAttr(op.attributes["collective"]).value))
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for oid, name in enumerate(program.op_names):
+        if name in _COLLECTIVE_CHECKED:
+            attributes = program.ops[oid].operation.attributes
+            if "collective" in attributes:
+                seen.add(bool(ir.BoolAttr(attributes["collective"]).value))
     return len(seen) > 1
 
 

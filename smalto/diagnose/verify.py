@@ -324,7 +324,7 @@ def works_on_copy(
         if not lower:
             # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
             # kernel collective throughout or not at all (none changes it, so none fixes it).
-            if collective_mixed(clone.operation):
+            if collective_mixed(inference.program):
                 return Verdict(False, False, COLLECTIVE_MIXED, needs_smalto)
             return Verdict(True, needs_smalto=needs_smalto)
         lowered, why = jax_lowering_accepts(clone.operation)

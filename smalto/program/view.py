@@ -468,6 +468,11 @@ class Program:
         """Ops in pre-order (the order ids were given in)."""
         return list(self.ops)
 
+    @property
+    def op_names(self) -> Sequence[str]:
+        """Every op's name, by id (no ``Op`` made: to find the few ops of some names)."""
+        return self._tables.names
+
     def find(self, value: ir.Value) -> int | None:
         """The id of a bindings' value, if the view has registered it."""
         return self._tables.value_ids.get(self._tables.key(value))
