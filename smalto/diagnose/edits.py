@@ -13,7 +13,7 @@ which are their pre-order positions: the same in a clone of the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
@@ -44,6 +44,31 @@ class Edit:
     argument: int | None = None  # the operand (or result) index the entry is for
     value: int | None = None  # ADD_CAST: the value cast
     use: tuple[int, int] | None = None  # ADD_CAST: only this (op, operand) use; None: every use
+    # The hash, made once: an edit keys the caches of its words and its trial, asked
+    # several times per edit (a dataclass hashes a tuple of every field each time).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_hash",
+            hash(
+                (
+                    self.kind,
+                    self.ops,
+                    self.old,
+                    self.new,
+                    self.attribute,
+                    self.position,
+                    self.argument,
+                    self.value,
+                    self.use,
+                )
+            ),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def attribute_of(value: Const, cache: AttributeCache) -> ir.Attribute:
