@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
@@ -224,9 +224,14 @@ def smem_name(value: Smem) -> str:
     return f"{tiled} + swizzle {value.swizzle}"
 
 
+@lru_cache(maxsize=4096)
 def describe_value(value: Const) -> str:
     """A layout value by name (``WGMMA``, ``splat``, ``strided ×2``, ``TMEM half_lane``,
-    ``tiled 8×64 + swizzle 128``), else in a compact form."""
+    ``tiled 8×64 + swizzle 128``), else in a compact form.
+
+    (Kept per value: a message names its few layouts many times, and finding a tiled
+    layout's name hashes JAX's layout, a walk over its tiling; values hash once.)
+    """
     match value:
         case Reg(layout=fa.WGSplatFragLayout()):
             return "splat"
