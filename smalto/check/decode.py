@@ -84,7 +84,6 @@ def decode_entry(
     c: Checker, op: Op, role: int, index: int, family: Family, entry: ir.Attribute
 ) -> Layout | None:
     value = c.value(op, role, index)
-    where = f"{ROLE[role]} #{index}"
     # Attributes are unique in their context: its hash names an entry, read once per
     # context (a verified edit's copy repeats its module's), as the reading alone says.
     key = (hash(entry), family.suffix)
@@ -93,14 +92,17 @@ def decode_entry(
         try:
             layout = _decoded(entry, family)
         except Exception as error:  # noqa: BLE001 -- any undecodable entry is a finding
+            where = _site(role, index)
             c.report(op, f"cannot read the {family.suffix} entry of {where} ({entry}): {error}")
             return None
         c.decoded[key] = layout
     if isinstance(layout, Transforms):
-        return layout if transforms_valid(c, op, where, value, layout) else None
+        return layout if transforms_valid(c, op, _site(role, index), value, layout) else None
     if not hl.fits(layout, value.shape):
         laid_out = describe(layout, with_shape=True)  # a splat's or strided layout's own shape
-        c.report(op, f"{where} of shape {value.shape} cannot be laid out as {laid_out}")
+        c.report(
+            op, f"{ROLE[role]} #{index} of shape {value.shape} cannot be laid out as {laid_out}"
+        )
         return None
     if isinstance(layout, Tmem) and not hl.tmem_fits(layout, value.shape, value.bitwidth):
         # TMEMLayout.check_type, run wherever the lowering builds a TMEM ref.
@@ -108,11 +110,16 @@ def decode_entry(
         sizes = "1 element" if packed == 1 else f"1 or {packed} elements"
         c.report(
             op,
-            f"{where} ({value.type}) cannot be laid out as {describe(layout)}: a TMEM layout of "
-            f"{value.bitwidth}-bit elements has vectors of {sizes}",
+            f"{_site(role, index)} ({value.type}) cannot be laid out as {describe(layout)}: a TMEM "
+            f"layout of {value.bitwidth}-bit elements has vectors of {sizes}",
         )
         return None
     return layout
+
+
+def _site(role: int, index: int) -> str:
+    """How a report names an entry's site, ``operand #1`` (made only for a report)."""
+    return f"{ROLE[role]} #{index}"
 
 
 def attribute_value(c: Checker, attr: ir.Attribute, family: Family) -> Layout:
