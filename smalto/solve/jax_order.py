@@ -316,10 +316,14 @@ class JaxOrderSearch:
             queue: list[int] = []
             if state._assign(var, value, queue):
                 state.reason[state.root[var]] = Reason("chosen", source)
-                if state._propagate(queue) and self._search(
-                    first_open, first_unset, self._child_scan(scan, mark)
-                ):
-                    return True
+                if state._propagate(queue):
+                    if state.unassigned == 0:
+                        # The decision below would find every variable set, and answer
+                        # at once: answered here, without the scan it would inherit.
+                        if not any(state.open):
+                            return True
+                    elif self._search(first_open, first_unset, self._child_scan(scan, mark)):
+                        return True
             state._undo(mark)
         return False
 
