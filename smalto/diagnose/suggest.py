@@ -35,7 +35,7 @@ from smalto.pipeline.describe import Namer
 from smalto.program.view import Op, Program
 from smalto.rewrite.transfers import describe_ops
 from smalto.source.files import Sources
-from smalto.source.locations import file_position, location_text, op_text
+from smalto.source.locations import FilePosition, file_position, location_text, op_text
 from smalto.source.pallas_edits import (
     SourceChange,
     StatementEdit,
@@ -247,6 +247,10 @@ class EditWords:
         self.namer = namer
         self.sources = namer.sources or Sources()
         self._statements: dict[Edit, tuple[str, StatementEdit] | None] = {}
+        # Per op id, its place in words and its file position: the words of an edit name
+        # its op several times, and each reads the op's location through the bindings.
+        self._places: dict[int, str] = {}
+        self._positions: dict[int, FilePosition | None] = {}
 
     def statement(self, edit: Edit) -> tuple[str, StatementEdit] | None:
         """The user's statement the edit changes, as written and edited, and its file: a
@@ -259,7 +263,7 @@ class EditWords:
 
     def _statement(self, edit: Edit) -> tuple[str, StatementEdit] | None:
         op = self.program.ops[edit.ops[0]]
-        position = file_position(op.location)
+        position = self.position(op.id)
         if position is None or position.file == "-":
             return None
         lines = self.sources.lines(position.file)
@@ -297,7 +301,16 @@ class EditWords:
         return tuple(changes)
 
     def where(self, op_id: int) -> str:
-        return location_text(self.program.ops[op_id].location)
+        place = self._places.get(op_id)
+        if place is None:
+            place = self._places[op_id] = location_text(self.program.ops[op_id].location)
+        return place
+
+    def position(self, op_id: int) -> FilePosition | None:
+        """The op's position in the user's files (``locations.file_position``)."""
+        if op_id not in self._positions:
+            self._positions[op_id] = file_position(self.program.ops[op_id].location)
+        return self._positions[op_id]
 
     def suggested(self, edit: Edit, needs_smalto: bool = False) -> SuggestedEdit:
         ops = [(self.program.ops[i].name, self.where(i)) for i in edit.ops]
@@ -332,7 +345,7 @@ class EditWords:
 
     def snippet(self, edit: Edit) -> str | None:
         """``kernels.py:52 | <the line>``: the user's line the edit changes, where found."""
-        position = file_position(self.program.ops[edit.ops[0]].location)
+        position = self.position(edit.ops[0])
         if position is None or position.file == "-":
             return None
         line = self.sources.line(position.file, position.line)
