@@ -39,8 +39,10 @@ from dataclasses import dataclass, field
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import clone_module
+from smalto.check import check
 from smalto.constraints.language import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
+from smalto.diagnose.jax_lowering import COLLECTIVE_MIXED, collective_mixed, jax_lowering_accepts
 from smalto.pipeline.steps import Failure, Inference, derive, solve, solve_copy, write
 from smalto.program.reader import read_program
 from smalto.program.view import Program
@@ -294,13 +296,6 @@ def works_on_copy(
     where it can run. ``decided``: the edited system as the derived system predicted it,
     solved; where the clone derives that very system, its solver is the clone's (the
     pass would decide it again, step for step), and the answer is written and checked."""
-    from smalto.check import check
-    from smalto.diagnose.jax_lowering import (
-        COLLECTIVE_MIXED,
-        collective_mixed,
-        jax_lowering_accepts,
-    )
-
     with module.context, ir.Location.unknown(module.context):
         clone = clone_module(module)
     try:
