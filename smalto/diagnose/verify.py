@@ -300,9 +300,11 @@ def works_on_copy(
         clone = clone_module(module)
     try:
         with clone.context, ir.Location.unknown(clone.context):
-            ops = ops_in_order(clone.operation)
             # (Edits that remove ops go last: the others name ops by position.)
-            for made in sorted((*background, edit), key=lambda e: e.kind == DROP):
+            edits = sorted((*background, edit), key=lambda e: e.kind == DROP)
+            # The ops up to the last one an edit names, by position (the walk stops there).
+            ops = ops_in_order(clone.operation, until=max(map(_last_op, edits)))
+            for made in edits:
                 apply(made, ops)
             # Decided as inference decides it (the widened search included).
             try:
@@ -330,6 +332,11 @@ def works_on_copy(
         return Verdict(False)
     finally:
         del clone
+
+
+def _last_op(edit: Edit) -> int:
+    """The last op (by position) an edit changes or names."""
+    return max((*edit.ops, edit.use[0] if edit.use is not None else 0))
 
 
 def _inference(clone: ir.Module, arch: tuple[int, int], decided: Decided | None) -> Inference:

@@ -13,6 +13,7 @@ read here, through the bindings, when first asked for.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -506,15 +507,20 @@ def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool
     return inside
 
 
-def ops_in_order(module: ir.Operation) -> list[ir.Operation]:
+def ops_in_order(module: ir.Operation, until: int | None = None) -> list[ir.Operation]:
     """The ops of a module's body (``module``: its ``builtin.module`` op) in pre-order:
-    index ``i`` is the op ``read_program`` gives id ``i``."""
+    index ``i`` is the op ``read_program`` gives id ``i``. With ``until``, the walk stops
+    once it has that op (the ops past it are not listed)."""
     ops: list[ir.Operation] = []
+    advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
+    count = sys.maxsize if until is None else until + 1
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         ops.append(op)
-        return ir.WalkResult.ADVANCE
+        return interrupt if len(ops) >= count else advance
 
     for top in module.regions[0].blocks[0].operations:
         top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        if len(ops) >= count:
+            break
     return ops
