@@ -15,6 +15,7 @@ change of the author's own code first.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
@@ -378,10 +379,15 @@ def _alike_transforms(program: Program, op_id: int) -> tuple[int, ...]:
     )
 
 
+@lru_cache(maxsize=1024)
 def register_targets(
     shape: tuple[int, ...], bitwidth: int | None, arch: tuple[int, int]
-) -> list[Reg]:
-    """The named register layouts of ``arch`` a value of this shape and width can take."""
+) -> tuple[Reg, ...]:
+    """The named register layouts of ``arch`` a value of this shape and width can take.
+
+    (Kept per type: a value of JAX's layouts hashes its layout when made, a walk over
+    its tiling, and a diagnosis asks for the targets of the few types it edits again.)
+    """
     # Blackwell's own layouts first: there, TMEM and tcgen05 speak them.
     order = HOPPER_NAMES if arch[0] < 10 else sorted(REGISTER_LAYOUTS, key=_hopper_name)
     names = [
@@ -397,7 +403,7 @@ def register_targets(
     strided = hl.default_strided(shape, bitwidth)
     if strided is not None:
         targets.append(strided)
-    return [t for t in targets if _fits_register(t, shape)]
+    return tuple(t for t in targets if _fits_register(t, shape))
 
 
 def _hopper_name(name: str) -> bool:
