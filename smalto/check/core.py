@@ -95,6 +95,8 @@ class Checker:
         # (op id, IN/OUT, operand/result index) -> the layout the attributes give it.
         self.sites: dict[tuple[int, int, int], Layout] = {}
         self.annotated: list[Op] = []
+        # The ops with a value that needs a layout (the only ones that may state some).
+        self.layout_ops = frozenset(program.layout_ops)
         # What each layout attribute entry reads as, by (its hash, family suffix): kept
         # with the context (attributes are unique in it), for every check run in it.
         self.decoded: dict[tuple[int, str], Layout] = percontext.cache(

@@ -35,12 +35,18 @@ _FAMILY_NAMES = {
     role: tuple((family, f"{PREFIX[role]}_{family.suffix}") for family in _FAMILIES)
     for role in (IN, OUT)
 }
+_ALL_NAMES = tuple(name for names in _FAMILY_NAMES.values() for _, name in names)
 _NONE: list[int] = []
 
 
 def decode(c: Checker, op: Op) -> None:
     values = c.program.values
     attributes = op.operation.attributes
+    if op.id not in c.layout_ops and not any(name in attributes for name in _ALL_NAMES):
+        # None of its values needs a layout (the program view says which ops have one,
+        # and proved it missed no use) and it states none: nothing to read. Most ops of a
+        # kernel are such, and reading their operands is a binding call each.
+        return
     for role, ids in ((IN, op.operands), (OUT, op.results)):
         # The positions of each family's values, in one pass over them.
         by_family: dict[Family, list[int]] = {}

@@ -244,6 +244,18 @@ def test_layouts_on_an_op_without_vectors() -> None:
     caught(module, "mosaic_gpu.slice_smem", "out_layouts has 1 entries for 0 vector(s)")
 
 
+def test_layouts_on_an_op_no_value_of_which_needs_one() -> None:
+    """An op the program view lists among none that carry layouts (the function's return)
+    stating some anyway: the checker reads it as it reads the others."""
+    module = annotated(POINTWISE)
+    set_attr(module, "func.return", "in_layouts", f"[{WGMMA}]")
+    caught(module, "func.return", "in_layouts has 1 entries for 0 vector(s)")
+    # (An empty list states nothing wrong.)
+    module = annotated(POINTWISE)
+    set_attr(module, "func.return", "out_transforms", "[]")
+    assert check(module, HOPPER) == []
+
+
 def test_layout_that_does_not_fit_the_shape() -> None:
     module = annotated(POINTWISE)
     set_entry(module, "arith.addf", "in_layouts", 0, strided((64, 64), 1))
