@@ -9,6 +9,12 @@ from types import FrameType
 from typing import Protocol, cast
 
 FAILURE_PREFIX = "Failed to infer a possible set of layouts"
+# What a message made when first read says of the kernel where the module has changed
+# since the pass refused it (its ops, which the diagnosis reads, may be gone).
+MODULE_CHANGED = (
+    "the module has changed since smalto's pass refused it, and the diagnosis reads its "
+    "ops: read the message before changing the module"
+)
 
 
 class _ArgsSlot(Protocol):
@@ -38,7 +44,8 @@ class InferenceError(ValueError):
     first read (JAX's phrase may print an op, which numbers the whole function:
     0.14 ms on a Pallas kernel of a hundred ops, on a path that should raise as
     soon as JAX's pass does). Like a diagnosis, it is made from the module as
-    it is when read.
+    it is when read; where its ops changed since (``Program.unchanged``), both
+    say so (``MODULE_CHANGED``) without reading them.
 
     With ``diagnose``, the reason and the conflict are made when first asked
     for (the message, ``reason``, ``conflict``, ``args``): a diagnosis costs

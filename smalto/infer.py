@@ -23,7 +23,7 @@ from smalto.constraints.language import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.diagnose.wrong import likely_culprit
-from smalto.errors import FAILURE_PREFIX, InferenceError
+from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError
 from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
@@ -137,8 +137,8 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
 
                 def suggest() -> None:
                     context, read = program.context, refused()
-                    if read is None:
-                        return
+                    if read is None or not program.unchanged():
+                        return  # (the rule's words say the module changed)
                     with context, ir.Location.unknown(context), CyclicGcPaused():
                         suggest_at_derivation(read, program, arch)
 
@@ -161,6 +161,8 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     sources = Sources()
 
     def diagnose() -> tuple[str, object]:
+        if not program.unchanged():
+            return f"({MODULE_CHANGED})", None  # (its ops may be gone: none read)
         # (Made when read, outside ``infer_layout``: the collector paused here too.)
         with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
             return describe_conflict(program, system, solver, sources)

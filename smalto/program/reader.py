@@ -462,6 +462,6 @@ def read_program(module: ir.Module, consumers: frozenset[str] | None = None) -> 
             reader = _Reader(by_hash=False, consumers=reading)
             top = reader.read(module)
         if reader.check_uses():
-            return Program(reader.tables, top, module.context)
+            return Program(reader.tables, top, module)
     # Reading every op's operands, each use is found.
     raise AssertionError("smalto bug: the program view misses uses of values needing layouts")

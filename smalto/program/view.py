@@ -449,11 +449,21 @@ class _Ops(Sequence[Op]):
 class Program:
     """All ops (pre-order) and values of a module, by integer id."""
 
-    __slots__ = ("ops", "values", "top_level", "layout_ops", "layout_types", "context", "_tables")
+    __slots__ = (
+        "ops",
+        "values",
+        "top_level",
+        "layout_ops",
+        "layout_types",
+        "module",
+        "context",
+        "_tables",
+    )
 
-    def __init__(self, tables: Tables, top_level: list[int], context: ir.Context) -> None:
+    def __init__(self, tables: Tables, top_level: list[int], module: ir.Module) -> None:
         self._tables = tables
-        self.context = context
+        self.module = module  # the module read (its ops are the view's)
+        self.context = module.context
         self.ops = _Ops(tables)
         # Grows when values the walk did not register are asked for.
         self.values = tables.values
@@ -464,6 +474,35 @@ class Program:
         self.layout_ops = tables.layout_ops
         # One value of each distinct type among those that need a layout.
         self.layout_types = list(tables.layout_types.values())
+
+    def unchanged(self) -> bool:
+        """Whether the module still holds exactly the ops it was read with, in order (none
+        erased, added or moved since).
+
+        What reads the view after the pass (a message made when first read) asks
+        first: an op erased since is freed memory, which the bindings would read
+        through the view's handle (a crash, or a wrong message). A walk over the
+        module, one comparison of handles per op.
+        """
+        expected = self._tables.operations
+        count = len(expected)
+        seen = 0
+        advance, interrupt = ir.WalkResult.ADVANCE, ir.WalkResult.INTERRUPT
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            nonlocal seen
+            if seen >= count or op != expected[seen]:
+                seen = count + 1  # (more than read: changed)
+                return interrupt
+            seen += 1
+            return advance
+
+        try:
+            for top in self.module.body.operations:
+                top.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+        except RuntimeError:  # a handle the bindings invalidated: changed
+            return False
+        return seen == count
 
     def walk(self) -> list[Op]:
         """Ops in pre-order (the order ids were given in)."""

@@ -26,7 +26,7 @@ from smalto.constraints.language import (
     Var,
     Variable,
 )
-from smalto.errors import FAILURE_PREFIX, InferenceError
+from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit
 from smalto.hw.names import describe_value
@@ -341,14 +341,18 @@ class RuleContext:
                 )
 
             def phrase() -> str:
-                jax_words = jax_text() if jax_text else does_not_fit(op.name, what, value, shape)
+                # (JAX's words may print the op: only from the module as it was read.)
+                if jax_text is not None and self.program.unchanged():
+                    jax_words = jax_text()
+                else:
+                    jax_words = does_not_fit(op.name, what, value, shape)
                 return f"{FAILURE_PREFIX}: {jax_words}"
 
             raise self.unfit(fixed, op, text, phrase)
         self.system.fixed.append(fixed)
 
-    @staticmethod
     def unfit(
+        self,
         fixed: Fixed,
         op: Op,
         text: str | Callable[[], str],
@@ -366,7 +370,17 @@ class RuleContext:
         once, and only the conflict waits.
         """
 
+        program = self.program
+        shape = self.system.variables[fixed.var].shape
+
         def words() -> tuple[str, object]:
+            if not program.unchanged():
+                # (Its ops may be gone: said without reading them.)
+                return (
+                    f"`{op.name}` requires {fixed.what} to be {describe_value(fixed.value)}, "
+                    f"which does not fit its shape {shape} ({MODULE_CHANGED})",
+                    None,
+                )
             reason = text if isinstance(text, str) else text()
             report = ConflictReport(
                 [Requirement(op.name, op.where, reason, fixed)], [], [], None, minimal=True
