@@ -159,7 +159,7 @@ def test_reading_keyed_by_values_gives_the_same_view(
         reader = program_module._Reader(by_hash=False, consumers=consumers())
         top = reader.read(module)
         assert reader.check_uses()
-        by_value = Program(reader.tables, top, module.context)
+        by_value = Program(reader.tables, top, module)
         assert _renumbered(by_value) == _renumbered(by_hash)
     assert by_value.layout_ops == by_hash.layout_ops
     assert _uses(by_value) == _uses(by_hash)
