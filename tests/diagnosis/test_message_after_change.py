@@ -10,24 +10,13 @@ from pathlib import Path
 
 import pytest
 import reference
+from check_kit import ops_named
 from jax._src.lib.mlir import ir
 
 import smalto
 from smalto.errors import MODULE_CHANGED
 
 UNSAT = Path(__file__).parents[1] / "unsat"
-
-
-def _ops(module: ir.Module, name: str) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == name:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
 
 
 def _refused(name: str) -> tuple[ir.Module, smalto.InferenceError]:
@@ -40,7 +29,7 @@ def _refused(name: str) -> tuple[ir.Module, smalto.InferenceError]:
 
 def _erase(op_name: str) -> Callable[[ir.Module], None]:
     def change(module: ir.Module) -> None:
-        op = _ops(module, op_name)[-1]
+        op = ops_named(module, op_name)[-1]
         with module.context:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
@@ -50,7 +39,7 @@ def _erase(op_name: str) -> Callable[[ir.Module], None]:
 
 def _add_before(op_name: str) -> Callable[[ir.Module], None]:
     def change(module: ir.Module) -> None:
-        op = _ops(module, op_name)[0]
+        op = ops_named(module, op_name)[0]
         with module.context:
             op.clone(ip=ir.InsertionPoint(op))
 
@@ -81,7 +70,7 @@ def test_changed_attributes_leave_the_ops_so_the_message_is_made() -> None:
     """(From the module as it is when read: JAX's phrase prints the op with the change.)"""
     _, untouched = _refused("cast_does_not_fit.mlir")
     module, error = _refused("cast_does_not_fit.mlir")
-    (cast,) = _ops(module, "mosaic_gpu.layout_cast")
+    (cast,) = ops_named(module, "mosaic_gpu.layout_cast")
     with module.context:
         cast.attributes["smalto.test_mark"] = ir.UnitAttr.get()
     message = str(error)
