@@ -36,9 +36,8 @@ from smalto.pipeline.steps import (
 )
 from smalto.program.view import Program
 
-# (Imported with the pass, not at its first failure: a kernel's first refusal in a process
-# would pay for the import, 2.4 ms, where JAX's pass raises in 1; importing smalto costs
-# some 800 ms.)
+# (Imported with the pass, not at its first failure: a process's first refusal paid 2.4 ms
+# for the import, where JAX's pass raises in about 1 ms; importing smalto takes 800 ms.)
 from smalto.rescue import rescue
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
