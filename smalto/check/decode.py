@@ -107,7 +107,7 @@ def decode_entry(
     if not hl.fits(layout, value.shape):
         laid_out = describe(layout, with_shape=True)  # a splat's or strided layout's own shape
         c.report(
-            op, f"{ROLE[role]} #{index} of shape {value.shape} cannot be laid out as {laid_out}"
+            op, f"{_site(role, index)} of shape {value.shape} cannot be laid out as {laid_out}"
         )
         return None
     if isinstance(layout, Tmem) and not hl.tmem_fits(layout, value.shape, value.bitwidth):

@@ -13,7 +13,7 @@ which are their pre-order positions: the same in a clone of the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
@@ -49,26 +49,14 @@ class Edit:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "_hash",
-            hash(
-                (
-                    self.kind,
-                    self.ops,
-                    self.old,
-                    self.new,
-                    self.attribute,
-                    self.position,
-                    self.argument,
-                    self.value,
-                    self.use,
-                )
-            ),
-        )
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, n) for n in _COMPARED)))
 
     def __hash__(self) -> int:
         return self._hash
+
+
+# The fields an edit is compared by (all but its hash): what its hash is made of.
+_COMPARED = tuple(f.name for f in fields(Edit) if f.compare)
 
 
 def attribute_of(value: Const, cache: AttributeCache) -> ir.Attribute:
