@@ -9,10 +9,35 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from smalto.basics.archs import parse_arch
 from smalto.cli.output import EXIT_USAGE
+
+# The commands whose lines on stderr start with their own name (docs/cli.md).
+_SELF_NAMED = frozenset({"explain", "draw"})
+
+
+def command_label(command: str) -> str:
+    """How a command's lines on stderr start (docs/cli.md): ``smalto``, but for the
+    commands that name themselves (``smalto explain``, ``smalto draw``)."""
+    return f"smalto {command}" if command in _SELF_NAMED else "smalto"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser whose usage errors start as the command's other lines do
+    (``command_label``): argparse would start them with the usage's name
+    (``smalto infer: error:``) where the command's own errors say ``smalto: error:``."""
+
+    def __init__(self, *args: Any, label: str = "smalto", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.label = label
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.label}: error: {message}\n")
 
 
 def parse_arguments(
@@ -329,8 +354,10 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         "capture": CAPTURE_DESCRIPTION,
         "fix": FIX_DESCRIPTION,
     }
-    parser = argparse.ArgumentParser(
-        prog=f"smalto {command}", description=descriptions.get(command)
+    parser = CommandParser(
+        prog=f"smalto {command}",
+        description=descriptions.get(command),
+        label=command_label(command),
     )
     adders[command](parser)
     return parser

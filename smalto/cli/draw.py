@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smalto.cli.arguments import command_label
 from smalto.cli.output import (
     EXIT_FAILED,
     EXIT_OK,
@@ -42,7 +43,7 @@ from smalto.draw.help_names import ARCHS, REGISTER_LAYOUT_NAMES, TMEM_LAYOUT_NAM
 if TYPE_CHECKING:
     from smalto.draw.value import Lookup
 
-PROG = "smalto draw"  # how its errors and notes start
+PROG = command_label("draw")  # how its errors and notes start
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from smalto.basics.codes import CODES, entry_text, is_code
 from smalto.basics.mlir import in_context, module_arch
+from smalto.cli.arguments import command_label
 from smalto.cli.output import EXIT_INFERENCE_FAILED, EXIT_OK, EXIT_USAGE, fail, note
 from smalto.cli.values import value_to_draw
 from smalto.draw.value import KernelValue, ValueLookupError
@@ -35,7 +36,7 @@ from smalto.source.files import searching_beside
 if TYPE_CHECKING:
     from smalto.basics.inputs import Input
 
-PROG = "smalto explain"  # how its errors and notes start
+PROG = command_label("explain")  # how its errors and notes start
 
 
 def explain_main(argv: list[str]) -> int:

@@ -39,11 +39,13 @@ from smalto.cli.arguments import (
     CHECK_DESCRIPTION,
     EXPLAIN_DESCRIPTION,
     FIX_DESCRIPTION,
+    CommandParser,
     add_capture_arguments,
     add_check_arguments,
     add_explain_arguments,
     add_fix_arguments,
     add_infer_arguments,
+    command_label,
     parse_arguments,
     positive_int,
 )
@@ -120,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action=_Version, help="print smalto's version (and JAX's) and exit"
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for name, summary, description, add_arguments in (
         (
             "infer",
@@ -155,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
             add_fix_arguments,
         ),
     ):
-        command = commands.add_parser(name, help=summary, description=description)
+        command = commands.add_parser(
+            name, help=summary, description=description, label=command_label(name)
+        )
         add_arguments(command)
         _runs(command, name)
     # Listed for --help; its own parser takes over (see DELEGATED).

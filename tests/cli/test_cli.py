@@ -310,6 +310,29 @@ def test_draw_is_a_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert picture.read_text().lstrip().startswith("<?xml")
 
 
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        (["infer"], "smalto"),
+        (["infer", str(MATMUL), "--fuel", "0"], "smalto"),
+        (["check", str(MATMUL), "--no-such-option"], "smalto"),
+        (["fix"], "smalto"),
+        (["capture", "k.py:f", "--arg"], "smalto"),
+        (["explain"], "smalto explain"),
+        (["draw", "--no-such-option"], "smalto draw"),
+    ],
+)
+def test_usage_errors_start_as_the_commands_own_lines(
+    argv: list[str], label: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse names a subcommand's usage errors after its usage (``smalto infer:``);
+    they start as that command's other errors do (docs/cli.md), after the usage line."""
+    assert main(argv) == 2
+    usage, *_, last = capsys.readouterr().err.strip().splitlines()
+    assert usage.startswith("usage: smalto"), usage
+    assert last.startswith(f"{label}: error: "), last
+
+
 @pytest.mark.parametrize("command", ["draw", "explain", "capture"])
 def test_delegated_commands_report_bad_usage(
     command: str, capsys: pytest.CaptureFixture[str]
