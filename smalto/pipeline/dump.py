@@ -12,8 +12,8 @@ words, each with its op and source position.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from typing import TextIO
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
@@ -24,6 +24,10 @@ from smalto.pipeline.describe import Namer, describe_element
 from smalto.program.view import Program
 
 DUMP_ATTRIBUTE = "mosaic_gpu.dump_basename"
+
+# A dump that cannot be written is logged, as JAX's own dump logs it (a library's
+# word: an application decides whether and where it is shown).
+_logger = logging.getLogger(__name__)
 
 
 def dump_options(module: ir.Module) -> mgpu.DumpOptions:
@@ -76,6 +80,7 @@ def after_derivation(
             with open(path, "w", encoding="utf-8") as file:
                 file.write(text)
         except OSError as error:
-            # As JAX does: a dump that cannot be written goes to stdout instead.
-            print(f"smalto: cannot write {path} ({error}); the system follows", file=sys.stderr)
+            # As JAX does: a dump that cannot be written is logged, and goes to stdout instead.
+            _logger.error("Failed to write output to %s: %s", path, error)
+            _logger.error("Output will be written to stdout instead.")
             print(text, end="")

@@ -132,6 +132,19 @@ def test_environment_variable_with_a_directory_writes_a_file(tmp_path: Path) -> 
     assert "`mosaic_gpu.layout_cast` at kernel.py:23:8" in written.read_text()
 
 
+def test_a_dump_that_cannot_be_written_is_logged_and_printed(tmp_path: Path) -> None:
+    """As JAX's dump: the failure logged (a library does not print its own warnings), and
+    the system on stdout instead."""
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    result = _run_with_env(UNSAT / "relayout_unsupported.mlir", _dump_env(not_a_directory))
+    assert result.stdout.startswith("# smalto constraint system for mosaic_gpu_module_0:")
+    wanted = f"Failed to write output to {not_a_directory}/mosaic_gpu_module_0.constraint_system"
+    assert wanted in result.stderr, result.stderr
+    assert "Output will be written to stdout instead." in result.stderr
+    assert "smalto: cannot write" not in result.stderr
+
+
 def test_no_dump_without_the_variable(capsys: pytest.CaptureFixture[str]) -> None:
     _outcome(smalto.infer_layout, GOOD)
     assert capsys.readouterr().out == ""
