@@ -315,6 +315,7 @@ def test_draw_is_a_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     [
         (["infer"], "smalto"),
         (["infer", str(MATMUL), "--fuel", "0"], "smalto"),
+        (["check"], "smalto"),
         (["check", str(MATMUL), "--no-such-option"], "smalto"),
         (["fix"], "smalto"),
         (["capture", "k.py:f", "--arg"], "smalto"),
