@@ -65,8 +65,7 @@ def kernels(unsat_only: bool = False) -> dict[str, tuple[str, tuple[int, int]]]:
         text = path.read_text()
         if "gather" in path.stem:
             continue  # not layout conflicts: gathers the lowering cannot do
-        major = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-        out[path.stem] = (text, (int(major.group(1)), 0) if major else (9, 0))
+        out[path.stem] = (text, reference.text_arch(text))
     if unsat_only:
         return out
     entries = reference.load_entries(reference.corpus_root() or reference.BUNDLED_ROOT)

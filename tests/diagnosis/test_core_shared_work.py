@@ -12,7 +12,6 @@ subsystem is the one ``dataclasses.replace`` made.
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import pytest
@@ -38,11 +37,6 @@ KERNELS = (
 )
 
 
-def _arch(text: str) -> tuple[int, int]:
-    match = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(match.group(1)), 0) if match else (9, 0)
-
-
 def _alone(
     system: System, elements: list[Element], program: Program, arch: tuple[int, int]
 ) -> bool | None:
@@ -60,7 +54,7 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = (UNSAT / f"{name}.mlir").read_text()
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     module = reference.parse(text, reference.make_context())
     asked: list[tuple[list[Element], bool | None, int]] = []
     real = core._satisfiable
@@ -91,7 +85,7 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
 @pytest.mark.parametrize("name", KERNELS)
 def test_a_subsystem_is_the_one_dataclasses_replace_makes(name: str) -> None:
     text = (UNSAT / f"{name}.mlir").read_text()
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     module = reference.parse(text, reference.make_context())
     with in_context(module):
         program = read_program(module, consumers())

@@ -60,18 +60,13 @@ NO_PLAN = {
 }
 
 
-def _arch(text: str) -> tuple[int, int]:
-    match = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(match.group(1)), 0) if match else (9, 0)
-
-
 def _fail(name: str) -> tuple[smalto.InferenceError, str]:
     path = UNSAT / f"{name}.mlir"
     text = path.read_text()
     module = reference.parse(text, reference.make_context())
     # The user's source lines (kernels_fixes.py) are read beside the module.
     with searching_beside(path), pytest.raises(smalto.InferenceError) as info:
-        smalto.infer_layout(module, arch=_arch(text))
+        smalto.infer_layout(module, arch=reference.text_arch(text))
     str(info.value)  # the diagnosis is made when the message is read
     return info.value, text
 
@@ -110,7 +105,7 @@ def test_every_printed_fix_lowers_through_jax_with_smalto_as_the_pass(
     name: str, failures: dict
 ) -> None:
     error, text = failures[name]
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     edits = error.conflict.edits
     assert edits, str(error)
     for edit in edits:
@@ -237,7 +232,7 @@ def test_the_unoptimized_warning_fits_the_transfer(name: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with searching_beside(UNSAT / f"{name}.mlir"):
-            smalto.infer_layout(module, arch=_arch(text), allow_unoptimized=True)
+            smalto.infer_layout(module, arch=reference.text_arch(text), allow_unoptimized=True)
     said = [str(w.message) for w in caught if issubclass(w.category, UnoptimizedTransferWarning)]
     assert len(said) == 1, said
     (warning,) = said
@@ -399,7 +394,7 @@ def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> N
 
     text = (UNSAT / "fixes_row_sums_and_scaled_f32.mlir").read_text()
     module = reference.parse(text, reference.make_context())
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, arch)
@@ -431,7 +426,7 @@ def _message(name: str, *, lower: bool) -> smalto.InferenceError:
     text = path.read_text()
     module = reference.parse(text, reference.make_context())
     with searching_beside(path), pytest.raises(smalto.InferenceError) as info:
-        smalto.infer_layout(module, arch=_arch(text))
+        smalto.infer_layout(module, arch=reference.text_arch(text))
     with searching_beside(path), lowering_fixes(lower):
         str(info.value)
     return info.value

@@ -14,7 +14,6 @@ present, a sample of the corpus kernels smalto refuses, listed in
 
 from __future__ import annotations
 
-import re
 import warnings
 from pathlib import Path
 
@@ -43,11 +42,6 @@ UNSAT_KERNELS = sorted(p.stem for p in UNSAT.glob("*.mlir") if p.stem not in NOT
 # the whole corpus; a sample keeps the test fast.
 CORPUS_REFUSALS = (UNSAT / "corpus_refusals.txt").read_text().split()
 CORPUS_SAMPLE = 30
-
-
-def _arch(text: str) -> tuple[int, int]:
-    match = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(match.group(1)), 0) if match else (9, 0)
 
 
 def _reports(text: str, arch: tuple[int, int]) -> list[ConflictReport]:
@@ -132,14 +126,14 @@ def _no_witness_satisfies(
 @pytest.mark.parametrize("name", UNSAT_KERNELS)
 def test_each_printed_core_cannot_hold_and_is_minimal(name: str) -> None:
     text = (UNSAT / f"{name}.mlir").read_text()
-    _check_cores(text, _arch(text))
+    _check_cores(text, reference.text_arch(text))
 
 
 def test_the_printed_cores_are_flagged_minimal() -> None:
     """Shrinking finishes on every unsat kernel: none is left "small but not minimal"."""
     for name in UNSAT_KERNELS:
         text = (UNSAT / f"{name}.mlir").read_text()
-        for report in _reports(text, _arch(text)):
+        for report in _reports(text, reference.text_arch(text)):
             assert report.minimal, name
 
 

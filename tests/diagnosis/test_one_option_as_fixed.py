@@ -21,12 +21,12 @@ edits the system's fixed layouts), not an op's requirement.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import reference
 from rule_kit import parse, shared_context
 
 import smalto
@@ -47,11 +47,6 @@ ANNOTATIONS = frozenset(
         "mosaic_gpu.custom_primitive",
     }
 )
-
-
-def _arch(text: str) -> tuple[int, int]:
-    match = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(match.group(1)), 0) if match else (9, 0)
 
 
 @dataclass(frozen=True)
@@ -81,7 +76,7 @@ def _form(element: Any) -> str:
 
 def _said(name: str) -> Said:
     text = (UNSAT / f"{name}.mlir").read_text()
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     with shared_context():
         module = parse(text)
         try:

@@ -8,7 +8,6 @@ charged to the next kernel (issue #33 point 8).
 from __future__ import annotations
 
 import gc
-import re
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,13 @@ UNSAT = Path(__file__).resolve().parents[1] / "unsat"
 KERNELS = ("cast_does_not_fit", "registers_not_equal", "pallas_strided_loop_carry")
 
 
-def _arch(text: str) -> tuple[int, int]:
-    major = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(major.group(1)), 0) if major else (9, 0)
-
-
 def _left_for_the_collector(text: str, read: bool) -> int:
     module = reference.parse(text, reference.make_context())
     gc.collect()
     gc.disable()
     try:
         try:
-            smalto.infer_layout(module, arch=_arch(text))
+            smalto.infer_layout(module, arch=reference.text_arch(text))
         except smalto.InferenceError as error:
             if read:
                 assert str(error).startswith(smalto.FAILURE_PREFIX)

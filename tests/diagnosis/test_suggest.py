@@ -63,11 +63,6 @@ BLACKWELL_FIXTURES = [
 REPRS = ("TMEMLayout(", "TiledLayout(", "WGStridedFragLayout(", "WGSplatFragLayout(", "Tiling(")
 
 
-def arch_of(text: str) -> tuple[int, int]:
-    match = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(match.group(1)), 0) if match else (9, 0)
-
-
 def fail(name: str) -> tuple[smalto.InferenceError, str]:
     """The error for a fixture, its kernel lines read beside it (as ``smalto infer`` reads
     them), and the fixture's text."""
@@ -75,7 +70,7 @@ def fail(name: str) -> tuple[smalto.InferenceError, str]:
     text = path.read_text()
     module = reference.parse(text, reference.make_context())
     with searching_beside(path), pytest.raises(smalto.InferenceError) as info:
-        smalto.infer_layout(module, arch=arch_of(text))
+        smalto.infer_layout(module, arch=reference.text_arch(text))
     return info.value, text
 
 
@@ -228,7 +223,7 @@ def test_each_verified_edit_makes_smalto_infer_and_the_checker_accept(
 ) -> None:
     error, text = failures[name]
     assert 1 <= len(error.conflict.edits) <= 3
-    arch = arch_of(text)
+    arch = reference.text_arch(text)
     for edit in error.conflict.edits:
         module = reference.parse(text, reference.make_context())
         make_edit(module, edit)
@@ -463,7 +458,7 @@ def test_jax_s_phrase_stays_first(name: str, failures: dict) -> None:
     error, text = failures[name]
     module = reference.parse(text, reference.make_context())
     with module.context, ir.Location.unknown(), pytest.raises(ValueError) as jax_error:
-        layout_inference.infer_layout(module, arch=arch_of(text))
+        layout_inference.infer_layout(module, arch=reference.text_arch(text))
     jax_words = str(jax_error.value).split(" in %", 1)[0]
     ours = str(error).splitlines()[0]
     if not jax_words.startswith(smalto.FAILURE_PREFIX):
@@ -493,7 +488,7 @@ def test_each_verified_edit_makes_jax_s_dialect_lowering_accept(name: str, failu
     from rule_kit import lower_in_launch
 
     error, text = failures[name]
-    arch = arch_of(text)
+    arch = reference.text_arch(text)
     for edit in error.conflict.edits:
         module = reference.parse(text, reference.make_context())
         make_edit(module, edit)

@@ -67,6 +67,19 @@ def smem(shape: str, layout: str = "") -> str:
     return f"memref<{shape}{layout}, {SMEM}>"
 
 
+# A 128x64 f16 SMEM ref, and a pointwise kernel through it: load, add a constant, store.
+REF_128x64 = smem("128x64xf16")
+POINTWISE = kernel(
+    f"""
+  %c = "arith.constant"() <{{value = dense<1.0> : vector<128x64xf16>}}> : () -> vector<128x64xf16>
+  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {REF_128x64}
+  %x = "mosaic_gpu.vector_load"(%r) : ({REF_128x64}) -> vector<128x64xf16>
+  %y = "arith.addf"(%x, %c) : (vector<128x64xf16>, vector<128x64xf16>) -> vector<128x64xf16>
+  "mosaic_gpu.vector_store"(%y, %r) : (vector<128x64xf16>, {REF_128x64}) -> ()
+"""
+)
+
+
 def annotated(text: str, arch: tuple[int, int] = HOPPER) -> ir.Module:
     """``text`` annotated by smalto; the checker must accept it as it is."""
     module = reference.parse(text, reference.shared_context())

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -135,6 +136,12 @@ def read_text(path_or_text: Path | str) -> str:
     if isinstance(path_or_text, Path):
         return path_or_text.read_text()
     return path_or_text
+
+
+def text_arch(text: str) -> tuple[int, int]:
+    """The arch a module's text says it targets (``mosaic_gpu.arch_major``), else Hopper."""
+    major = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
+    return (int(major.group(1)), 0) if major else (9, 0)
 
 
 def parse(path_or_text: Path | str, ctx: Any) -> Any:

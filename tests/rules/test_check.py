@@ -17,12 +17,14 @@ import reference
 from check_kit import (
     BLACKWELL,
     HOPPER,
+    POINTWISE,
     SMEM,
     TMEM,
     WGMMA,
     WGMMA_COL,
     WGMMA_ROW,
     WGMMA_TRANSPOSED,
+    REF_128x64,
     annotated,
     caught,
     kernel,
@@ -213,17 +215,6 @@ def test_layouts_are_named_as_infer_names_them() -> None:
 
 
 # --- hand-broken annotations -----------------------------------------------------------------
-
-REF_128x64 = smem("128x64xf16")
-POINTWISE = kernel(
-    f"""
-  %c = "arith.constant"() <{{value = dense<1.0> : vector<128x64xf16>}}> : () -> vector<128x64xf16>
-  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {REF_128x64}
-  %x = "mosaic_gpu.vector_load"(%r) : ({REF_128x64}) -> vector<128x64xf16>
-  %y = "arith.addf"(%x, %c) : (vector<128x64xf16>, vector<128x64xf16>) -> vector<128x64xf16>
-  "mosaic_gpu.vector_store"(%y, %r) : (vector<128x64xf16>, {REF_128x64}) -> ()
-"""
-)
 
 
 def test_wrong_count_of_layouts() -> None:

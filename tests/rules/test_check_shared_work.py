@@ -12,14 +12,13 @@ import pytest
 import reference
 from check_kit import (
     HOPPER,
+    POINTWISE,
     WGMMA,
     WGMMA_TRANSPOSED,
     annotated,
-    kernel,
     ops_named,
     set_attr,
     set_entry,
-    smem,
     strided,
     tiled,
 )
@@ -28,17 +27,6 @@ from jax._src.lib.mlir import ir
 from smalto.check import Violation, check
 from smalto.program.reader import read_program
 from smalto.rules import consumers
-
-_REF = smem("128x64xf16")
-_POINTWISE = kernel(
-    f"""
-  %c = "arith.constant"() <{{value = dense<1.0> : vector<128x64xf16>}}> : () -> vector<128x64xf16>
-  %r = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {_REF}
-  %x = "mosaic_gpu.vector_load"(%r) : ({_REF}) -> vector<128x64xf16>
-  %y = "arith.addf"(%x, %c) : (vector<128x64xf16>, vector<128x64xf16>) -> vector<128x64xf16>
-  "mosaic_gpu.vector_store"(%y, %r) : (vector<128x64xf16>, {_REF}) -> ()
-"""
-)
 
 
 def _delete(op_name: str, attr: str) -> Callable[[ir.Module], None]:
@@ -74,7 +62,7 @@ def _as_read_afresh(module: ir.Module) -> list[tuple[str, str, int]]:
 
 @pytest.mark.parametrize("name", BREAKS)
 def test_with_the_pass_program_view(name: str) -> None:
-    module = annotated(_POINTWISE)
+    module = annotated(POINTWISE)
     BREAKS[name](module)
     with module.context, ir.Location.unknown(module.context):
         program = read_program(module, consumers())
@@ -87,9 +75,9 @@ def test_with_the_pass_program_view(name: str) -> None:
 def test_what_the_context_remembers_never_goes_stale() -> None:
     """One module checked again and again as its attributes change (a verified edit's
     copies, one after the other): each time what a fresh read finds."""
-    module = annotated(_POINTWISE)
+    module = annotated(POINTWISE)
     for name, brake in BREAKS.items():
-        fresh = annotated(_POINTWISE)
+        fresh = annotated(POINTWISE)
         brake(fresh)
         for op_name in ("arith.addf", "mosaic_gpu.slice_smem"):
             target = ops_named(module, op_name)[0]

@@ -11,7 +11,6 @@ requirements JAX's answer breaks.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -40,14 +39,9 @@ def _kernels() -> list[str]:
     return sorted(p.stem for p in UNSAT.glob("*.mlir") if "tcgen05_keepdims" not in p.stem)
 
 
-def _arch(text: str) -> tuple[int, int]:
-    major = re.search(r"mosaic_gpu\.arch_major = (\d+)", text)
-    return (int(major.group(1)), 0) if major else (9, 0)
-
-
 def _derived(name: str) -> tuple[object, Program, System, tuple[int, int]] | None:
     text = (UNSAT / f"{name}.mlir").read_text()
-    arch = _arch(text)
+    arch = reference.text_arch(text)
     module = reference.parse(text, reference.shared_context())
     with in_context(module):
         program = read_program(module, consumers())
