@@ -125,9 +125,10 @@ def _time_jax(text: str, context: ir.Context) -> float:
 
 def _time_smalto(text: str, context: ir.Context) -> float:
     module = reference.parse(text, context)
+    arch = reference.text_arch(text)
     start = time.process_time()
     try:
-        smalto.infer_layout(module, arch=(9, 0))
+        smalto.infer_layout(module, arch=arch)
     except ValueError:
         pass
     return time.process_time() - start
