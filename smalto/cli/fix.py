@@ -23,26 +23,26 @@ it still fails (the diagnosis that remains on stderr) or a fix was not written;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import io
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from smalto.basics.archs import parse_arch
+from smalto.basics.writing import (
+    ChangedSinceRead,
+    ReadOnly,
+    SavedWhileWriting,
+    Snapshot,
+    snapshot,
+    write_file,
+)
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 from smalto.cli.targets import script_target, shape_dtype
-
-
-@dataclass(frozen=True)
-class _Read:
-    """The script as read: its text, and what says whether it changed since."""
-
-    text: str
-    data: bytes
-    mtime_ns: int
-    size: int
 
 
 def run_fix(args: argparse.Namespace) -> int:
@@ -50,6 +50,7 @@ def run_fix(args: argparse.Namespace) -> int:
     ``UsageError`` with exit status 2); returns the exit status."""
     path, function = script_target(args.target)
     read = _read(path)
+    text = _text(path, read)
     arguments = tuple(shape_dtype(dtype, shape) for dtype, shape in args.args)
     arch = parse_arch(args.arch) if args.arch else None
 
@@ -57,14 +58,17 @@ def run_fix(args: argparse.Namespace) -> int:
     from smalto.source.scripts import ScriptError
 
     try:
-        outcome = fix_script(
-            path,
-            function,
-            arguments,
-            arch=arch,
-            allow_unoptimized=args.allow_unoptimized,
-            text=read.text,
-        )
+        # Under --diff, stdout is the diff alone: what the script prints goes to stderr.
+        with _script_output_to_stderr() if args.diff else contextlib.nullcontext():
+            outcome = fix_script(
+                path,
+                function,
+                arguments,
+                arch=arch,
+                allow_unoptimized=args.allow_unoptimized,
+                text=text,
+                announce=note,
+            )
     except ScriptError as error:
         raise UsageError(f"{path}: {error}") from None
     report = sys.stderr if args.diff else sys.stdout
@@ -99,15 +103,25 @@ def run_fix(args: argparse.Namespace) -> int:
     if args.diff:
         sys.stdout.write(_diff(path, outcome.original, outcome.text))
         return EXIT_OK
-    if _changed_since(path, read):
+    try:
+        write_file(path, outcome.text, since=read)
+    except ReadOnly:
+        return fail(f"{path} is read-only: not written (--diff prints the fix)", EXIT_FAILED)
+    except ChangedSinceRead:
         return fail(
             f"{path} changed since smalto fix read it: not written (run smalto fix again)",
             EXIT_FAILED,
         )
-    try:
-        path.write_bytes(outcome.text.encode("utf-8"))
+    except SavedWhileWriting:
+        return fail(
+            f"{path} was saved while smalto fix was writing it: the save is kept, the fix "
+            "is not written (run smalto fix again)",
+            EXIT_FAILED,
+        )
     except OSError as error:
-        return fail(f"cannot write '{path}': {error.strerror or error}", EXIT_FAILED)
+        return fail(
+            f"cannot write '{path}': {error.strerror or error}; {path} is unchanged", EXIT_FAILED
+        )
     count = len(outcome.applied)
     print(f"fixed {path}: {count} edit{'s' if count != 1 else ''}; {target} lowers", file=report)
     return EXIT_OK
@@ -148,20 +162,37 @@ def _diff(path: Path, before: str, after: str) -> str:
     )
 
 
-def _read(path: Path) -> _Read:
+def _read(path: Path) -> Snapshot:
     try:
-        data = path.read_bytes()
-        status = path.stat()
-        return _Read(data.decode("utf-8"), data, status.st_mtime_ns, status.st_size)
-    except (OSError, UnicodeDecodeError) as error:
+        return snapshot(path)
+    except OSError as error:
+        raise UsageError(f"cannot read '{path}': {error.strerror or error}") from None
+
+
+def _text(path: Path, read: Snapshot) -> str:
+    try:
+        return read.data.decode("utf-8")
+    except UnicodeDecodeError as error:
         raise UsageError(f"cannot read '{path}': {error}") from None
 
 
-def _changed_since(path: Path, read: _Read) -> bool:
+@contextlib.contextmanager
+def _script_output_to_stderr() -> Iterator[None]:
+    """What the script prints (Python's ``print``, and a child process's or C code's
+    writes to file descriptor 1) goes to stderr while the block runs."""
+    sys.stdout.flush()
+    saved = None
     try:
-        status = os.stat(path)
-        if (status.st_mtime_ns, status.st_size) != (read.mtime_ns, read.size):
-            return True
-        return path.read_bytes() != read.data
-    except OSError:
-        return True
+        if sys.stdout.fileno() == 1 and sys.stderr.fileno() == 2:
+            saved = os.dup(1)
+            os.dup2(2, 1)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        saved = None  # a stdout with no file descriptor (tests): Python's prints alone
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)

@@ -49,7 +49,16 @@ from smalto.cli.arguments import (
     parse_arguments,
     positive_int,
 )
-from smalto.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, UsageError, fail, stdout_closed
+from smalto.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    Terminated,
+    UsageError,
+    fail,
+    stdout_closed,
+    terminating_as_interrupt,
+)
 
 Runner = Callable[[argparse.Namespace], int]
 
@@ -97,14 +106,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in DELEGATED:
-            return DELEGATED[argv[0]](argv[1:])
-        args = parse_arguments(build_parser(), argv)
-        if isinstance(args, int):
-            return args
-        return args.run(args)
+        with terminating_as_interrupt():
+            if argv and argv[0] in DELEGATED:
+                return DELEGATED[argv[0]](argv[1:])
+            args = parse_arguments(build_parser(), argv)
+            if isinstance(args, int):
+                return args
+            return args.run(args)
     except UsageError as error:
         return fail(str(error), EXIT_USAGE)
+    except Terminated:
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

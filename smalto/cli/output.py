@@ -4,25 +4,57 @@ One place for the words and the codes, so that every command ends the same way:
 ``PROG: error: MESSAGE`` (``fail``), ``PROG: note: TEXT`` (``note``) or ``PROG:
 warning: TEXT`` (``warning``) on stderr, and the exit status 0 (done), 1 (the
 kernel has no layouts, violations, a lowering that failed), 2 (bad usage or input
-that cannot be used: ``UsageError``), 130 (interrupted). No other module prints
+that cannot be used: ``UsageError``), 130 (interrupted), 143 (terminated). No other module prints
 such lines (``tests/cli/test_one_printer.py``): a library hands its notes up to
 the command, which prints them here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INFERENCE_FAILED = EXIT_FAILED
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class UsageError(Exception):
     """Bad arguments or unusable input: reported on one line, exit status 2."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the command is, so that it unwinds as on Ctrl-C (its
+    ``finally`` blocks remove temporary files; a file half written is never renamed)."""
+
+
+@contextlib.contextmanager
+def terminating_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` while the block runs (where this thread may handle
+    signals and nobody else has claimed SIGTERM); Python raises ``KeyboardInterrupt`` on
+    SIGINT by itself."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def stdout_closed() -> int:

@@ -5,10 +5,13 @@ needed). Where a kernel has no layouts, the diagnosis has verified, on the
 kernel's module, the edits that fix each of its problems; the first of each
 that has a place in the source (``smalto.source.fix_edits``) is made on the text,
 the edited script is lowered again, and so on until the function lowers or
-no verified fix is left. The script runs from a copy in a temporary folder
-(its own folder still on ``sys.path``), so that nothing is written until the
-end, and never where the kernel still fails. Once it lowers with smalto, the
-edited kernel is lowered with JAX's own pass too: a fix JAX's pass rejects
+no verified fix is left. The script runs in its own place, as ``python
+SCRIPT.py`` runs it (``__file__``, ``sys.path``, the working directory), its
+edited text in memory: nothing is written, nor copied anywhere, and the file is
+written (by the caller) only where the kernel then lowers. An edit outside the
+function, in a helper other functions of the file share, is made only where
+they still lower (``smalto.jax.other_functions``). Once it lowers with smalto,
+the same function is lowered with JAX's own pass too: a fix JAX's pass rejects
 needs smalto installed to compile.
 
 ``fix(fn, *args)`` is the same diagnosis for a function at hand, as edits of
@@ -17,7 +20,7 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
-import tempfile
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,8 @@ from typing import Any
 
 from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
+from smalto.jax.other_functions import OtherFunctions
+from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
     SourceEdit,
     apply_parts,
@@ -33,12 +38,15 @@ from smalto.source.fix_edits import (
     problems_of,
     source_edit,
 )
-from smalto.source.scripts import ScriptError, one_line, script_function
+from smalto.source.scripts import ScriptError, one_line, run_script
 
 # Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
 # more than the diagnosis' four problems at once).
 MAX_ROUNDS = 4
 UNOPTIMIZE = "unoptimize"
+# The script's ``__name__`` while smalto runs it: its ``if __name__ == "__main__":`` part
+# does not run.
+RUN_NAME = "__smalto_fix__"
 
 
 @dataclass(frozen=True)
@@ -86,19 +94,31 @@ def fix_script(
     arch: tuple[int, int] | None = None,
     allow_unoptimized: bool = False,
     text: str | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> FixOutcome:
     """Fixes ``function`` of the script at ``path`` (its text: ``text``, else the file's)
     until it lowers with smalto, on text only; raises ``ScriptError`` where the script
-    cannot be run as written."""
+    cannot be run as written. ``announce`` is told, in words, each time the script runs
+    (its top level runs as ``python SCRIPT.py`` runs it: once as written, once more
+    after each round of edits)."""
     original = path.read_text(encoding="utf-8") if text is None else text
     outcome = FixOutcome(path, original, original, lowers=False)
+    script = Path(os.path.abspath(path))  # the name its code runs under: its ``__file__``
+
+    def run(source: str, why: str) -> dict[str, Any]:
+        if announce is not None:
+            announce(f"running {path} {why}")
+        with reading_as_edited(script, source):
+            return run_script(path, run_name=RUN_NAME, text=source, subject="the script")
+
     seen = {original}
     current = original
-    with tempfile.TemporaryDirectory(prefix="smalto-fix-") as scratch:
-        for round_number in range(MAX_ROUNDS + 1):
-            copy = Path(scratch) / f"round{round_number}" / path.name
+    lowered: Callable[..., Any] | None = None
+    for round_number in range(MAX_ROUNDS + 1):
+        with reading_as_edited(script, current):
             try:
-                fn = load_function(copy, current, function, home=path.parent)
+                namespace = run(current, _why(round_number, function))
+                fn = _function_of(namespace, function)
             except ScriptError:
                 if round_number == 0:
                     raise
@@ -108,48 +128,69 @@ def fix_script(
             if ok:
                 outcome.lowers, outcome.already = True, round_number == 0
                 outcome.text, outcome.remaining = current, None
+                lowered = fn
                 break
-            outcome.remaining = _named(_message(error), copy, path)
+            outcome.remaining = _named(_message(error), script, path)
             if round_number == MAX_ROUNDS:
                 break
-            chosen = choose(error, current, copy, allow_unoptimized, outcome)
+            others = OtherFunctions(function, args, arch, run)
+            chosen = choose(
+                error, current, script, allow_unoptimized, outcome, others=(others, namespace)
+            )
             if not chosen:
                 break
             edited = apply_parts(current, [p for e in chosen for p in e.parts])
             if edited in seen or not keeps_meaning(current, edited):
                 break
             for edit in chosen:
-                outcome.applied.append(_applied(edit, current, copy, path))
+                outcome.applied.append(_applied(edit, current, script, path))
             seen.add(edited)
             current = edited
-        if outcome.lowers:
-            copy = Path(scratch) / "jax" / path.name
-            ok, error = lower_with(
-                load_function(copy, outcome.text, function, home=path.parent), args, arch, "jax"
-            )
-            outcome.needs_smalto = not ok
-            cause = getattr(error, "__cause__", None) or error
-            outcome.jax_says = "" if ok else _named(_first_line(cause), copy, path)
+    if lowered is not None:
+        # The function that lowered with smalto, lowered with JAX's own pass: no new run.
+        with reading_as_edited(script, outcome.text):
+            ok, error = lower_with(lowered, args, arch, "jax")
+        outcome.needs_smalto = not ok
+        cause = getattr(error, "__cause__", None) or error
+        outcome.jax_says = "" if ok else _named(_first_line(cause), script, path)
     if not outcome.lowers:
         outcome.text = original  # a kernel not fixed is left as it was
         outcome.applied.clear()
     return outcome
 
 
+def _why(round_number: int, function: str) -> str:
+    if round_number == 0:
+        return f"(its top level, as python runs it, but not its __main__ part) to lower {function}"
+    return f"again, as edited (in memory: the file is not written yet), to lower {function}"
+
+
+def _function_of(namespace: dict[str, Any], function: str) -> Callable[..., Any]:
+    found = namespace.get(function)
+    if not callable(found):
+        raise ScriptError(f"the script defines no function {function!r}")
+    return found
+
+
 def choose(
     error: BaseException | None,
     text: str,
-    copy: Path,
+    script: Path,
     allow_unoptimized: bool,
     outcome: FixOutcome,
+    *,
+    others: tuple[OtherFunctions, dict[str, Any]] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
-    one that keeps the transfers optimized before one that makes them unoptimized."""
+    one that keeps the transfers optimized before one that makes them unoptimized. An
+    edit outside the function being fixed is made only where the script's other
+    functions that use what it changes still lower (``others``: them, and what the
+    script as ``text`` defined)."""
 
     def read(file: str) -> str | None:
-        return text if Path(file) == copy else None
+        return text if os.path.abspath(file) == str(script) else None
 
     chosen: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
@@ -164,14 +205,16 @@ def choose(
             ),
         )
         for suggested in ranked:
-            edit = source_edit(suggested, read, code=code, problem=problem, home=str(copy))
+            edit = source_edit(suggested, read, code=code, problem=problem, home=str(script))
             reason = _not_made(edit, text, allow_unoptimized)
             if reason is None and any(
                 overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
             ):
                 reason = "it changes the same place as another problem's fix"
+            if reason is None and others is not None:
+                reason = others[0].refusal(text, others[1], edit)
             if reason is not None:
-                outcome.held_back.append(HeldBack(_renamed(edit, copy, outcome.path), reason))
+                outcome.held_back.append(HeldBack(_renamed(edit, script, outcome.path), reason))
                 continue
             chosen.append(edit)
             break
@@ -202,17 +245,7 @@ def lower_with(
     return True, None
 
 
-def load_function(copy: Path, text: str, function: str, *, home: Path) -> Callable[..., Any]:
-    """Runs ``text`` as the script ``copy`` (written there) with ``home``, the script's own
-    folder, on ``sys.path`` as ``python SCRIPT.py`` has it; returns its ``function``."""
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    copy.write_text(text, encoding="utf-8")
-    return script_function(
-        copy, function, run_name="__smalto_fix__", home=home.resolve(), subject="the script"
-    )
-
-
-def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
+def _applied(edit: SourceEdit, text: str, script: Path, path: Path) -> Applied:
     lines = text.splitlines()
     first = min(p.span.line for p in edit.parts)
     last = max(p.span.end_line for p in edit.parts)
@@ -225,26 +258,29 @@ def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
 
         why = f"error[{code}]: {CODES[code].title}" if code in CODES else code
     return Applied(
-        _renamed(edit, copy, path),
+        _renamed(edit, script, path),
         lines[first - 1 : last],
         edited[first - 1 : last + grown],
         why,
     )
 
 
-def _renamed(edit: SourceEdit, copy: Path, path: Path) -> SourceEdit:
-    """``edit`` with the copy's name replaced by the script's own, in its text and spans."""
+def _renamed(edit: SourceEdit, script: Path, path: Path) -> SourceEdit:
+    """``edit`` with the name the script's code ran under (absolute) replaced by the path as
+    the user gave it, in its text and spans."""
     from dataclasses import replace
 
     parts = tuple(
-        replace(p, span=replace(p.span, file=str(path))) if Path(p.span.file) == copy else p
+        replace(p, span=replace(p.span, file=str(path)))
+        if os.path.abspath(p.span.file) == str(script)
+        else p
         for p in edit.parts
     )
-    return replace(edit, parts=parts, text=_named(edit.text, copy, path))
+    return replace(edit, parts=parts, text=_named(edit.text, script, path))
 
 
-def _named(text: str, copy: Path, path: Path) -> str:
-    return text.replace(str(copy), str(path))
+def _named(text: str, script: Path, path: Path) -> str:
+    return text.replace(str(script), str(path))
 
 
 def _message(error: BaseException | None) -> str:

@@ -14,7 +14,8 @@ pass) does not know which module file is being read; the command that reads it
 does. So the command says it once, around the inference
 (``with searching_beside(path): ...``), and every ``Sources()`` made inside
 shares that search: the same directories, the same files read, one list of
-what was missing for the command to report.
+what was missing for the command to report. A script ``smalto fix`` runs as
+edited, in memory, is read as edited (``reading_as_edited``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from pathlib import Path
 # Where the command running now looks, and what it found (``searching_beside``).
 _ACTIVE: ContextVar[Sources | None] = ContextVar("smalto_sources", default=None)
 _NOT_FILES = ("", "-", "<stdin>")  # stdin's names: no directory to look in
+# Files read as edited in memory rather than as on disk (``reading_as_edited``), by
+# absolute path: their lines.
+_EDITED: ContextVar[dict[str, list[str]] | None] = ContextVar("smalto_edited", default=None)
 
 
 class Sources:
@@ -71,6 +75,9 @@ class Sources:
         Stdin (``-``) is never found, and never missing: it has no file to look for."""
         if file in _NOT_FILES:
             return None
+        edited = _EDITED.get()
+        if edited is not None and (lines := edited.get(os.path.abspath(file))) is not None:
+            return lines  # never kept: the next edit's text replaces it
         if file not in self._lines:
             path = self.find(file)
             text = None
@@ -112,3 +119,17 @@ def searching_beside(*modules: str | Path) -> Iterator[Sources]:
         yield sources
     finally:
         _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def reading_as_edited(file: str | Path, text: str) -> Iterator[None]:
+    """Inside the block, every ``Sources`` reads ``file`` as ``text``: the script ``smalto
+    fix`` runs as edited, in memory, before it writes the file (its kernel's locations
+    name the file, their lines are the edited text's)."""
+    edited = dict(_EDITED.get() or {})
+    edited[os.path.abspath(file)] = text.splitlines()
+    token = _EDITED.set(edited)
+    try:
+        yield
+    finally:
+        _EDITED.reset(token)

@@ -3,14 +3,18 @@
 ``smalto capture`` and ``smalto fix`` are pointed at ``SCRIPT.py:FUNCTION``: the script
 runs (under a name of smalto's, so that its ``if __name__ == "__main__":`` part does
 not), with its own folder first on ``sys.path`` so that its imports find its
-neighbours, and the function is taken from what it defined. Anything the script does
-wrong while loading is the user's error, reported in one line (``ScriptError``).
+neighbours, ``__file__`` its absolute path and the working directory the user's (a
+script that reads a file beside itself finds it), and the function is taken from what
+it defined. ``smalto fix`` runs an edited script's text in the file's place, in
+memory. Anything the script does wrong while loading is the user's error, reported in
+one line (``ScriptError``).
 """
 
 from __future__ import annotations
 
-import runpy
+import os
 import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,24 +26,71 @@ class ScriptError(Exception):
 
 
 def script_function(
-    script: Path, function: str, *, run_name: str, home: Path | None = None, subject: str = ""
+    script: Path,
+    function: str,
+    *,
+    run_name: str,
+    text: str | None = None,
+    subject: str = "",
 ) -> Callable[..., Any]:
-    """``function`` as defined by running ``script``. ``home``: the folder put first on
-    ``sys.path`` (default: the script's own; a temporary copy of a script gives its
-    original's). ``subject``: how messages name the script (default ``'SCRIPT'``).
-    Raises ``ScriptError``."""
+    """``function`` as defined by running ``script`` (``run_script``). ``text``: what runs
+    as the script (default: the file's own). ``subject``: how messages name the script
+    (default ``'SCRIPT'``). Raises ``ScriptError``."""
     subject = subject or f"'{script}'"
+    found = run_script(script, run_name=run_name, text=text, subject=subject).get(function)
+    if not callable(found):
+        raise ScriptError(f"{subject} defines no function {function!r}")
+    return found
+
+
+def run_script(
+    script: Path, *, run_name: str, text: str | None = None, subject: str = ""
+) -> dict[str, Any]:
+    """Runs ``script`` as ``python SCRIPT.py`` would, under ``run_name``; returns what it
+    defined. ``__file__`` is its absolute path (and its code's file name: tracebacks and
+    Pallas' locations name it), ``sys.argv[0]`` the path as given, its real folder (symlinks
+    followed) first on ``sys.path``, the working directory the caller's. ``text``, where
+    given, runs in memory in the file's place (an edited script, not written yet: nothing
+    is copied anywhere). Raises ``ScriptError``."""
+    subject = subject or f"'{script}'"
+    file = os.path.abspath(script)
+    module = types.ModuleType(run_name)
+    module.__dict__.update(
+        __file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None
+    )
     try:
-        with folder_on_path(home if home is not None else script.resolve().parent):
-            namespace = runpy.run_path(str(script), run_name=run_name)
+        source: str | bytes = Path(script).read_bytes() if text is None else text
+        if isinstance(source, str):
+            source = source.removeprefix("\ufeff")  # compiled as text, a BOM is no character
+        code = compile(source, file, "exec", dont_inherit=True)
+        with folder_on_path(Path(os.path.realpath(script)).parent), _as_main(script, module):
+            exec(code, module.__dict__)
     except SystemExit:
         raise ScriptError(f"{subject} exited while being loaded") from None
     except Exception as error:  # the user's script: their error, reported in one line
         raise ScriptError(f"loading {subject} failed: {one_line(error)}") from None
-    found = namespace.get(function)
-    if not callable(found):
-        raise ScriptError(f"{subject} defines no function {function!r}")
-    return found
+    return dict(module.__dict__)
+
+
+@contextmanager
+def _as_main(script: Path, module: types.ModuleType) -> Iterator[None]:
+    """``sys.argv[0]`` the script and ``sys.modules`` holding its module while it runs (as
+    ``runpy`` has them: a dataclass or a pickle looks its module up there)."""
+    name = module.__name__
+    saved_argv0 = sys.argv[0] if sys.argv else None
+    saved_module = sys.modules.get(name)
+    sys.modules[name] = module
+    if sys.argv:
+        sys.argv[0] = str(script)
+    try:
+        yield
+    finally:
+        if saved_argv0 is not None:
+            sys.argv[0] = saved_argv0
+        if saved_module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = saved_module
 
 
 @contextmanager
