@@ -41,21 +41,36 @@ from pathlib import Path
 _CHUNK = 1 << 16
 
 
-class NotWritten(Exception):
-    """The file was not written, and is as it was (or as the user last saved it); the
-    message says why, in one line."""
+class NotWritten(OSError):
+    """The file was not written, and is as it was (or as the user last saved it).
+    ``strerror`` says why (a command's ``cannot write 'FILE': ...`` reads it, as for any
+    ``OSError``), ``filename`` names the file."""
+
+    code = errno.EPERM
+
+    def __init__(self, path: object, why: str) -> None:
+        super().__init__(self.code, why, str(path))
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
 
 
 class ReadOnly(NotWritten):
     """The file's mode bits forbid writing it."""
 
+    code = errno.EACCES
+
 
 class ChangedSinceRead(NotWritten):
     """The file changed after it was read: not written."""
 
+    code = errno.EAGAIN
+
 
 class SavedWhileWriting(NotWritten):
     """A save landed between the last check and the rename: the save is kept."""
+
+    code = errno.EAGAIN
 
 
 @dataclass(frozen=True)
@@ -105,12 +120,12 @@ def write_file(
     (symlinks followed). With ``since``, only if the file is still what was read.
 
     Raises ``ReadOnly``, ``ChangedSinceRead``, ``SavedWhileWriting`` (all
-    ``NotWritten``), or ``OSError`` (a full disk, no permission...), the file
-    unchanged in every case."""
+    ``NotWritten``, an ``OSError``), or another ``OSError`` (a full disk, no
+    permission...), the file unchanged in every case."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     target = real_path(path)
     if read_only(target):
-        raise ReadOnly(f"'{path}' is read-only")
+        raise ReadOnly(path, "it is read-only")
     existing = _status(target)
     with _locked(path, target if since is not None else None) as held:
         if since is not None:
@@ -145,7 +160,7 @@ def _locked(shown: object, target: Path | None) -> Iterator[int | None]:
     try:
         descriptor = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise ChangedSinceRead(f"'{shown}' was removed since it was read") from None
+        raise ChangedSinceRead(shown, "it was removed since it was read") from None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield descriptor
@@ -163,7 +178,7 @@ def _check_unchanged(shown: object, target: Path, since: Snapshot, held: int | N
         or (now.st_dev, now.st_ino) != (since.device, since.inode)
         or _read_all(held) != since.data
     ):
-        raise ChangedSinceRead(f"'{shown}' changed since it was read")
+        raise ChangedSinceRead(shown, "it changed since it was read")
 
 
 def _read_all(descriptor: int) -> bytes:
@@ -241,7 +256,7 @@ def _put_in_place(
 
 
 def _saved_meanwhile(shown: object) -> SavedWhileWriting:
-    return SavedWhileWriting(f"'{shown}' was saved while smalto was writing it; the save is kept")
+    return SavedWhileWriting(shown, "it was saved while being written; the save is kept")
 
 
 def _restore(target: Path, saved: bytes) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smalto.basics.archs import parse_arch
+from smalto.basics.writing import write_file
 from smalto.cli.output import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -191,7 +192,7 @@ def _write(
             if inferred and kernel.inferred_text is not None:
                 files.append((directory / f"{stem}.inferred.mlir", kernel.inferred_text))
             for path, text in files:
-                path.write_text(text, encoding="utf-8")
+                write_file(path, text)
                 print(path)
     except OSError as error:
         raise UsageError(f"cannot write to '{output}': {error.strerror or error}") from None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import smalto
 from smalto.basics.inputs import STDIN, Input, read_input
 from smalto.basics.mlir import MlirInputError, in_context, module_arch, print_module
+from smalto.basics.writing import write_file
 from smalto.cli.output import (
     EXIT_INFERENCE_FAILED,
     EXIT_OK,
@@ -323,7 +324,7 @@ def _stem(name: str) -> str:
 
 
 def _write_file(path: str, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8")
+    write_file(path, text)  # whole or not at all: a file there before is never half written
 
 
 def _cannot_write(path: str, error: OSError) -> str:

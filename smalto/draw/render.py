@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from smalto.basics.writing import write_file
 from smalto.draw.colors import Color
 from smalto.draw.png import png
 from smalto.draw.scene import Box, Cells, Lines, Scene, Text
@@ -476,4 +477,4 @@ def render(panels: Panels, fmt: str, dpi: int = BASE_DPI) -> bytes:
 
 
 def save(panels: Panels, path: str | Path, dpi: int = BASE_DPI) -> None:
-    Path(path).write_bytes(render(panels, image_format(path), dpi))
+    write_file(path, render(panels, image_format(path), dpi))

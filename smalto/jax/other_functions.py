@@ -59,7 +59,9 @@ class OtherFunctions:
         changed = ", ".join(s.name for s in shared)
         try:
             after_namespace = self.run(
-                edited, f"to check that {_listed(users)} still lower{'s' * (len(users) == 1)}"
+                edited,
+                f"again, with this edit, to check that {_listed(users)} still "
+                f"lower{'s' * (len(users) == 1)}",
             )
         except ScriptError:
             return f"it changes {changed}, and the script as edited does not load"

@@ -19,6 +19,7 @@ from typing import TextIO
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
+from smalto.basics.writing import write_file
 from smalto.constraints.language import System
 from smalto.pipeline.describe import Namer, describe_element
 from smalto.program.view import Program
@@ -77,8 +78,7 @@ def after_derivation(
             return
         path = os.path.join(directory, f"{name}.constraint_system.txt")
         try:
-            with open(path, "w", encoding="utf-8") as file:
-                file.write(text)
+            write_file(path, text)  # whole or not at all
         except OSError as error:
             # As JAX does: a dump that cannot be written is logged, and goes to stdout instead.
             _logger.error("Failed to write output to %s: %s", path, error)

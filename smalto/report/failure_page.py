@@ -16,6 +16,7 @@ from pathlib import Path
 
 from smalto.basics.inputs import Input
 from smalto.basics.mlir import in_context
+from smalto.basics.writing import write_file
 from smalto.draw.render import Grid, Panels, figure_size, render
 from smalto.hw.values import Reg, Smem
 from smalto.program.reader import read_program
@@ -105,7 +106,7 @@ def write_failure_report(
     out.append(f"<p>{html.escape(listing.caption)}</p>")
     out.append(listing_html(listing.text, listing.marked))
     out.append("</section></body></html>")
-    Path(path).write_text("\n".join(out), encoding="utf-8")
+    write_file(path, "\n".join(out))
 
 
 @dataclass

@@ -25,6 +25,7 @@ from pathlib import Path
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
+from smalto.basics.writing import write_file
 from smalto.constraints.language import Role, Site
 from smalto.draw.ownership import ownership, tmem_placement
 from smalto.draw.pictures import register_grid, smem_grid, tmem_grid
@@ -390,4 +391,4 @@ def write_report(
     page = _Page(inference, source_name, printed)
     page.collect()
     page.rewritten, page.unoptimized = list(rewritten), list(unoptimized)
-    Path(path).write_text(_html(page, source_name), encoding="utf-8")
+    write_file(path, _html(page, source_name))
