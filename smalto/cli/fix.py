@@ -8,15 +8,18 @@ Lowers FUNCTION with smalto as the pass (no GPU needed), makes the first
 verified fix of every problem in the source, lowers again, and repeats until
 it lowers or no fix is left (``smalto.jax.fixing``). Prints each change, line
 by line, and why (on stderr with ``--diff``); notes on stderr say which fixes
-were not made and whether JAX's own pass rejects the kernel. Writes the script
-only where the function then lowers, and only if the file did not change
-meanwhile; ``--diff`` prints a unified diff and writes nothing. Fixes that
-make transfers unoptimized (slower) are made only with ``--allow-unoptimized``;
-a fixed kernel that JAX's own pass still rejects (it compiles with smalto
-installed) is written only with ``--allow-smalto-only``.
+were not made and whether JAX's own pass rejects the kernel, and each time the
+script runs (in its own place, as ``python SCRIPT.py`` runs it). Writes the
+script only where the function then lowers: whole or not at all, never over a
+save made since it was read, never a read-only one (``smalto.basics.writing``);
+``--diff`` prints a unified diff and writes nothing (what the script prints
+goes to stderr). Fixes that make transfers unoptimized (slower) are made only
+with ``--allow-unoptimized``; a fixed kernel that JAX's own pass still rejects
+(it compiles with smalto installed) is written only with ``--allow-smalto-only``.
 
 Exit status: 0 when the function lowers (fixed, or already as written); 1 when
-it still fails (the diagnosis that remains on stderr) or a fix was not written;
+it still fails (the diagnosis that remains on stderr) or a fix was not written
+(the file changed, was saved meanwhile, is read-only or could not be written);
 2 on bad usage or a script that cannot be loaded.
 """
 
