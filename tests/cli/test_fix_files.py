@@ -452,3 +452,25 @@ def test_which_other_functions_use_what_an_edit_changes(
 
     found = shared_definitions(HELPERS, [line], "fixed")
     assert [(s.name, s.users) for s in found] == shared
+
+
+# --- other commands write the same way -------------------------------------------------------
+
+
+def test_infer_output_is_written_whole_through_a_symlink_and_refused_read_only(
+    tmp_path: Path,
+) -> None:
+    module = next((REPO / "tests" / "corpus" / "kernels").glob("*.mlir"))
+    output = tmp_path / "out.mlir"
+    output.write_text("kept\n")
+    output.chmod(0o444)
+    ran = run("infer", module, "-o", output)
+    assert ran.status == 2
+    assert ran.err.strip() == f"smalto: error: cannot write '{output}': it is read-only"
+    assert output.read_text() == "kept\n"
+    output.chmod(0o644)
+    link = tmp_path / "link.mlir"
+    link.symlink_to(output)
+    assert run("infer", module, "-o", link).status == 0
+    assert link.is_symlink() and output.read_text().startswith("module")
+    assert _leftovers(tmp_path, "out.mlir", "link.mlir") == []
