@@ -4,6 +4,7 @@ part not run, and the user's mistakes said in one line by both commands."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -65,3 +66,35 @@ def test_capture_reports_a_failing_script_in_one_line(
         f"smalto: error: loading '{script}' failed: ModuleNotFoundError: "
         "No module named 'no_such_module_anywhere'"
     ]
+
+
+def test_the_script_runs_in_its_own_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "project"
+    script = _script(
+        folder,
+        "import os, sys\n"
+        "SEEN = (__file__, os.getcwd(), sys.path[0], sys.argv[0])\n"
+        "def f():\n    return SEEN\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    function = script_function(Path("project/kernel.py"), "f", run_name="__test__")
+    # As python project/kernel.py: __file__ absolute, the working directory the user's, the
+    # script's real folder first on sys.path, argv[0] the path as given.
+    assert function() == (str(script), str(tmp_path), os.path.realpath(folder), "project/kernel.py")
+
+
+def test_an_edited_text_runs_in_the_files_place(tmp_path: Path) -> None:
+    script = _script(tmp_path, "def f():\n    return 1\n")
+    edited = "\ufeffdef f():\n    return __file__\n"  # a BOM, as an editor may keep it
+    assert script_function(script, "f", run_name="__test__", text=edited)() == str(script)
+    assert script.read_text() == "def f():\n    return 1\n"  # nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernel.py"]  # nor copied
+
+
+def test_sources_read_a_script_running_as_edited_as_edited(tmp_path: Path) -> None:
+    from smalto.source.files import Sources, reading_as_edited
+
+    script = _script(tmp_path, "as on disk\n")
+    with reading_as_edited(script, "as edited\n"):
+        assert Sources().line(str(script), 1) == "as edited"
+    assert Sources().line(str(script), 1) == "as on disk"
