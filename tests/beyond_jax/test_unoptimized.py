@@ -46,6 +46,7 @@ from smalto.basics.mlir import in_context
 from smalto.pipeline.steps import Unsatisfiable, solve_as_written
 from smalto.rewrite import transfers
 from smalto.rewrite.transfers import Plan, fewest
+from smalto.solve.options import SolveOptions
 
 TESTS = Path(__file__).resolve().parents[1]
 MODULES = TESTS / "unoptimized"
@@ -203,8 +204,12 @@ def test_the_fewest_transfers_are_made_unoptimized() -> None:
     module = parse(entry.path.read_text())
     with in_context(module):
         with pytest.raises(Unsatisfiable) as failed:
-            solve_as_written(module, smalto.DEFAULT_FUEL, entry.arch)
-        plan = Plan(failed.value.program, failed.value.system, entry.arch, smalto.DEFAULT_FUEL)
+            solve_as_written(module, SolveOptions(arch=entry.arch))
+        plan = Plan(
+            failed.value.program,
+            failed.value.system,
+            SolveOptions(fuel=smalto.DEFAULT_FUEL, arch=entry.arch),
+        )
         fewest = plan.fewest()
         assert len(plan.candidates) == 4 and fewest is not None and len(fewest) == 2
         # No single transfer would do, and the pair found does.
