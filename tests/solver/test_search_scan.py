@@ -22,9 +22,9 @@ import reference
 from fuzz.strategies import FuzzModule, modules
 from hypothesis import HealthCheck, given, settings
 from jax._src.lib.mlir import ir
+from scaling_kernels import FAMILIES
 
 import smalto
-from bench.kernels import FAMILIES
 from smalto.basics.mlir import module_arch
 from smalto.check import check
 from smalto.hw.values import Const
