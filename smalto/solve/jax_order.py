@@ -34,7 +34,7 @@ from smalto.solve.propagation import DeepRecursion, Propagation, Reason
 # beyond one per variable left open by the propagation before the first
 # decision (see ``Solver.guided_budget``). Every corpus kernel JAX solves needs
 # under 100 in all. A splat tried for a value that cannot be one (a doomed
-# candidate) does not count against it: it does no work (see ``Solver._search``).
+# candidate) does not count against it: it does no work (``JaxOrderSearch._search``).
 GUIDED_BUDGET = 1_000
 # Attempts per open variable: one for its value, one for a candidate that fails.
 ATTEMPTS_PER_VARIABLE = 2
@@ -53,7 +53,7 @@ class _Pass:
     """What one decision's scan knows of one pass over the candidate order.
 
     The scan makes two passes: one for preferred candidates, then one for the
-    others (see ``Solver._candidates``). ``pending``: positions before
+    others (see ``JaxOrderSearch._candidates``). ``pending``: positions before
     ``frontier`` to ask; every other position before ``frontier`` is known to
     offer none of the pass's kind. ``hits``: the positions asked here that
     offered some, in order. ``at``: how far into ``pending`` the pass is (-1
@@ -83,7 +83,7 @@ class _Pass:
 
 
 # A candidate as the scan dedups it: (slot, value), or, for a doomed one
-# (``Solver._offer``), a number (``Solver._doomed_key``).
+# (``JaxOrderSearch._offer``), a number (``JaxOrderSearch._doomed_key``).
 _Key = tuple[int, Const] | int
 # A constraint's candidates: (variable, value) pairs, preferred ones, then the
 # others; and, where each of the others is doomed, their keys (else None).
@@ -96,9 +96,9 @@ class _Scan:
     ``preferred`` and ``other``: what each pass knows (``_Pass``).
     ``doomed_at`` and ``doomed_keys``: the positions before the other pass's
     frontier, not asked here, known to offer only doomed candidates
-    (``Solver._offer``), in order, and the keys of those (``Solver._doomed_key``);
-    the other pass counts them without asking (``Solver._count_doomed``), and
-    ``counted`` says how many of them it has. ``found``: the positions of that
+    (``JaxOrderSearch._offer``), in order, and the keys of those
+    (``JaxOrderSearch._doomed_key``); the other pass counts them without asking
+    (``JaxOrderSearch._count_doomed``), and ``counted`` says how many of them it has. ``found``: the positions of that
     kind the other pass asked here, with their keys.
     """
 
