@@ -98,8 +98,8 @@ class _Scan:
     frontier, not asked here, known to offer only doomed candidates
     (``JaxOrderSearch._offer``), in order, and the keys of those
     (``JaxOrderSearch._doomed_key``); the other pass counts them without asking
-    (``JaxOrderSearch._count_doomed``), and ``counted`` says how many of them it has. ``found``: the positions of that
-    kind the other pass asked here, with their keys.
+    (``JaxOrderSearch._count_doomed``), and ``counted`` says how many of them it has.
+    ``found``: the positions of that kind the other pass asked here, with their keys.
     """
 
     __slots__ = ("preferred", "other", "doomed_at", "doomed_keys", "counted", "found")

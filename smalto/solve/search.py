@@ -141,7 +141,7 @@ class Solver:
         complete search must decide (``solve_completely``).
 
         ``checkpoint``: given the search's budget and the variables open at the root,
-        where it may be stopped, if anywhere (``jax_order.Checkpoint``; None is
+        where it may be stopped, if anywhere (``fuel.Checkpoint``; None is
         returned then too).
         """
         if not self.state.propagate_root():
@@ -215,7 +215,7 @@ def decide(system: System, program: Program, options: SolveOptions) -> Solver:
 
 class _EarlyWidened:
     """The widened search made before the search in JAX's order gives up, where that one
-    backtracks far (``jax_order.Checkpoint``): where no layout lowers at all, the search
+    backtracks far (``fuel.Checkpoint``): where no layout lowers at all, the search
     in JAX's order cannot find one either, and is stopped.
 
     Nothing changes where it finds one: the search in JAX's order goes on, and
