@@ -41,10 +41,10 @@ start = time.perf_counter()
 import jax.experimental.mosaic.gpu.fragmented_array
 jax_done = time.perf_counter()
 from smalto.draw import render
-from smalto.cli.draw import _pictures, build_parser
+from smalto.cli.draw import panels_to_draw, build_parser
 imports_done = time.perf_counter()
 args = build_parser().parse_args(sys.argv[1:])
-panels, name, text = _pictures(args)
+panels, name, text = panels_to_draw(args)
 panels_done = time.perf_counter()
 if panels:
     render.render(panels, "png")

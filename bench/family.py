@@ -3,7 +3,7 @@
 ``python -m bench.family [FILES...] [--repeat N] [--cold N] [--markdown OUT [--append]]``
 
 By default the family is the Blackwell int4-quantized ragged dots of
-``bench/quantized/`` (``python -m bench.quantized_ragged_dot`` captures them):
+``tests/corpus/quantized/`` (``python -m bench.quantized_ragged_dot`` captures them):
 the kernels on which smalto's margin over JAX's pass was thinnest. For each
 module, by process CPU time:
 
@@ -42,7 +42,7 @@ from bench.run import (
     write_markdown,
 )
 
-FAMILY_DIR = REPO_ROOT / "bench" / "quantized"
+FAMILY_DIR = REPO_ROOT / "tests" / "corpus" / "quantized"
 DEFAULT_REPEAT = 5
 DEFAULT_COLD = 3
 

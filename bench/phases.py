@@ -51,6 +51,7 @@ from smalto.pipeline import annotate
 from smalto.pipeline.validate import check_input
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver
 
 STEPS = ("read", "check", "derive", "setup", "solve", "plan", "write")
@@ -68,12 +69,12 @@ def time_steps(module: ir.Module, arch: Arch, clock: Callable[[], float]) -> lis
     ticks.append(clock())
     system = derive_system(program, arch)
     ticks.append(clock())
-    solver = Solver(system, program, arch, fuel)
+    solver = Solver(system, program, SolveOptions(fuel=fuel, arch=arch))
     ticks.append(clock())
     if not solver.solve():
         raise smalto.InferenceError(f"no solution for {module}")
     ticks.append(clock())
-    plan = annotate.plan_attributes(program, system, solver.solution())
+    plan = annotate.plan_attributes(program, system, solver.state.solution())
     ticks.append(clock())
     annotate.write_attributes(program, plan)
     ticks.append(clock())

@@ -3,7 +3,7 @@
 ``python -m bench.quantized_ragged_dot [-o DIR]`` lowers the kernel below for
 sm_100 in several configurations (no GPU needed) and writes the modules JAX
 hands to its layout-inference pass, one ``.mlir`` file each, with an
-``index.json`` giving their arch, into ``bench/quantized/`` by default.
+``index.json`` giving their arch, into ``tests/corpus/quantized/`` by default.
 
 The kernel computes ``out[m] = x[m] @ dequant(w[group(m)]).T`` for rows ``m``
 of the bf16 lhs ``x`` grouped by ``group_sizes``, where the weights ``w`` are
@@ -44,7 +44,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from bench import REPO_ROOT
 
 BLACKWELL = (10, 0)
-OUT_DIR = REPO_ROOT / "bench" / "quantized"
+OUT_DIR = REPO_ROOT / "tests" / "corpus" / "quantized"
 
 # Warpgroups, and the warps of the main one.
 MAIN_WG, DEQUANT_WG, STORE_WG = 0, 1, 2

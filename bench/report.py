@@ -51,7 +51,7 @@ def _infer(path: Path) -> tuple[Any, Inference]:
     with in_context(module):
         inference = solve_module(module, arch=arch)
         plan = annotate.plan_attributes(
-            inference.program, inference.system, inference.solver.solution()
+            inference.program, inference.system, inference.solver.state.solution()
         )
         annotate.write_attributes(inference.program, plan)
     return module, inference
@@ -60,19 +60,19 @@ def _infer(path: Path) -> tuple[Any, Inference]:
 def _page_without_pictures(inference: Inference, name: str, printed: PrintedModule) -> report._Page:
     page = report._Page(inference, name, printed)
     page.collect()
-    drawn = report._picture
-    report._picture = lambda entry: None  # type: ignore[assignment]
+    drawn = report.picture
+    report.picture = lambda entry: None  # type: ignore[assignment]
     try:
         report._html(page, name)
     finally:
-        report._picture = drawn
+        report.picture = drawn
     return page
 
 
 def _pictures(page: report._Page) -> int:
     count = 0
     for entry in page.layouts.values():
-        grid = report._picture(entry)
+        grid = report.picture(entry)
         if grid is not None:
             render([grid], "png", report.PICTURE_DPI)
             count += 1

@@ -3,7 +3,7 @@
 ``python -m bench.scaling [--family NAME ...] [--min-n 1] [--max-n 64] [--jax-max-n N]
 [--repeat N] [--markdown OUT [--append]]``
 
-For each kernel family of ``bench.kernels.FAMILIES`` (default: all of them;
+For each kernel family of ``scaling_kernels.FAMILIES`` (``tests/helpers/``) (default: all of them;
 ``attention``: n looped attention blocks, SMEM loads, two wgmmas,
 softmax-style row reductions and broadcasts, pointwise ops, a truncf and a
 store; ``unrolled_attention``: the same without the loop, each wgmma's zero
@@ -31,7 +31,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.kernels import FAMILIES
+from scaling_kernels import FAMILIES
+
 from bench.run import (
     CLOCKS,
     DEFAULT_CLOCK,
@@ -161,7 +162,7 @@ def markdown(
             "",
             f"Run: {environment_line()}.",
             "",
-            f"Kernels: `bench.kernels.FAMILIES[{family!r}](N)` (sm_90). Command: "
+            f"Kernels: `scaling_kernels.FAMILIES[{family!r}](N)` (sm_90). Command: "
             f"`python -m bench.scaling --family {family} --min-n {ns[0]} --max-n {ns[-1]} "
             f"--jax-max-n {jax_max_n} --clock {clock}`. Each time ({clock_words(clock)}) is "
             f"the median of {repeat} runs on separately parsed copies (JAX: one run where it "

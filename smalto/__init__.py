@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from smalto import check as check  # the checker (callable: smalto.check(module, arch))
+    from smalto import check as check  # the checker's package: smalto.check.check(module, arch)
     from smalto.errors import (
         FAILURE_PREFIX,
         InferenceError,
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
     elif name == "check":
-        # The subpackage, callable as its ``check`` function (see smalto.check).
+        # The checker's package: the checker is its ``check`` (``smalto.check.check``).
         value = importlib.import_module("smalto.check")
     elif name == "__version__":
         from smalto.basics.version import version

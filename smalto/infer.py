@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import weakref
-from typing import TextIO, cast
+from typing import TextIO
 
 from jax._src.lib.mlir import ir
 
@@ -30,6 +30,7 @@ from smalto.pipeline.steps import (
     Inference,
     OutOfFuel,
     RulesRefused,
+    SolveOptions,
     Unsatisfiable,
     solve_as_written,
     write,
@@ -38,7 +39,7 @@ from smalto.program.view import Program
 
 # (Imported with the pass, not at its first failure: a process's first refusal paid 2.4 ms
 # for the import, where JAX's pass raises in about 1 ms; importing smalto takes 800 ms.)
-from smalto.rescue import rescue
+from smalto.rescue import rescue, wants_a_rescue
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
 from smalto.source.tracebacks import with_op_traceback
@@ -46,10 +47,12 @@ from smalto.source.tracebacks import with_op_traceback
 __all__ = [
     "DEFAULT_FUEL",
     "Inference",
+    "SolveOptions",
     "in_context",
     "infer_keeping_the_solution",
     "infer_layout",
     "solve_module",
+    "solve_with",
 ]
 
 
@@ -72,27 +75,28 @@ def solve_module(
     ``allow_unoptimized``, then with the fewest transfers made unoptimized.
     Must run inside the module's context (``infer_layout`` takes care of it).
     """
-    # A caller may pass the pair as a list: a tuple from here on.
-    arch = cast(tuple[int, int], tuple(arch))
+    options = SolveOptions(
+        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+    )
+    return solve_with(module, options, dump_to)
+
+
+def solve_with(
+    module: ir.Module, options: SolveOptions, dump_to: TextIO | None = None
+) -> Inference:
+    """``solve_module`` with its settings made into options (``SolveOptions``)."""
     try:
-        return solve_as_written(module, fuel, arch, dump_to)
+        return solve_as_written(module, options, dump_to)
     except Failure as found:
         failure = found
     notes: list[str] = []
-    # The rescues the caller turned on, by their keyword (see ``smalto.rescue``).
-    wanted = {"rewrite": rewrite, "allow_unoptimized": allow_unoptimized}
-    if any(wanted.values()):
+    if wants_a_rescue(options):
         rescued, notes = rescue(
-            module,
-            failure,
-            arch=arch,
-            fuel=fuel,
-            wanted=wanted,
-            solve=lambda changed: _solved(changed, fuel, arch, dump_to),
+            module, failure, options, solve=lambda changed: _solved(changed, options, dump_to)
         )
         if rescued is not None:
             return rescued
-    error = diagnosed(failure, arch)
+    error = diagnosed(failure, options.arch)
     for note in notes:
         error.add_note(note)
     # The traceback keeps this frame: were it to hold the error or the failure, a cycle
@@ -106,15 +110,13 @@ def solve_module(
         del error
 
 
-def _solved(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None
-) -> Inference:
+def _solved(module: ir.Module, options: SolveOptions, dump_to: TextIO | None) -> Inference:
     """The pass on a module a rescue changed; its failure, if any, diagnosed."""
     try:
-        return solve_as_written(module, fuel, arch, dump_to)
+        return solve_as_written(module, options, dump_to)
     except Failure as found:
         failure = found
-    error = diagnosed(failure, arch)
+    error = diagnosed(failure, options.arch)
     del failure  # (held by no frame the traceback keeps: see ``solve_module``)
     try:
         raise error
@@ -180,7 +182,7 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
 
 def _where_it_failed(solver: Solver) -> int | None:
     """The op of the requirement the search failed on, or of a transfer JAX's answer breaks."""
-    conflict = solver.conflict
+    conflict = solver.state.conflict
     if conflict is not None:
         if conflict.constraint is not None:
             return conflict.constraint.origin
@@ -200,14 +202,10 @@ def infer_keeping_the_solution(
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
-    inference = solve_module(
-        module,
-        fuel=fuel,
-        arch=arch,
-        dump_to=dump_to,
-        rewrite=rewrite,
-        allow_unoptimized=allow_unoptimized,
+    options = SolveOptions(
+        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
     )
+    inference = solve_with(module, options, dump_to)
     write(inference)
     return inference
 
@@ -247,13 +245,14 @@ def infer_layout(
     infers, and warns once per changed op (``smalto.UnoptimizedTransferWarning``).
     It never acts where the module infers as written.
     """
+    options = SolveOptions(
+        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+    )
     # (The context entered directly, and the collector paused by a class: a refusal
     # unwinds through them, which costs a generator-made manager a throw each.)
     context = module.context
     with context, ir.Location.unknown(context), CyclicGcPaused():
-        result = solve_module(
-            module, fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
-        )
+        result = solve_with(module, options)
         write(result)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be

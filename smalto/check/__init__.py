@@ -27,37 +27,13 @@ schedule; ``relayouts``; ``mma``). Its command line, ``smalto check``, is a face
 the package (``smalto.cli.check``): the checker itself imports nothing above
 the ground.
 The requirements are jax 0.12.0.1's lowering's.
+
+The checker is this package's ``check`` (``smalto.check.check(module, arch)``,
+or ``from smalto.check import check``); ``smalto.check`` is the package, not
+a function (``smalto`` binds its subpackage to that name on import).
 """
-
-import sys
-import types
-
-from jax._src.lib.mlir import ir
 
 from smalto.check.core import Violation
 from smalto.check.walk import check
-from smalto.program.view import Program
 
 __all__ = ["Violation", "check"]
-
-
-class _CallableModule(types.ModuleType):
-    """This package, callable as its ``check``: ``smalto.check(module, arch)``.
-
-    ``smalto`` loads its names lazily, so ``smalto.check`` is this package
-    (Python binds a subpackage to its parent's attribute on import); calling it
-    runs the checker, as when ``smalto.check`` was the function itself.
-    """
-
-    def __call__(
-        self,
-        module: ir.Module,
-        arch: tuple[int, int] = (9, 0),
-        *,
-        source_name: str | None = None,
-        program: Program | None = None,
-    ) -> list[Violation]:
-        return check(module, arch, source_name=source_name, program=program)
-
-
-sys.modules[__name__].__class__ = _CallableModule

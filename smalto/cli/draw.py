@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
 
     output = args.output or ""
     try:
-        panels, default_name, text = _pictures(args, lookup)
+        panels, default_name, text = panels_to_draw(args, lookup)
         if not args.no_picture:
             output = args.output or default_name
             save(panels, output)
@@ -231,8 +231,12 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
     return EXIT_OK
 
 
-def _pictures(args: argparse.Namespace, lookup: Lookup | None = None) -> tuple[list[Any], str, str]:
-    """The panels to draw, the default file name, and text to print (may be empty)."""
+def panels_to_draw(
+    args: argparse.Namespace, lookup: Lookup | None = None
+) -> tuple[list[Any], str, str]:
+    """The panels to draw for parsed ``smalto draw`` arguments, the default file name, and
+    text to print (may be empty): the drawing without the rendering (``bench.draw``
+    times it apart)."""
     from smalto.draw.subject import subject_of
 
     subject = subject_of(args, lookup)

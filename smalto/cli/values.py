@@ -66,9 +66,9 @@ def value_to_draw(
     run inside the module's context."""
     from jax._src.lib.mlir import ir
 
-    solver = explainer.solver
+    state = explainer.state
     variable = explainer.var_of_value.get(vid)
-    layout = None if variable is None else solver.value[solver.root[variable]]
+    layout = None if variable is None else state.value[state.root[variable]]
     if layout is None:
         raise ValueLookupError(f"{explainer.name(vid)} ({explainer.place(vid)}) got no layout")
     value = explainer.program.values[vid]

@@ -163,7 +163,7 @@ class Candidates:
     def _unannotated_value(self, ops: tuple[int, ...], var: int | None) -> Const | None:
         """The layout the rest of the kernel gives a value once ``ops`` state none for it
         (from a solution of the system without what they fix): the likeliest target."""
-        from smalto.solve.search import FuelExhausted, Solver
+        from smalto.solve.search import FuelExhausted, SolveOptions, Solver
 
         if var is None:
             return None
@@ -173,13 +173,13 @@ class Candidates:
         if self._holds_without(ops, var):
             return None
         sub = System(self.system.variables, self.system.constraints, fixed, self.system.var_of_site)
-        solver = Solver(sub, self.program, self.arch, _RELAXED_FUEL)
+        solver = Solver(sub, self.program, SolveOptions(fuel=_RELAXED_FUEL, arch=self.arch))
         try:
             if not solver.solve():
                 return None
         except FuelExhausted:
             return None
-        return solver.solution()[var]
+        return solver.state.solution()[var]
 
     def _holds_without(self, ops: tuple[int, ...], var: int) -> bool:
         """Whether the conflict's requirements, every one of them the system's own (not one

@@ -40,7 +40,7 @@ from smalto.hw.values import Const, Reg
 from smalto.pipeline.describe import Namer, describe_allowed, describe_element, expr_var
 from smalto.program.view import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
-from smalto.solve.search import Solver
+from smalto.solve.propagation import Propagation, Reason
 from smalto.source.files import Sources
 from smalto.source.locations import op_location_text, op_text
 
@@ -59,29 +59,27 @@ def _derivations(
     states it (a ``Fixed``, a ``OneOf`` of one option): the propagation starts from it."""
     constraints, imposed = as_solved(core)
     sub = System(system.variables, constraints, imposed, system.var_of_site)
-    solver = Solver(sub, program, arch, fuel=1)
+    state = Propagation(sub, program, arch, fuel=1)
     queue: list[int] = []
     for fixed in sub.fixed:
-        if not solver._assign(fixed.var, fixed.value, queue):
+        if not state.assign(fixed.var, fixed.value, queue):
             break
-        from smalto.solve.search import Reason
-
-        solver.reason[solver.root[fixed.var]] = Reason("fixed", fixed=fixed)
-    queue.extend(range(len(solver.constraints)))
-    solver._propagate(queue)
+        state.reason[state.root[fixed.var]] = Reason("fixed", fixed=fixed)
+    queue.extend(range(len(state.constraints)))
+    state.propagate(queue)
     lines, values, named = [], {}, set()
     involved = {v for e in core for v in element_variables(e)}
     for var in sorted(involved):
-        slot = solver.root[var]
-        value = solver.value[slot]
-        reason = solver.reason.get(slot)
+        slot = state.root[var]
+        value = state.value[slot]
+        reason = state.reason.get(slot)
         if value is None or reason is None:
             continue
         values[var] = value
         if reason.kind == "fixed" and reason.fixed is not None:
             why = f"it is {reason.fixed.what} of {op_text(program.ops[reason.fixed.origin])}"
         elif reason.kind == "forced" and reason.constraint is not None:
-            origin = solver.constraints[reason.constraint].origin
+            origin = state.constraints[reason.constraint].origin
             why = f"it must agree with {op_text(program.ops[origin])}"
         else:
             continue

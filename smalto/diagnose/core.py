@@ -18,6 +18,7 @@ from smalto.constraints.language import Element, System, element_variables, fixe
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
 from smalto.solve.complete import DomainsMade
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver
 
 # Upper bound on time spent shrinking a core; past it the core is smaller but
@@ -34,7 +35,9 @@ def _satisfiable(
 ) -> bool | None:
     """Whether ``elements`` hold together (None where the search ran out of fuel);
     ``made``: the domains of the searches before, shared (``DomainsMade``)."""
-    solver = Solver(subsystem(system, elements), program, arch, fuel=5_000, widened=True)
+    solver = Solver(
+        subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch), widened=True
+    )
     solver.over_domains.made_before = made
     try:
         # The widest search: a core is what no layout the lowering accepts satisfies.

@@ -28,6 +28,8 @@ from smalto.diagnose.edits import DROP, RETARGET, UNOPTIMIZE, Edit
 from smalto.diagnose.verify import edited_system
 from smalto.pipeline.describe import Namer
 from smalto.program.view import Program
+from smalto.solve.options import SolveOptions
+from smalto.solve.propagation import Propagation
 from smalto.solve.search import FuelExhausted, Solver
 from smalto.source.files import Sources
 
@@ -38,7 +40,7 @@ _LIKELY_CANDIDATES = 8
 
 
 def describe_conflict(
-    program: Program, system: System, solver: object, sources: Sources | None = None
+    program: Program, system: System, solver: Solver, sources: Sources | None = None
 ) -> tuple[str, ConflictReport]:
     """The message and report for a solver that found no solution: every problem of the
     kernel (up to ``MAX_PROBLEMS``), each with its own core and its own fixes.
@@ -49,21 +51,20 @@ def describe_conflict(
     verified to fix it while the other problems' likeliest fixes are made too: alone,
     no edit makes a kernel with several problems infer.
     """
-    empty = getattr(solver, "empty_slot", None)
+    empty = solver.state.empty_slot
     if empty is not None:
         report = no_value_fits(program, system, empty)
         return report.message(), report
-    arch = getattr(solver, "arch", (9, 0))
+    arch = solver.state.arch
     namer = Namer(program, system, sources or Sources())
-    breaks = getattr(solver, "jax_answer_breaks", [])
+    breaks = solver.jax_answer_breaks
     problems: list[tuple[list[Element], bool, Edit | None]] = []
     current, failed = system, solver
     # The ops the problems so far are about: their annotations and what their fixes change.
     owned: set[int] = set()
     while len(problems) < MAX_PROBLEMS:
-        explain = getattr(failed, "root_explanation", None)
         core, minimal = find_core(
-            program, current, arch, _seeds(failed), explain() if explain else None
+            program, current, arch, _seeds(failed.state), failed.state.root_explanation()
         )
         if problems and any(e.origin in owned for e in core):
             # The same problem, not resolved by its likeliest fix: one problem, not two.
@@ -77,9 +78,9 @@ def describe_conflict(
         if past is None:
             break
         current = past
-        failed = Solver(current, program, arch, 5_000, widened=True)
+        failed = Solver(current, program, SolveOptions(fuel=5_000, arch=arch), widened=True)
         try:
-            if failed.solve(guided=False) or getattr(failed, "empty_slot", None) is not None:
+            if failed.solve(guided=False) or failed.state.empty_slot is not None:
                 break
         except FuelExhausted:
             break
@@ -103,9 +104,9 @@ def describe_conflict(
     return report.message(), report
 
 
-def _seeds(solver: object) -> set[int]:
+def _seeds(state: Propagation) -> set[int]:
     """The variables where the search met the conflict."""
-    conflict = getattr(solver, "conflict", None)
+    conflict = state.conflict
     seeds: set[int] = set()
     if conflict is not None:
         if conflict.fixed is not None:

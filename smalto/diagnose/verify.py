@@ -48,6 +48,7 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
 from smalto.rules import consumers
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver, decide
 
 # A kernel a single edit fixes needs few search steps; a candidate that needs
@@ -229,7 +230,7 @@ def _decided(system: System, program: Program, arch: tuple[int, int]) -> Solver 
     """The solver, where the pass finds layouts for ``system`` (within the fuel a fix may
     need)."""
     try:
-        solver = decide(system, program, arch, _FUEL)
+        solver = decide(system, program, SolveOptions(fuel=_FUEL, arch=arch))
     except FuelExhausted:
         return None
     return solver if solver.solved else None
@@ -314,7 +315,7 @@ def works_on_copy(
             write(inference)
             # JAX's order answers only as JAX's pass does; the complete and widened
             # searches find what it does not.
-            needs_smalto = bool(inference.solver.complete)
+            needs_smalto = bool(inference.solver.state.complete)
         # (The checker reads the program view inference read: the same ops and values.)
         if check(clone, arch, program=inference.program):
             return Verdict(False)
@@ -343,12 +344,13 @@ def _inference(clone: ir.Module, arch: tuple[int, int], decided: Decided | None)
     """The pass on the clone (``solve_copy``), but for the search where the clone derives
     the system already decided: the solver depends on the system alone (and on attributes
     no edit changes: a cast's ``strict``, an allocation's ``collective``)."""
+    options = SolveOptions(fuel=_FUEL, arch=arch)
     if decided is None:
-        return solve_copy(clone, arch, _FUEL)
+        return solve_copy(clone, options)
     program = read_program(clone, consumers())
-    system = derive(program, arch)
+    system = derive(program, options)
     if system != decided.system:
-        return solve(program, system, arch, _FUEL)
+        return solve(program, system, options)
     return Inference(program, system, decided.solver)
 
 

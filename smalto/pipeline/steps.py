@@ -29,11 +29,23 @@ from smalto.pipeline.validate import check_input
 from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
+from smalto.solve.options import DEFAULT_FUEL, SolveOptions
 from smalto.solve.search import FuelExhausted, Solver, decide
 
-# Ample for every kernel we know: the search needs a few dozen attempts at most
-# where JAX's pass may need thousands.
-DEFAULT_FUEL = 100_000
+__all__ = [
+    "DEFAULT_FUEL",
+    "Failure",
+    "Inference",
+    "OutOfFuel",
+    "RulesRefused",
+    "SolveOptions",
+    "Unsatisfiable",
+    "derive",
+    "solve",
+    "solve_as_written",
+    "solve_copy",
+    "write",
+]
 
 
 @dataclass
@@ -90,7 +102,7 @@ class OutOfFuel(Failure):
 
 
 def solve_as_written(
-    module: ir.Module, fuel: int, arch: tuple[int, int], dump_to: TextIO | None = None
+    module: ir.Module, options: SolveOptions, dump_to: TextIO | None = None
 ) -> Inference:
     """Infers ``module``'s layouts without writing them; raises ``Failure`` where it has none.
 
@@ -101,34 +113,34 @@ def solve_as_written(
     Must run inside the module's context.
     """
     program = read_program(module, consumers())
-    check_input(program, fuel=fuel, arch=arch)
-    system = derive(program, arch)
+    check_input(program, fuel=options.fuel, arch=options.arch)
+    system = derive(program, options)
     if not conflicting_fixed(system):
         # (JAX's pass gives up on such a system before it gets here.)
         after_derivation(module, program, system, dump_to)
-    return solve(program, system, arch, fuel)
+    return solve(program, system, options)
 
 
-def solve_copy(module: ir.Module, arch: tuple[int, int], fuel: int) -> Inference:
+def solve_copy(module: ir.Module, options: SolveOptions) -> Inference:
     """The pass on a copy a rescue changed (``smalto.rescue``): read, derive, solve, with
     no input check (the module as written passed it) and no dump; raises ``Failure``."""
     program = read_program(module, consumers())
-    return solve(program, derive(program, arch), arch, fuel)
+    return solve(program, derive(program, options), options)
 
 
-def derive(program: Program, arch: tuple[int, int]) -> System:
+def derive(program: Program, options: SolveOptions) -> System:
     """Runs every op's rule (``smalto.rules``); ``RulesRefused`` where a rule refuses."""
     try:
-        return derive_system(program, arch)
+        return derive_system(program, options.arch)
     except InferenceError as error:
         raise RulesRefused(program, error) from None
 
 
-def solve(program: Program, system: System, arch: tuple[int, int], fuel: int) -> Inference:
+def solve(program: Program, system: System, options: SolveOptions) -> Inference:
     """Decides a derived system; ``Unsatisfiable`` or ``OutOfFuel`` where it finds no
     assignment."""
     try:
-        solver = decide(system, program, arch, fuel)
+        solver = decide(system, program, options)
     except FuelExhausted as exhausted:
         raise OutOfFuel(program, system, exhausted.spent, exhausted.open_variables) from None
     if not solver.solved:
@@ -139,6 +151,6 @@ def solve(program: Program, system: System, arch: tuple[int, int], fuel: int) ->
 def write(inference: Inference) -> None:
     """Writes the layouts an inference found onto the module's ops (``annotate``)."""
     plan = annotate.plan_attributes(
-        inference.program, inference.system, inference.solver.solution()
+        inference.program, inference.system, inference.solver.state.solution()
     )
     annotate.write_attributes(inference.program, plan)

@@ -84,7 +84,7 @@ class _Page:
         self.inference = inference
         self.program = inference.program
         self.system = inference.system
-        self.solver = inference.solver
+        self.state = inference.solver.state
         self.explainer = Explainer(inference, source_name, printed)
         self.printed = self.explainer.printed
         self.layouts: dict[object, Pictured] = {}
@@ -99,7 +99,7 @@ class _Page:
         var = self.system.var_of_site.get(site)
         if var is None:
             return None
-        return self.solver.value[self.solver.root[var]]
+        return self.state.value[self.state.root[var]]
 
     def layout_entry(self, value: Const, vid: int) -> Pictured:
         info = self.program.values[vid]

@@ -110,7 +110,8 @@ class Explainer(Places):
         explanations use (default: the pretty form of the module the program was read from)."""
         super().__init__(inference.program, source_name, printed)
         self.system = inference.system
-        self.solver = inference.solver
+        # The decided state: each variable's slot, value and reason.
+        self.state = inference.solver.state
         self.fixed_of: dict[int, Fixed] = {}
         for fixed in self.system.fixed:
             self.fixed_of.setdefault(fixed.var, fixed)
@@ -124,7 +125,7 @@ class Explainer(Places):
         # Variables by slot: plain equalities merge variables into one slot.
         self.members: dict[int, list[int]] = {}
         for variable in self.system.variables:
-            self.members.setdefault(self.solver.root[variable.id], []).append(variable.id)
+            self.members.setdefault(self.state.root[variable.id], []).append(variable.id)
         # Notes on names the user gave (a name of the input file that the printed
         # module gives another value), for the command line to print.
         self.notes: list[str] = []
@@ -164,7 +165,7 @@ class Explainer(Places):
     # --- the chain ------------------------------------------------------------------
 
     def layout_of(self, var: int) -> str:
-        value = self.solver.value[self.solver.root[var]]
+        value = self.state.value[self.state.root[var]]
         return "unassigned" if value is None else describe_value(value)
 
     def explain_value(self, vid: int) -> Explanation:
@@ -189,7 +190,7 @@ class Explainer(Places):
     def _follow(self, var: int, steps: list[str], vias: list[str]) -> _Ending:
         """Appends the chain behind ``var``'s slot to ``steps`` (and the loops it passes
         through to ``vias``); returns how it ends."""
-        slot = self.solver.root[var]
+        slot = self.state.root[var]
         seen: set[int] = set()
         first = True
         relation = "is tied to"
@@ -201,7 +202,7 @@ class Explainer(Places):
         while True:
             seen.add(slot)
             vias.extend(v for v in self._slot_vias(slot) if v not in vias)
-            reason = self.solver.reason.get(slot)
+            reason = self.state.reason.get(slot)
             if reason is None:
                 steps.append("nothing required or chose it: free")
                 return _Ending("free", "(free: nothing constrains it)")
@@ -245,7 +246,7 @@ class Explainer(Places):
             if reason.kind == "chosen" or reason.kind == "domain":
                 return self._choice(reason.kind, reason.constraint, slot, steps)
             assert reason.constraint is not None
-            constraint = self.solver.constraints[reason.constraint]
+            constraint = self.state.constraints[reason.constraint]
             step, relation, following = self._step(constraint, slot)
             if change is None and (changing := _layout_change(constraint)) is not None:
                 change = (changing, self.op_text(constraint.origin), len(steps))
@@ -278,17 +279,17 @@ class Explainer(Places):
         was required or forced: the step to it, its relation, and its slot."""
         if ci is None:
             return None
-        c = self.solver.constraints[ci]
+        c = self.state.constraints[ci]
         if not (isinstance(c, Relayout) and c.strict):
             return None
         if not (isinstance(c.source, Var) and isinstance(c.target, Var)):
             return None
-        root = self.solver.root
+        root = self.state.root
         source, target = root[c.source.id], root[c.target.id]
         other = target if source == slot else source
         if other == slot or other in seen:
             return None
-        reason = self.solver.reason.get(other)
+        reason = self.state.reason.get(other)
         if reason is None or reason.kind not in ("fixed", "forced"):
             return None
         if source == slot:
@@ -309,10 +310,10 @@ class Explainer(Places):
         if ci is None:
             steps.append("no requirement forced it; it is the preferred default for its shape")
             return _Ending("free", "(free: chosen by preference)")
-        c = self.solver.constraints[ci]
+        c = self.state.constraints[ci]
         where = self.op_text(c.origin)
         if isinstance(c, Relayout) and c.strict:
-            source = isinstance(c.source, Var) and self.solver.root[c.source.id] == slot
+            source = isinstance(c.source, Var) and self.state.root[c.source.id] == slot
             what = f"its use by {where}" if source else f"its producer, {where}"
             steps.append(f"no requirement forced it; the search chose it first, to match {what}")
             return _Ending("free", f"(free: chosen by preference, to match {what})")
@@ -329,7 +330,7 @@ class Explainer(Places):
 
     def _step(self, c: Constraint, slot: int) -> tuple[str, str, list[int]]:
         """(sentence, relation for the summary, next slots to follow) for a forcing constraint."""
-        root = self.solver.root
+        root = self.state.root
         others = list(dict.fromkeys(root[v] for v in constraint_variables(c) if root[v] != slot))
         match c:
             case Relayout(source=Var(id=s), target=Var(id=t), strict=True):

@@ -84,11 +84,11 @@ class Conversion:
 def conversions(inference: Inference) -> list[Conversion]:
     """Every conversion between register layouts, in program order: at uses (splats only,
     as the lowering allows) and at layout casts."""
-    system, solver, program = inference.system, inference.solver, inference.program
+    system, state, program = inference.system, inference.solver.state, inference.program
 
     def value_of(site: Site) -> Const | None:
         var = system.var_of_site.get(site)
-        return None if var is None else solver.value[solver.root[var]]
+        return None if var is None else state.value[state.root[var]]
 
     found: list[Conversion] = []
     for op_id in sorted({site.op for site in system.var_of_site}):
@@ -248,12 +248,12 @@ def summarize(
 ) -> Summary:
     """The summary of a solved module, named and placed as ``printed`` prints it."""
     explainer = Explainer(inference, file, printed)
-    program, solver = inference.program, inference.solver
+    program, state = inference.program, inference.solver.state
     rows = []
     for vid in explainer.values():
         value = program.values[vid]
         var = explainer.var_of_value[vid]
-        layout = solver.value[solver.root[var]]
+        layout = state.value[state.root[var]]
         producer = value.producer
         assert producer is not None  # values() keeps defined values only
         rows.append(

@@ -9,52 +9,58 @@ announced, then made on the module itself, which is then inferred as
 written; when none works the module is left as it came, and the error is
 the one about the module as written, with a note from each rescue that tried.
 
-A rescue is turned on by the keyword of ``smalto.infer_layout`` that ``RESCUES``
-gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``; ``allow_unoptimized``:
-the fewest transfers made unoptimized, ``unoptimized``). To add one: a
-module here with a function ``Attempt -> Rescued | None``, its entry in
-``RESCUES``, and the keyword on ``infer_layout``.
+A rescue is turned on by a setting of ``SolveOptions`` (a keyword of
+``smalto.infer_layout``), which ``RESCUES`` names with it (``rewrite``: the
+unit-dim rewrite, ``unit_dims``; ``allow_unoptimized``: the fewest transfers
+made unoptimized, ``unoptimized``). To add one: a module here with a
+function ``Attempt -> Rescued | None``, its entry in ``RESCUES``, and its
+setting in ``SolveOptions`` with the keyword on ``infer_layout``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference
 from smalto.rescue import unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
+from smalto.solve.options import SolveOptions
 
-__all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue"]
+__all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue", "wants_a_rescue"]
 
-# (the infer_layout keyword that turns it on, the rescue), in the order they are tried.
-# The unit-dim rewrite first: it costs nothing at run time, an unoptimized transfer does.
-RESCUES: tuple[tuple[str, Rescue], ...] = (
-    ("rewrite", unit_dims.rescue),
-    ("allow_unoptimized", unoptimized.rescue),
+# (the infer_layout keyword that turns it on, whether the options turn it on, the
+# rescue), in the order they are tried. The unit-dim rewrite first: it costs nothing
+# at run time, an unoptimized transfer does.
+RESCUES: tuple[tuple[str, Callable[[SolveOptions], bool], Rescue], ...] = (
+    ("rewrite", lambda options: options.rewrite, unit_dims.rescue),
+    ("allow_unoptimized", lambda options: options.allow_unoptimized, unoptimized.rescue),
 )
+
+
+def wants_a_rescue(options: SolveOptions) -> bool:
+    """Whether ``options`` turn any rescue on."""
+    return any(wanted(options) for _, wanted, _ in RESCUES)
 
 
 def rescue(
     module: ir.Module,
     failure: Failure,
+    options: SolveOptions,
     *,
-    arch: tuple[int, int],
-    fuel: int,
-    wanted: Mapping[str, bool],
     solve: Callable[[ir.Module], Inference],
 ) -> tuple[Inference | None, list[str]]:
-    """Tries the rescues ``wanted`` turns on (by keyword), in order, on ``module``, which
-    the pass found no layouts for (``failure``).
+    """Tries the rescues ``options`` turn on, in order, on ``module``, which the pass
+    found no layouts for (``failure``).
 
     Returns the inference of the module, changed by the first rescue that works
     (``solve``: the pass on the changed module), or None, leaving the module as it
     came; and the notes of the rescues that tried in vain.
     """
-    attempt = Attempt(module, failure, arch, fuel)
-    for keyword, try_rescue in RESCUES:
-        if not wanted.get(keyword, False):
+    attempt = Attempt(module, failure, options)
+    for _, wanted, try_rescue in RESCUES:
+        if not wanted(options):
             continue
         rescued = try_rescue(attempt)
         if rescued is None:

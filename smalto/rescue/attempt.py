@@ -8,21 +8,21 @@ from dataclasses import dataclass, field
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference
+from smalto.solve.options import SolveOptions
 
 
 @dataclass
 class Attempt:
     """A module that has no layouts as written, and what the pass found on it.
 
-    A rescue changes a copy of ``module``, never the module itself. ``notes``
-    collects what the rescues tried in vain: the error about the module as
-    written ends with them.
+    A rescue changes a copy of ``module``, never the module itself, inferring
+    it with the same ``options``. ``notes`` collects what the rescues tried in
+    vain: the error about the module as written ends with them.
     """
 
     module: ir.Module
     failure: Failure
-    arch: tuple[int, int]
-    fuel: int
+    options: SolveOptions
     notes: list[str] = field(default_factory=list)
 
 

@@ -31,7 +31,7 @@ def rescue(attempt: Attempt) -> Rescued | None:
     copy = clone_module(attempt.module)
     rewritten = rewrite_unit_dims(copy)
     try:
-        inference = solve_copy(copy, attempt.arch, attempt.fuel)
+        inference = solve_copy(copy, attempt.options)
     except Failure:
         attempt.notes.append(TRIED_IN_VAIN)
         return None

@@ -29,7 +29,7 @@ def rescue(attempt: Attempt) -> Rescued | None:
     failure = attempt.failure
     if not isinstance(failure, Unsatisfiable):
         return None  # a refused annotation, or fuel: no transfer plan stands in the way
-    plan = Plan(failure.program, failure.system, attempt.arch, attempt.fuel)
+    plan = Plan(failure.program, failure.system, attempt.options)
     ops = plan.fewest()
     if ops is None:
         if plan.candidates:
@@ -42,7 +42,7 @@ def rescue(attempt: Attempt) -> Rescued | None:
     copy = clone_module(attempt.module)
     changed = unoptimize(copy, ops)
     try:
-        inference = solve_copy(copy, attempt.arch, attempt.fuel)
+        inference = solve_copy(copy, attempt.options)
     except Failure:  # the plan's widest search said yes: a bug of smalto's, not the user's
         attempt.notes.append("smalto's unoptimized-transfer plan did not infer (a bug)")
         return None

@@ -32,6 +32,7 @@ from jax._src.lib.mlir import ir
 from smalto.constraints.language import Element, GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
 from smalto.program.view import Program, ops_in_order
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver
 from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, place
@@ -156,14 +157,14 @@ def fewest[T](
 class Plan:
     """Asks, set by set, whether the system solves with those transfers unoptimized."""
 
-    def __init__(self, program: Program, system: System, arch: tuple[int, int], fuel: int) -> None:
-        self.program, self.system, self.arch, self.fuel = program, system, arch, fuel
+    def __init__(self, program: Program, system: System, options: SolveOptions) -> None:
+        self.program, self.system, self.options = program, system, options
         self.candidates = optimized_transfers(program, system.constraints)
         self.asked = 0
 
     def solves(self, ops: frozenset[int]) -> bool:
         self.asked += 1
-        solver = Solver(relaxed(self.system, ops), self.program, self.arch, self.fuel, widened=True)
+        solver = Solver(relaxed(self.system, ops), self.program, self.options, widened=True)
         try:
             return solver.solve(guided=False)
         except FuelExhausted:

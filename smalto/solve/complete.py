@@ -12,9 +12,6 @@ search at once.
 
 from __future__ import annotations
 
-import sys
-import weakref
-from collections.abc import Callable
 from functools import partial
 from typing import cast
 
@@ -22,7 +19,7 @@ from smalto.constraints.language import Constraint, GmemTransfer
 from smalto.hw.values import Const
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
-from smalto.solve.propagation import Conflict, DeepRecursion, FuelExhausted, Propagation, Reason
+from smalto.solve.propagation import Conflict, DeepRecursion, Propagation, Reason
 
 # Domains shared by the searches of many small systems cut from one kernel (a
 # diagnosis's minimal-core search): by the values a system mentions, the layouts offered
@@ -39,9 +36,7 @@ class CompleteSearch:
     """
 
     def __init__(self, state: Propagation) -> None:
-        # Held weakly, as ``JaxOrderSearch`` holds it (no cycle with the solver);
-        # called only while the state lives (it holds this search), so never None.
-        self._state = cast("Callable[[], Propagation]", weakref.ref(state))
+        self.state = state
         # Per slot, its finite domain (``_prepare_domains``).
         self.domains: dict[int, list[Const]] = {}
         # Per open slot, the values of its domain still possible (``_live_values``).
@@ -49,22 +44,11 @@ class CompleteSearch:
         # Domains made by earlier searches, where the caller shares them (``DomainsMade``).
         self.made_before: DomainsMade | None = None
 
-    @property
-    def state(self) -> Propagation:
-        """The propagation state this search works on."""
-        state = self._state()
-        assert state is not None, "the solver that made this search is gone"
-        return state
-
     def run(self, fuel: int) -> bool:
         """The complete search from the propagated root: an assignment, or the proof there is
         none (``state.conflict`` says why), within ``fuel`` attempts."""
-        state = self._state()
-        # The complete search is smalto's own: its fuel goes on work
-        # (the splats JAX's order spent fuel on did none).
-        state.spent = state.work
-        state.limit = fuel
-        state.work_limit = sys.maxsize
+        state = self.state
+        state.fuel.start_complete(fuel)
         state.conflict = None
         with DeepRecursion(state):
             if not self._start_complete_phase():
@@ -84,14 +68,14 @@ class CompleteSearch:
         They held (and closed) in JAX's order; reopened here without a trail
         entry, since nothing undoes past the root from now on.
         """
-        state = self._state()
+        state = self.state
         state.complete = True
         for ci in state.complete_only:
             state.open[ci] = True
-        return state._propagate(list(state.complete_only))
+        return state.propagate(list(state.complete_only))
 
     def _prepare_domains(self) -> None:
-        state = self._state()
+        state = self.state
         mentioned = domains.constants_in(state.constraints, state.system.fixed)
         variables = state.system.variables
         extra = domains.wide_layouts(
@@ -129,7 +113,7 @@ class CompleteSearch:
                     made_now = tuple(
                         domains.domain(
                             variable,
-                            partial(state._fits, slot),
+                            partial(state.fits, slot),
                             mentioned,
                             multiple,
                             min(map(len, shapes)),
@@ -143,12 +127,12 @@ class CompleteSearch:
             self.domains[slot] = list(values)
         if state.widened:
             domains.close(
-                self.domains, state.constraints, state.root, state._fits, canonical.setdefault
+                self.domains, state.constraints, state.root, state.fits, canonical.setdefault
             )
 
     def _live_values(self, slot: int) -> list[Const]:
         """The slot's domain values that no constraint on it alone rules out (forward checking)."""
-        state = self._state()
+        state = self.state
         checks = [
             state.constraints[ci]
             for ci in state.watchers[slot]
@@ -167,7 +151,7 @@ class CompleteSearch:
         part without a solution fails the search at once, instead of after
         every combination of the other parts' values has been tried with it.
         """
-        state = self._state()
+        state = self.state
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
         for slot in self.domains:
@@ -186,7 +170,7 @@ class CompleteSearch:
         The most constrained part (smallest live domain) comes first, so that
         an unsatisfiable one is met before the others are solved.
         """
-        state = self._state()
+        state = self.state
         parent = {slot: slot for slot in self.live}
 
         def find(slot: int) -> int:
@@ -207,7 +191,7 @@ class CompleteSearch:
         return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
 
     def _complete_step(self, part: list[int]) -> bool:
-        state = self._state()
+        state = self.state
         best, best_size = -1, 1 << 30
         for slot in part:
             if state.value[slot] is None and len(self.live[slot]) < best_size:
@@ -217,22 +201,23 @@ class CompleteSearch:
         if best < 0:
             # The part is complete: each of its constraints must have closed.
             return not any(state.open[ci] for slot in part for ci in state.watchers[slot])
+        fuel = state.fuel
         for value in list(self.live[best]):
-            if state.spent >= state.limit:
-                raise FuelExhausted(state.spent, state.open_variables())
-            state.spent += 1
-            state.work += 1
+            if fuel.spent >= fuel.limit:
+                raise fuel.exhausted(state.open_variables)
+            fuel.spent += 1
+            fuel.work += 1
             mark, live_mark = len(state.trail), len(self.live_trail)
             queue: list[int] = []
-            if state._assign(best, value, queue):
+            if state.assign(best, value, queue):
                 state.reason[best] = Reason("domain")
                 if (
-                    state._propagate(queue)
+                    state.propagate(queue)
                     and self._forward_check(mark)
                     and self._complete_step(part)
                 ):
                     return True
-            state._undo(mark)
+            state.undo(mark)
             while len(self.live_trail) > live_mark:
                 slot, values = self.live_trail.pop()
                 self.live[slot] = values
@@ -240,7 +225,7 @@ class CompleteSearch:
 
     def _forward_check(self, mark: int) -> bool:
         """Narrows the live values of variables left alone in a constraint by the last step."""
-        state = self._state()
+        state = self.state
         for is_value, slot in state.trail[mark:]:
             if not is_value:
                 continue
@@ -270,7 +255,7 @@ class CompleteSearch:
         keeps the complete search from enumerating assignments of unrelated
         variables around it.
         """
-        state = self._state()
+        state = self.state
         root, value_of = state.root, state.value
         judged = [(judge_of(c, True), c) for c in checks]
         candidate: Const | None = None

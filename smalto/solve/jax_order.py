@@ -14,10 +14,8 @@ thousand.
 from __future__ import annotations
 
 import enum
-import sys
-import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Final, Literal, cast
 
@@ -29,37 +27,17 @@ from smalto.hw.values import Const, Reg, Tmem
 from smalto.program.view import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import HOLDS, judge, simplify
-from smalto.solve.propagation import DeepRecursion, FuelExhausted, Propagation, Reason
+from smalto.solve.fuel import Checkpoint, FuelExhausted, Stopped
+from smalto.solve.propagation import DeepRecursion, Propagation, Reason
 
 # Attempts the JAX-ordered search may take before the domain search takes over,
 # beyond one per variable left open by the propagation before the first
 # decision (see ``Solver.guided_budget``). Every corpus kernel JAX solves needs
 # under 100 in all. A splat tried for a value that cannot be one (a doomed
-# candidate) does not count against it: it does no work (see ``Solver._search``).
+# candidate) does not count against it: it does no work (``JaxOrderSearch._search``).
 GUIDED_BUDGET = 1_000
 # Attempts per open variable: one for its value, one for a candidate that fails.
 ATTEMPTS_PER_VARIABLE = 2
-
-
-class Checkpoint:
-    """Where the search in JAX's order, having done ``work`` attempts of work, asks ``stop``
-    whether to give up (where it is known to find no answer that lowers).
-
-    A search that does not backtrack takes one attempt per open variable; one
-    that goes on far past that wanders through a kernel with no answer, as
-    JAX's pass does before it gives up. Its caller (``search.decide``) can find
-    that out sooner (the widened search proving no layout lowers) and stop it.
-    """
-
-    __slots__ = ("work", "stop")
-
-    def __init__(self, work: int, stop: Callable[[], bool]) -> None:
-        self.work = work
-        self.stop = stop
-
-
-class _Stopped(Exception):
-    """The checkpoint stopped the search (``Checkpoint``)."""
 
 
 class _Unknown(enum.Enum):
@@ -75,7 +53,7 @@ class _Pass:
     """What one decision's scan knows of one pass over the candidate order.
 
     The scan makes two passes: one for preferred candidates, then one for the
-    others (see ``Solver._candidates``). ``pending``: positions before
+    others (see ``JaxOrderSearch._candidates``). ``pending``: positions before
     ``frontier`` to ask; every other position before ``frontier`` is known to
     offer none of the pass's kind. ``hits``: the positions asked here that
     offered some, in order. ``at``: how far into ``pending`` the pass is (-1
@@ -105,7 +83,7 @@ class _Pass:
 
 
 # A candidate as the scan dedups it: (slot, value), or, for a doomed one
-# (``Solver._offer``), a number (``Solver._doomed_key``).
+# (``JaxOrderSearch._offer``), a number (``JaxOrderSearch._doomed_key``).
 _Key = tuple[int, Const] | int
 # A constraint's candidates: (variable, value) pairs, preferred ones, then the
 # others; and, where each of the others is doomed, their keys (else None).
@@ -118,10 +96,10 @@ class _Scan:
     ``preferred`` and ``other``: what each pass knows (``_Pass``).
     ``doomed_at`` and ``doomed_keys``: the positions before the other pass's
     frontier, not asked here, known to offer only doomed candidates
-    (``Solver._offer``), in order, and the keys of those (``Solver._doomed_key``);
-    the other pass counts them without asking (``Solver._count_doomed``), and
-    ``counted`` says how many of them it has. ``found``: the positions of that
-    kind the other pass asked here, with their keys.
+    (``JaxOrderSearch._offer``), in order, and the keys of those
+    (``JaxOrderSearch._doomed_key``); the other pass counts them without asking
+    (``JaxOrderSearch._count_doomed``), and ``counted`` says how many of them it has.
+    ``found``: the positions of that kind the other pass asked here, with their keys.
     """
 
     __slots__ = ("preferred", "other", "doomed_at", "doomed_keys", "counted", "found")
@@ -163,15 +141,12 @@ class JaxOrderSearch:
     """
 
     def __init__(self, state: Propagation, program: Program) -> None:
-        # Held weakly: the solver that is the state holds its searches, and a cycle
-        # between them would keep every solver, its system and its program alive
-        # until the cyclic collector ran (a few per cent of the pass, in collections).
-        # Called only while the state lives (it holds this search), so never None.
-        self._state = cast("Callable[[], Propagation]", weakref.ref(state))
+        self.state = state
         # The state's tables this search reads at every candidate, at hand (each is
         # made once, with the state, and changed in place, never replaced).
         self.value, self.slots_of = state.value, state.slots_of
         self.root, self.not_splat = state.root, state.not_splat
+        self.fuel = state.fuel
         system = state.system
         variables = system.variables
         tmem = Kind.TMEM
@@ -185,56 +160,30 @@ class JaxOrderSearch:
         self.offers: dict[int, tuple[tuple[Const | None, ...], _Offer]] = {}
         # Numbers for the doomed candidates (``_doomed_key``).
         self.doomed_keys: dict[tuple[int, Const], int] = {}
-        # The attempts of work the search under way may take (``run``'s budget), and
-        # its checkpoint, until it is passed (``Checkpoint``).
-        self.budget = 0
-        self.checkpoint: Checkpoint | None = None
-
-    @property
-    def state(self) -> Propagation:
-        """The propagation state this search works on."""
-        state = self._state()
-        assert state is not None, "the solver that made this search is gone"
-        return state
+        # The lowering requirements the answer it found broke, with the value it gave
+        # each one's register variable (``_broken_requirements``; empty where it found
+        # none, or one that lowers).
+        self.answer_breaks: list[tuple[Constraint, Const]] = []
 
     def run(self, budget: int, checkpoint: Checkpoint | None = None) -> bool | None:
         """The search from the propagated root, within ``budget`` attempts of work: True
         where it finds an answer that lowers, None where the complete search must decide
         (the state is then back at the root), or where ``checkpoint`` stopped it."""
-        state = self._state()
-        state.limit = state.fuel
-        self.budget = budget
-        if checkpoint is not None and checkpoint.work >= budget:
-            checkpoint = None  # the budget comes first
-        self.checkpoint = checkpoint
-        # Met where the work passes the checkpoint, else the budget (``_out_of_work``).
-        state.work_limit = budget if self.checkpoint is None else self.checkpoint.work
+        state, fuel = self.state, self.fuel
+        fuel.start_in_jax_order(budget, checkpoint)
         with DeepRecursion(state):
             try:
                 if self._search():
-                    state.jax_answer_breaks = self._broken_requirements()
-                    if not state.jax_answer_breaks:
+                    self.answer_breaks = self._broken_requirements()
+                    if not self.answer_breaks:
                         return True
             except FuelExhausted:
-                if state.fuel <= budget:
+                if fuel.total <= budget:
                     raise
-            except _Stopped:
+            except Stopped:
                 pass
-        state._undo(state.root_mark)
+        state.undo(state.root_mark)
         return None
-
-    def _out_of_work(self) -> None:
-        """The work reached ``state.work_limit``: at the checkpoint, asks it whether to go on
-        (``_Stopped`` where not) and moves the limit to the budget; at the budget,
-        raises ``FuelExhausted``."""
-        state = self._state()
-        checkpoint = self.checkpoint
-        if checkpoint is None or state.work >= self.budget:
-            raise FuelExhausted(state.spent, state.open_variables())
-        self.checkpoint = None
-        state.work_limit = self.budget
-        if checkpoint.stop():
-            raise _Stopped
 
     @staticmethod
     def _tmem_default(v: Variable, program: Program) -> Tmem | None:
@@ -259,14 +208,13 @@ class JaxOrderSearch:
         unrolled loop of a thousand blocks) fall to the complete search,
         which redoes the work and may pick another answer than JAX's.
         """
-        state = self._state()
-        return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * state.unassigned
+        return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * self.state.unassigned
 
     def _broken_requirements(self) -> list[tuple[Constraint, Const]]:
         """The requirements the assignment found in JAX's order breaks, with the
         value it gives each one's register variable (requirements it judged as
         holding, since JAX's own answers break them)."""
-        state = self._state()
+        state = self.state
         lookup = state.lookup
         broken: list[tuple[Constraint, Const]] = []
         for ci in state.complete_only:
@@ -277,7 +225,7 @@ class JaxOrderSearch:
         return broken
 
     def _search(self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None) -> bool:
-        state = self._state()
+        state = self.state
         if state.unassigned == 0:
             # Everything has a value; an expression that could not be
             # simplified (an unsupported reshape) still counts as a failure.
@@ -294,15 +242,15 @@ class JaxOrderSearch:
             first_unset += 1
         if scan is None:
             scan = _Scan.first()
-        not_splat = state.not_splat
+        not_splat, fuel = state.not_splat, self.fuel
         for var, value, source in self._candidates(first_open, first_unset, scan):
-            if state.work >= state.work_limit:
-                self._out_of_work()
-            if state.spent >= state.limit:
-                self._past_jaxs_fuel()
-            if not state._valid_for(var, value):
+            if fuel.work >= fuel.work_limit:
+                fuel.out_of_work(state.open_variables)
+            if fuel.spent >= fuel.limit:
+                fuel.past_jaxs_fuel(state.complete, state.open_variables)
+            if not state.valid_for(var, value):
                 continue
-            state.spent += 1
+            fuel.spent += 1
             if root[var] in not_splat and self._splat_for_non_splat(var, value):
                 # JAX's pass tries it, and spends fuel on it, at every
                 # decision until the variable has a value: in a kernel of
@@ -311,12 +259,12 @@ class JaxOrderSearch:
                 # kernel). Counted, not made, and not held against the
                 # budget (most are counted in bulk: ``_candidates``).
                 continue
-            state.work += 1
+            fuel.work += 1
             mark = len(state.trail)
             queue: list[int] = []
-            if state._assign(var, value, queue):
+            if state.assign(var, value, queue):
                 state.reason[state.root[var]] = Reason("chosen", source)
-                if state._propagate(queue):
+                if state.propagate(queue):
                     if state.unassigned == 0:
                         # The decision below would find every variable set, and answer
                         # at once: answered here, without the scan it would inherit.
@@ -324,7 +272,7 @@ class JaxOrderSearch:
                             return True
                     elif self._search(first_open, first_unset, self._child_scan(scan, mark)):
                         return True
-            state._undo(mark)
+            state.undo(mark)
         return False
 
     def _splat_for_non_splat(self, var: int, value: Const) -> bool:
@@ -341,7 +289,7 @@ class JaxOrderSearch:
         """Constraint ``ci``'s candidates now, preferred ones apart, and whether all the
         others are doomed: splats for values that cannot be one, each valid for
         its variable (so JAX's pass tries each, and spends fuel on it)."""
-        state = self._state()
+        state = self.state
         preferred: list[tuple[int, Const]] = []
         other: list[tuple[int, Const]] = []
         for var, value in cands.from_constraint(
@@ -362,23 +310,6 @@ class JaxOrderSearch:
         thousands of them per decision hashes numbers, not layouts."""
         return self.doomed_keys.setdefault((slot, value), len(self.doomed_keys))
 
-    def _past_jaxs_fuel(self) -> None:
-        """JAX's pass, searching in this order, runs out of fuel here: raises ``FuelExhausted``,
-        unless the fuel went on doomed candidates, the work within the budget.
-
-        Then JAX's pass has no answer, and smalto goes on in JAX's order
-        (what JAX would answer with more fuel), counting work only: in a kernel
-        of a thousand loops fed by one splat, JAX's fuel runs out on doomed
-        splats with the search nearly done, and the complete search would
-        start over. The user's fuel still bounds the work (``solve``).
-        """
-        state = self._state()
-        # (The budget, though a checkpoint not passed yet holds the work below it.)
-        if state.complete or state.fuel <= max(state.work_limit, self.budget):
-            raise FuelExhausted(state.spent, state.open_variables())
-        state.past_jaxs_fuel = True
-        state.limit = sys.maxsize
-
     def _tried_key(self, slot: int, var: int, value: Const) -> _Key:
         """How the scan knows a candidate it tried: a doomed one by its number."""
         if slot in self.not_splat and self._is_doomed(var, value):
@@ -389,7 +320,7 @@ class JaxOrderSearch:
         return (
             self.root[var] in self.not_splat
             and self._splat_for_non_splat(var, value)
-            and self._state()._valid_for(var, value)
+            and self.state.valid_for(var, value)
         )
 
     def _offer_now(self, ci: int) -> _Offer:
@@ -415,20 +346,14 @@ class JaxOrderSearch:
         need more than is left. Those already tried at this decision are not
         tried again.
         """
-        state = self._state()
-        if state.past_jaxs_fuel:
-            return  # nothing is counted any more (``_past_jaxs_fuel``)
+        if self.fuel.past_jaxs:
+            return  # nothing is counted any more (``Fuel.past_jaxs_fuel``)
         new = dict.fromkeys(key for key in keys if key not in tried)
         if not new:
             return
-        if state.work >= state.work_limit:
-            self._out_of_work()
-        if state.spent + len(new) > state.limit:
-            # Where trying them one by one would have run out.
-            state.spent = state.limit
-            self._past_jaxs_fuel()
+        state = self.state
+        self.fuel.spend_on_doomed(len(new), state.complete, state.open_variables)
         tried.update(new)
-        state.spent += len(new)
 
     def _count_doomed_before(self, scan: _Scan, position: int, tried: set[_Key]) -> None:
         """Counts the inherited doomed positions before ``position`` not counted yet.
@@ -436,9 +361,8 @@ class JaxOrderSearch:
         They are open: a constraint closes only once one of its variables
         got a value, and then it is no longer known as doomed below.
         """
-        state = self._state()
-        if state.past_jaxs_fuel:
-            return  # nothing is counted any more (``_past_jaxs_fuel``)
+        if self.fuel.past_jaxs:
+            return  # nothing is counted any more (``Fuel.past_jaxs_fuel``)
         at = scan.counted
         end = bisect_left(scan.doomed_at, position, at)
         if end > at:
@@ -456,7 +380,7 @@ class JaxOrderSearch:
         known here stay known below (those before the other pass's frontier
         there).
         """
-        state = self._state()
+        state = self.state
         preferred, preferred_frontier = scan.preferred.below()
         other, other_frontier = scan.other.below()
         changed: set[int] = set()
@@ -516,7 +440,7 @@ class JaxOrderSearch:
         offers one, attempts quadratic in the kernel. Positions known to
         offer only such are not even asked (``scan.doomed_at``).
         """
-        state = self._state()
+        state = self.state
         tried: set[_Key] = set()
         root = state.root
         order, is_open = state.candidate_order, state.open

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import cast
+from typing import NamedTuple, cast
 
 from smalto.basics.records import record
 from smalto.constraints.language import (
@@ -34,6 +34,7 @@ from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program.view import Kind, Program
 from smalto.solve import candidates as cands
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, Forces, judge, simplify
+from smalto.solve.fuel import Fuel
 from smalto.solve.widened import lowered_relayout
 
 # What SMEM validity reads of a ref: shape, strides, element bitwidth.
@@ -44,13 +45,6 @@ TmemType = tuple[tuple[int, ...], int | None]
 
 def _smem_type(v: Variable) -> SmemType:
     return v.shape, v.strides, v.bitwidth
-
-
-class FuelExhausted(Exception):
-    def __init__(self, spent: int, open_variables: list[int]) -> None:
-        super().__init__(f"search ran out of fuel after {spent} attempts")
-        self.spent = spent
-        self.open_variables = open_variables
 
 
 @record
@@ -78,12 +72,49 @@ class Conflict:
     value: Const | None = None
 
 
+class _Slots:
+    """Union-find over a system's variables: those that must be equal share a slot (the
+    least variable id of them names it)."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, v: int) -> int:
+        parent = self.parent
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    def join(self, a: int, b: int) -> bool:
+        """Puts ``a`` and ``b`` in one slot; whether they were apart."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return False
+        self.parent[max(a, b)] = min(a, b)
+        return True
+
+    def roots(self) -> list[int]:
+        return list(map(self.find, range(len(self.parent))))
+
+
+class _SortedOut(NamedTuple):
+    """What the set-up sorts out of a system's constraints on its way, by variable id."""
+
+    not_splat: list[int]  # the variable of each NotOfKind(splat)
+    relayouts: list[tuple[int, int, Relayout]]  # (source, target, relayout) between variables
+    divides: list[tuple[int, tuple[int, ...]]]  # (variable, multiple)
+
+
 class Propagation:
     """A system's variables by slot, their values, the constraints' watchers and the trail.
 
     ``widened``: the state of the widened search (``smalto.solve.widened``):
     the relayouts the lowering performs stand for strict ones, and the
-    lowering requirements hold from the start.
+    lowering requirements hold from the start. ``fuel``: the attempts the
+    searches on this state may make, and those they made (``Fuel``).
     """
 
     # The slots whose value cannot be a splat (``_add_not_splat_closure``).
@@ -103,57 +134,45 @@ class Propagation:
     ) -> None:
         self.system = system
         self.arch = arch
-        self.fuel = fuel
-        # Attempts, counted as JAX's pass counts its fuel (in its order, a
-        # splat tried for a value that cannot be one is an attempt).
-        self.spent = 0
-        # The attempts that did work: each but those splats (what the
-        # budget of the search in JAX's order bounds).
-        self.work = 0
-        self.work_limit = sys.maxsize
-        # The attempts the search under way may spend (set by each search as it starts).
-        self.limit = fuel
-        # Whether the search in JAX's order went on past the fuel JAX's pass
-        # has (``_past_jaxs_fuel``): its answer, if any, is then not JAX's.
-        self.past_jaxs_fuel = False
+        self.fuel = Fuel(fuel)
         self.widened = widened
-        self.solved = False  # what ``decide`` found
-        # The lowering requirements the answer in JAX's order broke, with the
-        # value it gave (what a diagnosis names when no layout lowers); or how to
-        # find them, where the search in JAX's order was cut short (``search.decide``).
-        self._jax_answer_breaks: list[tuple[Constraint, Const]] = []
-        self._breaks_later: Callable[[], list[tuple[Constraint, Const]]] | None = None
         # Widened, the lowering requirements JAX's answers break hold from the start.
         self.complete = widened
-        variables = system.variables
-        n = len(variables)
-        parent = list(range(n))
+        slots = _Slots(len(system.variables))
+        sorted_out = self._sort_constraints(program, slots)
+        self.root = slots.roots()
+        self._add_not_splat_closure(sorted_out.not_splat, sorted_out.relayouts)
+        if not widened:
+            self._join_identity_relayouts(slots, sorted_out.relayouts)
+        self._gather_types()
+        self.divides = self._merged_divides(sorted_out.divides)
+        self._watch_constraints()
+        self._start_at_the_root()
 
-        def find(v: int) -> int:
-            while parent[v] != v:
-                parent[v] = parent[parent[v]]
-                v = parent[v]
-            return v
+    # --- set-up ----------------------------------------------------------------------
 
+    def _sort_constraints(self, program: Program, slots: _Slots) -> _SortedOut:
+        """The state's constraints (``constraints``): the system's, but plain equalities
+        between variables, which join their slots instead; widened, each relayout
+        between a producer and its consumer as the one the lowering performs there
+        (``original``: the constraint each replaces, what a diagnosis names)."""
         self.constraints: list[Constraint] = []
-        # Widened: each relayout between a producer and its consumer stands as
-        # the relayout the lowering performs there (a non-strict one), keyed
-        # to the constraint it replaces (what a diagnosis names).
         self.original: dict[Constraint, Constraint] = {}
-        # Sorted out on the way, for the set-up steps below.
-        # Each by its variables' ids (the type checker knows them as variables).
-        not_splat: list[int] = []  # the variable of each NotOfKind(splat)
-        var_relayouts: list[tuple[int, int, Relayout]] = []  # (source, target, relayout)
-        var_divides: list[tuple[int, tuple[int, ...]]] = []  # (variable, multiple)
-        for c in system.constraints:
+        widened = self.widened
+        sorted_out = _SortedOut([], [], [])
+        not_splat, var_relayouts, var_divides = (
+            sorted_out.not_splat,
+            sorted_out.relayouts,
+            sorted_out.divides,
+        )
+        join = slots.join
+        for c in self.system.constraints:
             # Expressions and constraints are final classes: `type(...) is`
             # tests them in a fraction of isinstance's time.
             if type(c) is Equal:
                 lhs, rhs = c.lhs, c.rhs
                 if type(lhs) is Var and type(rhs) is Var:
-                    a, b = find(lhs.id), find(rhs.id)
-                    if a != b:
-                        parent[max(a, b)] = min(a, b)
+                    join(lhs.id, rhs.id)
                     continue
             elif type(c) is Relayout:
                 if widened:
@@ -173,30 +192,37 @@ class Propagation:
                 if type(expr) is Var:
                     var_divides.append((expr.id, c.multiple))
             self.constraints.append(c)
-        root = self.root = list(map(find, range(n)))
-        self._add_not_splat_closure(not_splat, var_relayouts)
-        # A strict relayout from a value that cannot be a splat holds only as
-        # the identity: its two variables share one slot from the start. JAX's
-        # pass makes these equalities before it searches; doing the same keeps
-        # both searches in step (no candidate or fuel goes to a forced value).
-        # (Not when widened: there the lowering's relayouts are allowed too.)
+        return sorted_out
+
+    def _join_identity_relayouts(
+        self, slots: _Slots, relayouts: list[tuple[int, int, Relayout]]
+    ) -> None:
+        """A strict relayout from a value that cannot be a splat holds only as the identity:
+        its two variables share one slot from the start.
+
+        JAX's pass makes these equalities before it searches; doing the same keeps
+        both searches in step (no candidate or fuel goes to a forced value). (Not
+        when widened: there the lowering's relayouts are allowed too.)
+        """
+        root, not_splat = self.root, self.not_splat
         joined = False
-        for source_id, target_id, c in () if widened else var_relayouts:
-            if c.strict and root[source_id] in self.not_splat:
-                a, b = find(source_id), find(target_id)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-                    joined = True
+        for source_id, target_id, c in relayouts:
+            if c.strict and root[source_id] in not_splat:
+                joined = slots.join(source_id, target_id) or joined
         if joined:
-            root = self.root = list(map(find, range(n)))
-            self.not_splat = {root[slot] for slot in self.not_splat}
+            root = self.root = slots.roots()
+            self.not_splat = {root[slot] for slot in not_splat}
+
+    def _gather_types(self) -> None:
+        """Per slot, the shapes of its variables (``shapes``, one entry per slot); SMEM
+        refs' validity depends on strides and element width too (``smem_types``), TMEM
+        refs' on the element width (``tmem_types``)."""
+        root = self.root
         shapes: dict[int, set[tuple[int, ...]]] = {}
-        # SMEM refs: validity depends on strides and element width too; TMEM
-        # refs on the element width.
         smem_types: dict[int, set[SmemType]] = {}
         tmem_types: dict[int, set[TmemType]] = {}
         smem, tmem = Kind.SMEM, Kind.TMEM
-        for v in variables:
+        for v in self.system.variables:
             slot = root[v.id]
             same = shapes.get(slot)
             if same is None:
@@ -210,13 +236,15 @@ class Propagation:
         self.shapes = shapes
         self.smem_types = smem_types
         self.tmem_types = tmem_types
-        self.divides = self._merged_divides(var_divides)
 
-        self.value: list[Const | None] = [None] * n
-        self.unassigned = len(self.shapes)
-        self.open = [True] * len(self.constraints)
+    def _watch_constraints(self) -> None:
+        """Per constraint, the slots it reads (``slots_of``) and, per slot, the constraints
+        that read it (``watchers``); the constraints that offer candidates, in the
+        order the search in JAX's order asks them (``candidate_order``, ``position``),
+        and those only the complete search enforces (``complete_only``)."""
+        n = len(self.system.variables)
+        root = self.root
         self.watchers: list[list[int]] = [[] for _ in range(n)]
-        # Per constraint, the slots it reads (each once, in order).
         self.slots_of: list[tuple[int, ...]] = []
         relayouts: list[int] = []
         sources: list[int] = []
@@ -241,12 +269,19 @@ class Propagation:
                 self.complete_only.append(ci)
             elif cands.is_candidate_source(c):
                 sources.append(ci)
-        self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
         self.candidate_order = relayouts + sources
         # Per constraint, its position in the candidate order (-1: offers no candidates).
         self.position = [-1] * len(self.constraints)
         for p, ci in enumerate(self.candidate_order):
             self.position[ci] = p
+
+    def _start_at_the_root(self) -> None:
+        """No value yet, every constraint open, an empty trail."""
+        n = len(self.system.variables)
+        self.value: list[Const | None] = [None] * n
+        self.unassigned = len(self.shapes)
+        self.open = [True] * len(self.constraints)
+        self.trail: list[tuple[bool, int]] = []  # (is_value, slot or constraint index)
         self.conflict: Conflict | None = None
         # False until propagation at the root succeeded: a conflict found before
         # any decision is explained by the reasons alone.
@@ -265,30 +300,6 @@ class Propagation:
             return value_of[root_of[v]]
 
         self.lookup = lookup
-
-    @property
-    def jax_answer_breaks(self) -> list[tuple[Constraint, Const]]:
-        """The lowering requirements the answer in JAX's order broke, with the value it gave
-        each one's register variable (empty where it found none, or one that lowers)."""
-        later = self._breaks_later
-        if later is not None:
-            self._breaks_later = None
-            self._jax_answer_breaks = later()
-        return self._jax_answer_breaks
-
-    @jax_answer_breaks.setter
-    def jax_answer_breaks(self, breaks: list[tuple[Constraint, Const]]) -> None:
-        self._breaks_later = None
-        self._jax_answer_breaks = breaks
-
-    def find_jax_answer_breaks_later(
-        self, find: Callable[[], list[tuple[Constraint, Const]]]
-    ) -> None:
-        """``jax_answer_breaks`` found by ``find`` when first read (the search in JAX's
-        order that finds them was cut short; a diagnosis reads them, raising does not)."""
-        self._breaks_later = find
-
-    # --- set-up ----------------------------------------------------------------------
 
     def _add_not_splat_closure(
         self, not_splat_vars: list[int], relayouts: list[tuple[int, int, Relayout]]
@@ -329,7 +340,7 @@ class Propagation:
         """The merged divisibility requirement on a variable's slot (shared by equal refs)."""
         return self.divides.get(self.root[v])
 
-    def _fits(self, slot: int, value: Const) -> bool:
+    def fits(self, slot: int, value: Const) -> bool:
         """Whether every variable of the slot can take ``value`` (JAX's valid assignment)."""
         if type(value) is Smem:
             valid = hl.smem_valid
@@ -348,7 +359,7 @@ class Propagation:
                 return False
         return True
 
-    def _valid_for(self, var: int, value: Const) -> bool:
+    def valid_for(self, var: int, value: Const) -> bool:
         """Whether this one variable can take ``value`` (what a candidate is tested on)."""
         v = self.system.variables[var]
         if type(value) is Smem:
@@ -357,12 +368,14 @@ class Propagation:
             return hl.tmem_fits(value, v.shape, v.bitwidth)
         return hl.fits(value, v.shape)
 
-    def _assign(self, v: int, value: Const, queue: list[int]) -> bool:
+    def assign(self, v: int, value: Const, queue: list[int]) -> bool:
+        """Gives variable ``v``'s slot ``value`` (on the trail), queueing the constraints that
+        watch it; False where the slot has another value or ``value`` does not fit it."""
         slot = self.root[v]
         current = self.value[slot]
         if current is not None:
             return current == value
-        if not self._fits(slot, value):
+        if not self.fits(slot, value):
             return False
         self.value[slot] = value
         self.unassigned -= 1
@@ -370,11 +383,13 @@ class Propagation:
         queue.extend(self.watchers[slot])
         return True
 
-    def _close(self, ci: int) -> None:
+    def close(self, ci: int) -> None:
+        """Constraint ``ci`` holds whatever comes (on the trail): it is judged no more."""
         self.open[ci] = False
         self.trail.append((False, ci))
 
-    def _undo(self, mark: int) -> None:
+    def undo(self, mark: int) -> None:
+        """Undoes every value given and constraint closed since the trail was ``mark`` long."""
         trail = self.trail
         while len(trail) > mark:
             is_value, index = trail.pop()
@@ -384,7 +399,9 @@ class Propagation:
             else:
                 self.open[index] = True
 
-    def _propagate(self, queue: list[int]) -> bool:
+    def propagate(self, queue: list[int]) -> bool:
+        """Judges the ``queue``'s constraints, and those of every value they force, until none
+        is left; False at a conflict (``conflict`` says which)."""
         constraints, is_open, lookup = self.constraints, self.open, self.lookup
         complete = self.complete
         while queue:
@@ -394,7 +411,7 @@ class Propagation:
             c = constraints[ci]
             verdict = judge(c, lookup, complete)
             if verdict is HOLDS:
-                self._close(ci)
+                self.close(ci)
             elif verdict is FAILS:
                 self.conflict = Conflict(c)
                 return False
@@ -404,11 +421,11 @@ class Propagation:
                     return False
             else:
                 assert isinstance(verdict, Forces)
-                if not self._assign(verdict.var, verdict.value, queue):
+                if not self.assign(verdict.var, verdict.value, queue):
                     self.conflict = Conflict(c, variable=verdict.var, value=verdict.value)
                     return False
                 self.reason[self.root[verdict.var]] = Reason("forced", ci)
-                self._close(ci)
+                self.close(ci)
         return True
 
     def _into_splat_from_non_splat(self, c: Relayout) -> bool:
@@ -426,12 +443,12 @@ class Propagation:
         """The fixed values, then everything they force: the root every search starts from."""
         queue: list[int] = []
         for fixed in self.system.fixed:
-            if not self._assign(fixed.var, fixed.value, queue):
+            if not self.assign(fixed.var, fixed.value, queue):
                 self.conflict = Conflict(None, fixed=fixed, variable=fixed.var, value=fixed.value)
                 return False
             self.reason[self.root[fixed.var]] = Reason("fixed", fixed=fixed)
         queue.extend(range(len(self.constraints)))
-        if not self._propagate(queue):
+        if not self.propagate(queue):
             return False
         self.root_mark = len(self.trail)
         self.searching = True

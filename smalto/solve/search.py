@@ -12,27 +12,25 @@
 4. the widened complete search (``widened``), over everything the lowering
    accepts, where JAX's rules leave no layouts that lower.
 
-``Solver`` is one system's propagation state with both searches composed over
-it (each given the state, none inheriting it); ``FuelExhausted`` is raised
-when the fuel runs out before the system is decided.
+``Solver`` holds one system's propagation state (``Solver.state``) and both
+searches, each given that state; ``FuelExhausted`` is raised when the fuel
+runs out before the system is decided.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from smalto.constraints.language import Constraint, System
 from smalto.hw.values import Const
 from smalto.program.view import Program
 from smalto.solve.complete import CompleteSearch
-from smalto.solve.jax_order import (
-    ATTEMPTS_PER_VARIABLE,
-    GUIDED_BUDGET,
-    Checkpoint,
-    JaxOrderSearch,
-)
-from smalto.solve.propagation import Conflict, FuelExhausted, Propagation, Reason
+from smalto.solve.fuel import Checkpoint, FuelExhausted
+from smalto.solve.jax_order import ATTEMPTS_PER_VARIABLE, GUIDED_BUDGET, JaxOrderSearch
+from smalto.solve.options import SolveOptions
+from smalto.solve.propagation import Conflict, Propagation, Reason
 
 # Attempts of work past one per open variable after which the search in JAX's order,
 # backtracking, is stopped where the widened search proves no layout lowers
@@ -44,19 +42,22 @@ __all__ = [
     "GUIDED_BUDGET",
     "Conflict",
     "FuelExhausted",
+    "Propagation",
     "Reason",
+    "SolveOptions",
     "Solver",
     "decide",
 ]
 
 
-class Solver(Propagation):
+class Solver:
     """Decides one system: the propagation state, with the two searches composed over it.
 
-    The solver is the state (``Propagation``: slots, values, watchers, the
-    trail; what a diagnosis reads of a decided system); ``in_jax_order`` (the
-    search in JAX's order) and ``over_domains`` (the complete search) are each
-    given that one state, and make and undo their decisions on it.
+    ``state`` (``Propagation``: slots, values, watchers, the trail, the fuel)
+    is what a diagnosis or a report reads of a decided system; ``in_jax_order``
+    (the search in JAX's order) and ``over_domains`` (the complete search) are
+    each given that one state, and make and undo their decisions on it.
+    ``solved``: what ``decide`` found.
 
     ``widened``: a complete search over the layouts the lowering accepts beyond
     JAX's rules (producer-to-consumer relayouts the lowering performs, domains
@@ -68,18 +69,42 @@ class Solver(Propagation):
     jax_order_search: type[JaxOrderSearch] = JaxOrderSearch
 
     def __init__(
-        self,
-        system: System,
-        program: Program,
-        arch: tuple[int, int],
-        fuel: int,
-        *,
-        widened: bool = False,
+        self, system: System, program: Program, options: SolveOptions, *, widened: bool = False
     ) -> None:
-        super().__init__(system, program, arch, fuel, widened=widened)
+        self.options = options
+        self.state = Propagation(system, program, options.arch, options.fuel, widened=widened)
+        self.widened = widened
+        self.solved = False
         self._program = program
         self._in_jax_order: JaxOrderSearch | None = None
-        self.over_domains = CompleteSearch(self)
+        self.over_domains = CompleteSearch(self.state)
+        # The lowering requirements the answer in JAX's order broke, with the value it
+        # gave (what a diagnosis names when no layout lowers); or how to find them,
+        # where the search in JAX's order was cut short (``decide``).
+        self._jax_answer_breaks: list[tuple[Constraint, Const]] = []
+        self._breaks_later: Callable[[], list[tuple[Constraint, Const]]] | None = None
+
+    @property
+    def jax_answer_breaks(self) -> list[tuple[Constraint, Const]]:
+        """The lowering requirements the answer in JAX's order broke, with the value it gave
+        each one's register variable (empty where it found none, or one that lowers)."""
+        later = self._breaks_later
+        if later is not None:
+            self._breaks_later = None
+            self._jax_answer_breaks = later()
+        return self._jax_answer_breaks
+
+    @jax_answer_breaks.setter
+    def jax_answer_breaks(self, breaks: list[tuple[Constraint, Const]]) -> None:
+        self._breaks_later = None
+        self._jax_answer_breaks = breaks
+
+    def find_jax_answer_breaks_later(
+        self, find: Callable[[], list[tuple[Constraint, Const]]]
+    ) -> None:
+        """``jax_answer_breaks`` found by ``find`` when first read (the search in JAX's
+        order that finds them was cut short; a diagnosis reads them, raising does not)."""
+        self._breaks_later = find
 
     @property
     def in_jax_order(self) -> JaxOrderSearch:
@@ -87,11 +112,11 @@ class Solver(Propagation):
         small ones a diagnosis makes, never search in JAX's order)."""
         search = self._in_jax_order
         if search is None:
-            search = self._in_jax_order = self.jax_order_search(self, self._program)
+            search = self._in_jax_order = self.jax_order_search(self.state, self._program)
         return search
 
     def solve(self, *, guided: bool = True) -> bool:
-        """Finds an assignment; False if none exists (``self.conflict`` says why, at the root).
+        """Finds an assignment; False if none exists (``state.conflict`` says why, at the root).
 
         First in the order JAX's pass searches (so both give the same answer),
         within a small budget; if that finds nothing that lowers (an answer
@@ -104,7 +129,7 @@ class Solver(Propagation):
             decided = self.solve_in_jax_order()
             if decided is not None:
                 return decided
-        elif not self.propagate_root():
+        elif not self.state.propagate_root():
             return False
         return self.solve_completely()
 
@@ -116,14 +141,18 @@ class Solver(Propagation):
         complete search must decide (``solve_completely``).
 
         ``checkpoint``: given the search's budget and the variables open at the root,
-        where it may be stopped, if anywhere (``jax_order.Checkpoint``; None is
+        where it may be stopped, if anywhere (``fuel.Checkpoint``; None is
         returned then too).
         """
-        if not self.propagate_root():
+        if not self.state.propagate_root():
             return False
         budget = self.guided_budget()
-        at = checkpoint(budget, self.unassigned) if checkpoint is not None else None
-        return self.in_jax_order.run(budget, at)
+        at = checkpoint(budget, self.state.unassigned) if checkpoint is not None else None
+        search = self.in_jax_order
+        decided = search.run(budget, at)
+        if search.answer_breaks:
+            self.jax_answer_breaks = search.answer_breaks
+        return decided
 
     def guided_budget(self) -> int:
         """The attempts of work the search in JAX's order gets (``JaxOrderSearch``'s)."""
@@ -132,10 +161,10 @@ class Solver(Propagation):
     def solve_completely(self, fuel: int | None = None) -> bool:
         """The complete search from the propagated root: an assignment, or the proof there is
         none (``fuel``: what is left of it, if not all)."""
-        return self.over_domains.run(self.fuel if fuel is None else fuel)
+        return self.over_domains.run(self.state.fuel.total if fuel is None else fuel)
 
 
-def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -> Solver:
+def decide(system: System, program: Program, options: SolveOptions) -> Solver:
     """The solver that decided ``system``: solved, or the widest that proved it unsatisfiable.
 
     First JAX's order (so smalto answers as JAX does wherever JAX's answer
@@ -147,15 +176,15 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
     covers). Where it finds one, the complete search over JAX's rules still
     goes first, and its answer is taken if it has one: layouts JAX's rules
     allow, with no relayout they forbid. Raises ``FuelExhausted`` when
-    ``fuel`` runs out first.
+    ``options.fuel`` runs out first.
 
     Where the search in JAX's order backtracks far (``CHECKPOINT_SLACK``), the
     widened search is made then (``_EarlyWidened``): where no layout lowers,
     the search in JAX's order is stopped, which could find none either (a
     kernel with no layouts is refused sooner than JAX's pass refuses it).
     """
-    solver = Solver(system, program, arch, fuel)
-    early = _EarlyWidened(system, program, arch, fuel)
+    solver = Solver(system, program, options)
+    early = _EarlyWidened(system, program, options)
     decided = solver.solve_in_jax_order(early.checkpoint)
     if decided:
         solver.solved = True
@@ -166,15 +195,16 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
         # lowering requirement where there is none to break; else found again when
         # first read (a diagnosis reads them; raising only where the proof names
         # no requirement that failed).
-        if solver.complete_only:
+        if solver.state.complete_only:
             proof.find_jax_answer_breaks_later(
-                partial(_jax_answer_breaks, system, program, arch, fuel)
+                partial(_jax_answer_breaks, system, program, options)
             )
         return proof
     # (False: JAX's rules fail at the root, which the widened search may still satisfy.)
     wider = early.solver
     if wider is None:
-        wider = Solver(system, program, arch, max(fuel - solver.work, 1), widened=True)
+        left = max(options.fuel - solver.state.fuel.work, 1)
+        wider = Solver(system, program, replace(options, fuel=left), widened=True)
         wider.solved = wider.solve(guided=False)
     wider.jax_answer_breaks = solver.jax_answer_breaks
     if not wider.solved or decided is False:
@@ -185,7 +215,7 @@ def decide(system: System, program: Program, arch: tuple[int, int], fuel: int) -
 
 class _EarlyWidened:
     """The widened search made before the search in JAX's order gives up, where that one
-    backtracks far (``jax_order.Checkpoint``): where no layout lowers at all, the search
+    backtracks far (``fuel.Checkpoint``): where no layout lowers at all, the search
     in JAX's order cannot find one either, and is stopped.
 
     Nothing changes where it finds one: the search in JAX's order goes on, and
@@ -195,21 +225,22 @@ class _EarlyWidened:
     less that search's budget): where that runs out, it is as if never made.
     """
 
-    def __init__(self, system: System, program: Program, arch: tuple[int, int], fuel: int) -> None:
-        self.system, self.program, self.arch, self.fuel = system, program, arch, fuel
+    def __init__(self, system: System, program: Program, options: SolveOptions) -> None:
+        self.system, self.program, self.options = system, program, options
         self.budget = 0
         self.solver: Solver | None = None
 
     def checkpoint(self, budget: int, open_variables: int) -> Checkpoint | None:
         """For a search in JAX's order with this ``budget`` from a root with this many
         ``open_variables``: where to make it, if anywhere."""
-        if self.fuel <= budget:
+        if self.options.fuel <= budget:
             return None
         self.budget = budget
         return Checkpoint(open_variables + CHECKPOINT_SLACK, self._stop)
 
     def _stop(self) -> bool:
-        wider = Solver(self.system, self.program, self.arch, self.fuel - self.budget, widened=True)
+        left = replace(self.options, fuel=self.options.fuel - self.budget)
+        wider = Solver(self.system, self.program, left, widened=True)
         try:
             wider.solved = wider.solve(guided=False)
         except FuelExhausted:
@@ -223,10 +254,10 @@ class _EarlyWidened:
 
 
 def _jax_answer_breaks(
-    system: System, program: Program, arch: tuple[int, int], fuel: int
+    system: System, program: Program, options: SolveOptions
 ) -> list[tuple[Constraint, Const]]:
     """The lowering requirements the answer in JAX's order breaks (``decide``'s first
     search, made to the end)."""
-    solver = Solver(system, program, arch, fuel)
+    solver = Solver(system, program, options)
     solver.solve_in_jax_order()
     return solver.jax_answer_breaks

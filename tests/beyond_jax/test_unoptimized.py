@@ -46,6 +46,7 @@ from smalto.basics.mlir import in_context
 from smalto.pipeline.steps import Unsatisfiable, solve_as_written
 from smalto.rewrite import transfers
 from smalto.rewrite.transfers import Plan, fewest
+from smalto.solve.options import SolveOptions
 
 TESTS = Path(__file__).resolve().parents[1]
 MODULES = TESTS / "unoptimized"
@@ -193,7 +194,7 @@ def test_corpus_refusals_compile_with_the_option(entry: reference.CorpusEntry) -
         smalto.infer_layout(module, arch=entry.arch, allow_unoptimized=True)
     made = [w for w in caught if issubclass(w.category, smalto.UnoptimizedTransferWarning)]
     assert made and str(module).count(UNOPTIMIZED) >= len(made)
-    assert not smalto.check(module, entry.arch)
+    assert not smalto.check.check(module, entry.arch)
     lower_with_jax(module)  # raises where JAX's lowering rejects the answer
 
 
@@ -203,8 +204,12 @@ def test_the_fewest_transfers_are_made_unoptimized() -> None:
     module = parse(entry.path.read_text())
     with in_context(module):
         with pytest.raises(Unsatisfiable) as failed:
-            solve_as_written(module, smalto.DEFAULT_FUEL, entry.arch)
-        plan = Plan(failed.value.program, failed.value.system, entry.arch, smalto.DEFAULT_FUEL)
+            solve_as_written(module, SolveOptions(arch=entry.arch))
+        plan = Plan(
+            failed.value.program,
+            failed.value.system,
+            SolveOptions(fuel=smalto.DEFAULT_FUEL, arch=entry.arch),
+        )
         fewest = plan.fewest()
         assert len(plan.candidates) == 4 and fewest is not None and len(fewest) == 2
         # No single transfer would do, and the pair found does.

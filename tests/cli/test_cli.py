@@ -552,7 +552,7 @@ def test_import_smalto_is_light_and_its_api_loads_on_use() -> None:
     # Here (JAX loaded by now or not), each name loads on use, as before.
     from smalto import DEFAULT_FUEL, FAILURE_PREFIX, InferenceError, infer_layout
 
-    assert smalto.infer_layout is infer_layout and callable(smalto.check)
+    assert smalto.infer_layout is infer_layout and callable(smalto.check.check)
     assert issubclass(InferenceError, ValueError) and FAILURE_PREFIX.startswith("Failed to infer")
     assert DEFAULT_FUEL == 100_000 and {"infer_layout", "check", "__version__"} <= set(dir(smalto))
 

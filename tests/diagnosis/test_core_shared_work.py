@@ -25,6 +25,7 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
 from smalto.solve.complete import DomainsMade
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver
 
 UNSAT = Path(__file__).parents[1] / "unsat"
@@ -42,9 +43,9 @@ def _alone(
 ) -> bool | None:
     """The question answered by a solver of its own, sharing nothing."""
     try:
-        return Solver(subsystem(system, elements), program, arch, 5_000, widened=True).solve(
-            guided=False
-        )
+        return Solver(
+            subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch), widened=True
+        ).solve(guided=False)
     except FuelExhausted:
         return None
 

@@ -32,6 +32,7 @@ from smalto.program.view import Program
 from smalto.rewrite.transfers import Plan, relaxed
 from smalto.rules import derive_system
 from smalto.solve.evaluate import judge
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver, decide
 
 UNSAT = Path(__file__).parents[1] / "unsat"
@@ -60,7 +61,9 @@ def _reports(text: str, arch: tuple[int, int]) -> list[ConflictReport]:
 def _holds(system: System, elements: list[Element], program: Program, arch) -> bool | None:
     """True where a solution exists (found), False where none does, None: out of fuel."""
     try:
-        solver = Solver(subsystem(system, elements), program, arch, 50_000, widened=True)
+        solver = Solver(
+            subsystem(system, elements), program, SolveOptions(fuel=50_000, arch=arch), widened=True
+        )
         return solver.solve(guided=False)
     except FuelExhausted:
         return None
@@ -103,14 +106,14 @@ def _no_witness_satisfies(
         edited = edited_system(system, (suggested.edit,)) if suggested.edit else None
         if edited is not None:  # (a new cast: only the module can say)
             witnesses.append((suggested.text, edited))
-    plan = Plan(program, system, arch, 100_000)
+    plan = Plan(program, system, SolveOptions(fuel=100_000, arch=arch))
     ops = plan.fewest()
     if ops is not None:
         witnesses.append(("allow_unoptimized", relaxed(system, ops)))
     for what, witness in witnesses:
-        solver = decide(witness, program, arch, 100_000)
+        solver = decide(witness, program, SolveOptions(fuel=100_000, arch=arch))
         assert solver.solved, what
-        solution = solver.solution()
+        solution = solver.state.solution()
 
         def lookup(var: int, solution: list = solution) -> object:
             return solution[var]

@@ -183,11 +183,11 @@ def test_names_that_name_nothing(text: str, message: str) -> None:
 def test_draw_takes_the_names_smalto_prints(
     layout: str, shape: str, title: str, tmp_path: Path
 ) -> None:
-    from smalto.cli.draw import _pictures, build_parser
+    from smalto.cli.draw import build_parser, panels_to_draw
 
     dtype = "f32" if "f32" in title else "bf16"
     args = build_parser().parse_args([layout, "--shape", shape, "--dtype", dtype])
-    panels, _, _ = _pictures(args)
+    panels, _, _ = panels_to_draw(args)
     titles = [g.title for item in panels for g in (item if isinstance(item, tuple) else (item,))]
     assert any(t.startswith(title) for t in titles), titles
     out = tmp_path / "p.png"

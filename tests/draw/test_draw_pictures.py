@@ -18,7 +18,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 from PIL import Image
 
-from smalto.cli.draw import _pictures, build_parser, draw_main
+from smalto.cli.draw import build_parser, draw_main, panels_to_draw
 from smalto.draw import tmem_placement
 from smalto.draw.colors import lane_colors
 from smalto.draw.holdings import lane_holdings, warp_holdings
@@ -43,7 +43,7 @@ def _panels(items: list) -> list[Grid]:
 
 
 def _draw(*argv: str) -> tuple[list[Grid], str, str]:
-    panels, name, text = _pictures(build_parser().parse_args(list(argv)))
+    panels, name, text = panels_to_draw(build_parser().parse_args(list(argv)))
     return _panels(panels), name, text
 
 
@@ -55,7 +55,7 @@ def _map(panels: list[Grid]) -> Grid:
 
 def _png_of(*argv: str) -> Image.Image:
     """The PNG ``smalto draw`` writes for ``argv``."""
-    panels, _, _ = _pictures(build_parser().parse_args(list(argv)))
+    panels, _, _ = panels_to_draw(build_parser().parse_args(list(argv)))
     return Image.open(io.BytesIO(render(panels, "png")))
 
 
@@ -191,7 +191,7 @@ def test_a_long_1d_array_is_not_a_black_bar(name: str, layout: object) -> None:
     assert math.prod(overview.shape) == 131072
     assert overview.cell_px[0] >= 3
     image = np.asarray(_png_of(*argv).convert("RGB"))
-    picture = scene(_pictures(build_parser().parse_args(argv))[0])
+    picture = scene(panels_to_draw(build_parser().parse_args(argv))[0])
     cells = max((i for i in picture.items if isinstance(i, Cells)), key=lambda c: c.width)
     top, left = round(cells.y), round(cells.x)
     drawn = image[top : top + round(cells.height), left : left + round(cells.width)]
@@ -307,7 +307,7 @@ def test_svg_is_well_formed_and_its_text_is_text(tmp_path: Path) -> None:
     assert draw_main(["WGMMA", "--shape", "64x16", "--dtype", "bf16", "-o", str(out)]) == 0
     root = ElementTree.fromstring(out.read_bytes())
     namespace = "{http://www.w3.org/2000/svg}"
-    panels, _, _ = _pictures(build_parser().parse_args(["WGMMA", "--shape", "64x16"]))
+    panels, _, _ = panels_to_draw(build_parser().parse_args(["WGMMA", "--shape", "64x16"]))
     assert (int(root.get("width")), int(root.get("height"))) == figure_size(panels)
     texts = [t.text for t in root.iter(f"{namespace}text")]
     assert "WGMMA: 64x16 bf16 in registers; 4 register(s) of 2 element(s) per thread" in texts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smalto.cli.draw import _pictures, build_parser, draw_main
+from smalto.cli.draw import build_parser, draw_main, panels_to_draw
 from smalto.cli.values import kernel_value
 from smalto.draw.subject import subject_of
 from smalto.hw.names import describe_value
@@ -43,7 +43,9 @@ def test_a_value_is_drawn_at_its_own_shape_type_and_layout(
     assert subject.element_type == element == subject.dtype
     assert describe_value(subject.layout) == explained["layout"]
     assert subject.title.startswith(f"{explained['name']} (line {explained['line']}): ")
-    panels, default, _ = _pictures(build_parser().parse_args([str(KERNEL), name]), kernel_value)
+    panels, default, _ = panels_to_draw(
+        build_parser().parse_args([str(KERNEL), name]), kernel_value
+    )
     titles = [g.title for item in panels for g in (item if isinstance(item, tuple) else (item,))]
     dims = "x".join(map(str, shape))
     if subject.kind == "register":  # the accumulator of the wgmma at line 282

@@ -42,6 +42,7 @@ from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.rules import derive_system
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, judge
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver, decide
 
 HOPPER = (9, 0)
@@ -80,12 +81,12 @@ def _solver(text: str) -> tuple[Solver, object]:
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, HOPPER)
-    return Solver(system, program, HOPPER, fuel=10_000), module
+    return Solver(system, program, SolveOptions(fuel=10_000, arch=HOPPER)), module
 
 
 def test_the_rules_state_it_for_gmem_transfers_with_their_mode() -> None:
     solver, _ = _solver(_wgmma_roundtrip())
-    transfers = [c for c in solver.constraints if isinstance(c, GmemTransfer)]
+    transfers = [c for c in solver.state.constraints if isinstance(c, GmemTransfer)]
     assert [(c.shape, c.bitwidth, c.mode) for c in transfers] == [
         ((128, 128), 16, Transfer.OPTIMIZED)
     ] * 2
@@ -95,7 +96,7 @@ def test_the_rules_state_it_for_gmem_transfers_with_their_mode() -> None:
         [gmem((128, 128), BF16)],
     )
     solver, _ = _solver(unoptimized)
-    (transfer,) = [c for c in solver.constraints if isinstance(c, GmemTransfer)]
+    (transfer,) = [c for c in solver.state.constraints if isinstance(c, GmemTransfer)]
     assert transfer.mode is Transfer.UNOPTIMIZED
 
 
@@ -155,7 +156,9 @@ def test_an_answer_in_jax_order_that_does_not_lower_is_not_kept() -> None:
     with in_context(module):  # type: ignore[arg-type]
         assert not solver.solve()
         program = read_program(module)
-        decided = decide(derive_system(program, HOPPER), program, HOPPER, 10_000)
+        decided = decide(
+            derive_system(program, HOPPER), program, SolveOptions(fuel=10_000, arch=HOPPER)
+        )
     assert decided.widened and decided.solved
 
 

@@ -1,9 +1,10 @@
 """Already-lowered bodies (``inline_mgpu``'s ``mosaic_gpu.custom_primitive``) in the reader.
 
 A Pallas kernel that scales a tile with ``plgpu.inline_mgpu`` (as the int4
-ragged dots of ``bench/quantized_ragged_dot.py`` do) carries, inside the
-primitive, the lowered loop over every register: hundreds of ops that need no
-layout, and that JAX's pass never enters. The reader gives them ids and reads
+ragged dots of ``bench/quantized_ragged_dot.py`` do, captured in
+``tests/corpus/quantized``) carries, inside the primitive, the lowered loop
+over every register: hundreds of ops that need no layout, and that JAX's pass
+never enters. The reader gives them ids and reads
 nothing else of them, in the one lean walk; answers stay JAX's.
 """
 
@@ -22,7 +23,7 @@ from smalto.program.view import OPAQUE_REGIONS, Kind, Program, within
 from smalto.rules import consumers
 
 BLACKWELL = (10, 0)
-QUANTIZED = Path(__file__).resolve().parents[2] / "bench" / "quantized"
+QUANTIZED = reference.BUNDLED_ROOT / "quantized"
 INT4_RAGGED_DOT = QUANTIZED / "blackwell_int4_ragged_dot_m128n128k64_s4_split2_v8.mlir"
 # A Pallas test: an int8 tile upcast to bf16 and scaled by a row of scales in `inline_mgpu`.
 INLINE_MGPU = (

@@ -22,6 +22,7 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
 from smalto.solve import jax_order, search
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver, decide
 
 UNSAT = Path(__file__).resolve().parents[1] / "unsat"
@@ -57,11 +58,11 @@ def _seen(solver: Solver) -> tuple[object, ...]:
     return (
         solver.solved,
         solver.widened,
-        solver.conflict,
-        solver.empty_slot,
-        solver.root_explanation(),
+        solver.state.conflict,
+        solver.state.empty_slot,
+        solver.state.root_explanation(),
         solver.jax_answer_breaks,
-        solver.solution() if solver.solved else None,
+        solver.state.solution() if solver.solved else None,
     )
 
 
@@ -79,7 +80,7 @@ def test_the_checkpoint_decides_as_the_search_without_it(
     with in_context(module):  # type: ignore[arg-type]
         for slack in (search.CHECKPOINT_SLACK, 0, 10**9):
             monkeypatch.setattr(search, "CHECKPOINT_SLACK", slack)
-            seen.append(_seen(decide(system, program, arch, 100_000)))
+            seen.append(_seen(decide(system, program, SolveOptions(fuel=100_000, arch=arch))))
     assert seen[0] == seen[2] and seen[1] == seen[2]
 
 
@@ -99,18 +100,18 @@ def test_a_kernel_with_no_layout_stops_the_search_in_jax_order_early(
         try:
             return real(self, budget, *args)  # type: ignore[arg-type]
         finally:
-            work.append(self.state.work)
+            work.append(self.state.fuel.work)
 
     monkeypatch.setattr(jax_order.JaxOrderSearch, "run", run)
     slack = search.CHECKPOINT_SLACK
     with in_context(module):  # type: ignore[arg-type]
-        decided = decide(system, program, arch, 100_000)
+        decided = decide(system, program, SolveOptions(fuel=100_000, arch=arch))
         stopped = work[0]
         monkeypatch.setattr(search, "CHECKPOINT_SLACK", 10**9)
-        whole = Solver(system, program, arch, 100_000)
+        whole = Solver(system, program, SolveOptions(fuel=100_000, arch=arch))
         whole.solve_in_jax_order()
     assert not decided.solved and decided.widened
-    assert stopped == whole.unassigned + slack < whole.work
+    assert stopped == whole.state.unassigned + slack < whole.state.fuel.work
     assert decided.jax_answer_breaks == whole.jax_answer_breaks
 
 
@@ -120,7 +121,7 @@ def test_no_checkpoint_where_the_fuel_could_run_out_first() -> None:
     derived = _derived("words_iota_mask_in_row_layout")
     assert derived is not None
     _, program, system, arch = derived
-    early = search._EarlyWidened(system, program, arch, fuel=500)
+    early = search._EarlyWidened(system, program, SolveOptions(fuel=500, arch=arch))
     assert early.checkpoint(1_000, 6) is None
     assert early.checkpoint(400, 6) is not None
 
@@ -133,7 +134,7 @@ def test_breaks_found_later_are_found_once() -> None:
     module, program, system, arch = derived
     calls: list[int] = []
     with in_context(module):  # type: ignore[arg-type]
-        solver = Solver(system, program, arch, 100)
+        solver = Solver(system, program, SolveOptions(fuel=100, arch=arch))
 
     def find() -> list[object]:
         calls.append(1)

@@ -45,17 +45,17 @@ def test_solution_passes_the_checker_and_jax_lowering(name: str) -> None:
 
 def test_check_catches_a_wrong_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The check is not vacuous: an answer with a broken transform is rejected."""
-    from smalto.solve import search
+    from smalto.solve import propagation
 
-    original = search.Solver.solution
+    original = propagation.Propagation.solution
 
-    def corrupt(self: search.Solver) -> list:
+    def corrupt(self: propagation.Propagation) -> list:
         from smalto.hw.values import Smem
 
         values = original(self)
         return [Smem((8, 8), None) if isinstance(v, Smem) and v.tiling else v for v in values]
 
-    monkeypatch.setattr(search.Solver, "solution", corrupt)
+    monkeypatch.setattr(propagation.Propagation, "solution", corrupt)
     name = "hopper_matmul_t64x64x64_s2_wgM_noepi"
     text = (ROOT / "kernels" / f"{name}.mlir").read_text()
     assert check_with_jax(text, (9, 0)) != []

@@ -22,9 +22,9 @@ import reference
 from fuzz.strategies import FuzzModule, modules
 from hypothesis import HealthCheck, given, settings
 from jax._src.lib.mlir import ir
+from scaling_kernels import FAMILIES
 
 import smalto
-from bench.kernels import FAMILIES
 from smalto.basics.mlir import module_arch
 from smalto.check import check
 from smalto.hw.values import Const
@@ -33,6 +33,7 @@ from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import candidates as cands
 from smalto.solve import jax_order as search  # the search in JAX's order: _Offer, _Scan
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver
 
 HOPPER = (9, 0)
@@ -40,17 +41,18 @@ FUEL_EXHAUSTED = sorted((reference.BUNDLED_ROOT / "fuel_exhausted").glob("*.mlir
 
 
 def full_rescan(
-    solver: Solver, first_open: int, first_unset: int
+    in_order: search.JaxOrderSearch, first_open: int, first_unset: int
 ) -> Iterator[tuple[int, Const, int | None]]:
     """The candidates in JAX's order, every open constraint and variable asked afresh."""
+    state = in_order.state
     tried: set[tuple[int, Const]] = set()
     deferred: list[tuple[int, Const, int]] = []
-    root, variables = solver.root, solver.system.variables
-    for ci in solver.candidate_order[first_open:]:
-        if not solver.open[ci]:
+    root, variables = state.root, state.system.variables
+    for ci in state.candidate_order[first_open:]:
+        if not state.open[ci]:
             continue
         for var, value in cands.from_constraint(
-            solver.constraints[ci], solver.lookup, variables, solver.divides_of, solver.arch
+            state.constraints[ci], state.lookup, variables, state.divides_of, state.arch
         ):
             if not cands.is_preferred(value):
                 deferred.append((var, value, ci))
@@ -62,8 +64,8 @@ def full_rescan(
             tried.add((root[var], value))
             yield var, value, ci
     for v in variables[first_unset:]:
-        if solver.value[root[v.id]] is None:
-            value = cands.default_value(v, solver.in_jax_order.tmem_defaults[v.id])
+        if state.value[root[v.id]] is None:
+            value = cands.default_value(v, in_order.tmem_defaults[v.id])
             if value is not None and (root[v.id], value) not in tried:
                 tried.add((root[v.id], value))
                 yield v.id, value, None
@@ -97,8 +99,8 @@ class CheckedSearch(search.JaxOrderSearch):
         state = self.state
         mark, conflict, reason = len(state.trail), state.conflict, dict(state.reason)
         queue: list[int] = []
-        made = state._assign(var, value, queue) and state._propagate(queue)
-        state._undo(mark)
+        made = state.assign(var, value, queue) and state.propagate(queue)
+        state.undo(mark)
         state.conflict, state.reason = conflict, reason
         return not made
 
@@ -107,20 +109,19 @@ class CheckedSearch(search.JaxOrderSearch):
     ) -> Iterator[tuple[int, Const, int | None]]:
         # A copy of the scan, and the fuel put back: listing every candidate
         # must not move the real scan nor spend.
-        state = self.state
+        fuel = self.state.fuel
         probe = scan.probe()
-        spent, limit, work_limit = state.spent, state.limit, state.work_limit
-        state.limit = state.work_limit = sys.maxsize
+        spent, limit, work_limit = fuel.spent, fuel.limit, fuel.work_limit
+        fuel.limit = fuel.work_limit = sys.maxsize
         incremental = list(super()._candidates(first_open, first_unset, probe))
-        counted = state.spent - spent
-        state.spent, state.limit, state.work_limit = spent, limit, work_limit
+        counted = fuel.spent - spent
+        fuel.spent, fuel.limit, fuel.work_limit = spent, limit, work_limit
         # The candidates of constraints that offer only doomed ones are counted,
         # not offered: as many as the full rescan offers.
-        assert isinstance(state, Solver)  # the state is the solver that made this search
-        full = list(full_rescan(state, first_open, first_unset))
+        full = list(full_rescan(self, first_open, first_unset))
         offered = [c for c in full if c[2] is None or self._offer(c[2])[2] is None]
         assert incremental == offered
-        if not state.past_jaxs_fuel:  # past it, nothing is counted (``_past_jaxs_fuel``)
+        if not fuel.past_jaxs:  # past it, nothing is counted (``Fuel.past_jaxs_fuel``)
             assert counted == len(full) - len(offered)
         self.splats_counted += counted
         self.decisions += 1
@@ -143,7 +144,9 @@ def solve_checked(text: str, arch: tuple[int, int] | None = None) -> CheckedSolv
     with in_context(module):
         arch = arch or module_arch(module) or HOPPER
         program = read_program(module, consumers())
-        solver = CheckedSolver(derive_system(program, arch), program, arch, 100_000)
+        solver = CheckedSolver(
+            derive_system(program, arch), program, SolveOptions(fuel=100_000, arch=arch)
+        )
         assert solver.solve()
     return solver
 
@@ -168,7 +171,7 @@ def test_the_scan_offers_what_a_full_rescan_offers_while_backtracking(path: Path
     # The search in JAX's order backtracks until its budget is spent; the
     # complete search then decides (its choices are not the scan's).
     solver = solve_checked(path.read_text())
-    assert solver.complete and solver.checked.decisions > 100
+    assert solver.state.complete and solver.checked.decisions > 100
 
 
 def _solved(entry: reference.CorpusEntry) -> bool:
@@ -191,7 +194,7 @@ def test_the_budget_grows_with_the_variables_left_open(monkeypatch: pytest.Monke
     monkeypatch.setattr(search, "GUIDED_BUDGET", 10)
     text = FAMILIES["unrolled_attention"](4)
     solver = solve_checked(text, HOPPER)
-    assert not solver.complete and solver.spent > 10
+    assert not solver.state.complete and solver.state.fuel.spent > 10
     jax_attributes, _ = reference.jax_attributes(text, HOPPER)
     smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
     assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
@@ -204,7 +207,7 @@ def test_a_small_fuel_still_runs_out_in_jaxs_order(monkeypatch: pytest.MonkeyPat
     module = reference.parse(text, ctx)
     with in_context(module):
         program = read_program(module, consumers())
-        solver = Solver(derive_system(program, HOPPER), program, HOPPER, 5)
+        solver = Solver(derive_system(program, HOPPER), program, SolveOptions(fuel=5, arch=HOPPER))
         with pytest.raises(search.FuelExhausted):
             solver.solve()
     assert isinstance(module, ir.Module)
@@ -223,7 +226,7 @@ def test_the_scan_offers_what_a_full_rescan_offers_on_random_modules(module: Fuz
             system = derive_system(program, module.arch)
         except (smalto.InferenceError, NotImplementedError):
             return  # refused before any search
-        solver = CheckedSolver(system, program, module.arch, 20_000)
+        solver = CheckedSolver(system, program, SolveOptions(fuel=20_000, arch=module.arch))
         with contextlib.suppress(search.FuelExhausted):
             solver.solve()
 
@@ -249,10 +252,12 @@ def test_counted_splats_spend_and_decide_as_made_ones(family: str) -> None:
         module = reference.parse(text, reference.shared_context())
         with in_context(module):
             program = read_program(module, consumers())
-            solver = kind(derive_system(program, HOPPER), program, HOPPER, 100_000)
+            solver = kind(
+                derive_system(program, HOPPER), program, SolveOptions(fuel=100_000, arch=HOPPER)
+            )
             solver.guided_budget = lambda: 100_000  # type: ignore[method-assign]
-            assert solver.solve() and not solver.complete
-            solved.append((solver.spent, solver.solution()))
+            assert solver.solve() and not solver.state.complete
+            solved.append((solver.state.fuel.spent, solver.state.solution()))
     assert solved[0] == solved[1]
 
 
@@ -265,8 +270,8 @@ def test_counted_splats_do_not_spend_the_budget(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(search, "ATTEMPTS_PER_VARIABLE", 0)
     text = FAMILIES["loops"](8)
     solver = solve_checked(text, HOPPER)
-    assert not solver.complete
-    assert solver.work <= 30 < solver.spent
+    assert not solver.state.complete
+    assert solver.state.fuel.work <= 30 < solver.state.fuel.spent
     jax_attributes, _ = reference.jax_attributes(text, HOPPER)
     smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
     assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
@@ -276,10 +281,10 @@ def _outcome(kind: type[Solver], text: str, fuel: int) -> tuple[str, int]:
     module = reference.parse(text, reference.shared_context())
     with in_context(module):
         program = read_program(module, consumers())
-        solver = kind(derive_system(program, HOPPER), program, HOPPER, fuel)
+        solver = kind(derive_system(program, HOPPER), program, SolveOptions(fuel=fuel, arch=HOPPER))
         solver.guided_budget = lambda: 100_000  # type: ignore[method-assign]
         try:
-            return ("solved" if solver.solve() else "unsat"), solver.spent
+            return ("solved" if solver.solve() else "unsat"), solver.state.fuel.spent
         except search.FuelExhausted as e:
             return "out of fuel", e.spent
 
@@ -298,7 +303,7 @@ def _solved_loops(text: str, fuel: int, kind: type[Solver] = Solver) -> Solver:
     module = reference.parse(text, reference.shared_context())
     with in_context(module):
         program = read_program(module, consumers())
-        solver = kind(derive_system(program, HOPPER), program, HOPPER, fuel)
+        solver = kind(derive_system(program, HOPPER), program, SolveOptions(fuel=fuel, arch=HOPPER))
         assert solver.solve()
     return solver
 
@@ -311,11 +316,14 @@ def test_past_jaxs_fuel_spent_on_doomed_splats_the_search_goes_on_in_jaxs_order(
     answer, which would start over)."""
     text = FAMILIES["loops"](32)
     ample = _solved_loops(text, 1_000_000)
-    assert not ample.past_jaxs_fuel and not ample.complete
+    assert not ample.state.fuel.past_jaxs and not ample.state.complete
     # (Checked: the scan offers what a full rescan does, past the fuel too.)
-    short = _solved_loops(text, ample.spent - 100, CheckedSolver)
-    assert short.past_jaxs_fuel and not short.complete
-    assert short.work == ample.work and short.solution() == ample.solution()
+    short = _solved_loops(text, ample.state.fuel.spent - 100, CheckedSolver)
+    assert short.state.fuel.past_jaxs and not short.state.complete
+    assert (
+        short.state.fuel.work == ample.state.fuel.work
+        and short.state.solution() == ample.state.solution()
+    )
     module = reference.parse(text, reference.shared_context())
-    smalto.infer_layout(module, arch=HOPPER, fuel=ample.spent - 100)
+    smalto.infer_layout(module, arch=HOPPER, fuel=ample.state.fuel.spent - 100)
     assert check(module, HOPPER) == []

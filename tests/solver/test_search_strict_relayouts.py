@@ -35,6 +35,7 @@ from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import derive_system
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver
 
 SHAPE = (128, 128)
@@ -64,7 +65,7 @@ def _solve(text: str) -> tuple[Solver, Program, System]:
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, HOPPER)
-        solver = Solver(system, program, HOPPER, fuel=100_000)
+        solver = Solver(system, program, SolveOptions(fuel=100_000, arch=HOPPER))
         assert solver.solve()
     return solver, program, system
 
@@ -89,7 +90,7 @@ def test_values_flowing_from_a_load_share_one_slot():
     """The load, negf, exp and addf results are one slot; the splat constant is not in it."""
     solver, program, system = _solve(chain_kernel())
     slot_of = {
-        program.ops[site.op].name: solver.root[var]
+        program.ops[site.op].name: solver.state.root[var]
         for site, var in system.var_of_site.items()
         if site.role is Role.RESULT
     }
@@ -104,4 +105,4 @@ def test_forced_values_cost_no_fuel_as_in_jax():
     module = infer_like_jax(text)
     assert in_layouts(op(module, "arith.addf")) == [WGMMA, WGMMA]
     solver, _, _ = _solve(text)
-    assert solver.spent == _jax_fuel(text) == 1
+    assert solver.state.fuel.spent == _jax_fuel(text) == 1

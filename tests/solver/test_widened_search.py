@@ -31,6 +31,7 @@ from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import domains
+from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver, decide
 
 
@@ -38,7 +39,7 @@ def _decided(text: str, fuel: int = 10_000) -> Solver:
     module = parse(text)
     with in_context(module):
         program = read_program(module, consumers())
-        return decide(derive_system(program, HOPPER), program, HOPPER, fuel)
+        return decide(derive_system(program, HOPPER), program, SolveOptions(fuel=fuel, arch=HOPPER))
 
 
 # --- layouts ---------------------------------------------------------------------------------
@@ -139,6 +140,6 @@ def test_an_smem_ref_without_transforms_is_offered_tilings_at_rank_3() -> None:
     )
     solver = _decided(text)
     assert solver.solved
-    assert any(getattr(value, "tiling", None) == (8, 32) for value in solver.solution()), (
-        solver.solution()
+    assert any(getattr(value, "tiling", None) == (8, 32) for value in solver.state.solution()), (
+        solver.state.solution()
     )

@@ -1,4 +1,8 @@
-"""The benchmark's kernel generator and the ``smalto bench`` command (nothing is timed)."""
+"""The benchmarks run: ``smalto bench`` and the ``bench`` tools (nothing is timed).
+
+The one folder of tests that imports ``bench``: its subject is the benchmarks
+themselves. (The kernels they time are test material: ``scaling_kernels`` and
+``tests/corpus/quantized``.)"""
 
 from __future__ import annotations
 
@@ -8,43 +12,9 @@ from pathlib import Path
 
 import pytest
 import reference
+from scaling_kernels import attention_kernel
 
-from bench.kernels import FAMILIES, attention_kernel
 from smalto.cli.main import main
-
-HOPPER = (9, 0)
-
-
-@pytest.mark.parametrize("n", [1, 2])
-def test_attention_kernel_parses_and_smalto_matches_jax(n: int) -> None:
-    text = attention_kernel(n)
-    jax_attributes, _ = reference.jax_attributes(text, HOPPER)
-    smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
-    assert jax_attributes, "JAX's pass annotated nothing"
-    assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
-
-
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_scaling_kernels_of_sixteen_blocks_match_jax(family: str) -> None:
-    """Each family of the scaling benchmark, large enough that the search takes
-    over a hundred decisions in JAX's order: smalto's attributes are JAX's."""
-    text = FAMILIES[family](16)
-    jax_attributes, _ = reference.jax_attributes(text, HOPPER)
-    smalto_attributes, _ = reference.smalto_attributes(text, HOPPER)
-    assert len(jax_attributes) > 16 * 8
-    assert reference.diff_attributes(jax_attributes, smalto_attributes) == []
-
-
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_scaling_kernels_grow_linearly(family: str) -> None:
-    sizes = [len(FAMILIES[family](n).splitlines()) for n in (1, 2, 3)]
-    assert sizes[2] - sizes[1] == sizes[1] - sizes[0] > 0
-
-
-def test_attention_kernel_grows_linearly() -> None:
-    # Every block adds the same ops, so the benchmark's sizes are comparable.
-    sizes = [len(attention_kernel(n).splitlines()) for n in (1, 2, 3)]
-    assert sizes[2] - sizes[1] == sizes[1] - sizes[0] > 0
 
 
 def test_bench_command_prints_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,7 +119,8 @@ def test_bounds_names_a_missing_file(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_the_quantized_family_is_what_its_pallas_kernel_lowers_to(tmp_path: Path) -> None:
-    """bench/quantized holds what bench.quantized_ragged_dot captures (one tiling redone)."""
+    """tests/corpus/quantized holds what bench.quantized_ragged_dot captures (one tiling
+    redone)."""
     from bench.quantized_ragged_dot import CONFIGS, OUT_DIR, capture_all
 
     def text(path: Path) -> str:
