@@ -10,7 +10,8 @@ written; when none works the module is left as it came, and the error is
 the one about the module as written, with a note from each rescue that tried.
 
 A rescue is turned on by the keyword of ``smalto.infer_layout`` that ``RESCUES``
-gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``; ``allow_unoptimized``:
+gives it (``rewrite``: the unit-dim rewrite, ``unit_dims``; ``stage_through_smem``:
+the transfers in the way routed through SMEM, ``staging``; ``allow_unoptimized``:
 the fewest transfers made unoptimized, ``unoptimized``). To add one: a
 module here with a function ``Attempt -> Rescued | None``, its entry in
 ``RESCUES``, and the keyword on ``infer_layout``.
@@ -23,15 +24,18 @@ from collections.abc import Callable, Mapping
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference
-from smalto.rescue import unit_dims, unoptimized
+from smalto.rescue import staging, unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
 
 __all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue"]
 
 # (the infer_layout keyword that turns it on, the rescue), in the order they are tried.
-# The unit-dim rewrite first: it costs nothing at run time, an unoptimized transfer does.
+# The unit-dim rewrite first: it costs nothing at run time; then staging through SMEM, which
+# keeps every transfer optimized at the cost of a round trip through SMEM; an unoptimized
+# transfer last, where staging cannot serve.
 RESCUES: tuple[tuple[str, Rescue], ...] = (
     ("rewrite", unit_dims.rescue),
+    ("stage_through_smem", staging.rescue),
     ("allow_unoptimized", unoptimized.rescue),
 )
 

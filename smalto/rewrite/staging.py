@@ -1,0 +1,348 @@
+"""Staging through SMEM, on request: a transfer with no optimized plan routed through a new
+SMEM buffer, so that every transfer of the kernel stays optimized.
+
+Where a GMEM transfer has no coalesced plan in any layout the kernel allows
+(a 16-bit TMEM or WGMMA value stored straight to GMEM), the value can go
+through SMEM, as kernel authors write by hand and as Triton does by itself:
+
+- a store ``vector_store(v, ref)`` becomes ``vector_store(v, S)``, a
+  warpgroup barrier, ``v' = vector_load(S)``, a warpgroup barrier, and the
+  original store of ``v'`` (its attributes and location kept);
+- a load ``v = vector_load(ref)`` is followed by ``vector_store(v, S)``, a
+  barrier, ``v' = vector_load(S)``, a barrier, and every use of ``v`` reads
+  ``v'``.
+
+Inference gives the store into ``S`` and the load from it layouts of their own
+(an SMEM round trip decouples them), and ``S`` the transforms that make both
+conflict-free: the producer keeps its layout, the GMEM transfer gets one that
+coalesces. The same round trip serves an SMEM transfer whose ref's transforms
+no layout of the value fits: the buffer's transforms are free.
+
+Why the values are kept: every thread of the warpgroup stores its part of
+``v`` into ``S`` and, after the barrier, the warpgroup loads all of ``S``:
+``v'`` holds the elements of ``v`` at the same indices (a store then a load of
+the whole buffer, in any two layouts). The barrier after the load keeps the
+next use of ``S`` (the next staged op, the next iteration of a loop) from
+overwriting it before every thread has read it. Barriers are Pallas': the
+warpgroup's ``bar.sync`` (``gpu.barrier`` is CTA-wide and would deadlock a
+warp-specialized kernel); with Pallas' auto barriers the lowering adds its own
+around the SMEM store as well.
+
+Where ``S`` lives: SMEM is one dynamic block whose size is the
+``dynamic_shared_memory_size`` operand of the ``gpu.launch`` (the lowering and
+the runtime both read it). ``S`` is sliced past its end, 1024-aligned (a
+swizzled buffer needs it), and the size grown to match. The round trips never
+overlap (each ends with its barrier), so every staged op of a kernel reuses
+one region: the kernel grows by the largest, not their sum. The slices carry
+``smalto.staged`` (a discardable attribute) so that the checker and the tests
+know them. The per-block limit (``SMEM_LIMIT``) is checked here: JAX checks it
+before its pass, not after.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jax._src.lib.mlir import ir
+
+from smalto.program.view import ops_in_order
+from smalto.source.locations import FilePosition, place
+
+# The ops staging reroutes (the synchronous transfers Pallas emits for ``ref[...]``).
+STAGED_OPS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
+# The discardable attribute on the SMEM slices staging adds: the checker and tests know them.
+STAGED = "smalto.staged"
+# The dynamic SMEM a block may have on sm_90 and sm_100 (227 KiB; JAX checks it before its
+# pass, so a pass that grows SMEM checks it itself).
+SMEM_LIMIT = 232_448
+# Where a staging buffer starts: a swizzled SMEM buffer must be 1024-aligned.
+ALIGNMENT = 1024
+WARPGROUP_SIZE = 128
+# ``gpu.launch``'s operand segments: async dependencies, grid (3), block (3), cluster (3),
+# dynamic SMEM size, async object.
+_BLOCK_SEGMENTS = (4, 5, 6)
+_DYNAMIC_SMEM_SEGMENT = 10
+
+
+class StagingNotPossible(Exception):
+    """The module has no room or no form for staging (the message says why)."""
+
+
+class OverSmemLimit(StagingNotPossible):
+    """Staging would need more SMEM than a block may have."""
+
+    def __init__(self, needed: int, limit: int = SMEM_LIMIT) -> None:
+        super().__init__(
+            f"staging through SMEM needs {needed} bytes of SMEM per block, over the "
+            f"{limit} a block may have"
+        )
+        self.needed = needed
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class StagedOp:
+    """One transfer smalto routed through SMEM, for the user to see."""
+
+    op: str  # e.g. "mosaic_gpu.vector_store"
+    location: str  # the user's file:line:col, else what the location says
+    primitive: str | None  # the name JAX's location gives it (e.g. "swap"), if any
+    memory: str  # "GMEM" or "SMEM": where the transfer's ref lives
+    buffer_bytes: int  # the size of the staging buffer it goes through
+    added_bytes: int  # what the kernel's SMEM grew by, in all (the staged ops share it)
+    smem_bytes: int  # the kernel's SMEM per block afterwards
+    position: FilePosition | None = None
+
+    @property
+    def store(self) -> bool:
+        return self.op != "mosaic_gpu.vector_load"
+
+    def __str__(self) -> str:
+        primitive = self.primitive
+        named = f", `{primitive}`" if primitive and primitive not in self.op else ""
+        kind = "store" if self.store else "load"
+        why = (
+            "no layout coalesces it"
+            if self.memory == "GMEM"
+            else "no layout has a conflict-free plan under its ref's transforms"
+        )
+        return (
+            f"{self.location}: this {self.memory} {kind} (`{self.op}`{named}) goes through a "
+            f"{self.buffer_bytes}-byte SMEM buffer ({why}): SMEM grew by {self.added_bytes} "
+            f"bytes to {self.smem_bytes} per block"
+        )
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What staging needs of the ``gpu.launch`` around the staged ops."""
+
+    op: ir.Operation
+    smem_operand: int  # the operand number of ``dynamic_shared_memory_size``
+    smem_bytes: int
+    warpgroups: int
+
+
+def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> list[StagedOp]:
+    """Routes the transfers of ``module`` at these pre-order positions (the ids
+    ``read_program`` gives them) through SMEM; returns what it changed, in program order.
+
+    Raises ``StagingNotPossible`` (``OverSmemLimit`` past ``limit``) before changing
+    anything where it cannot.
+    """
+    ops = ops_in_order(module.operation)
+    staged = [ops[i] for i in sorted(op_ids)]
+    for operation in staged:
+        if operation.name not in STAGED_OPS:
+            raise StagingNotPossible(f"{operation.name} is no transfer staging reroutes")
+    launch = _launch(staged)
+    sizes = [_buffer_bytes(_staged_type(operation)) for operation in staged]
+    offset = _aligned(launch.smem_bytes)
+    total = offset + max(sizes)
+    if total > limit:
+        raise OverSmemLimit(total, limit)
+    _grow_smem(launch, total)
+    changed = []
+    for operation, size in zip(staged, sizes, strict=True):
+        memory = "SMEM" if _ref(operation).type.memory_space is not None else "GMEM"
+        _round_trip(operation, offset)
+        where = place(operation.location)
+        changed.append(
+            StagedOp(
+                operation.name,
+                where.text,
+                where.name,
+                memory,
+                size,
+                total - launch.smem_bytes,
+                total,
+                where.position,
+            )
+        )
+    return changed
+
+
+def staging_bytes(module: ir.Module, op_ids: Sequence[int]) -> int:
+    """The SMEM per block the module would have with these ops staged (nothing changed)."""
+    ops = ops_in_order(module.operation)
+    staged = [ops[i] for i in sorted(op_ids)]
+    launch = _launch(staged)
+    return _aligned(launch.smem_bytes) + max(_buffer_bytes(_staged_type(o)) for o in staged)
+
+
+def _ref(operation: ir.Operation) -> ir.Value:
+    load = operation.name == "mosaic_gpu.vector_load"
+    return operation.operands[0 if load else 1]
+
+
+def _staged_type(operation: ir.Operation) -> ir.VectorType:
+    load = operation.name == "mosaic_gpu.vector_load"
+    value = operation.results[0] if load else operation.operands[0]
+    return ir.VectorType(value.type)
+
+
+def _buffer_bytes(vector: ir.VectorType) -> int:
+    bits = math.prod(vector.shape) * _bitwidth(vector.element_type)
+    return -(-bits // 8)
+
+
+def _bitwidth(element: ir.Type) -> int:
+    if isinstance(element, ir.IntegerType):
+        return ir.IntegerType(element).width
+    if isinstance(element, ir.FloatType):
+        return ir.FloatType(element).width
+    raise StagingNotPossible(f"no staging for elements of type {element}")
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // ALIGNMENT) * ALIGNMENT
+
+
+def _launch(staged: Sequence[ir.Operation]) -> Launch:
+    """The one ``gpu.launch`` around every staged op, with a constant SMEM size and one
+    warpgroup (several would each need a buffer of their own)."""
+    launches = {_enclosing_launch(operation) for operation in staged}
+    if len(launches) != 1 or None in launches:
+        raise StagingNotPossible("the transfers are not inside one gpu.launch")
+    (launch,) = launches
+    assert launch is not None
+    segments = [int(s) for s in ir.DenseI32ArrayAttr(launch.attributes["operandSegmentSizes"])]
+    if segments[_DYNAMIC_SMEM_SEGMENT] != 1:
+        raise StagingNotPossible("the gpu.launch has no dynamic SMEM size to grow")
+    smem_operand = sum(segments[:_DYNAMIC_SMEM_SEGMENT])
+    smem_bytes = _constant(launch.operands[smem_operand])
+    if smem_bytes is None:
+        raise StagingNotPossible("the gpu.launch's dynamic SMEM size is not a constant")
+    threads = []
+    for segment in _BLOCK_SEGMENTS:
+        size = _constant(launch.operands[sum(segments[:segment])])
+        if size is None:
+            raise StagingNotPossible("the gpu.launch's block size is not a constant")
+        threads.append(size)
+    if threads[1:] != [1, 1] or threads[0] % WARPGROUP_SIZE:
+        raise StagingNotPossible(f"a block of {threads} threads is no row of warpgroups")
+    warpgroups = threads[0] // WARPGROUP_SIZE
+    if warpgroups != 1:
+        raise StagingNotPossible(
+            f"{warpgroups} warpgroups may run the transfer: each would need a buffer of its own"
+        )
+    return Launch(launch, smem_operand, smem_bytes, warpgroups)
+
+
+def _enclosing_launch(operation: ir.Operation) -> ir.Operation | None:
+    parent = operation.parent
+    while parent is not None and parent.name != "gpu.launch":
+        parent = parent.parent
+    return parent.operation if parent is not None else None
+
+
+def _constant(value: ir.Value) -> int | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return None
+    attribute = owner.attributes["value"]
+    if not isinstance(attribute, ir.IntegerAttr):
+        return None
+    return int(ir.IntegerAttr(attribute).value)
+
+
+def _grow_smem(launch: Launch, total: int) -> None:
+    """The launch's dynamic SMEM size set to ``total`` (a constant of its own, placed before
+    the launch: the old one may have other uses)."""
+    old = launch.op.operands[launch.smem_operand]
+    with ir.InsertionPoint(launch.op), launch.op.location:
+        size = ir.Operation.create(
+            "arith.constant",
+            results=[old.type],
+            attributes={"value": ir.IntegerAttr.get(old.type, total)},
+        )
+    launch.op.operands[launch.smem_operand] = size.result
+
+
+def _round_trip(operation: ir.Operation, offset: int) -> None:
+    """The store into a new SMEM slice at ``offset``, the barrier, the load back, the
+    barrier; the original op then moves the reloaded value (a store) or its users read
+    it (a load)."""
+    vector = _staged_type(operation)
+    smem = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    buffer_type = ir.MemRefType.get(list(vector.shape), vector.element_type, memory_space=smem)
+    load = operation.name == "mosaic_gpu.vector_load"
+    location = operation.location
+    if load:
+        value = operation.results[0]
+        users = [(use.owner, use.operand_number) for use in value.uses]
+    else:
+        value = operation.operands[0]
+        users = []
+    i32 = ir.IntegerType.get_signless(32)
+    with ir.InsertionPoint(operation), location:
+        slice_op = ir.Operation.create(
+            "mosaic_gpu.slice_smem",
+            results=[buffer_type],
+            attributes={"offset": ir.IntegerAttr.get(i32, offset), STAGED: ir.UnitAttr.get()},
+        )
+        buffer = slice_op.result
+        ir.Operation.create(
+            "mosaic_gpu.vector_store",
+            operands=[value, buffer],
+            attributes={
+                "optimized": ir.BoolAttr.get(True),
+                "multimem": ir.BoolAttr.get(False),
+            },
+        )
+        _warpgroup_barrier()
+        reloaded = ir.Operation.create(
+            "mosaic_gpu.vector_load",
+            results=[vector],
+            operands=[buffer],
+            attributes={"optimized": ir.BoolAttr.get(True)},
+        ).result
+        _warpgroup_barrier()
+    if load:
+        operation.move_before(slice_op)  # the round trip follows the load
+        for user, number in users:
+            user.operands[number] = reloaded
+    else:
+        operation.operands[0] = reloaded
+
+
+def _warpgroup_barrier() -> None:
+    """``bar.sync`` on the warpgroup's barrier, as Pallas emits it (``utils.warpgroup_barrier``:
+    barrier 0 is ``gpu.barrier``'s, so the warpgroup index plus one)."""
+    i32 = ir.IntegerType.get_signless(32)
+    index = ir.IndexType.get()
+    thread = ir.Operation.create(
+        "gpu.thread_id",
+        results=[index],
+        attributes={"dimension": ir.Attribute.parse("#gpu.dim<x>")},
+    ).result
+    thread32 = ir.Operation.create("arith.index_cast", results=[i32], operands=[thread]).result
+    seven = _i32_constant(7)
+    one = _i32_constant(1)
+    warpgroup = ir.Operation.create("arith.shrui", results=[i32], operands=[thread32, seven]).result
+    barrier = ir.Operation.create(
+        "arith.addi",
+        results=[i32],
+        operands=[warpgroup, one],
+        attributes={"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")},
+    ).result
+    ir.Operation.create(
+        "llvm.inline_asm",
+        results=[ir.Type.parse("!llvm.void")],
+        operands=[barrier],
+        attributes={
+            "asm_string": ir.StringAttr.get(f"bar.sync $0, {WARPGROUP_SIZE};"),
+            "constraints": ir.StringAttr.get("r"),
+            "has_side_effects": ir.UnitAttr.get(),
+            "tail_call_kind": ir.Attribute.parse("#llvm.tailcallkind<none>"),
+        },
+    )
+
+
+def _i32_constant(value: int) -> ir.Value:
+    i32 = ir.IntegerType.get_signless(32)
+    return ir.Operation.create(
+        "arith.constant", results=[i32], attributes={"value": ir.IntegerAttr.get(i32, value)}
+    ).result
