@@ -33,10 +33,12 @@ Where ``S`` lives: SMEM is one dynamic block whose size is the
 the runtime both read it). ``S`` is sliced past its end, 1024-aligned (a
 swizzled buffer needs it), and the size grown to match. The round trips never
 overlap (each ends with its barrier), so every staged op of a kernel reuses
-one region: the kernel grows by the largest, not their sum. The slices carry
-``smalto.staged`` (a discardable attribute) so that the checker and the tests
-know them. The per-block limit (``SMEM_LIMIT``) is checked here: JAX checks it
-before its pass, not after.
+one region: the kernel grows by the largest, not their sum. Every op staging adds
+carries ``smalto.staged`` (a discardable attribute), so that the checker and the
+tests know them. Where the block has several warpgroups, each gets a buffer of its
+own (a leading dim of the slice, viewed at the warpgroup's index as Pallas views
+``smem_ref.at[i]``), since any of them may run the op. The per-block limit
+(``SMEM_LIMIT``) is checked here: JAX checks it before its pass, not after.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from smalto.source.locations import FilePosition, place
 
 # The ops staging reroutes (the synchronous transfers Pallas emits for ``ref[...]``).
 STAGED_OPS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
-# The discardable attribute on the SMEM slices staging adds: the checker and tests know them.
+# The discardable attribute on every op staging adds: the checker and the tests know them.
 STAGED = "smalto.staged"
 # The dynamic SMEM a block may have on sm_90 and sm_100 (227 KiB; JAX checks it before its
 # pass, so a pass that grows SMEM checks it itself).
@@ -93,6 +95,7 @@ class StagedOp:
     buffer_bytes: int  # the size of the staging buffer it goes through
     added_bytes: int  # what the kernel's SMEM grew by, in all (the staged ops share it)
     smem_bytes: int  # the kernel's SMEM per block afterwards
+    warpgroups: int = 1  # the buffers: one per warpgroup of the block
     position: FilePosition | None = None
 
     @property
@@ -108,10 +111,11 @@ class StagedOp:
             if self.memory == "GMEM"
             else "no layout has a conflict-free plan under its ref's transforms"
         )
+        each = f", one for each of {self.warpgroups} warpgroups" if self.warpgroups > 1 else ""
         return (
             f"{self.location}: this {self.memory} {kind} (`{self.op}`{named}) goes through a "
-            f"{self.buffer_bytes}-byte SMEM buffer ({why}): SMEM grew by {self.added_bytes} "
-            f"bytes to {self.smem_bytes} per block"
+            f"{self.buffer_bytes}-byte SMEM buffer{each} ({why}): SMEM grew by "
+            f"{self.added_bytes} bytes to {self.smem_bytes} per block"
         )
 
 
@@ -140,14 +144,14 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
     launch = _launch(staged)
     sizes = [_buffer_bytes(_staged_type(operation)) for operation in staged]
     offset = _aligned(launch.smem_bytes)
-    total = offset + max(sizes)
+    total = offset + max(sizes) * launch.warpgroups
     if total > limit:
         raise OverSmemLimit(total, limit)
     _grow_smem(launch, total)
     changed = []
     for operation, size in zip(staged, sizes, strict=True):
         memory = "SMEM" if _ref(operation).type.memory_space is not None else "GMEM"
-        _round_trip(operation, offset)
+        _round_trip(operation, offset, launch.warpgroups)
         where = place(operation.location)
         changed.append(
             StagedOp(
@@ -158,6 +162,7 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
                 size,
                 total - launch.smem_bytes,
                 total,
+                launch.warpgroups,
                 where.position,
             )
         )
@@ -169,7 +174,8 @@ def staging_bytes(module: ir.Module, op_ids: Sequence[int]) -> int:
     ops = ops_in_order(module.operation)
     staged = [ops[i] for i in sorted(op_ids)]
     launch = _launch(staged)
-    return _aligned(launch.smem_bytes) + max(_buffer_bytes(_staged_type(o)) for o in staged)
+    largest = max(_buffer_bytes(_staged_type(o)) for o in staged)
+    return _aligned(launch.smem_bytes) + largest * launch.warpgroups
 
 
 def _ref(operation: ir.Operation) -> ir.Value:
@@ -201,8 +207,8 @@ def _aligned(offset: int) -> int:
 
 
 def _launch(staged: Sequence[ir.Operation]) -> Launch:
-    """The one ``gpu.launch`` around every staged op, with a constant SMEM size and one
-    warpgroup (several would each need a buffer of their own)."""
+    """The one ``gpu.launch`` around every staged op, with a constant SMEM size and a block
+    that is a row of warpgroups (each gets a buffer of its own)."""
     launches = {_enclosing_launch(operation) for operation in staged}
     if len(launches) != 1 or None in launches:
         raise StagingNotPossible("the transfers are not inside one gpu.launch")
@@ -223,12 +229,7 @@ def _launch(staged: Sequence[ir.Operation]) -> Launch:
         threads.append(size)
     if threads[1:] != [1, 1] or threads[0] % WARPGROUP_SIZE:
         raise StagingNotPossible(f"a block of {threads} threads is no row of warpgroups")
-    warpgroups = threads[0] // WARPGROUP_SIZE
-    if warpgroups != 1:
-        raise StagingNotPossible(
-            f"{warpgroups} warpgroups may run the transfer: each would need a buffer of its own"
-        )
-    return Launch(launch, smem_operand, smem_bytes, warpgroups)
+    return Launch(launch, smem_operand, smem_bytes, threads[0] // WARPGROUP_SIZE)
 
 
 def _enclosing_launch(operation: ir.Operation) -> ir.Operation | None:
@@ -253,7 +254,7 @@ def _grow_smem(launch: Launch, total: int) -> None:
     the launch: the old one may have other uses)."""
     old = launch.op.operands[launch.smem_operand]
     with ir.InsertionPoint(launch.op), launch.op.location:
-        size = ir.Operation.create(
+        size = _made(
             "arith.constant",
             results=[old.type],
             attributes={"value": ir.IntegerAttr.get(old.type, total)},
@@ -261,74 +262,111 @@ def _grow_smem(launch: Launch, total: int) -> None:
     launch.op.operands[launch.smem_operand] = size.result
 
 
-def _round_trip(operation: ir.Operation, offset: int) -> None:
-    """The store into a new SMEM slice at ``offset``, the barrier, the load back, the
-    barrier; the original op then moves the reloaded value (a store) or its users read
-    it (a load)."""
+def _round_trip(operation: ir.Operation, offset: int, warpgroups: int) -> None:
+    """The store into a new SMEM slice at ``offset`` (a buffer per warpgroup: the
+    warpgroup's own, where several run the op), the barrier, the load back, the barrier;
+    the original op then moves the reloaded value (a store) or its users read it (a
+    load)."""
     vector = _staged_type(operation)
-    smem = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    buffer_type = ir.MemRefType.get(list(vector.shape), vector.element_type, memory_space=smem)
     load = operation.name == "mosaic_gpu.vector_load"
-    location = operation.location
     if load:
         value = operation.results[0]
         users = [(use.owner, use.operand_number) for use in value.uses]
     else:
         value = operation.operands[0]
         users = []
-    i32 = ir.IntegerType.get_signless(32)
-    with ir.InsertionPoint(operation), location:
-        slice_op = ir.Operation.create(
-            "mosaic_gpu.slice_smem",
-            results=[buffer_type],
-            attributes={"offset": ir.IntegerAttr.get(i32, offset), STAGED: ir.UnitAttr.get()},
-        )
-        buffer = slice_op.result
-        ir.Operation.create(
+    with ir.InsertionPoint(operation), operation.location:
+        warpgroup = _warpgroup_index()
+        first, buffer = _buffer(vector, offset, warpgroups, warpgroup)
+        _made(
             "mosaic_gpu.vector_store",
             operands=[value, buffer],
-            attributes={
-                "optimized": ir.BoolAttr.get(True),
-                "multimem": ir.BoolAttr.get(False),
-            },
+            attributes={"optimized": ir.BoolAttr.get(True), "multimem": ir.BoolAttr.get(False)},
         )
-        _warpgroup_barrier()
-        reloaded = ir.Operation.create(
+        _warpgroup_barrier(warpgroup)
+        reloaded = _made(
             "mosaic_gpu.vector_load",
             results=[vector],
             operands=[buffer],
             attributes={"optimized": ir.BoolAttr.get(True)},
         ).result
-        _warpgroup_barrier()
+        _warpgroup_barrier(warpgroup)
     if load:
-        operation.move_before(slice_op)  # the round trip follows the load
+        operation.move_before(first)  # the round trip follows the load
         for user, number in users:
             user.operands[number] = reloaded
     else:
         operation.operands[0] = reloaded
 
 
-def _warpgroup_barrier() -> None:
+def _buffer(
+    vector: ir.VectorType, offset: int, warpgroups: int, warpgroup: ir.Value
+) -> tuple[ir.Operation, ir.Value]:
+    """The staging buffer of this warpgroup: the slice itself for one warpgroup; for several,
+    a slice with a buffer each along a leading dim, viewed at the warpgroup's (as Pallas
+    views ``smem_ref.at[i]``). Returns the first op made, and the buffer."""
+    i32 = ir.IntegerType.get_signless(32)
+    smem = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    shape = list(vector.shape)
+    element = vector.element_type
+    leading = [warpgroups] if warpgroups > 1 else []
+    slice_op = _made(
+        "mosaic_gpu.slice_smem",
+        results=[ir.MemRefType.get([*leading, *shape], element, memory_space=smem)],
+        attributes={
+            "offset": ir.IntegerAttr.get(i32, offset),
+        },
+    )
+    first = warpgroup.owner
+    assert not isinstance(first, ir.Block)
+    if warpgroups == 1:
+        return first.operation, slice_op.result
+    index = _made("arith.index_cast", results=[ir.IndexType.get()], operands=[warpgroup]).result
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    view = ir.Type.parse(
+        f"memref<{'x'.join(map(str, shape))}x{element}, "
+        f"strided<[{', '.join(map(str, strides))}], offset: ?>, #gpu.address_space<workgroup>>"
+    )
+    rank = len(shape) + 1
+    dynamic = -(2**63)  # ``ShapedType::kDynamic``: the offset is an operand
+    subview = _made(
+        "memref.subview",
+        results=[view],
+        operands=[slice_op.result, index],
+        attributes={
+            "static_offsets": ir.DenseI64ArrayAttr.get([dynamic] + [0] * (rank - 1)),
+            "static_sizes": ir.DenseI64ArrayAttr.get([1, *shape]),
+            "static_strides": ir.DenseI64ArrayAttr.get([1] * rank),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0]),
+        },
+    )
+    return first.operation, subview.result
+
+
+def _warpgroup_index() -> ir.Value:
+    """The warpgroup of the running thread, as Pallas computes it (``utils.warpgroup_idx``:
+    the thread index over 128; blocks are a row of warpgroups, ``_launch`` checks)."""
+    i32 = ir.IntegerType.get_signless(32)
+    thread = _made(
+        "gpu.thread_id",
+        results=[ir.IndexType.get()],
+        attributes={"dimension": ir.Attribute.parse("#gpu.dim<x>")},
+    ).result
+    thread32 = _made("arith.index_cast", results=[i32], operands=[thread]).result
+    return _made("arith.shrui", results=[i32], operands=[thread32, _i32_constant(7)]).result
+
+
+def _warpgroup_barrier(warpgroup: ir.Value) -> None:
     """``bar.sync`` on the warpgroup's barrier, as Pallas emits it (``utils.warpgroup_barrier``:
     barrier 0 is ``gpu.barrier``'s, so the warpgroup index plus one)."""
     i32 = ir.IntegerType.get_signless(32)
-    index = ir.IndexType.get()
-    thread = ir.Operation.create(
-        "gpu.thread_id",
-        results=[index],
-        attributes={"dimension": ir.Attribute.parse("#gpu.dim<x>")},
-    ).result
-    thread32 = ir.Operation.create("arith.index_cast", results=[i32], operands=[thread]).result
-    seven = _i32_constant(7)
-    one = _i32_constant(1)
-    warpgroup = ir.Operation.create("arith.shrui", results=[i32], operands=[thread32, seven]).result
-    barrier = ir.Operation.create(
+    barrier = _made(
         "arith.addi",
         results=[i32],
-        operands=[warpgroup, one],
+        operands=[warpgroup, _i32_constant(1)],
         attributes={"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")},
     ).result
-    ir.Operation.create(
+    _made(
         "llvm.inline_asm",
         results=[ir.Type.parse("!llvm.void")],
         operands=[barrier],
@@ -341,8 +379,24 @@ def _warpgroup_barrier() -> None:
     )
 
 
+def _made(
+    name: str,
+    *,
+    results: Sequence[ir.Type] | None = None,
+    operands: Sequence[ir.Value] | None = None,
+    attributes: dict[str, ir.Attribute] | None = None,
+) -> ir.Operation:
+    """An op staging adds, marked as such (``STAGED``), at the insertion point in force."""
+    return ir.Operation.create(
+        name,
+        results=results,
+        operands=operands,
+        attributes={**(attributes or {}), STAGED: ir.UnitAttr.get()},
+    )
+
+
 def _i32_constant(value: int) -> ir.Value:
     i32 = ir.IntegerType.get_signless(32)
-    return ir.Operation.create(
+    return _made(
         "arith.constant", results=[i32], attributes={"value": ir.IntegerAttr.get(i32, value)}
     ).result
