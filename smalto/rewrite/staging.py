@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
+from smalto.hw.memory import SMEM_PER_BLOCK
 from smalto.program.view import ops_in_order
 from smalto.source.locations import FilePosition, place
 
@@ -56,9 +57,9 @@ from smalto.source.locations import FilePosition, place
 STAGED_OPS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
 # The discardable attribute on every op staging adds: the checker and the tests know them.
 STAGED = "smalto.staged"
-# The dynamic SMEM a block may have on sm_90 and sm_100 (227 KiB; JAX checks it before its
-# pass, so a pass that grows SMEM checks it itself).
-SMEM_LIMIT = 232_448
+# The dynamic SMEM a block may have (227 KiB; JAX checks it before its pass, so a pass that
+# grows SMEM checks it itself).
+SMEM_LIMIT = SMEM_PER_BLOCK
 # Where a staging buffer starts: a swizzled SMEM buffer must be 1024-aligned.
 ALIGNMENT = 1024
 WARPGROUP_SIZE = 128
