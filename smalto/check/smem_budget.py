@@ -16,7 +16,7 @@ import math
 from jax._src.lib.mlir import ir
 
 from smalto.check.core import Checker
-from smalto.hw.memory import smem_limit
+from smalto.hw.memory import STAGED, smem_limit
 
 # ``gpu.launch``'s operand segments: async dependencies, grid (3), block (3), cluster (3),
 # dynamic SMEM size, async object.
@@ -88,3 +88,22 @@ def _slice_end(op: ir.Operation) -> int | None:
     if any(d < 0 for d in ref.shape):
         return None
     return offset + -(-math.prod(ref.shape) * bits // 8)
+
+
+def staged_round_trips(module: ir.Module) -> tuple[int, int | None]:
+    """How many transfers smalto staged through SMEM in ``module`` (the staging slices, one
+    per round trip), and the dynamic SMEM of its launch then (None without a constant
+    one, or without staging)."""
+    count = 0
+    size: int | None = None
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal count, size
+        if op.name == "mosaic_gpu.slice_smem" and STAGED in op.attributes:
+            count += 1
+            launch = _enclosing_launch(op)
+            size = _dynamic_smem(launch) if launch is not None else None
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return count, size

@@ -49,14 +49,12 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
-from smalto.hw.memory import SMEM_PER_BLOCK
+from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
 from smalto.program.view import ops_in_order
 from smalto.source.locations import FilePosition, place
 
 # The ops staging reroutes (the synchronous transfers Pallas emits for ``ref[...]``).
 STAGED_OPS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
-# The discardable attribute on every op staging adds: the checker and the tests know them.
-STAGED = "smalto.staged"
 # The dynamic SMEM a block may have (227 KiB; JAX checks it before its pass, so a pass that
 # grows SMEM checks it itself).
 SMEM_LIMIT = SMEM_PER_BLOCK

@@ -48,8 +48,8 @@ from user_kernels_unoptimized import (
 import smalto
 import smalto.jax
 from smalto.basics.mlir import in_context
-from smalto.hw.memory import SMEM_PER_BLOCK
-from smalto.rewrite.staging import ALIGNMENT, STAGED
+from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
+from smalto.rewrite.staging import ALIGNMENT
 
 TESTS = Path(__file__).resolve().parents[1]
 BF16, F16, F32 = jnp.bfloat16, jnp.float16, jnp.float32
@@ -348,6 +348,22 @@ def test_smalto_infer_stages_with_the_flag_and_warns_per_op(tmp_path: Path) -> N
     assert "smalto.staged" in ran.out and UNOPTIMIZED not in ran.out
     (line,) = [line for line in ran.err.splitlines() if "SMEM buffer" in line]
     assert line.startswith("smalto: warning: ") and "GMEM store" in line and "grew by" in line
+
+
+def test_smalto_check_knows_a_staged_module(tmp_path: Path) -> None:
+    staged = tmp_path / "staged.mlir"
+    ran = run("infer", "--stage-through-smem", str(TESTS / "unsat" / "fixes_tcgen05_fp8_out.mlir"))
+    assert ran.status == 0, ran.err
+    staged.write_text(ran.out)
+    size = _smem_size(ran.out)
+    checked = run("check", str(staged))
+    assert checked.status == 0, checked.out + checked.err
+    assert checked.out.strip().endswith(
+        f"; 1 transfer staged through SMEM by smalto (dynamic SMEM {size} bytes)"
+    )
+    assert '"staged_through_smem": 1' in run("check", "--json", str(staged)).out
+    plain = run("check", "--json", str(TESTS / "unsat" / "fixes_tcgen05_fp8_out.mlir")).out
+    assert '"staged_through_smem": 0' in plain
 
 
 def test_install_and_the_environment_pass_the_option(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from evaluator_inputs import random_array
 from evaluator_ops import shape_and_dtype
 from jax._src.lib.mlir import ir
 
-from smalto.rewrite.staging import STAGED
+from smalto.hw.memory import STAGED
 
 
 def staged(op: ir.Operation) -> bool:
