@@ -121,3 +121,41 @@ def tcgen05_narrow_out_beside_a_big_table(
         scratch_types=scratch,
         compiler_params=WARPGROUP,
     )(a, b, table)
+
+
+def collective_narrow_out(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> Any:
+    """``(a @ b).astype(out_dtype)`` (Blackwell) by a collective MMA over a 2-CTA cluster:
+    each CTA holds half of the rows of ``a`` and half of the columns of ``b``, and stores
+    its half of the rows straight to GMEM."""
+    (m, k), (_, n) = a.shape, b.shape
+    rows, columns = m // 2, n // 2
+
+    def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, acc_tmem, loaded, done, both):
+        cta = lax.axis_index("x")
+        my_rows = pl.ds(cta * rows, rows)
+        plgpu.copy_gmem_to_smem(a_gmem.at[my_rows, :], a_smem, loaded)
+        plgpu.barrier_wait(loaded)
+        plgpu.copy_gmem_to_smem(b_gmem.at[:, pl.ds(cta * columns, columns)], b_smem, loaded)
+        plgpu.barrier_wait(loaded)
+        plgpu.barrier_arrive(both)
+        plgpu.barrier_wait(both)
+        plgpu.tcgen05_mma(acc_tmem, a_smem, b_smem, done, accumulate=False, collective_axis="x")
+        plgpu.barrier_wait(done)
+        o_gmem[my_rows, :] = plgpu.async_load_tmem(acc_tmem).astype(out_dtype)
+
+    scratch = [
+        plgpu.SMEM((rows, k), a.dtype, transforms=mma_transforms(a.dtype, k)),
+        plgpu.SMEM((k, columns), b.dtype, transforms=mma_transforms(b.dtype, columns)),
+        plgpu.TMEM((rows, n), jnp.float32, collective=True),
+        plgpu.Barrier(),
+        plgpu.Barrier(orders_tensor_core=True),
+        plgpu.ClusterBarrier(collective_axes=("x",)),
+    ]
+    return plgpu.kernel(
+        body,
+        out_type=sds((m, n), out_dtype),
+        scratch_types=scratch,
+        compiler_params=WARPGROUP,
+        cluster=(2,),
+        cluster_names=("x",),
+    )(a, b)
