@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
+from smalto.jax.staged_epilogue import STAGE, staged_epilogue
 from smalto.source.fix_edits import (
     SourceEdit,
     apply_parts,
@@ -112,11 +113,23 @@ def fix_script(
             outcome.remaining = _named(_message(error), copy, path)
             if round_number == MAX_ROUNDS:
                 break
-            chosen = choose(error, current, copy, allow_unoptimized, outcome)
+
+            def jax_lowers(edited: str, number: int = round_number) -> bool:
+                verified = Path(scratch) / f"staged{number}" / path.name
+                try:
+                    fn = load_function(verified, edited, function, home=path.parent)
+                except ScriptError:
+                    return False
+                return lower_with(fn, args, arch, "jax")[0]
+
+            chosen = choose(error, current, copy, allow_unoptimized, outcome, jax_lowers)
             if not chosen:
                 break
             edited = apply_parts(current, [p for e in chosen for p in e.parts])
-            if edited in seen or not keeps_meaning(current, edited):
+            # (A staged epilogue restructures its line: made from the statement's own parts,
+            # and verified by JAX's own pass, it is judged apart.)
+            plain = apply_parts(current, [p for e in chosen if e.kind != STAGE for p in e.parts])
+            if edited in seen or not keeps_meaning(current, plain):
                 break
             for edit in chosen:
                 outcome.applied.append(_applied(edit, current, copy, path))
@@ -142,18 +155,28 @@ def choose(
     copy: Path,
     allow_unoptimized: bool,
     outcome: FixOutcome,
+    jax_lowers: Callable[[str], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
-    one that keeps the transfers optimized before one that makes them unoptimized."""
+    one that keeps the transfers optimized before one that makes them unoptimized. First
+    of all, for a GMEM store with no coalesced plan, the staged epilogue
+    (``smalto.jax.staged_epilogue``), where ``jax_lowers`` the text it makes."""
 
     def read(file: str) -> str | None:
         return text if Path(file) == copy else None
 
     chosen: list[SourceEdit] = []
-    for problem, report in enumerate(problems_of(error)):
+    problems = problems_of(error)
+    for problem, report in enumerate(problems):
         code = getattr(report, "code", None)
+        # (Verified by lowering the whole kernel with JAX's pass: for a kernel's only problem.)
+        if jax_lowers is not None and len(problems) == 1:
+            staged = staged_epilogue(report, text, str(copy), jax_lowers)
+            if staged is not None:
+                chosen.append(replace(staged, problem=problem))
+                continue
         # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
         # one that keeps every transfer optimized (fast) before one that does not.
         ranked = sorted(
@@ -234,8 +257,6 @@ def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
 
 def _renamed(edit: SourceEdit, copy: Path, path: Path) -> SourceEdit:
     """``edit`` with the copy's name replaced by the script's own, in its text and spans."""
-    from dataclasses import replace
-
     parts = tuple(
         replace(p, span=replace(p.span, file=str(path))) if Path(p.span.file) == copy else p
         for p in edit.parts
