@@ -168,6 +168,7 @@ def _infer_in(
                 printed=printed,
                 rewritten=changes.rewritten,
                 unoptimized=changes.unoptimized,
+                staged=changes.staged,
             )
         text = print_module(module, generic=args.generic, debug_info=args.debug_info)
         module_path = to.module_path(name)

@@ -356,6 +356,12 @@ def test_smalto_infer_stages_with_the_flag_and_warns_per_op(tmp_path: Path) -> N
     assert "smalto.staged" in ran.out and UNOPTIMIZED not in ran.out
     (line,) = [line for line in ran.err.splitlines() if "SMEM buffer" in line]
     assert line.startswith("smalto: warning: ") and "GMEM store" in line and "grew by" in line
+    # The report says it first.
+    page = tmp_path / "report.html"
+    ran = run("infer", "--stage-through-smem", str(source), "--report", str(page))
+    assert ran.status == 0, ran.err
+    report = page.read_text()
+    assert "<code>--stage-through-smem</code>" in report and "GMEM store" in report
 
 
 def test_smalto_check_knows_a_staged_module(tmp_path: Path) -> None:
