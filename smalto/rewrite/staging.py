@@ -55,6 +55,8 @@ from smalto.source.locations import FilePosition, place
 
 # The ops staging reroutes (the synchronous transfers Pallas emits for ``ref[...]``).
 STAGED_OPS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
+# The ops that may use the region Pallas reserves for cross-warp reductions.
+_REDUCTIONS = frozenset({"vector.multi_reduction", "vector.reduction"})
 # The dynamic SMEM a block may have (227 KiB; JAX checks it before its pass, so a pass that
 # grows SMEM checks it itself).
 SMEM_LIMIT = SMEM_PER_BLOCK
@@ -95,6 +97,7 @@ class StagedOp:
     added_bytes: int  # what the kernel's SMEM grew by, in all (the staged ops share it)
     smem_bytes: int  # the kernel's SMEM per block afterwards
     warpgroups: int = 1  # the buffers: one per warpgroup of the block
+    reused: bool = False  # the buffer is the reductions' scratch: SMEM did not grow
     position: FilePosition | None = None
 
     @property
@@ -111,10 +114,15 @@ class StagedOp:
             else "no layout has a conflict-free plan under its ref's transforms"
         )
         each = f", one for each of {self.warpgroups} warpgroups" if self.warpgroups > 1 else ""
+        cost = (
+            f"it reuses the reductions' SMEM scratch: SMEM did not grow ({self.smem_bytes} "
+            "bytes per block)"
+            if self.reused
+            else f"SMEM grew by {self.added_bytes} bytes to {self.smem_bytes} per block"
+        )
         return (
             f"{self.location}: this {self.memory} {kind} (`{self.op}`{named}) goes through a "
-            f"{self.buffer_bytes}-byte SMEM buffer{each} ({why}): SMEM grew by "
-            f"{self.added_bytes} bytes to {self.smem_bytes} per block"
+            f"{self.buffer_bytes}-byte SMEM buffer{each} ({why}): {cost}"
         )
 
 
@@ -142,15 +150,20 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
             raise StagingNotPossible(f"{operation.name} is no transfer staging reroutes")
     launch = _launch(staged)
     sizes = [_buffer_bytes(_staged_type(operation)) for operation in staged]
-    offset = _aligned(launch.smem_bytes)
-    total = offset + max(sizes) * launch.warpgroups
-    if total > limit:
-        raise OverSmemLimit(total, limit)
-    _grow_smem(launch, total)
+    scratch = _reduction_scratch(launch)
+    reused = scratch is not None and launch.warpgroups == 1 and max(sizes) <= scratch[1]
+    if scratch is not None and reused:
+        offset, total = scratch[0], launch.smem_bytes
+    else:
+        offset = _aligned(launch.smem_bytes)
+        total = offset + max(sizes) * launch.warpgroups
+        if total > limit:
+            raise OverSmemLimit(total, limit)
+        _grow_smem(launch, total)
     changed = []
     for operation, size in zip(staged, sizes, strict=True):
         memory = "SMEM" if _ref(operation).type.memory_space is not None else "GMEM"
-        _round_trip(operation, offset, launch.warpgroups)
+        _round_trip(operation, offset, launch.warpgroups, barrier_first=reused)
         where = place(operation.location)
         changed.append(
             StagedOp(
@@ -162,19 +175,47 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
                 total - launch.smem_bytes,
                 total,
                 launch.warpgroups,
+                reused,
                 where.position,
             )
         )
     return changed
 
 
-def staging_bytes(module: ir.Module, op_ids: Sequence[int]) -> int:
-    """The SMEM per block the module would have with these ops staged (nothing changed)."""
-    ops = ops_in_order(module.operation)
-    staged = [ops[i] for i in sorted(op_ids)]
-    launch = _launch(staged)
-    largest = max(_buffer_bytes(_staged_type(o)) for o in staged)
-    return _aligned(launch.smem_bytes) + largest * launch.warpgroups
+def _reduction_scratch(launch: Launch) -> tuple[int, int] | None:
+    """The region Pallas reserved for cross-warp reductions (``offset``, ``scratch_size`` on
+    the reductions), where staging may reuse it: one region, 1024-aligned, every
+    reduction's scratch inside it, and no slice of the kernel overlapping it (it is the
+    reductions' alone, and each reduction's use of it ends within its own lowering)."""
+    regions: set[tuple[int, int]] = set()
+    offsets: set[int] = set()
+    slices: list[tuple[int, int]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        attributes = op.attributes
+        if op.name in _REDUCTIONS and "offset" in attributes:
+            offset = int(ir.IntegerAttr(attributes["offset"]).value)
+            offsets.add(offset)
+            if "scratch_size" in attributes:
+                regions.add((offset, int(ir.IntegerAttr(attributes["scratch_size"]).value)))
+        elif op.name == "mosaic_gpu.slice_smem" and "offset" in attributes:
+            start = int(ir.IntegerAttr(attributes["offset"]).value)
+            ref = ir.MemRefType(op.results[0].type)
+            try:
+                slices.append((start, start + _buffer_bytes_of(ref)))
+            except StagingNotPossible:  # (barriers and the like: a few bytes, counted as 8)
+                slices.append((start, start + 8 * math.prod(ref.shape)))
+        return ir.WalkResult.ADVANCE
+
+    launch.op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if len(regions) != 1:
+        return None
+    ((start, size),) = regions
+    if start % ALIGNMENT or any(not start <= o < start + size for o in offsets):
+        return None
+    if any(a < start + size and start < b for a, b in slices):
+        return None
+    return start, size
 
 
 def _ref(operation: ir.Operation) -> ir.Value:
@@ -190,6 +231,11 @@ def _staged_type(operation: ir.Operation) -> ir.VectorType:
 
 def _buffer_bytes(vector: ir.VectorType) -> int:
     bits = math.prod(vector.shape) * _bitwidth(vector.element_type)
+    return -(-bits // 8)
+
+
+def _buffer_bytes_of(ref: ir.MemRefType) -> int:
+    bits = math.prod(ref.shape) * _bitwidth(ref.element_type)
     return -(-bits // 8)
 
 
@@ -261,11 +307,14 @@ def _grow_smem(launch: Launch, total: int) -> None:
     launch.op.operands[launch.smem_operand] = size.result
 
 
-def _round_trip(operation: ir.Operation, offset: int, warpgroups: int) -> None:
+def _round_trip(
+    operation: ir.Operation, offset: int, warpgroups: int, *, barrier_first: bool
+) -> None:
     """The store into a new SMEM slice at ``offset`` (a buffer per warpgroup: the
     warpgroup's own, where several run the op), the barrier, the load back, the barrier;
     the original op then moves the reloaded value (a store) or its users read it (a
-    load)."""
+    load). ``barrier_first``: a barrier before the store too (a region the kernel's own
+    ops use as well: the reductions' scratch, which a warp may still be reading)."""
     vector = _staged_type(operation)
     load = operation.name == "mosaic_gpu.vector_load"
     if load:
@@ -277,6 +326,8 @@ def _round_trip(operation: ir.Operation, offset: int, warpgroups: int) -> None:
     with ir.InsertionPoint(operation), operation.location:
         warpgroup = _warpgroup_index()
         first, buffer = _buffer(vector, offset, warpgroups, warpgroup)
+        if barrier_first:
+            _warpgroup_barrier(warpgroup)
         _made(
             "mosaic_gpu.vector_store",
             operands=[value, buffer],

@@ -29,6 +29,7 @@ from staging_kit import assert_staging_exact
 from user_kernels_lowering import tmem_row_sums
 from user_kernels_staging import (
     collective_narrow_out,
+    column_sums_narrow_out,
     tcgen05_narrow_out_beside_a_big_table,
     tcgen05_plus_bias_row,
     two_warpgroups_narrow_out,
@@ -177,6 +178,34 @@ def test_the_staged_module_computes_what_the_module_as_written_does(
         warnings.simplefilter("ignore", smalto.StagedThroughSmemWarning)
         smalto.infer_layout(staged, arch=arch, stage_through_smem=True)
     assert_staging_exact(as_written, staged)
+
+
+def test_a_small_buffer_reuses_the_reductions_scratch() -> None:
+    """Pallas reserves SMEM for cross-warp reductions; a staging buffer that fits reuses it
+    (barriers on both sides of the round trip keep the reductions' use and ours apart):
+    the kernel's SMEM does not grow."""
+    fn = functools.partial(column_sums_narrow_out, out_dtype=BF16)
+    args = (sds((64, 64), BF16), _b())
+    lowering, caught = _lower(fn, *args, arch=HOPPER, stage_through_smem=True)
+    (kernel,) = lowering.kernels
+    text, inferred = kernel.text, kernel.inferred_text
+    assert _smem_size(inferred) == _smem_size(text)
+    (scratch,) = set(re.findall(r"offset = (\d+) : i32, scratch_size = 2048", text))
+    (staging,) = re.findall(
+        r'"mosaic_gpu.slice_smem"\(\) <\{offset = (\d+) : i32\}> \{[^}]*' + re.escape(STAGED),
+        inferred,
+    )
+    assert staging == scratch
+    (warning,) = _of(caught, smalto.StagedThroughSmemWarning)
+    assert "reuses the reductions' SMEM scratch: SMEM did not grow" in str(warning.message)
+    assert inferred.count("bar.sync") == 3  # before the store, after it, after the load
+    assert not smalto.check(parse(inferred), HOPPER)
+    (captured,) = smalto.jax.capture(fn, *args)
+    staged = parse(captured.text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", smalto.StagedThroughSmemWarning)
+        smalto.infer_layout(staged, arch=HOPPER, stage_through_smem=True)
+    assert_staging_exact(parse(captured.text), staged)
 
 
 def test_a_broken_round_trip_is_caught_by_the_evaluator() -> None:

@@ -5,6 +5,8 @@
 - several warpgroups, each storing its 8-bit half of a product straight to GMEM;
 - a row vector loaded straight from GMEM in 16 bits and broadcast over a TMEM
   accumulator's rows;
+- the column sums of a product (a cross-warp reduction, with Pallas' reduction
+  scratch) stored straight to GMEM in 16 bits;
 - a 16-bit epilogue whose kernel already holds so much SMEM that a staging buffer
   does not fit in what a block may have.
 
@@ -22,11 +24,13 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 from user_kernels_lowering import (
     WARPGROUP,
+    mma_operands,
     mma_transforms,
     sds,
     tcgen05_acc,
     tcgen05_scratch,
     warpgroup_kernel,
+    wgmma_acc,
 )
 
 
@@ -159,3 +163,17 @@ def collective_narrow_out(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> Any:
         cluster=(2,),
         cluster_names=("x",),
     )(a, b)
+
+
+def column_sums_narrow_out(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> Any:
+    """``(a @ b).sum(axis=0).astype(out_dtype)`` (Hopper): a sum over the rows of a wgmma
+    accumulator (across warps: Pallas reserves SMEM scratch for it), stored straight to
+    GMEM."""
+    (m, _), (_, n) = a.shape, b.shape
+
+    def body(a_gmem, b_gmem, o_gmem, a_smem, b_smem, loaded):
+        acc = wgmma_acc(a_gmem, b_gmem, a_smem, b_smem, loaded, m, n)
+        o_gmem[...] = jnp.sum(acc, axis=0).astype(out_dtype)
+
+    scratch = [*mma_operands(a, b), plgpu.Barrier(num_arrivals=2)]
+    return warpgroup_kernel(body, (n,), out_dtype, scratch)(a, b)
