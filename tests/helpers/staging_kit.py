@@ -21,7 +21,11 @@ from evaluator_inputs import random_array
 from evaluator_ops import shape_and_dtype
 from jax._src.lib.mlir import ir
 
+from smalto.basics.mlir import clone_module, in_context
 from smalto.hw.memory import STAGED
+from smalto.pipeline.steps import Unsatisfiable, solve_as_written
+from smalto.rewrite.staging import stage
+from smalto.rewrite.transfers import Plan
 
 
 def staged(op: ir.Operation) -> bool:
@@ -81,3 +85,19 @@ def assert_staging_exact(
             if all(len(verdict.trip_counts.get(n, set())) >= 2 for n in varying):
                 return verdict
     raise AssertionError(f"not covered in {max_trials} trials")
+
+
+def staged_text(module: ir.Module, arch: tuple[int, int]) -> str:
+    """The module as ``stage_through_smem`` changes it, before any layout is written: the
+    transfers the plan finds in the way, staged (on a copy)."""
+    with in_context(module):
+        try:
+            solve_as_written(module, 100_000, arch)
+        except Unsatisfiable as failure:
+            ops = Plan(failure.program, failure.system, arch, 100_000).fewest()
+        else:
+            raise AssertionError("the module infers as written: nothing to stage")
+        assert ops is not None
+        copy = clone_module(module)
+        stage(copy, ops)
+        return str(copy)
