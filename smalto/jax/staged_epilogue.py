@@ -1,5 +1,6 @@
 """The staged epilogue as a fix of the kernel's source: a GMEM store with no coalesced plan
-written through an SMEM scratch and a TMA copy, for ``smalto fix``.
+written through an SMEM scratch and a TMA copy, for ``smalto fix`` (and the mirror for a
+GMEM load: a TMA copy into a scratch, waited for, then the load from it).
 
 Where a problem of the kernel is a GMEM store no layout coalesces (``SM005``;
 ``o_ref[...] = acc.astype(jnp.bfloat16)``), the fast way out is the one kernel
@@ -29,8 +30,8 @@ for the copy before the scratch is released. The kernel then needs no smalto:
 the edit is made only where JAX's own pass lowers the edited kernel (the
 caller verifies each candidate: ``verify``), trying the transforms the
 diagnosis found for the value's layout first. Only a store statement of one
-line, ``REF[INDEX] = EXPR``, to a row-major GMEM view (a TMA copy takes no
-other), and only where it is the kernel's only problem (JAX's own pass must
+line, ``REF[INDEX] = EXPR``, or a load ``REF[INDEX]`` within one line, of a
+row-major GMEM view (a TMA copy takes no other), and only where it is the kernel's only problem (JAX's own pass must
 lower the whole kernel to verify it). Where the file has no name for Pallas
 itself, the block begins by importing it (one place of the file changes).
 """
@@ -56,42 +57,72 @@ _SWIZZLES = (128, 64, 32)
 def staged_epilogue(
     report: object, text: str, file: str, verify: Callable[[str], bool]
 ) -> SourceEdit | None:
-    """The staged epilogue for ``report``'s GMEM store (a problem of the kernel in ``file``,
-    whose text is ``text``), if one verifies (``verify``: whether JAX's own pass lowers
-    the kernel as edited); else None."""
+    """The staged epilogue (or prologue) for ``report``'s GMEM transfer (a problem of the
+    kernel in ``file``, whose text is ``text``), if one verifies (``verify``: whether
+    JAX's own pass lowers the kernel as edited); else None."""
     if getattr(report, "code", None) != _CODE or getattr(report, "others", None):
         return None
-    stores = [
+    transfers = [
         e
         for e in getattr(report, "core", [])
-        if isinstance(e, GmemTransfer) and e.store and e.strides == row_major(e.shape)
+        if isinstance(e, GmemTransfer) and e.strides == row_major(e.shape)
     ]
-    if len(stores) != 1:
-        return None
-    (store,) = stores
-    line = _line_of(report, store, file)
-    if line is None:
-        return None
-    written = text.splitlines()[line - 1]
-    statement = _store_statement(written)
     tree = _parsed(text)
-    if statement is None or tree is None:
+    if len(transfers) != 1 or tree is None:
         return None
-    ref, index, expression = statement
+    (transfer,) = transfers
+    where = _position_of(report, transfer, file)
     plgpu, pallas = _aliases(tree)
-    if plgpu is None:
+    if where is None or plgpu is None:
         return None
+    line, column = where
+    written = text.splitlines()[line - 1]
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    function, scratch = _fresh(f"_store_{ref}_through_smem", names), _fresh(f"{ref}_smem", names)
     indent = written[: len(written) - len(written.lstrip())]
-    destination = ref if index == "..." else f"{ref}.at[{index}]"
     # (Where the file has no name for Pallas, the block imports it: one place changes.)
     head = [] if pallas is not None else [f"{indent}from jax.experimental import pallas as pl"]
-    pl = pallas or "pl"
-    for transforms in _candidates(report, store, plgpu):
+    made = _Made(plgpu, pallas or "pl", indent, names)
+    for transforms in _candidates(report, transfer, plgpu):
         keyword = f", transforms={transforms}" if transforms else ""
-        block = [
-            *head,
+        lines = (
+            made.store(written, keyword) if transfer.store else made.load(written, column, keyword)
+        )
+        if lines is None:
+            return None
+        replacement = "\n".join([*head, *lines])
+        edited = _replaced(text, line, replacement)
+        if verify(edited):
+            moved, copy = (
+                ("store", "copy_smem_to_gmem") if transfer.store else ("load", "copy_gmem_to_smem")
+            )
+            return SourceEdit(
+                STAGE,
+                f"{moved} it through an SMEM scratch with a TMA copy (`{plgpu}.{copy}`) where "
+                "written: every transfer stays optimized, and JAX's own pass lowers it",
+                MACHINE_APPLICABLE,
+                (Part(Span(file, line, 1, line, len(written) + 1), written, replacement),),
+                code=_CODE,
+            )
+    return None
+
+
+class _Made:
+    """The staged forms of a line, in the file's own names."""
+
+    def __init__(self, plgpu: str, pl: str, indent: str, names: set[str]) -> None:
+        self.plgpu, self.pl, self.indent, self.names = plgpu, pl, indent, names
+
+    def store(self, written: str, keyword: str) -> list[str] | None:
+        """``REF[INDEX] = EXPR`` through a scratch: store, fence, TMA copy out, wait."""
+        statement = _store_statement(written)
+        if statement is None:
+            return None
+        ref, index, expression = statement
+        plgpu, pl, indent = self.plgpu, self.pl, self.indent
+        function = _fresh(f"_store_{ref}_through_smem", self.names)
+        scratch = _fresh(f"{ref}_smem", self.names)
+        destination = ref if index == "..." else f"{ref}.at[{index}]"
+        return [
             f"{indent}def {function}({scratch}):",
             f"{indent}    {scratch}[...] = {expression}",
             f"{indent}    {plgpu}.commit_smem()",
@@ -103,29 +134,71 @@ def staged_epilogue(
             f"{indent}    {plgpu}.SMEM({destination}.shape, {ref}.dtype{keyword}),",
             f"{indent})",
         ]
-        replacement = "\n".join(block)
-        span = Span(file, line, 1, line, len(written) + 1)
-        part = Part(span, written, replacement)
-        edited = _replaced(text, line, replacement)
-        if verify(edited):
-            return SourceEdit(
-                STAGE,
-                f"store it through an SMEM scratch with a TMA copy (`{plgpu}.copy_smem_to_gmem`)"
-                " where written: every transfer stays optimized, and JAX's own pass lowers it",
-                MACHINE_APPLICABLE,
-                (part,),
-                code=_CODE,
-            )
+
+    def load(self, written: str, column: int, keyword: str) -> list[str] | None:
+        """The load ``REF[INDEX]`` at ``column`` of the line, through a scratch: a TMA copy
+        in, waited for, then the load from SMEM; the line reads the loaded value."""
+        code = written.strip()
+        offset = len(written) - len(code)
+        found = _subscript_at(code, column - offset)
+        if found is None:
+            return None
+        ref, index, start, end = found
+        plgpu, pl, indent = self.plgpu, self.pl, self.indent
+        function = _fresh(f"_load_{ref}_through_smem", self.names)
+        scratch = _fresh(f"{ref}_smem", self.names)
+        barrier = _fresh(f"{ref}_copied", self.names)
+        loaded = _fresh(f"{ref}_loaded", self.names)
+        source = ref if index == "..." else f"{ref}.at[{index}]"
+        return [
+            f"{indent}def {function}({scratch}, {barrier}):",
+            f"{indent}    {plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
+            f"{indent}    {plgpu}.barrier_wait({barrier})",
+            f"{indent}    return {scratch}[...]",
+            "",
+            f"{indent}{loaded} = {pl}.run_scoped(",
+            f"{indent}    {function},",
+            f"{indent}    {plgpu}.SMEM({source}.shape, {ref}.dtype{keyword}),",
+            f"{indent}    {plgpu}.Barrier(),",
+            f"{indent})",
+            f"{indent}{code[:start]}{loaded}{code[end:]}",
+        ]
+
+
+def _subscript_at(code: str, column: int) -> tuple[str, str, int, int] | None:
+    """The load ``REF[INDEX]`` that starts at ``column`` of the statement ``code`` (one
+    line): its ref, index and span in the line; None where there is none, or the
+    statement writes it."""
+    try:
+        module = ast.parse(code)
+    except SyntaxError:
+        return None
+    if len(module.body) != 1:
+        return None
+    for node in ast.walk(module.body[0]):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.col_offset == column
+            and node.end_lineno == node.lineno == 1
+            and node.end_col_offset is not None
+        ):
+            index = ast.get_source_segment(code, node.slice)
+            if index is None:
+                return None
+            return node.value.id, index, node.col_offset, node.end_col_offset
     return None
 
 
-def _line_of(report: object, store: GmemTransfer, file: str) -> int | None:
-    """The line of ``file`` where the store is written (its requirement's location)."""
+def _position_of(report: object, transfer: GmemTransfer, file: str) -> tuple[int, int] | None:
+    """The line and column of ``file`` where the transfer is written (its requirement's
+    location)."""
     for requirement in getattr(report, "requirements", []):
-        if getattr(requirement, "element", None) is store:
+        if getattr(requirement, "element", None) is transfer:
             match = _LOCATION.match(str(getattr(requirement, "location", "")))
             if match and match[1] == file:
-                return int(match[2])
+                return int(match[2]), int(match[3])
     return None
 
 
@@ -188,7 +261,7 @@ def _fresh(name: str, taken: set[str]) -> str:
     return fresh
 
 
-def _candidates(report: object, store: GmemTransfer, plgpu: str) -> list[str]:
+def _candidates(report: object, transfer: GmemTransfer, plgpu: str) -> list[str]:
     """The scratch's transforms to try, best first: those the diagnosis found conflict-free
     for the value's layout, then each swizzle with its tile, then none."""
     found: list[str] = []
@@ -196,10 +269,10 @@ def _candidates(report: object, store: GmemTransfer, plgpu: str) -> list[str]:
         match = _NOTED_TRANSFORMS.search(str(note))
         if match:
             found.append(re.sub(r"\bplgpu\.", f"{plgpu}.", match[1]))
-    if len(store.shape) >= 2:
+    if len(transfer.shape) >= 2:
         for swizzle in _SWIZZLES:
-            if store.shape[-1] * store.bitwidth // 8 >= swizzle:
-                tile = (8, 8 * swizzle // store.bitwidth)
+            if transfer.shape[-1] * transfer.bitwidth // 8 >= swizzle:
+                tile = (8, 8 * swizzle // transfer.bitwidth)
                 found.append(
                     f"({plgpu}.TilingTransform({tile}), {plgpu}.SwizzleTransform({swizzle}))"
                 )

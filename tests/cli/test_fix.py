@@ -210,6 +210,29 @@ def test_a_gmem_store_with_no_coalesced_plan_is_staged_in_the_source(
     assert "JAX's own pass still rejects" not in ran.err
 
 
+def test_a_gmem_load_with_no_coalesced_plan_is_staged_in_the_source(tmp_path: Path) -> None:
+    """The mirror for a load: a bf16 bias row loaded straight from GMEM is copied into an
+    SMEM scratch by the TMA, waited for, and loaded from there; the line reads it."""
+    args = (*BLACKWELL[:2], "--arg", "bf16[128,64]", "--arg", "bf16[64,128]", "--arg", "bf16[128]")
+    ran, copy, before = _fix(tmp_path, "blackwell_bias_row.py", "matmul_bias", *args)
+    assert ran.status == 0, ran.err
+    assert re.findall(r"error\[(SM\d{3})\]", ran.out) == ["SM005"]
+    after = copy.read_text()
+    assert "optimized=False" not in after
+    for line in (
+        "plgpu.copy_gmem_to_smem(bias_gmem, bias_gmem_smem, bias_gmem_copied)",
+        "plgpu.barrier_wait(bias_gmem_copied)",
+        "return bias_gmem_smem[...]",
+        "plgpu.SMEM(bias_gmem.shape, bias_gmem.dtype",
+        "o_smem[...] = acc + bias_gmem_loaded.astype(jnp.float32)[None, :]",
+    ):
+        assert line in after
+    assert "bias_gmem[...]" not in after and "bias_gmem[...]" in before.decode()
+    assert _dtypes(after) == _dtypes(before.decode())
+    assert _lowers(copy, "matmul_bias", args, "jax")
+    assert _lowers(copy, "matmul_bias", args, "smalto")
+
+
 def test_a_fast_fix_comes_before_an_unoptimized_transfer(tmp_path: Path) -> None:
     # The SMEM tile's transforms fixed, not its store made unoptimized, though allowed.
     ran, copy, _ = _fix(
