@@ -31,9 +31,10 @@ the edit is made only where JAX's own pass lowers the edited kernel (the
 caller verifies each candidate: ``verify``), trying the transforms the
 diagnosis found for the value's layout first. Only a store statement of one
 line, ``REF[INDEX] = EXPR``, or a load ``REF[INDEX]`` within one line, of a
-row-major GMEM view (a TMA copy takes no other), and only where it is the kernel's only problem (JAX's own pass must
-lower the whole kernel to verify it). Where the file has no name for Pallas
-itself, the block begins by importing it (one place of the file changes).
+row-major GMEM view (a TMA copy takes no other), and only where it is the
+kernel's only problem (JAX's own pass must lower the whole kernel to verify
+it). Where the file has no name for Pallas itself, the block begins by
+importing it (one place of the file changes).
 """
 
 from __future__ import annotations
