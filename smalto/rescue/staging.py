@@ -20,23 +20,21 @@ from collections.abc import Sequence
 
 from smalto.basics.mlir import clone_module
 from smalto.errors import StagedThroughSmemWarning
-from smalto.pipeline.steps import Failure, Unsatisfiable, solve_copy
+from smalto.pipeline.steps import Failure, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued
 from smalto.rewrite.staging import STAGED_OPS, StagedOp, StagingNotPossible, stage
-from smalto.rewrite.transfers import Plan
 
 
 def rescue(attempt: Attempt) -> Rescued | None:
     """The module with the transfers in the way staged through SMEM, if that infers; else
     None (with a note saying why, where there were transfers to stage)."""
-    failure = attempt.failure
-    if not isinstance(failure, Unsatisfiable):
+    found = attempt.transfers_in_the_way()
+    if found is None:
         return None  # a refused annotation, or fuel: no transfer plan stands in the way
-    program = failure.program
-    plan = Plan(program, failure.system, attempt.arch, attempt.fuel)
-    ops = plan.fewest()
+    plan, ops = found
     if ops is None:
         return None  # no transfer stands in the way (the unoptimized rescue says so)
+    program = plan.program
     others = sorted({program.ops[op].name for op in ops} - STAGED_OPS)
     if others:
         attempt.notes.append(
