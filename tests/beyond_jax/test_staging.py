@@ -462,3 +462,27 @@ def test_install_and_the_environment_pass_the_option(monkeypatch: pytest.MonkeyP
         assert smalto.jax.hooks.options_in_force() == {"stage_through_smem": True}
     finally:
         smalto.jax.uninstall()
+
+
+def test_python_m_smalto_jax_run_takes_the_option(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import smalto.jax\n"
+        "from smalto.jax.hooks import options_in_force\n"
+        "print(smalto.jax.is_installed(), options_in_force())\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "smalto.jax", "run", "--stage-through-smem", str(script)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "True {'stage_through_smem': True}"
