@@ -15,12 +15,10 @@ import math
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.launch import dynamic_smem, enclosing_launch
 from smalto.check.core import Checker
 from smalto.hw.memory import STAGED, smem_limit
 
-# ``gpu.launch``'s operand segments: async dependencies, grid (3), block (3), cluster (3),
-# dynamic SMEM size, async object.
-_DYNAMIC_SMEM_SEGMENT = 10
 _BARRIER_BYTES = 8  # a ``!mosaic_gpu.barrier`` is an mbarrier: 8 bytes
 
 
@@ -30,7 +28,7 @@ def check_smem_budget(c: Checker) -> None:
     limit = smem_limit(c.arch)
     for op in c.annotated:
         if op.name == "gpu.launch":
-            size = _dynamic_smem(op.operation)
+            size = dynamic_smem(op.operation)
             if size is not None and size > limit:
                 c.report(
                     op,
@@ -38,8 +36,8 @@ def check_smem_budget(c: Checker) -> None:
                     "block may have",
                 )
         elif op.name == "mosaic_gpu.slice_smem":
-            launch = _enclosing_launch(op.operation)
-            size = _dynamic_smem(launch) if launch is not None else None
+            launch = enclosing_launch(op.operation)
+            size = dynamic_smem(launch) if launch is not None else None
             end = _slice_end(op.operation)
             if size is not None and end is not None and end > size:
                 c.report(
@@ -47,27 +45,6 @@ def check_smem_budget(c: Checker) -> None:
                     f"slices SMEM up to byte {end}, past the end of the kernel's dynamic SMEM "
                     f"({size} bytes): JAX's lowering runs out of shared memory",
                 )
-
-
-def _enclosing_launch(operation: ir.Operation) -> ir.Operation | None:
-    parent = operation.parent
-    while parent is not None and parent.name != "gpu.launch":
-        parent = parent.parent
-    return parent.operation if parent is not None else None
-
-
-def _dynamic_smem(launch: ir.Operation) -> int | None:
-    attributes = launch.attributes
-    if "operandSegmentSizes" not in attributes:
-        return None
-    segments = [int(s) for s in ir.DenseI32ArrayAttr(attributes["operandSegmentSizes"])]
-    if len(segments) <= _DYNAMIC_SMEM_SEGMENT or segments[_DYNAMIC_SMEM_SEGMENT] != 1:
-        return None
-    owner = launch.operands[sum(segments[:_DYNAMIC_SMEM_SEGMENT])].owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    value = owner.attributes["value"]
-    return int(ir.IntegerAttr(value).value) if isinstance(value, ir.IntegerAttr) else None
 
 
 def _slice_end(op: ir.Operation) -> int | None:
@@ -101,8 +78,8 @@ def staged_round_trips(module: ir.Module) -> tuple[int, int | None]:
         nonlocal count, size
         if op.name == "mosaic_gpu.slice_smem" and STAGED in op.attributes:
             count += 1
-            launch = _enclosing_launch(op)
-            size = _dynamic_smem(launch) if launch is not None else None
+            launch = enclosing_launch(op)
+            size = dynamic_smem(launch) if launch is not None else None
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)

@@ -49,6 +49,12 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.launch import (
+    block_size,
+    constant_int,
+    dynamic_smem_operand,
+    enclosing_launch,
+)
 from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
 from smalto.program.view import ops_in_order
 from smalto.source.locations import FilePosition, place
@@ -63,10 +69,6 @@ SMEM_LIMIT = SMEM_PER_BLOCK
 # Where a staging buffer starts: a swizzled SMEM buffer must be 1024-aligned.
 ALIGNMENT = 1024
 WARPGROUP_SIZE = 128
-# ``gpu.launch``'s operand segments: async dependencies, grid (3), block (3), cluster (3),
-# dynamic SMEM size, async object.
-_BLOCK_SEGMENTS = (4, 5, 6)
-_DYNAMIC_SMEM_SEGMENT = 10
 
 
 class StagingNotPossible(Exception):
@@ -109,9 +111,9 @@ class StagedOp:
         named = f", `{primitive}`" if primitive and primitive not in self.op else ""
         kind = "store" if self.store else "load"
         why = (
-            "no layout coalesces it"
+            "no layout it may take coalesces it"
             if self.memory == "GMEM"
-            else "no layout has a conflict-free plan under its ref's transforms"
+            else "no layout it may take has a conflict-free plan under its ref's transforms"
         )
         each = f", one for each of {self.warpgroups} warpgroups" if self.warpgroups > 1 else ""
         cost = (
@@ -254,44 +256,23 @@ def _aligned(offset: int) -> int:
 def _launch(staged: Sequence[ir.Operation]) -> Launch:
     """The one ``gpu.launch`` around every staged op, with a constant SMEM size and a block
     that is a row of warpgroups (each gets a buffer of its own)."""
-    launches = {_enclosing_launch(operation) for operation in staged}
+    launches = {enclosing_launch(operation) for operation in staged}
     if len(launches) != 1 or None in launches:
         raise StagingNotPossible("the transfers are not inside one gpu.launch")
     (launch,) = launches
     assert launch is not None
-    segments = [int(s) for s in ir.DenseI32ArrayAttr(launch.attributes["operandSegmentSizes"])]
-    if segments[_DYNAMIC_SMEM_SEGMENT] != 1:
+    smem_operand = dynamic_smem_operand(launch)
+    if smem_operand is None:
         raise StagingNotPossible("the gpu.launch has no dynamic SMEM size to grow")
-    smem_operand = sum(segments[:_DYNAMIC_SMEM_SEGMENT])
-    smem_bytes = _constant(launch.operands[smem_operand])
+    smem_bytes = constant_int(launch.operands[smem_operand])
     if smem_bytes is None:
         raise StagingNotPossible("the gpu.launch's dynamic SMEM size is not a constant")
-    threads = []
-    for segment in _BLOCK_SEGMENTS:
-        size = _constant(launch.operands[sum(segments[:segment])])
-        if size is None:
-            raise StagingNotPossible("the gpu.launch's block size is not a constant")
-        threads.append(size)
-    if threads[1:] != [1, 1] or threads[0] % WARPGROUP_SIZE:
+    threads = block_size(launch)
+    if threads is None:
+        raise StagingNotPossible("the gpu.launch's block size is not a constant")
+    if threads[1:] != (1, 1) or threads[0] % WARPGROUP_SIZE:
         raise StagingNotPossible(f"a block of {threads} threads is no row of warpgroups")
     return Launch(launch, smem_operand, smem_bytes, threads[0] // WARPGROUP_SIZE)
-
-
-def _enclosing_launch(operation: ir.Operation) -> ir.Operation | None:
-    parent = operation.parent
-    while parent is not None and parent.name != "gpu.launch":
-        parent = parent.parent
-    return parent.operation if parent is not None else None
-
-
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    attribute = owner.attributes["value"]
-    if not isinstance(attribute, ir.IntegerAttr):
-        return None
-    return int(ir.IntegerAttr(attribute).value)
 
 
 def _grow_smem(launch: Launch, total: int) -> None:
