@@ -2,8 +2,8 @@
 
 ``python -m bench.staging [--repeat N]``
 
-For each kernel of ``tests/beyond_jax/test_staging.py``'s epilogue family
-(``STAGED_KERNELS``: tcgen05 and wgmma results stored as bf16, f16 and fp8,
+For each kernel of the staging tests' epilogue family
+(``tests/helpers/staging_kernels.py``: tcgen05 and wgmma results stored as bf16, f16 and fp8,
 row vectors, two warpgroups, GMEM loads), captured as it reaches layout
 inference, it times in process CPU time (the median of ``--repeat`` runs, each
 on a freshly parsed copy, the parse subtracted):
@@ -50,9 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(TESTS / "helpers"))
-    sys.path.insert(0, str(TESTS / "beyond_jax"))
     from jax.experimental.mosaic.gpu import layout_inference  # the reference
-    from test_staging import STAGED_KERNELS
+    from staging_kernels import STAGED_KERNELS
 
     import smalto
     import smalto.jax

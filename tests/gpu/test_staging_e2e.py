@@ -15,11 +15,9 @@ says which is faster; until it has, staging stays opt-in.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -27,12 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from gpu_device import gpu_arch
+from staging_kernels import STAGED_KERNELS
 
 import smalto
 import smalto.jax
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "beyond_jax"))
-from test_staging import STAGED_KERNELS  # noqa: E402
 
 ARCH = gpu_arch()
 pytestmark = pytest.mark.skipif(ARCH is None, reason="needs an NVIDIA GPU")
