@@ -23,7 +23,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import clone_module, in_context
 from smalto.hw.memory import STAGED
-from smalto.pipeline.steps import Unsatisfiable, solve_as_written
+from smalto.pipeline.steps import DEFAULT_FUEL, Unsatisfiable, solve_as_written
 from smalto.rewrite.staging import stage
 from smalto.rewrite.transfers import Plan
 
@@ -92,9 +92,9 @@ def staged_text(module: ir.Module, arch: tuple[int, int]) -> str:
     transfers the plan finds in the way, staged (on a copy)."""
     with in_context(module):
         try:
-            solve_as_written(module, 100_000, arch)
+            solve_as_written(module, DEFAULT_FUEL, arch)
         except Unsatisfiable as failure:
-            ops = Plan(failure.program, failure.system, arch, 100_000).fewest()
+            ops = Plan(failure.program, failure.system, arch, DEFAULT_FUEL).fewest()
         else:
             raise AssertionError("the module infers as written: nothing to stage")
         assert ops is not None
