@@ -232,3 +232,15 @@ class UnoptimizedTransferWarning(UserWarning):
     def __init__(self, message: str, transfer: object = None) -> None:
         super().__init__(message)
         self.transfer = transfer
+
+
+class StagedThroughSmemWarning(UserWarning):
+    """smalto routed a transfer with no optimized plan through a new SMEM buffer (a store
+    into it, a load back, in layouts of their own) where the module as written has no
+    layouts that lower, as ``infer_layout(..., stage_through_smem=True)`` (the CLI's
+    ``--stage-through-smem``) allows; one warning per staged op, at its source line.
+    ``staged`` says which op and how many bytes of SMEM it added."""
+
+    def __init__(self, message: str, staged: object = None) -> None:
+        super().__init__(message)
+        self.staged = staged

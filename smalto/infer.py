@@ -64,6 +64,7 @@ def solve_module(
     dump_to: TextIO | None = None,
     rewrite: bool = False,
     allow_unoptimized: bool = False,
+    stage_through_smem: bool = False,
 ) -> Inference:
     """Infers layouts without writing them; raises as ``infer_layout`` does.
 
@@ -72,11 +73,16 @@ def solve_module(
     JAX's pass does (see ``smalto.pipeline.dump``). With ``rewrite``, a module with no
     layouts as written is tried again after the unit-dim rewrite
     (``smalto.rewrite``), and rewritten in place if that infers; with
-    ``allow_unoptimized``, then with the fewest transfers made unoptimized.
+    ``stage_through_smem``, then with the transfers in the way routed through SMEM;
+    with ``allow_unoptimized``, then with the fewest transfers made unoptimized.
     Must run inside the module's context (``infer_layout`` takes care of it).
     """
     options = SolveOptions(
-        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+        fuel=fuel,
+        arch=arch,
+        rewrite=rewrite,
+        allow_unoptimized=allow_unoptimized,
+        stage_through_smem=stage_through_smem,
     )
     return solve_with(module, options, dump_to)
 
@@ -199,11 +205,16 @@ def infer_keeping_the_solution(
     dump_to: TextIO | None = None,
     rewrite: bool = True,
     allow_unoptimized: bool = False,
+    stage_through_smem: bool = False,
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
     options = SolveOptions(
-        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+        fuel=fuel,
+        arch=arch,
+        rewrite=rewrite,
+        allow_unoptimized=allow_unoptimized,
+        stage_through_smem=stage_through_smem,
     )
     inference = solve_with(module, options, dump_to)
     write(inference)
@@ -217,6 +228,7 @@ def infer_layout(
     arch: tuple[int, int] = (9, 0),
     rewrite: bool = True,
     allow_unoptimized: bool = False,
+    stage_through_smem: bool = False,
 ) -> None:
     """Infers register layouts, SMEM transforms and TMEM layouts for ``module``.
 
@@ -244,9 +256,25 @@ def infer_layout(
     in the way (an uncoalesced GMEM or bank-conflicted SMEM transfer: slower),
     infers, and warns once per changed op (``smalto.UnoptimizedTransferWarning``).
     It never acts where the module infers as written.
+
+    With ``stage_through_smem`` (off by default, for the same reason), where the
+    module has no layouts that lower even after the rewrite, smalto routes the
+    ``vector_load``/``vector_store`` ops that stand in the way through a new SMEM
+    buffer (``smalto.rewrite.staging``): a store into it in the producer's layout,
+    a warpgroup barrier, a load back in a layout the transfer can use, a barrier.
+    Every transfer stays optimized; the kernel's dynamic SMEM grows by the
+    largest buffer (1024-aligned, past its end; the staged ops share it), never
+    past the per-block limit (232448 bytes): beyond it, the error says how many
+    bytes staging would need. One ``smalto.StagedThroughSmemWarning`` per staged
+    op. With both options, staging is tried first, and transfers are made
+    unoptimized only where staging cannot serve.
     """
     options = SolveOptions(
-        fuel=fuel, arch=arch, rewrite=rewrite, allow_unoptimized=allow_unoptimized
+        fuel=fuel,
+        arch=arch,
+        rewrite=rewrite,
+        allow_unoptimized=allow_unoptimized,
+        stage_through_smem=stage_through_smem,
     )
     # (The context entered directly, and the collector paused by a class: a refusal
     # unwinds through them, which costs a generator-made manager a throw each.)

@@ -130,7 +130,11 @@ plan for the GMEM store)""",
             "apart: no register layout of the value makes the transfer coalesced.",
             (
                 "stage the value through SMEM (store it to a swizzled `plgpu.SMEM` ref, "
-                "then `plgpu.copy_smem_to_gmem`): as fast as it gets",
+                "then `plgpu.copy_smem_to_gmem`): as fast as it gets (`smalto fix` writes "
+                "it for a store or a load of a whole row-major view)",
+                "or let smalto stage it through SMEM at compile time, every transfer "
+                "optimized (`infer_layout(..., stage_through_smem=True)`, "
+                "`--stage-through-smem`)",
                 "make the transfer unoptimized where written "
                 "(`plgpu.store(o_gmem, x, optimized=False)`, "
                 "`plgpu.load(w_ref.at[:, j], optimized=False)`): correct, slower "

@@ -22,6 +22,7 @@ from smalto.check.core import (
 )
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
+from smalto.check.smem_budget import check_smem_budget
 from smalto.program.reader import read_program
 from smalto.program.view import Op, Program
 
@@ -71,6 +72,7 @@ def run(c: Checker) -> None:
         check_uses(c, op)
     check_aliases(c)
     check_free_refs(c)
+    check_smem_budget(c)
 
 
 def _collect(c: Checker, op: Op) -> None:

@@ -310,8 +310,8 @@ def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _add_no_rewrite(parser: argparse.ArgumentParser, then: str) -> None:
-    """``--no-rewrite`` and ``--allow-unoptimized``; ``then``: what the command does with a
-    changed module."""
+    """``--no-rewrite``, ``--allow-unoptimized`` and ``--stage-through-smem``; ``then``: what
+    the command does with a changed module."""
     parser.add_argument(
         "--no-rewrite",
         action="store_true",
@@ -326,6 +326,15 @@ def _add_no_rewrite(parser: argparse.ArgumentParser, then: str) -> None:
         "of a GMEM table), make the fewest such transfers unoptimized (optimized = false: "
         "uncoalesced or bank-conflicted, so slower) and warn for each; off by default, as "
         "in Pallas",
+    )
+    parser.add_argument(
+        "--stage-through-smem",
+        action="store_true",
+        help="where a module has no layouts that lower because an optimized transfer has no "
+        "plan in any layout, route those transfers through a new SMEM buffer (a store in "
+        "the producer's layout, a load back in one that coalesces: every transfer stays "
+        "optimized, the kernel's SMEM grows) and warn for each; tried before "
+        "--allow-unoptimized; off by default, as in Pallas",
     )
 
 

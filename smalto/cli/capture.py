@@ -202,7 +202,8 @@ def _write(
 def run_main(argv: Sequence[str] | None = None) -> int:
     """``python -m smalto.jax run``: runs a program with smalto as JAX's layout inference.
 
-    ``argv``: ``[--dump DIR] [--allow-unoptimized] SCRIPT.py [ARGS...]`` or the same
+    ``argv``: ``[--dump DIR] [--allow-unoptimized] [--stage-through-smem] SCRIPT.py
+    [ARGS...]`` or the same
     with ``-m MODULE [ARGS...]``. The program sees ``sys.argv`` as ``python`` would give it. An
     exception from the program propagates, traceback and all, as with ``python``.
     """
@@ -216,6 +217,13 @@ def run_main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="where a kernel's optimized transfers have no plan in any layout, make the fewest "
         "of them unoptimized (slower; a warning each) instead of failing",
+    )
+    parser.add_argument(
+        "--stage-through-smem",
+        action="store_true",
+        help="where a kernel's optimized transfers have no plan in any layout, route them "
+        "through a new SMEM buffer (every transfer optimized, more SMEM; a warning each), "
+        "before --allow-unoptimized",
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...]")
@@ -231,7 +239,14 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
     import smalto.jax
 
-    options = {"allow_unoptimized": True} if args.allow_unoptimized else {}
+    options = {
+        keyword: True
+        for keyword, wanted in (
+            ("allow_unoptimized", args.allow_unoptimized),
+            ("stage_through_smem", args.stage_through_smem),
+        )
+        if wanted
+    }
     smalto.jax.install(dump_to=args.dump, **options)
     saved_argv = sys.argv
     try:

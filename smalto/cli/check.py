@@ -6,7 +6,8 @@ violation, ``LOCATION: op: message``, then for each file what it checked:
     k.mlir: ok: 37 ops with layouts checked (of 412 ops); 85 values: 52 vectors,
     31 SMEM refs, 2 TMEM refs; arch 9.0
 
-(on one line).
+(on one line), with ``; 1 transfer staged through SMEM by smalto (dynamic SMEM 66560
+bytes)`` at the end where ``stage_through_smem`` staged some.
 With ``--json``, one JSON object per file (JSON Lines) instead. Exit status: 0
 when no file has a violation, 1 when one has, 2 when one cannot be read,
 parsed or used (one line on stderr); the worst of them.
@@ -56,6 +57,8 @@ class Checked:
     annotated: int  # ops that carry layouts (or should), each checked
     values: dict[str, int]  # values with layouts, by kind: "vector", "SMEM ref", "TMEM ref"
     violations: list[Violation]
+    staged: int = 0  # transfers smalto staged through SMEM (``stage_through_smem``)
+    smem_bytes: int | None = None  # the kernel's dynamic SMEM then, where staged
 
     @property
     def annotated_at_all(self) -> bool:
@@ -72,9 +75,13 @@ class Checked:
         verdict = "ok" if not self.violations else _count(len(self.violations), "violation")
         kinds = ", ".join(_count(n, kind) for kind, n in self.values.items() if n)
         values = _count(sum(self.values.values()), "value") + (f": {kinds}" if kinds else "")
+        staged = ""
+        if self.staged:
+            smem = f" (dynamic SMEM {self.smem_bytes} bytes)" if self.smem_bytes else ""
+            staged = f"; {_count(self.staged, 'transfer')} staged through SMEM by smalto{smem}"
         return (
             f"{self.file}: {verdict}: {_count(self.annotated, 'op')} with layouts checked "
-            f"(of {self.ops} ops); {values}; arch {self.arch[0]}.{self.arch[1]}"
+            f"(of {self.ops} ops); {values}; arch {self.arch[0]}.{self.arch[1]}{staged}"
         )
 
     def as_json(self) -> dict[str, object]:
@@ -86,6 +93,7 @@ class Checked:
             "ops": self.ops,
             "ops_with_layouts": self.annotated,
             "values": {_key(kind): n for kind, n in self.values.items()},
+            "staged_through_smem": self.staged,
             "violations": [
                 {"location": v.location, "op": v.op, "message": _one_line(v.message)}
                 for v in self.violations
@@ -109,7 +117,10 @@ def _check_one(name: str, arch: tuple[int, int] | None, *, as_json: bool) -> int
         violations = check(source.module, arch, source_name=source.name)
     except (MlirInputError, ValueError) as error:
         return fail(_one_line(str(error)), EXIT_USAGE)
-    checked = Checked(source.name, arch, *_coverage(source.module), violations)
+    from smalto.check.smem_budget import staged_round_trips
+
+    staged, smem_bytes = staged_round_trips(source.module)
+    checked = Checked(source.name, arch, *_coverage(source.module), violations, staged, smem_bytes)
     if as_json:
         print(json.dumps(checked.as_json()))
     else:

@@ -169,6 +169,7 @@ def _infer_in(
                 printed=printed,
                 rewritten=changes.rewritten,
                 unoptimized=changes.unoptimized,
+                staged=changes.staged,
             )
         text = print_module(module, generic=args.generic, debug_info=args.debug_info)
         module_path = to.module_path(name)
@@ -195,34 +196,47 @@ class RescueOptions(TypedDict):
 
     rewrite: bool
     allow_unoptimized: bool
+    stage_through_smem: bool
 
 
 def rescue_options(args: argparse.Namespace) -> RescueOptions:
-    """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``), as
-    keywords of ``smalto.infer_layout``."""
-    return {"rewrite": not args.no_rewrite, "allow_unoptimized": args.allow_unoptimized}
+    """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``,
+    ``--stage-through-smem``), as keywords of ``smalto.infer_layout``."""
+    return {
+        "rewrite": not args.no_rewrite,
+        "allow_unoptimized": args.allow_unoptimized,
+        "stage_through_smem": args.stage_through_smem,
+    }
 
 
 @dataclass
 class RescueChanges:
     """What the rescues changed in a module, as they announced it: a line per op the
-    unit-dim rewrite changed, one per transfer made unoptimized (for the report)."""
+    unit-dim rewrite changed, one per transfer made unoptimized or staged through SMEM (for
+    the report)."""
 
     rewritten: list[str] = field(default_factory=list)
     unoptimized: list[str] = field(default_factory=list)
+    staged: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
 def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
     """What the rescues changed, on stderr after ``prog`` (how the command's other
     messages start): a note per op the unit-dim rewrite changed, a warning per transfer
-    made unoptimized (it costs speed). Yields the same lines, filled in on the way out."""
-    from smalto.errors import UnitDimRewriteWarning, UnoptimizedTransferWarning
+    made unoptimized (it costs speed) or staged through SMEM (it costs SMEM). Yields the
+    same lines, filled in on the way out."""
+    from smalto.errors import (
+        StagedThroughSmemWarning,
+        UnitDimRewriteWarning,
+        UnoptimizedTransferWarning,
+    )
 
     changes = RescueChanges()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnitDimRewriteWarning)
         warnings.simplefilter("always", UnoptimizedTransferWarning)
+        warnings.simplefilter("always", StagedThroughSmemWarning)
         try:
             yield changes
         finally:
@@ -235,6 +249,9 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
                 elif isinstance(message, UnoptimizedTransferWarning):
                     changes.unoptimized.append(str(message.transfer))
                     warning(str(message.transfer), prog)
+                elif isinstance(message, StagedThroughSmemWarning):
+                    changes.staged.append(str(message.staged))
+                    warning(str(message.staged), prog)
                 else:
                     warnings.showwarning(message, shown.category, shown.filename, shown.lineno)
 

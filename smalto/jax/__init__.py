@@ -27,7 +27,9 @@ or set ``SMALTO_JAX=1`` where something imports ``smalto.jax`` (importing it
 with the variable set installs the hook). ``SMALTO_JAX_DUMP=DIR`` writes every
 module to DIR before and after inference; ``SMALTO_JAX_ALLOW_UNOPTIMIZED=1``
 installs it with ``allow_unoptimized=True`` (kernels whose optimized transfers
-have no plan compile with the fewest of them unoptimized, one warning each).
+have no plan compile with the fewest of them unoptimized, one warning each);
+``SMALTO_JAX_STAGE_THROUGH_SMEM=1`` with ``stage_through_smem=True`` (those
+transfers routed through a new SMEM buffer instead, every transfer optimized).
 
 ``capture(fn, *args)`` lowers ``fn`` for the GPU on any machine, GPU or not, and
 returns the modules JAX handed to layout inference (``CapturedModule``).
@@ -79,6 +81,8 @@ ENV_ENABLE = "SMALTO_JAX"
 ENV_DUMP = "SMALTO_JAX_DUMP"
 # With SMALTO_JAX: infer_layout(..., allow_unoptimized=True) on every call.
 ENV_ALLOW_UNOPTIMIZED = "SMALTO_JAX_ALLOW_UNOPTIMIZED"
+# With SMALTO_JAX: infer_layout(..., stage_through_smem=True) on every call.
+ENV_STAGE_THROUGH_SMEM = "SMALTO_JAX_STAGE_THROUGH_SMEM"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
 # The dumper ``install(dump_to=...)`` started; ``uninstall`` stops it.
@@ -150,7 +154,14 @@ def _install_from_environment() -> None:
     wanted = _true(ENV_ENABLE)
     dump_to = os.environ.get(ENV_DUMP) or None
     if wanted:
-        options = {"allow_unoptimized": True} if _true(ENV_ALLOW_UNOPTIMIZED) else {}
+        options = {
+            keyword: True
+            for keyword, variable in (
+                ("allow_unoptimized", ENV_ALLOW_UNOPTIMIZED),
+                ("stage_through_smem", ENV_STAGE_THROUGH_SMEM),
+            )
+            if _true(variable)
+        }
         install(dump_to=dump_to, **options)
     elif dump_to is not None:
         # Dumping alone: JAX's pass stays, its modules are written.

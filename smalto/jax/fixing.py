@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.other_functions import OtherFunctions
+from smalto.jax.staged_epilogue import STAGE, staged_epilogue
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
     SourceEdit,
@@ -134,13 +135,33 @@ def fix_script(
             if round_number == MAX_ROUNDS:
                 break
             others = OtherFunctions(function, args, arch, run)
+
+            def jax_lowers(edited: str) -> bool:
+                """Whether JAX's own pass lowers the function as ``edited``."""
+                with reading_as_edited(script, edited):
+                    try:
+                        staged = run(edited, f"as staged, to lower {function} with JAX's pass")
+                        fn = _function_of(staged, function)
+                    except ScriptError:
+                        return False
+                    return lower_with(fn, args, arch, "jax")[0]
+
             chosen = choose(
-                error, current, script, allow_unoptimized, outcome, others=(others, namespace)
+                error,
+                current,
+                script,
+                allow_unoptimized,
+                outcome,
+                others=(others, namespace),
+                jax_lowers=jax_lowers,
             )
             if not chosen:
                 break
             edited = apply_parts(current, [p for e in chosen for p in e.parts])
-            if edited in seen or not keeps_meaning(current, edited):
+            # (A staged epilogue restructures its line: made from the statement's own parts,
+            # and verified by JAX's own pass, it is judged apart.)
+            plain = apply_parts(current, [p for e in chosen if e.kind != STAGE for p in e.parts])
+            if edited in seen or not keeps_meaning(current, plain):
                 break
             for edit in chosen:
                 outcome.applied.append(_applied(edit, current, script, path))
@@ -180,11 +201,14 @@ def choose(
     outcome: FixOutcome,
     *,
     others: tuple[OtherFunctions, dict[str, Any]] | None = None,
+    jax_lowers: Callable[[str], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
-    one that keeps the transfers optimized before one that makes them unoptimized. An
+    one that keeps the transfers optimized before one that makes them unoptimized. First
+    of all, for a GMEM store with no coalesced plan, the staged epilogue
+    (``smalto.jax.staged_epilogue``), where ``jax_lowers`` the text it makes. An
     edit outside the function being fixed is made only where the script's other
     functions that use what it changes still lower (``others``: them, and what the
     script as ``text`` defined)."""
@@ -193,8 +217,15 @@ def choose(
         return text if os.path.abspath(file) == str(script) else None
 
     chosen: list[SourceEdit] = []
-    for problem, report in enumerate(problems_of(error)):
+    problems = problems_of(error)
+    for problem, report in enumerate(problems):
         code = getattr(report, "code", None)
+        # (Verified by lowering the whole kernel with JAX's pass: for a kernel's only problem.)
+        if jax_lowers is not None and len(problems) == 1:
+            staged = staged_epilogue(report, text, str(script), jax_lowers)
+            if staged is not None:
+                chosen.append(replace(staged, problem=problem))
+                continue
         # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
         # one that keeps every transfer optimized (fast) before one that does not.
         ranked = sorted(
@@ -268,8 +299,6 @@ def _applied(edit: SourceEdit, text: str, script: Path, path: Path) -> Applied:
 def _renamed(edit: SourceEdit, script: Path, path: Path) -> SourceEdit:
     """``edit`` with the name the script's code ran under (absolute) replaced by the path as
     the user gave it, in its text and spans."""
-    from dataclasses import replace
-
     parts = tuple(
         replace(p, span=replace(p.span, file=str(path)))
         if os.path.abspath(p.span.file) == str(script)

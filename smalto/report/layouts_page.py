@@ -91,6 +91,7 @@ class _Page:
         self.rows: list[_Row] = []
         self.rewritten: list[str] = []  # the unit-dim rewrite's changes, as it said them
         self.unoptimized: list[str] = []  # the transfers made unoptimized, as warned
+        self.staged: list[str] = []  # the transfers staged through SMEM, as warned
         self.conversions: dict[int, list[Conversion]] = {}
         for conversion in conversions(inference):
             self.conversions.setdefault(conversion.op, []).append(conversion)
@@ -328,7 +329,7 @@ def _html(page: _Page, title: str) -> str:
 def _changes(page: _Page) -> list[str]:
     """What smalto changed in the module to find these layouts (the module as written has
     none): the rescues' own words, before anything else."""
-    if not page.rewritten and not page.unoptimized:
+    if not page.rewritten and not page.unoptimized and not page.staged:
         return []
     out = ['<section id="changes"><h2>What smalto changed</h2>']
     if page.rewritten:
@@ -346,6 +347,13 @@ def _changes(page: _Page) -> list[str]:
             "unoptimized (they run slower):</p><ul>"
         )
         out += [f'<li class="note">{html.escape(line)}</li>' for line in page.unoptimized]
+        out.append("</ul>")
+    if page.staged:
+        out.append(
+            "<p>As <code>--stage-through-smem</code> allows, these transfers go through a new "
+            "SMEM buffer (every transfer optimized; the kernel's SMEM grew):</p><ul>"
+        )
+        out += [f'<li class="note">{html.escape(line)}</li>' for line in page.staged]
         out.append("</ul>")
     out.append("</section>")
     return out
@@ -376,19 +384,21 @@ def write_report(
     printed: PrintedModule | None = None,
     rewritten: Sequence[str] = (),
     unoptimized: Sequence[str] = (),
+    staged: Sequence[str] = (),
 ) -> None:
     """Writes the HTML report of a solved ``module`` (from ``solve_module``) to ``path``.
 
     Works before or after the attributes are written, inside or outside the
     module's context. ``source_name`` names the input file, so that ops parsed
     from it are placed by line of the printed module ("line 88"); ``printed``
-    is that module (default: ``module`` in pretty form). ``rewritten`` and
-    ``unoptimized`` are what the rescues changed to get there, as they said it (a
-    line per op the unit-dim rewrite changed, one per transfer made unoptimized):
-    the page says so first.
+    is that module (default: ``module`` in pretty form). ``rewritten``,
+    ``unoptimized`` and ``staged`` are what the rescues changed to get there, as they
+    said it (a line per op the unit-dim rewrite changed, one per transfer made
+    unoptimized or staged through SMEM): the page says so first.
     """
     del module  # the inference holds the ops; the parameter keeps the call site explicit
     page = _Page(inference, source_name, printed)
     page.collect()
     page.rewritten, page.unoptimized = list(rewritten), list(unoptimized)
+    page.staged = list(staged)
     write_file(path, _html(page, source_name))

@@ -11,8 +11,9 @@ the one about the module as written, with a note from each rescue that tried.
 
 A rescue is turned on by a setting of ``SolveOptions`` (a keyword of
 ``smalto.infer_layout``), which ``RESCUES`` names with it (``rewrite``: the
-unit-dim rewrite, ``unit_dims``; ``allow_unoptimized``: the fewest transfers
-made unoptimized, ``unoptimized``). To add one: a module here with a
+unit-dim rewrite, ``unit_dims``; ``stage_through_smem``: the transfers in the
+way routed through SMEM, ``staging``; ``allow_unoptimized``: the fewest
+transfers made unoptimized, ``unoptimized``). To add one: a module here with a
 function ``Attempt -> Rescued | None``, its entry in ``RESCUES``, and its
 setting in ``SolveOptions`` with the keyword on ``infer_layout``.
 """
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference
-from smalto.rescue import unit_dims, unoptimized
+from smalto.rescue import staging, unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
 from smalto.solve.options import SolveOptions
 
@@ -32,9 +33,12 @@ __all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue", "wants_a_rescue"
 
 # (the infer_layout keyword that turns it on, whether the options turn it on, the
 # rescue), in the order they are tried. The unit-dim rewrite first: it costs nothing
-# at run time, an unoptimized transfer does.
+# at run time; then staging through SMEM, which keeps every transfer optimized at the
+# cost of a round trip through SMEM; an unoptimized transfer last, where staging
+# cannot serve.
 RESCUES: tuple[tuple[str, Callable[[SolveOptions], bool], Rescue], ...] = (
     ("rewrite", lambda options: options.rewrite, unit_dims.rescue),
+    ("stage_through_smem", lambda options: options.stage_through_smem, staging.rescue),
     ("allow_unoptimized", lambda options: options.allow_unoptimized, unoptimized.rescue),
 )
 

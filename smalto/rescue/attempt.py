@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from jax._src.lib.mlir import ir
 
-from smalto.pipeline.steps import Failure, Inference
+from smalto.pipeline.steps import Failure, Inference, Unsatisfiable
+from smalto.rewrite.transfers import Plan
 from smalto.solve.options import SolveOptions
 
 
@@ -24,6 +25,21 @@ class Attempt:
     failure: Failure
     options: SolveOptions
     notes: list[str] = field(default_factory=list)
+    # The transfers in the way, found once for the rescues that ask (``transfers_in_the_way``).
+    _in_the_way: tuple[Plan, list[int] | None] | None = field(default=None, repr=False)
+
+    def transfers_in_the_way(self) -> tuple[Plan, list[int] | None] | None:
+        """The plan over the failed system's optimized transfers and the fewest of them
+        whose requirements, relaxed, let it be solved (None: not even all of them); None
+        where the failure is no unsatisfiable system (a refused annotation, fuel). Found
+        once: staging and unoptimized transfers ask the same question."""
+        failure = self.failure
+        if not isinstance(failure, Unsatisfiable):
+            return None
+        if self._in_the_way is None:
+            plan = Plan(failure.program, failure.system, self.options)
+            self._in_the_way = plan, plan.fewest()
+        return self._in_the_way
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,18 @@ from collections.abc import Sequence
 
 from smalto.basics.mlir import clone_module
 from smalto.errors import UnoptimizedTransferWarning
-from smalto.pipeline.steps import Failure, Unsatisfiable, solve_copy
+from smalto.pipeline.steps import Failure, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued
-from smalto.rewrite.transfers import Plan, UnoptimizedOp, unoptimize
+from smalto.rewrite.transfers import UnoptimizedOp, unoptimize
 
 
 def rescue(attempt: Attempt) -> Rescued | None:
     """The module with the fewest transfers unoptimized, if that infers; else None (with
     a note where there were optimized transfers to try)."""
-    failure = attempt.failure
-    if not isinstance(failure, Unsatisfiable):
+    found = attempt.transfers_in_the_way()
+    if found is None:
         return None  # a refused annotation, or fuel: no transfer plan stands in the way
-    plan = Plan(failure.program, failure.system, attempt.options)
-    ops = plan.fewest()
+    plan, ops = found
     if ops is None:
         if plan.candidates:
             attempt.notes.append(

@@ -24,14 +24,17 @@ class SolveOptions:
     ``fuel``: the attempts the search may make (as JAX's pass counts its own).
     ``arch``: the GPU architecture, (major, minor). ``rewrite``: where the
     module as written has no layouts, try the unit-dim rewrite
-    (``smalto.rescue.unit_dims``). ``allow_unoptimized``: then make the
-    fewest transfers unoptimized (``smalto.rescue.unoptimized``).
+    (``smalto.rescue.unit_dims``). ``stage_through_smem``: then route the
+    transfers with no optimized plan through SMEM (``smalto.rescue.staging``).
+    ``allow_unoptimized``: then make the fewest transfers unoptimized
+    (``smalto.rescue.unoptimized``).
     """
 
     fuel: int = DEFAULT_FUEL
     arch: tuple[int, int] = HOPPER
     rewrite: bool = True
     allow_unoptimized: bool = False
+    stage_through_smem: bool = False
 
     def __post_init__(self) -> None:
         # A caller may pass the pair as a list: a tuple from here on (a key, compared).

@@ -53,9 +53,14 @@ class RecordingInfer:
         arch: tuple[int, int],
         rewrite: bool = True,
         allow_unoptimized: bool = False,
+        stage_through_smem: bool = False,
     ) -> None:
         self.calls.append({"fuel": fuel, "arch": arch})
-        self.rescues = {"rewrite": rewrite, "allow_unoptimized": allow_unoptimized}
+        self.rescues = {
+            "rewrite": rewrite,
+            "allow_unoptimized": allow_unoptimized,
+            "stage_through_smem": stage_through_smem,
+        }
         if self.error is not None:
             raise self.error
 
@@ -214,9 +219,12 @@ def test_flags_reach_infer_layout(tmp_path: Path, recorder: RecordingInfer) -> N
     path = write(tmp_path, TINY)
     assert main(["infer", str(path), "--arch", "10.0", "--fuel", "17"]) == 0
     assert recorder.calls[-1] == {"arch": (10, 0), "fuel": 17}
-    assert recorder.rescues == {"rewrite": True, "allow_unoptimized": False}
+    off = {"rewrite": True, "allow_unoptimized": False, "stage_through_smem": False}
+    assert recorder.rescues == off
     assert main(["infer", str(path), "--no-rewrite", "--allow-unoptimized"]) == 0
-    assert recorder.rescues == {"rewrite": False, "allow_unoptimized": True}
+    assert recorder.rescues == {**off, "rewrite": False, "allow_unoptimized": True}
+    assert main(["infer", str(path), "--stage-through-smem"]) == 0
+    assert recorder.rescues == {**off, "stage_through_smem": True}
 
 
 def test_arch_flag_overrides_the_module(recorder: RecordingInfer) -> None:

@@ -68,18 +68,10 @@ FIXED = [
     ("hopper_row_sum.py", "row_sums", ("--arg", "f32[128,128]"), ["SM003"], True),
     ("hopper_cast_to_strided.py", "matmul", HOPPER, ["SM002"], True),
     ("hopper_unswizzled_epilogue.py", "matmul_and_row_sums", HOPPER, ["SM003", "SM004"], True),
-    ("hopper_fp8_epilogue.py", "matmul_fp8", (*HOPPER, "--allow-unoptimized"), ["SM005"], True),
     (
         "hopper_table_column.py",
         "scaled_matmul",
         (*HOPPER, "--arg", "f32[64,4]", "--allow-unoptimized"),
-        ["SM005"],
-        True,
-    ),
-    (
-        "blackwell_bf16_epilogue.py",
-        "matmul_bf16",
-        (*BLACKWELL, "--allow-unoptimized"),
         ["SM005"],
         True,
     ),
@@ -163,11 +155,82 @@ def test_a_fix_that_needs_smalto_is_written_only_when_allowed(tmp_path: Path) ->
 
 
 def test_unoptimized_transfers_only_with_allow_unoptimized(tmp_path: Path) -> None:
-    ran, copy, before = _fix(tmp_path, "hopper_fp8_epilogue.py", "matmul_fp8", *HOPPER)
+    # A column of a GMEM table: no layout coalesces it, and a TMA copy cannot take it.
+    ran, copy, before = _fix(
+        tmp_path, "hopper_table_column.py", "scaled_matmul", *HOPPER, "--arg", "f32[64,4]"
+    )
     assert ran.status == 1
     assert "--allow-unoptimized makes it" in ran.err
     assert "error[SM005]" in ran.err
     assert copy.read_bytes() == before
+
+
+# (script, function, arguments, the statement as written): a 16-bit or 8-bit MMA result
+# stored straight to GMEM.
+EPILOGUES = [
+    ("hopper_fp8_epilogue.py", "matmul_fp8", HOPPER, "o_gmem[...] = acc.astype(jnp.float8_e4m3fn)"),
+    (
+        "blackwell_bf16_epilogue.py",
+        "matmul_bf16",
+        BLACKWELL,
+        "o_gmem[...] = acc.astype(jnp.bfloat16)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "function", "args", "statement"), EPILOGUES, ids=[e[0] for e in EPILOGUES]
+)
+def test_a_gmem_store_with_no_coalesced_plan_is_staged_in_the_source(
+    tmp_path: Path, script: str, function: str, args: tuple[str, ...], statement: str
+) -> None:
+    """The first fix, with no flag: the store through an SMEM scratch and a TMA copy, in the
+    file's own names, which JAX's own pass lowers (the kernel then needs no smalto); every
+    transfer stays optimized."""
+    ran, copy, before = _fix(tmp_path, script, function, *args)
+    assert ran.status == 0, ran.err
+    assert re.findall(r"error\[(SM\d{3})\]", ran.out) == ["SM005"]
+    after = copy.read_text()
+    assert "optimized=False" not in after
+    assert statement not in after and statement in before.decode()
+    # The same expression, stored whole into a scratch of the ref's shape and dtype, and
+    # copied whole to the same ref.
+    value = statement.split(" = ", 1)[1]
+    assert f"o_gmem_smem[...] = {value}" in after
+    for call in (
+        "plgpu.commit_smem()",
+        "plgpu.copy_smem_to_gmem(o_gmem_smem, o_gmem)",
+        "plgpu.wait_smem_to_gmem(0)",
+        "plgpu.SMEM(o_gmem.shape, o_gmem.dtype, transforms=",
+    ):
+        assert call in after
+    assert _dtypes(after) == _dtypes(before.decode())
+    assert _lowers(copy, function, args, "jax")
+    assert _lowers(copy, function, args, "smalto")
+    assert "JAX's own pass still rejects" not in ran.err
+
+
+def test_a_gmem_load_with_no_coalesced_plan_is_staged_in_the_source(tmp_path: Path) -> None:
+    """The mirror for a load: a bf16 bias row loaded straight from GMEM is copied into an
+    SMEM scratch by the TMA, waited for, and loaded from there; the line reads it."""
+    args = (*BLACKWELL[:2], "--arg", "bf16[128,64]", "--arg", "bf16[64,128]", "--arg", "bf16[128]")
+    ran, copy, before = _fix(tmp_path, "blackwell_bias_row.py", "matmul_bias", *args)
+    assert ran.status == 0, ran.err
+    assert re.findall(r"error\[(SM\d{3})\]", ran.out) == ["SM005"]
+    after = copy.read_text()
+    assert "optimized=False" not in after
+    for line in (
+        "plgpu.copy_gmem_to_smem(bias_gmem, bias_gmem_smem, bias_gmem_copied)",
+        "plgpu.barrier_wait(bias_gmem_copied)",
+        "return bias_gmem_smem[...]",
+        "plgpu.SMEM(bias_gmem.shape, bias_gmem.dtype",
+        "o_smem[...] = acc + bias_gmem_loaded.astype(jnp.float32)[None, :]",
+    ):
+        assert line in after
+    assert "bias_gmem[...]" not in after and "bias_gmem[...]" in before.decode()
+    assert _dtypes(after) == _dtypes(before.decode())
+    assert _lowers(copy, "matmul_bias", args, "jax")
+    assert _lowers(copy, "matmul_bias", args, "smalto")
 
 
 def test_a_fast_fix_comes_before_an_unoptimized_transfer(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
     python -m tests.helpers.report_differential [--corpus full|bundled] [-k TEXT]
                                         [--arch 9.0] [--fresh] [--jax-only]
                                         [--include-failing] [--allow-unoptimized]
+                                        [--stage-through-smem]
 
 Per folder and arch: how many modules are identical, differ, fail in smalto,
 fail in JAX, or get an answer from JAX that JAX's own lowering rejects ("jax
@@ -14,7 +15,10 @@ status 0 when every compared module is identical or jax rejected, 1
 otherwise. With ``--allow-unoptimized``, every module smalto refuses is inferred
 again with ``allow_unoptimized=True`` and lowered by JAX's dialect lowering
 (a launch context rebuilt from its ``gpu.launch``): how many then compile,
-with how many transfers made unoptimized.
+with how many transfers made unoptimized. With ``--stage-through-smem``, the
+same with ``stage_through_smem=True`` (every transfer optimized, staged through
+SMEM): how many then compile and lower, how many SMEM bytes staging added
+(median and range), and why the others do not.
 """
 
 from __future__ import annotations
@@ -165,6 +169,52 @@ def print_unoptimized(rows: list[Row]) -> None:
             print(f"  {r.entry.key} [{r.entry.arch[0]}.{r.entry.arch[1]}]: {outcome}")
 
 
+def staged_outcome(entry: reference.CorpusEntry) -> tuple[str, int, int]:
+    """A refused module inferred with ``stage_through_smem``: ("lowers" / "rejected: WHY" /
+    "refused: WHY"), how many transfers were staged and the SMEM bytes staging added."""
+    import warnings
+
+    import smalto
+
+    module = reference.parse(entry.path, reference.make_context())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", smalto.StagedThroughSmemWarning)
+        try:
+            smalto.infer_layout(module, arch=entry.arch, stage_through_smem=True)
+        except smalto.InferenceError as error:
+            notes = [n for n in getattr(error, "__notes__", ()) if "stag" in n]
+            why = notes[0] if notes else str(error).splitlines()[-1]
+            return f"refused: {_first_line(why)}", 0, 0
+    staged = [
+        w.message.staged for w in caught if isinstance(w.message, smalto.StagedThroughSmemWarning)
+    ]
+    added = staged[0].added_bytes if staged else 0
+    try:
+        corpus_lowering.lower_with_jax(module)
+    except Exception as error:  # noqa: BLE001 -- every rejection counts
+        return f"rejected: {type(error).__name__}: {_first_line(str(error))}", len(staged), added
+    return "lowers", len(staged), added
+
+
+def print_staged(rows: list[Row]) -> None:
+    refused = [r for r in rows if r.status == "jax rejected" and r.smalto and r.smalto.error]
+    outcomes = [(r, *staged_outcome(r.entry)) for r in refused]
+    lowered = [o for o in outcomes if o[1] == "lowers"]
+    added = sorted(o[3] for o in lowered)
+    grown = (
+        f"; SMEM added: median {statistics.median(added)} bytes, from {added[0]} to {added[-1]}"
+        if added
+        else ""
+    )
+    print(
+        f"\nstage_through_smem: {len(lowered)} of the {len(refused)} modules smalto refuses "
+        f"compile with every transfer optimized and lower through JAX's lowering{grown}"
+    )
+    for r, outcome, _, _ in outcomes:
+        if outcome != "lowers":
+            print(f"  {r.entry.key} [{r.entry.arch[0]}.{r.entry.arch[1]}]: {outcome}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -193,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         "--allow-unoptimized",
         action="store_true",
         help="also infer every module smalto refuses with allow_unoptimized=True and lower it",
+    )
+    parser.add_argument(
+        "--stage-through-smem",
+        action="store_true",
+        help="also infer every module smalto refuses with stage_through_smem=True and lower it",
     )
     args = parser.parse_args(argv)
 
@@ -224,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     print_times(rows)
     if args.allow_unoptimized:
         print_unoptimized(rows)
+    if args.stage_through_smem:
+        print_staged(rows)
     print(f"wall time: {elapsed:.2f} s")
     compared = [r for r in rows if r.status != "jax error"]
     return 0 if all(r.status in ("identical", "jax rejected", "jax ok") for r in compared) else 1

@@ -1,0 +1,66 @@
+"""The epilogue family that compiles with every transfer optimized only when staged through
+SMEM (issue #42), as the staging tests, the GPU tests and ``bench.staging`` share it: each
+kernel with its arch, arguments and what staging does to it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax.numpy as jnp
+from user_kernels_lowering import tmem_row_sums
+from user_kernels_staging import (
+    collective_narrow_out,
+    tcgen05_plus_bias_row,
+    two_warpgroups_narrow_out,
+)
+from user_kernels_unoptimized import (
+    BLACKWELL,
+    F8,
+    HOPPER,
+    matmul_narrow_out,
+    sds,
+    tcgen05_narrow_out,
+    tcgen05_row_max_and_out,
+    tcgen05_shift_by_table_column,
+)
+
+BF16, F16, F32 = jnp.bfloat16, jnp.float16, jnp.float32
+
+
+def _a(dtype: Any = BF16) -> Any:
+    return sds((128, 64), dtype)
+
+
+def _b(dtype: Any = BF16) -> Any:
+    return sds((64, 128), dtype)
+
+
+# (name, arch, kernel, args, staged ops, the largest staging buffer in bytes (0: it reuses
+# the reductions' scratch), warpgroups)
+STAGED_KERNELS = [
+    ("tcgen05 bf16 out", BLACKWELL, functools.partial(tcgen05_narrow_out, out_dtype=BF16),
+     (_a(), _b()), 1, 128 * 128 * 2, 1),
+    ("tcgen05 f16 out", BLACKWELL, functools.partial(tcgen05_narrow_out, out_dtype=F16),
+     (_a(F16), _b(F16)), 1, 128 * 128 * 2, 1),
+    ("tcgen05 fp8 out", BLACKWELL, functools.partial(tcgen05_narrow_out, out_dtype=F8),
+     (_a(), _b()), 1, 128 * 128, 1),
+    ("wgmma fp8 out", HOPPER, functools.partial(matmul_narrow_out, out_dtype=F8), (_a(), _b()),
+     1, 128 * 128, 1),
+    # A 2-D tile and a row vector, both 16-bit: one region serves both round trips.
+    ("tcgen05 tile and row max", BLACKWELL,
+     functools.partial(tcgen05_row_max_and_out, out_dtype=BF16), (_a(), _b()), 2,
+     128 * 128 * 2, 1),
+    # (A 256-byte buffer in the reductions' scratch: 0 bytes added.)
+    ("tcgen05 bf16 row sums", BLACKWELL, functools.partial(tmem_row_sums, out_dtype=BF16),
+     (_a(), _b()), 1, 0, 1),
+    ("collective tcgen05 bf16 out", BLACKWELL, functools.partial(collective_narrow_out,
+     out_dtype=BF16), (sds((256, 64), BF16), _b()), 1, 128 * 128 * 2, 1),
+    ("two warpgroups fp8 out", HOPPER, functools.partial(two_warpgroups_narrow_out,
+     out_dtype=F8), (_a(), _b()), 1, 64 * 128, 2),
+    # GMEM loads: a bf16 row vector broadcast over the rows, an f32 column of a table.
+    ("tcgen05 plus a bf16 bias row", BLACKWELL, tcgen05_plus_bias_row,
+     (_a(), _b(), sds((128,), BF16)), 1, 128 * 2, 1),
+    ("tcgen05 shift by a table column", BLACKWELL, tcgen05_shift_by_table_column,
+     (_a(), _b(), sds((128, 2), F32)), 1, 128 * 4, 1),
+]  # fmt: skip

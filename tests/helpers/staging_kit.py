@@ -1,0 +1,105 @@
+"""Staging through SMEM, for the tests: the staged module against the module as written.
+
+``assert_staging_exact(before, after)`` runs both modules on the same random
+inputs (``equivalence``'s trials) and asserts they leave the same bits in every
+buffer of the module as written. The ops staging adds carry ``smalto.staged``:
+the evaluator runs them (the store into the staging buffer, the load back), but
+their buffer is no buffer of the kernel (not compared, and not counted in the
+order that seeds the kernel's own buffers), and the scalars they make up (the
+thread index) come from streams of their own, so that both modules see the same
+inputs and the same scalars everywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from equivalence import Verdict, assert_same_results, requirements
+from evaluator import Evaluator, walk
+from evaluator_inputs import random_array
+from evaluator_ops import shape_and_dtype
+from jax._src.lib.mlir import ir
+
+from smalto.basics.mlir import clone_module, in_context
+from smalto.hw.memory import STAGED
+from smalto.pipeline.steps import Unsatisfiable, solve_as_written
+from smalto.rewrite.staging import stage
+from smalto.rewrite.transfers import Plan
+from smalto.solve.options import SolveOptions
+
+
+def staged(op: ir.Operation) -> bool:
+    return STAGED in op.attributes
+
+
+class StagingAwareEvaluator(Evaluator):
+    """The reference evaluator, with the ops staging added kept apart (see the module)."""
+
+    def __init__(self, module: ir.Module, seed: int = 0, *, specials: bool = True) -> None:
+        super().__init__(module, seed, specials=specials)
+        # The kernel's own made-up scalars numbered without the staging ops, as in the module
+        # as written; the staging ops' from streams of their own.
+        own = [op for op in self._streams if not staged(op)]
+        extra = [op for op in self._streams if staged(op)]
+        self._streams = {
+            op: np.random.default_rng([seed, 2_000_000 + i]) for i, op in enumerate(own)
+        } | {op: np.random.default_rng([seed, 5_000_000 + i]) for i, op in enumerate(extra)}
+        self.staging_buffers: list[np.ndarray] = []
+
+    def fresh(self, op: Any, ty: ir.Type, index: int = 0) -> np.ndarray:
+        if isinstance(op, ir.Value) or not staged(op):
+            return super().fresh(op, ty, index)
+        made = self._made.setdefault(op, [])
+        if index < len(made):
+            return made[index]
+        shape, dtype = shape_and_dtype(ty)
+        rng = np.random.default_rng([self.seed, 6_000_000 + len(self.staging_buffers)])
+        buffer = random_array(rng, shape, dtype, trial=self.seed, specials=self.specials)
+        self.staging_buffers.append(buffer)
+        made.append(buffer)
+        return buffer
+
+
+def assert_staging_exact(
+    before: ir.Module, after: ir.Module, *, min_trials: int = 6, max_trials: int = 60
+) -> Verdict:
+    """Asserts the staged ``after`` leaves every buffer of ``before`` as ``before`` does, over
+    the trials ``equivalence.assert_equivalent`` would run (every branch and loop covered)."""
+    with after.context:
+        assert any(staged(op) for op in walk(after)), "nothing was staged"
+    with before.context:
+        regions, varying = requirements(before)
+    verdict = Verdict(0)
+    for trial in range(max_trials):
+        with before.context:
+            first = Evaluator(before, trial)
+            first_buffers = first.run()
+        with after.context:
+            second_buffers = StagingAwareEvaluator(after, trial).run()
+        assert_same_results(first_buffers, second_buffers, trial)
+        verdict.trials = trial + 1
+        verdict.coverage |= first.coverage
+        for number, counts in first.trip_counts.items():
+            verdict.trip_counts.setdefault(number, set()).update(counts)
+        if verdict.trials >= min_trials and all(key in verdict.coverage for key in regions):
+            if all(len(verdict.trip_counts.get(n, set())) >= 2 for n in varying):
+                return verdict
+    raise AssertionError(f"not covered in {max_trials} trials")
+
+
+def staged_text(module: ir.Module, arch: tuple[int, int]) -> str:
+    """The module as ``stage_through_smem`` changes it, before any layout is written: the
+    transfers the plan finds in the way, staged (on a copy)."""
+    options = SolveOptions(arch=arch)
+    with in_context(module):
+        try:
+            solve_as_written(module, options)
+        except Unsatisfiable as failure:
+            ops = Plan(failure.program, failure.system, options).fewest()
+        else:
+            raise AssertionError("the module infers as written: nothing to stage")
+        assert ops is not None
+        copy = clone_module(module)
+        stage(copy, ops)
+        return str(copy)
