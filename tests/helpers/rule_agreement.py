@@ -234,10 +234,30 @@ def solve(candidate: Candidate) -> tuple[ir.Module | None, str]:
     return module, ""
 
 
-def _structure(text: str) -> tuple[str, ...]:
+# What a candidate pins: the attributes that differ between candidates of one kernel.
+_PIN_ATTRIBUTES = frozenset({"new_layout", "strict", "transforms"})
+
+
+def _structure(text: str) -> tuple[tuple[str, ...], ...]:
+    """The kernel's ops, with their types and their attributes but the pins: candidates
+    of one kernel in other layouts share it (a generator may offer several kernels of
+    one op, in other shapes, element types or attributes)."""
     # The module must outlive its ops: an op of a freed module aborts the process.
     module = parse(text)
-    return tuple(op.name for op in walk(module))
+    return tuple(
+        (
+            op.name,
+            *(str(v.type) for v in op.operands),
+            "->",
+            *(str(v.type) for v in op.results),
+            *sorted(
+                f"{name}={op.attributes[name]}"
+                for name in op.attributes
+                if name not in _PIN_ATTRIBUTES and name not in reference.LAYOUT_ATTRIBUTE_NAMES
+            ),
+        )
+        for op in walk(module)
+    )
 
 
 def judge_all(cases: Cases) -> list[Judged]:

@@ -156,43 +156,54 @@ def reduction(name: str) -> Cases:
     )
 
 
+# (source shape, element type, reduction kind, reduced dims, source layouts offered)
+_REDUCTIONS: tuple[tuple[tuple[int, ...], str, str, tuple[int, ...], tuple[str, ...]], ...] = (
+    # Over the columns of a tile: a tiled source, not a splat or strided one.
+    ((128, 64), "f32", "add", (1,), ("splat", "strided", "WGMMA", "WGMMA_TRANSPOSED", "TCGEN05")),
+    # Over the rows: the tiled layouts reduce to their column layouts.
+    ((128, 64), "f32", "maximumf", (0,), ("strided", "WGMMA", "TCGEN05")),
+    # Over a leading dim whose trailing dims hold whole thread vectors: a strided
+    # layout could reduce within each thread, but the lowering reduces tiled sources only.
+    ((64, 256), "f32", "add", (0,), ("splat", "strided", "WGMMA")),
+    ((64, 512), "bf16", "maxnumf", (0,), ("strided", "WGMMA")),
+    ((64, 256), "i32", "maxsi", (0,), ("strided", "WGMMA")),
+    # Integers over the columns.
+    ((128, 64), "i32", "add", (1,), ("strided", "WGMMA")),
+    # Rank 3 (a tiling of the two minor dims): over the untiled major dim, or over a
+    # tiled one (which the lowering misreads), or over both minor dims.
+    ((2, 128, 64), "f32", "add", (0,), ("strided", "WGMMA")),
+)
+
+
 @generator("vector.multi_reduction")
 def multi_reduction(name: str) -> Cases:
-    """A reduction over the columns takes a tiled source, not a splat or strided one."""
-    layouts = some(
-        register_layouts(ELEMENTWISE_SHAPE, 32),
-        "splat",
-        "strided",
-        "WGMMA",
-        "WGMMA_TRANSPOSED",
-        "TCGEN05",
-    )
-    rows = vec((128,), "f32")
-
-    def line(x: str) -> str:
-        return (
-            f'%r = "vector.multi_reduction"(%{x}, %acc) <{{kind = #vector.kind<add>, '
-            f"reduction_dims = array<i64: 1>}}> : ({F32_2D}, {rows}) -> {rows}"
-        )
-
-    cases = register_cases(name, F32_2D, layouts, lambda x: line(x))
-    # The accumulator: a splat constant before the op.
-    acc = splat_constant("acc", rows)
-    return Cases(
-        name,
-        tuple(
-            Candidate(
-                c.label,
-                c.text.replace(
-                    "  func.func @kernel() {\n", f"  func.func @kernel() {{\n    {acc}\n", 1
+    """A tiled source reduces over its tiled dims (not a splat or strided one), by kind,
+    element type, rank and reduced dims; the accumulator is a splat constant."""
+    candidates = []
+    for shape, element, kind, dims, labels in _REDUCTIONS:
+        bitwidth = 16 if element in ("bf16", "f16") else 32
+        layouts = some(register_layouts(shape, bitwidth), *labels)
+        assert len(layouts) == len(labels), f"{shape}: {sorted(layouts)} lacks one of {labels}"
+        kept = tuple(d for i, d in enumerate(shape) if i not in dims)
+        source, rows = vec(shape, element), vec(kept, element)
+        dims_text = ", ".join(map(str, dims))
+        for label, layout in layouts.items():
+            lines = [
+                splat_constant("acc", rows),
+                *pinned_operand("x", source, layout, "p0"),
+                tag(
+                    f'%r = "vector.multi_reduction"(%x, %acc) <{{kind = #vector.kind<{kind}>, '
+                    f"reduction_dims = array<i64: {dims_text}>}}> : ({source}, {rows}) -> {rows}"
                 ),
-                c.pins,
-                c.arch,
-                c.stricter,
+            ]
+            candidates.append(
+                Candidate(
+                    f"{'x'.join(map(str, shape))}x{element} <{kind}> over [{dims_text}], {label}",
+                    kernel(lines),
+                    (Pin("p0", 0, layout),),
+                )
             )
-            for c in cases.candidates
-        ),
-    )
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.shape_cast")
