@@ -517,7 +517,47 @@ def tmem_transfer(name: str) -> Cases:
             pins = (Pin("p0", 0, ref), Pin("p1", 0, reg))
         label = f"{ref_label}, {reg_label}"
         candidates.append(Candidate(label, _tmem_kernel(lines), pins, BLACKWELL))
+    if name == "mosaic_gpu.async_load_tmem":
+        candidates += _reducing_loads(refs, registers)
     return Cases(name, tuple(candidates))
+
+
+# TMEMLoadReduction's values, by name.
+_REDUCTIONS = {"min": 0, "max": 1, "absmin": 2, "absmax": 3}
+
+
+def _reducing_loads(refs: dict[str, str], registers: dict[str, str]) -> list[Candidate]:
+    """A load that also reduces each row (``reduce``): from the default TMEM layout into
+    the TMEM-native registers only (the lowering fuses the reduction there alone), per
+    element type and reduction kind; the loaded value pinned, or left to the solver."""
+    name = "mosaic_gpu.async_load_tmem"
+    kinds = (("f32", "max"), ("f32", "absmin"), ("i32", "min"), ("i32", "absmax"))
+    pairs = [
+        ("TMEM default", "TMEM_NATIVE"),
+        ("TMEM default", "TCGEN05"),
+        ("TMEM default", None),
+        ("TMEM half_lane", "TMEM_NATIVE"),
+    ]
+    candidates = []
+    for element, reduction in kinds:
+        ref_ty, ty, rows = f"128x128x{element}", vec((128, 128), element), vec((128,), element)
+        for ref_label, reg_label in pairs:
+            ref = refs[ref_label]
+            lines = [
+                tmem_alloc("t0", ref_ty),
+                tmem_cast("t", "t0", ref_ty, ref, "p0"),
+                tag(
+                    f'%r, %s = "{name}"(%t) <{{reduce = {_REDUCTIONS[reduction]} : i32}}> '
+                    f": ({tmem_ref(ref_ty)}) -> ({ty}, {rows})"
+                ),
+            ]
+            pins = [Pin("p0", 0, ref)]
+            if reg_label is not None:
+                lines.append(pinned_result("q", "r", ty, registers[reg_label]))
+                pins.append(Pin(OP, 0, registers[reg_label]))
+            label = f"reduce {reduction} of {element}, {ref_label}, {reg_label or 'registers free'}"
+            candidates.append(Candidate(label, _tmem_kernel(lines), tuple(pins), BLACKWELL))
+    return candidates
 
 
 @generator("mosaic_gpu.tmem_layout_cast", "mosaic_gpu.tmem_alloc", "mosaic_gpu.tmem_dealloc")
