@@ -629,7 +629,70 @@ def tcgen05_mma(name: str) -> Cases:
             candidates.append(
                 Candidate(f"{acc_label}, {label}", _tmem_kernel(lines), pins, BLACKWELL)
             )
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_m64_mmas(name), *_mma_operand_kinds()))
+
+
+def _m64_mmas(name: str) -> list[Candidate]:
+    """M = 64 (not collective): N = 64 splits into two lane groups of 32 columns, and
+    B's tile must not straddle them: at most 32 columns wide."""
+    acc_ty, a, b = "64x64xf32", smem("64x64xf16"), smem("64x64xf16")
+    options = {
+        "M 64, B tile 8x64 swizzle 128": transforms((8, 64), 128),
+        "M 64, B tile 8x32 swizzle 64": transforms((8, 32), 64),
+    }
+    candidates = []
+    for label, b_given in options.items():
+        lines = [
+            '%p = "arith.constant"() <{value = true}> : () -> i1',
+            tmem_alloc("acc", acc_ty),
+            f'%a = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {a}',
+            *pinned_ref("b", b, b_given, "p0", offset=65536),
+            tag(
+                f'"{name}"(%acc, %a, %b, %p) <{{collective = false, operandSegmentSizes = '
+                f"array<i32: 1, 1, 1, 1, 0, 0, 0>}}> : ({tmem_ref(acc_ty)}, {a}, {b}, i1) -> ()"
+            ),
+        ]
+        candidates.append(
+            Candidate(label, _tmem_kernel(lines), (Pin("p0", 0, b_given),), BLACKWELL)
+        )
+    return candidates
+
+
+def _mma_operand_kinds() -> list[Candidate]:
+    """MMAs solved and checked whole: A in TMEM (packed 16-bit), sparse A with its
+    metadata in TMEM, block-scaled operands (and collective M = 64 scales of B)."""
+    from blackwell_kit import alloc, mma_kernel
+
+    meta = "128x128xi2"
+    scales = ("128x8xf8E8M0FNU", "256x8xf8E8M0FNU")
+
+    def scale_allocs(collective: bool = False) -> list[str]:
+        return [alloc(n, t, collective=collective) for n, t in zip(("sa", "sb"), scales)]
+
+    kernels = {
+        "A in TMEM": mma_kernel("128x128xf32", "128x64xf16", "64x128xf16", a_in_tmem=True),
+        "sparse A": mma_kernel(
+            "128x32xi32", "128x128xi8", "256x32xi8", extra=[alloc("meta", meta)], sparse_meta=meta
+        ),
+        "scaled": mma_kernel(
+            "128x256xf32",
+            "128x256xf8E5M2",
+            "256x256xf8E5M2",
+            b_strides=[1, 256],
+            extra=scale_allocs(),
+            scales=scales,
+        ),
+        "scaled, collective M 64": mma_kernel(
+            "64x192xf32",
+            "64x256xf8E5M2",
+            "256x96xf8E5M2",
+            b_strides=[1, 256],
+            collective=True,
+            extra=scale_allocs(collective=True),
+            scales=scales,
+        ),
+    }
+    return [Candidate(label, text, (), BLACKWELL) for label, text in kernels.items()]
 
 
 @generator(

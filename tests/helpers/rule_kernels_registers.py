@@ -253,9 +253,10 @@ def extract_strided_slice(name: str) -> Cases:
 
 @generator("vector.extract")
 def extract(name: str) -> Cases:
-    """A scalar comes out of a splat only."""
+    """A scalar comes out of a splat only; a sub-vector (a slice of the major dim) keeps a
+    tiled layout of the source, whose tiles the result's shape divides."""
     layouts = some(register_layouts(ELEMENTWISE_SHAPE, 32), "splat", "strided", "WGMMA")
-    return register_cases(
+    scalars = register_cases(
         name,
         F32_2D,
         layouts,
@@ -264,6 +265,22 @@ def extract(name: str) -> Cases:
             f": ({F32_2D}) -> f32"
         ),
     )
+    source, out = vec((2, 128, 64), "f32"), F32_2D
+    labels = ("splat", "strided", "WGMMA", "TCGEN05")
+    sub_vectors = register_cases(
+        name,
+        source,
+        {f"sub-vector, {k}": v for k, v in some(register_layouts((2, 128, 64), 32), *labels).items()},
+        lambda x: (
+            f'%r = "vector.extract"(%{x}) <{{static_position = array<i64: 1>}}> '
+            f": ({source}) -> {out}"
+        ),
+        result_ty=out,
+        result_layouts={
+            f"sub-vector, {k}": v for k, v in some(register_layouts((128, 64), 32), *labels).items()
+        },
+    )
+    return Cases(name, (*scalars.candidates, *sub_vectors.candidates))
 
 
 @generator("vector.insert_strided_slice")
@@ -409,7 +426,33 @@ def layout_cast(name: str) -> Cases:
         label = f"{source}->{target}{' strict' if strict else ''}"
         pins = (Pin("p0", 0, layouts[source]), Pin(OP, 0, layouts[target]))
         candidates.append(Candidate(label, kernel(lines), pins))
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_upcast_casts()))
+
+
+def _upcast_casts() -> list[Candidate]:
+    """Casts between WGMMA and its upcast layouts (2x, 4x), which the lowering relayouts
+    for narrow elements, per element width."""
+    named = {
+        "WGMMA": hl.WGMMA,
+        "UPCAST_2X": fa.WGMMA_LAYOUT_UPCAST_2X,
+        "UPCAST_4X": fa.WGMMA_LAYOUT_UPCAST_4X,
+    }
+    pairs = [
+        ("UPCAST_2X", "WGMMA"),
+        ("WGMMA", "UPCAST_2X"),
+        ("UPCAST_4X", "UPCAST_2X"),
+        ("UPCAST_4X", "WGMMA"),
+        ("UPCAST_2X", "UPCAST_4X"),
+    ]
+    candidates = []
+    for element in ("i8", "bf16", "i4"):
+        ty = vec(ELEMENTWISE_SHAPE, element)
+        for source, target in pairs:
+            a, b = text_of(named[source]), text_of(named[target])
+            lines = [*pinned_operand("x", ty, a, "p0"), cast("r", "x", ty, b, OP)]
+            pins = (Pin("p0", 0, a), Pin(OP, 0, b))
+            candidates.append(Candidate(f"{element} {source}->{target}", kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.optimization_barrier")
@@ -506,7 +549,35 @@ def broadcast_in_dim(name: str) -> Cases:
         ]
         pins = (Pin("p0", 0, row_layouts[source]), Pin(OP, 0, layouts[result]))
         candidates.append(Candidate(f"{source}->{result}", kernel(lines), pins))
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_other_broadcasts()))
+
+
+def _other_broadcasts() -> list[Candidate]:
+    """A unit dim grown (keeping the rank: 128x1 -> 128x64), and a new major dim added to a
+    strided value (64x256 -> 2x64x256), each from and into several layouts."""
+    kinds = (
+        ((128, 1), ELEMENTWISE_SHAPE, "0, 1", ("strided", "splat"), ("strided", "WGMMA", "splat")),
+        ((64, 256), (2, 64, 256), "1, 2", ("strided", "WGMMA"), ("strided", "WGMMA")),
+    )
+    candidates = []
+    for src_shape, dst_shape, dims, sources, results in kinds:
+        src_ty, dst_ty = vec(src_shape, "f32"), vec(dst_shape, "f32")
+        src_layouts = register_layouts(src_shape, 32)
+        dst_layouts = register_layouts(dst_shape, 32)
+        for source in sources:
+            for result in results:
+                lines = [
+                    *pinned_operand("x", src_ty, src_layouts[source], "p0"),
+                    tag(
+                        f'%r = "mosaic_gpu.broadcast_in_dim"(%x) <{{broadcast_dimensions = '
+                        f"array<i64: {dims}>}}> : ({src_ty}) -> {dst_ty}"
+                    ),
+                    pinned_result("q", "r", dst_ty, dst_layouts[result]),
+                ]
+                pins = (Pin("p0", 0, src_layouts[source]), Pin(OP, 0, dst_layouts[result]))
+                label = f"{'x'.join(map(str, src_shape))} {source}->{result}"
+                candidates.append(Candidate(label, kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.vector_concat")
