@@ -36,7 +36,7 @@ def subview(name: str) -> Cases:
     """A window keeps the tiling, which must divide its sizes and offsets."""
     # At row 32: a 64-row tile fits the window but not its offset.
     window = smem("64x64xbf16", "strided<[64, 1], offset: 2048>")
-    return smem_cases(
+    static = smem_cases(
         name,
         BF16_REF,
         BF16_OPTIONS,
@@ -45,6 +45,80 @@ def subview(name: str) -> Cases:
         ],
         view_ty=window,
     )
+    return Cases(name, (*static.candidates, *_dynamic_subviews(name)))
+
+
+# Row offsets of a window, computed at run time from ``%arg0`` (an i32) as kernels do:
+# what each tells of the offset's divisors.
+_DYNAMIC_OFFSETS = {
+    "offset unknown": ["%o = arith.index_cast %arg0 : i32 to index"],
+    "offset assumed a multiple of 64": [
+        '%m = "mosaic_gpu.assume_multiple"(%arg0) <{multiple = 64 : i32}> : (i32) -> i32',
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset times 64": [
+        "%c64 = arith.constant 64 : i32",
+        "%m = arith.muli %arg0, %c64 : i32",
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset 64 plus a multiple of 128": [
+        "%c64 = arith.constant 64 : i32",
+        "%c128 = arith.constant 128 : i32",
+        "%m = arith.muli %arg0, %c128 : i32",
+        "%s = arith.addi %m, %c64 : i32",
+        "%o = arith.index_cast %s : i32 to index",
+    ],
+    "offset 32 plus a multiple of 64": [
+        "%c32 = arith.constant 32 : i32",
+        "%c64 = arith.constant 64 : i32",
+        "%m = arith.muli %arg0, %c64 : i32",
+        "%s = arith.addi %m, %c32 : i32",
+        "%o = arith.index_cast %s : i32 to index",
+    ],
+    "offset 0 or 64": [
+        "%c0 = arith.constant 0 : index",
+        "%c64 = arith.constant 64 : index",
+        "%f = arith.trunci %arg0 : i32 to i1",
+        "%o = arith.select %f, %c0, %c64 : index",
+    ],
+    "offset masked to a multiple of 64": [
+        "%mask = arith.constant -64 : i32",
+        "%m = arith.andi %arg0, %mask : i32",
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset truncated from a multiple of 64": [
+        "%c64 = arith.constant 64 : i64",
+        "%wide = arith.extsi %arg0 : i32 to i64",
+        "%m = arith.muli %wide, %c64 : i64",
+        "%n = arith.trunci %m : i64 to i32",
+        "%o = arith.index_cast %n : i32 to index",
+    ],
+}
+
+
+def _dynamic_subviews(name: str) -> list[Candidate]:
+    """A window at a row offset known at run time: a 64-row tile only where the offset
+    is known to be a multiple of 64."""
+    window = smem("64x64xbf16", "strided<[64, 1], offset: ?>")
+    options = {"tile 64x64 swizzle 128": transforms((64, 64), 128), "untiled": transforms(None, None)}
+    candidates = []
+    for offset_label, offset_lines in _DYNAMIC_OFFSETS.items():
+        for label, given in options.items():
+            lines = [
+                *pinned_ref("t", BF16_REF, given, "p0"),
+                *offset_lines,
+                tag(f"%v = memref.subview %t[%o, 0] [64, 64] [1, 1] : {BF16_REF} to {window}"),
+                tag(
+                    f'%w = "mosaic_gpu.with_transforms"(%v) <{{transforms = {given}}}> '
+                    f": ({window}) -> {window}",
+                    "p1",
+                ),
+            ]
+            pins = (Pin("p0", 0, given), Pin(OP, 0, given))
+            candidates.append(
+                Candidate(f"{offset_label}, {label}", kernel(lines, ["i32"]), pins)
+            )
+    return candidates
 
 
 @generator("memref.cast")

@@ -368,7 +368,40 @@ def wgmma(name: str) -> Cases:
         ],
         b8_t,
     )
-    return Cases(name, (*bf16, *i8))
+    return Cases(name, (*bf16, *i8, *_wgmma_smem_a(name)))
+
+
+def _wgmma_smem_a(name: str) -> list[Candidate]:
+    """A from SMEM: A and B tiled and swizzled alike (the tiling read transposed where
+    exactly one of them is a transposed view)."""
+    from rule_kernel_parts import pinned_ref, smem, transforms
+
+    acc_ty = vec((64, 128), "f32")
+    a_ty, b_ty = smem("64x64xbf16"), smem("64x128xbf16")
+    a_t = smem("64x64xbf16", "strided<[1, 64]>")
+    tile_128, tile_64 = transforms((8, 64), 128), transforms((8, 32), 64)
+    options = {
+        "A and B swizzled 128": (tile_128, tile_128, False),
+        "A swizzled 64, B 128": (tile_64, tile_128, False),
+        "A transposed, both swizzled 128": (tile_128, tile_128, True),
+    }
+    candidates = []
+    for label, (a_given, b_given, transposed) in options.items():
+        lines = [
+            *pinned_operand("acc", acc_ty, text_of(hl.WGMMA), "p0"),
+            *pinned_ref("a0", a_ty, a_given, "p1"),
+            *pinned_ref("b", b_ty, b_given, "p2", offset=65536),
+        ]
+        a, a_operand = a_ty, "%a0"
+        if transposed:
+            lines.append(f"%a = memref.transpose %a0 (i, j) -> (j, i) : {a_ty} to {a_t}")
+            a, a_operand = a_t, "%a"
+        lines.append(
+            tag(f'%r = "{name}"(%acc, {a_operand}, %b) : ({acc_ty}, {a}, {b_ty}) -> {acc_ty}')
+        )
+        pins = (Pin("p0", 0, text_of(hl.WGMMA)), Pin("p1", 0, a_given), Pin("p2", 0, b_given))
+        candidates.append(Candidate(f"bf16 {label}", kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.mma")
