@@ -254,7 +254,35 @@ def slice_smem(name: str) -> Cases:
             f": ({BF16_REF}) -> {BF16_REF}",
         ]
         candidates.append(Candidate(label, kernel(lines), (Pin(OP, 0, given),)))
-    return Cases(name, tuple(candidates), restricted=False)
+    return Cases(name, (*candidates, *_aliased_slices(name)), restricted=False)
+
+
+def _aliased_slices(name: str) -> list[Candidate]:
+    """Two slices with one alias id are one ref, whatever their offsets: one tiling."""
+    options = {
+        "aliased, alike": (transforms((64, 64), 128), transforms((64, 64), 128)),
+        "aliased, apart": (transforms((64, 64), 128), transforms(None, None)),
+    }
+    candidates = []
+    for label, (first, second) in options.items():
+        lines = []
+        for i, (given, offset) in enumerate(((first, 0), (second, 16384))):
+            lines += [
+                tag(
+                    f'%s{i} = "{name}"() <{{alias_id = 7 : i64, offset = {offset} : i32}}> '
+                    f": () -> {BF16_REF}",
+                    # The second is the op under test: the checker names it.
+                    OP if i == 1 else f"s{i}",
+                ),
+                tag(
+                    f'%t{i} = "mosaic_gpu.with_transforms"(%s{i}) <{{transforms = {given}}}> '
+                    f": ({BF16_REF}) -> {BF16_REF}",
+                    f"p{i}",
+                ),
+            ]
+        pins = (Pin("s0", 0, first), Pin(OP, 0, second))
+        candidates.append(Candidate(label, kernel(lines), pins))
+    return candidates
 
 
 def _transfer_cases(name: str, store: bool) -> Cases:
@@ -798,15 +826,23 @@ def smem_to_tmem(name: str) -> Cases:
             {"untiled": transforms(None, None), "tile 16": transforms((16,), None)},
         ),
     }[name]
-    source_ty = smem(source)
+    kinds = [(source, dest, "")]
+    if name == "mosaic_gpu.async_store_scales_smem_to_tmem":
+        # B scales of a collective M = 64 MMA: 64-row blocks, their own TMEM layout.
+        kinds.append(("1x2x64x16xf8E8M0FNU", "256x8xf8E8M0FNU", "collective M 64 B scales, "))
     candidates = []
-    for label, given in options.items():
-        lines = [
-            tmem_alloc("t", dest),
-            *pinned_ref("s", source_ty, given, "p0"),
-            tag(
-                f'"{name}"(%s, %t) <{{collective = false}}> : ({source_ty}, {tmem_ref(dest)}) -> ()'
-            ),
-        ]
-        candidates.append(Candidate(label, _tmem_kernel(lines), (Pin("p0", 0, given),), BLACKWELL))
+    for source, dest, prefix in kinds:
+        source_ty = smem(source)
+        for label, given in options.items():
+            lines = [
+                tmem_alloc("t", dest),
+                *pinned_ref("s", source_ty, given, "p0"),
+                tag(
+                    f'"{name}"(%s, %t) <{{collective = false}}> '
+                    f": ({source_ty}, {tmem_ref(dest)}) -> ()"
+                ),
+            ]
+            candidates.append(
+                Candidate(prefix + label, _tmem_kernel(lines), (Pin("p0", 0, given),), BLACKWELL)
+            )
     return Cases(name, tuple(candidates))

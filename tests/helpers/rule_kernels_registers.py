@@ -100,7 +100,42 @@ def elementwise(name: str) -> Cases:
     candidates = [candidate(label, layout, layout) for label, layout in layouts.items()]
     candidates.append(candidate("WGMMA->strided", layouts["WGMMA"], layouts["strided"]))
     candidates.append(candidate("TCGEN05->WGMMA", layouts["TCGEN05"], layouts["WGMMA"]))
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_sub_byte_conversions(name)))
+
+
+# Conversions to or from 4-bit elements: (operand element, result element).
+_SUB_BYTE: dict[str, tuple[str, str]] = {
+    "arith.extsi": ("i4", "i8"),  # packs registers: never from a splat
+    "arith.sitofp": ("i4", "f8E4M3FN"),  # packs registers too
+    "arith.trunci": ("i8", "i4"),  # each register must hold whole bytes of i4
+    "arith.extui": ("i4", "i8"),
+}
+
+
+def _sub_byte_conversions(name: str) -> list[Candidate]:
+    """A conversion to or from 4-bit integers, operand and result in one layout: splat,
+    strided one element a register (half a byte of i4) or more, WGMMA."""
+    if name not in _SUB_BYTE:
+        return []
+    source, result = _SUB_BYTE[name]
+    shape = ELEMENTWISE_SHAPE
+    src_ty, dst_ty = vec(shape, source), vec(shape, result)
+    options = {
+        "splat": text_of(fa.WGSplatFragLayout(shape)),
+        "strided x1": text_of(fa.WGStridedFragLayout(shape, 1)),
+        "strided x8": text_of(fa.WGStridedFragLayout(shape, 8)),
+        "WGMMA": text_of(hl.WGMMA),
+    }
+    candidates = []
+    for label, layout in options.items():
+        lines = [
+            *pinned_operand("x", src_ty, layout, "p0"),
+            tag(f'%r = "{name}"(%x) : ({src_ty}) -> {dst_ty}'),
+            pinned_result("q", "r", dst_ty, layout),
+        ]
+        pins = (Pin("p0", 0, layout), Pin(OP, 0, layout))
+        candidates.append(Candidate(f"{source} to {result}, {label}", kernel(lines), pins))
+    return candidates
 
 
 @generator("arith.constant")
@@ -685,7 +720,31 @@ def for_loop(name: str) -> Cases:
             f'}}) : (index, index, index, {ty}) -> {ty} loc("{at}")',
         ]
 
-    return _region_cases(name, body, restricted=True)
+    cases = _region_cases(name, body, restricted=True)
+    return Cases(name, (*cases.candidates, *_carried_refs()), cases.restricted)
+
+
+def _carried_refs() -> list[Candidate]:
+    """An SMEM ref carried through a loop keeps its transforms, and is loaded after it."""
+    from rule_kernel_parts import pinned_ref, smem, transforms
+
+    ref, ty = smem("128x64xbf16"), vec((128, 64), "bf16")
+    options = {"tile 8x64 swizzle 128": transforms((8, 64), 128), "untiled": transforms(None, None)}
+    candidates = []
+    for label, given in options.items():
+        lines = [
+            *pinned_ref("t", ref, given, "p0"),
+            '%lb = "arith.constant"() <{value = 0 : index}> : () -> index',
+            '%ub = "arith.constant"() <{value = 4 : index}> : () -> index',
+            '%st = "arith.constant"() <{value = 1 : index}> : () -> index',
+            '%r = "scf.for"(%lb, %ub, %st, %t) ({',
+            f"^bb0(%i: index, %c: {ref}):",
+            f'  "scf.yield"(%c) : ({ref}) -> () loc("{OP}")',
+            f'}}) : (index, index, index, {ref}) -> {ref} loc("{OP}")',
+            f'%v = "mosaic_gpu.vector_load"(%r) : ({ref}) -> {ty}',
+        ]
+        candidates.append(Candidate(f"ref {label}", kernel(lines), (Pin("p0", 0, given),)))
+    return candidates
 
 
 @generator("scf.while")
