@@ -100,7 +100,10 @@ def _dynamic_subviews(name: str) -> list[Candidate]:
     """A window at a row offset known at run time: a 64-row tile only where the offset
     is known to be a multiple of 64."""
     window = smem("64x64xbf16", "strided<[64, 1], offset: ?>")
-    options = {"tile 64x64 swizzle 128": transforms((64, 64), 128), "untiled": transforms(None, None)}
+    options = {
+        "tile 64x64 swizzle 128": transforms((64, 64), 128),
+        "untiled": transforms(None, None),
+    }
     candidates = []
     for offset_label, offset_lines in _DYNAMIC_OFFSETS.items():
         for label, given in options.items():
@@ -115,9 +118,7 @@ def _dynamic_subviews(name: str) -> list[Candidate]:
                 ),
             ]
             pins = (Pin("p0", 0, given), Pin(OP, 0, given))
-            candidates.append(
-                Candidate(f"{offset_label}, {label}", kernel(lines, ["i32"]), pins)
-            )
+            candidates.append(Candidate(f"{offset_label}, {label}", kernel(lines, ["i32"]), pins))
     return candidates
 
 
@@ -769,7 +770,9 @@ def _mma_operand_kinds() -> list[Candidate]:
     scales = ("128x8xf8E8M0FNU", "256x8xf8E8M0FNU")
 
     def scale_allocs(collective: bool = False) -> list[str]:
-        return [alloc(n, t, collective=collective) for n, t in zip(("sa", "sb"), scales)]
+        return [
+            alloc(n, t, collective=collective) for n, t in zip(("sa", "sb"), scales, strict=True)
+        ]
 
     kernels = {
         "A in TMEM": mma_kernel("128x128xf32", "128x64xf16", "64x128xf16", a_in_tmem=True),

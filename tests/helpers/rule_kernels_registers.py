@@ -305,7 +305,10 @@ def extract(name: str) -> Cases:
     sub_vectors = register_cases(
         name,
         source,
-        {f"sub-vector, {k}": v for k, v in some(register_layouts((2, 128, 64), 32), *labels).items()},
+        {
+            f"sub-vector, {k}": v
+            for k, v in some(register_layouts((2, 128, 64), 32), *labels).items()
+        },
         lambda x: (
             f'%r = "vector.extract"(%{x}) <{{static_position = array<i64: 1>}}> '
             f": ({source}) -> {out}"
