@@ -333,14 +333,53 @@ def _transfer_cases(name: str, store: bool) -> Cases:
     return Cases(name, tuple(candidates))
 
 
+def _gmem_cases(name: str, store: bool) -> list[Candidate]:
+    """Registers <-> a GMEM ref (a kernel argument): an optimized transfer must coalesce
+    (whole 32-byte sectors per warp); per layout, element type and ref shape."""
+    kinds = (("128x64", "bf16", 16), ("128x64", "f32", 32), ("128x8", "f32", 32))
+    labels = ("WGMMA", "strided", "splat", "strided x1")
+    candidates = []
+    for shape_text, element, bitwidth in kinds:
+        shape = tuple(int(d) for d in shape_text.split("x"))
+        ref, ty = f"memref<{shape_text}x{element}>", vec(shape, element)
+        layouts = register_layouts(shape, bitwidth)
+        from jax.experimental.mosaic.gpu import fragmented_array as fa
+
+        layouts["strided x1"] = text_of(fa.WGStridedFragLayout(shape, 1))
+        for label in labels:
+            if label not in layouts or (label == "splat" and not store):
+                continue
+            reg = layouts[label]
+            if store:
+                lines = [
+                    *pinned_operand("x", ty, reg, "p0"),
+                    tag(f'"{name}"(%x, %arg0) : ({ty}, {ref}) -> ()'),
+                ]
+                pins = (Pin("p0", 0, reg),)
+            else:
+                lines = [
+                    tag(f'%r = "{name}"(%arg0) : ({ref}) -> {ty}'),
+                    pinned_result("q", "r", ty, reg),
+                ]
+                pins = (Pin(OP, 0, reg),)
+            candidates.append(
+                Candidate(f"GMEM {shape_text}x{element}, {label}", kernel(lines, [ref]), pins)
+            )
+    return candidates
+
+
 @generator("mosaic_gpu.vector_load")
 def vector_load(name: str) -> Cases:
-    return _transfer_cases(name, store=False)
+    cases = _transfer_cases(name, store=False)
+    return Cases(name, (*cases.candidates, *_gmem_cases(name, store=False)))
 
 
 @generator("mosaic_gpu.vector_store", "mosaic_gpu.async_store_smem")
 def vector_store(name: str) -> Cases:
-    return _transfer_cases(name, store=True)
+    cases = _transfer_cases(name, store=True)
+    if name == "mosaic_gpu.vector_store":
+        return Cases(name, (*cases.candidates, *_gmem_cases(name, store=True)))
+    return cases
 
 
 # --- kernels of the op families' own tests, solved and checked whole -----------------------------
