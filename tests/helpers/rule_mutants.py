@@ -199,3 +199,54 @@ RULE_MUTANTS = [
     ),
     PARTIAL_TILING_REFUSED,
 ]
+
+
+def _failing_tests_of_tests_rules(mutant: RuleMutant) -> list[str]:
+    """The tests of ``tests/rules`` that fail with ``mutant`` written into its file (put
+    back after), but the mutant test and the coverage test (which fail on any edit)."""
+    import subprocess
+    import sys
+
+    path = ROOT / mutant.path
+    original = path.read_text()
+    mutated = mutated_source(mutant)
+    try:
+        path.write_text(mutated)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/rules",
+                "--deselect",
+                "tests/rules/test_rule_mutants.py",
+                "--deselect",
+                "tests/rules/test_agreement_coverage.py",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        path.write_text(original)
+    return [
+        line.split()[1] for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))
+    ]
+
+
+if __name__ == "__main__":
+    # Each mutant written into its file in turn, and all of tests/rules run on it: which
+    # tests catch it (docs/testing.md lists them). Minutes: one run of tests/rules each.
+    import sys
+
+    chosen = sys.argv[1:]
+    for mutant in RULE_MUTANTS:
+        if chosen and mutant.name not in chosen:
+            continue
+        failing = _failing_tests_of_tests_rules(mutant)
+        print(f"{mutant.name}: {len(failing)} failing", flush=True)
+        for test in failing:
+            print(f"    {test}", flush=True)
