@@ -659,9 +659,42 @@ def tmem_transfer(name: str) -> Cases:
             pins = (Pin("p0", 0, ref), Pin("p1", 0, reg))
         label = f"{ref_label}, {reg_label}"
         candidates.append(Candidate(label, _tmem_kernel(lines), pins, BLACKWELL))
+    candidates += _packed_transfers(name, refs)
     if name == "mosaic_gpu.async_load_tmem":
         candidates += _reducing_loads(refs, registers)
     return Cases(name, tuple(candidates))
+
+
+def _packed_transfers(name: str, refs: dict[str, str]) -> list[Candidate]:
+    """16-bit values, two to a TMEM cell (the default layout packing 2) or one (packing 1)."""
+    ty, ref_ty = vec((128, 128), "bf16"), "128x128xbf16"
+    registers = register_layouts((128, 128), 16)
+    registers["TMEM_NATIVE"] = text_of(hl.TMEM_NATIVE)
+    pairs = [
+        ("TMEM default, packing 2", "TCGEN05"),
+        ("TMEM default, packing 2", "TMEM_NATIVE"),
+        ("TMEM default, packing 2", "WGMMA"),
+        ("TMEM default", "TCGEN05"),
+    ]
+    candidates = []
+    for ref_label, reg_label in pairs:
+        ref, reg = refs[ref_label], registers[reg_label]
+        lines = [tmem_alloc("t0", ref_ty), tmem_cast("t", "t0", ref_ty, ref, "p0")]
+        if name == "mosaic_gpu.async_load_tmem":
+            lines += [
+                tag(f'%r = "{name}"(%t) : ({tmem_ref(ref_ty)}) -> {ty}'),
+                pinned_result("q", "r", ty, reg),
+            ]
+            pins = (Pin("p0", 0, ref), Pin(OP, 0, reg))
+        else:
+            lines += [
+                *pinned_operand("x", ty, reg, "p1"),
+                tag(f'"{name}"(%x, %t) : ({ty}, {tmem_ref(ref_ty)}) -> ()'),
+            ]
+            pins = (Pin("p0", 0, ref), Pin("p1", 0, reg))
+        label = f"bf16, {ref_label}, {reg_label}"
+        candidates.append(Candidate(label, _tmem_kernel(lines), pins, BLACKWELL))
+    return candidates
 
 
 # TMEMLoadReduction's values, by name.

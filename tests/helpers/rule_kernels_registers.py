@@ -25,7 +25,7 @@ from rule_kernel_parts import (
 )
 from rule_kit import HOPPER, kernel
 
-from smalto.basics.elementwise import ELEMENTWISE
+from smalto.basics.elementwise import CONVERSIONS, ELEMENTWISE
 from smalto.hw import layouts as hl
 
 # --- elementwise ops ---------------------------------------------------------------------------
@@ -71,35 +71,59 @@ for _name in _INT_UNARY:
     _SIGNATURES[_name] = ((_I,), _I, "")
 
 
+# The narrow element type each 32-bit one is also tried in (conversions keep their own).
+_NARROW = {_F: "bf16", _I: "i16", "i1": "i1"}
+
+
 @generator(*ELEMENTWISE)
 def elementwise(name: str) -> Cases:
     """Operands pinned to one layout, the result pinned (strictly) to it or to another.
 
     Every layout that fits is taken; operands and result in two tiled layouts are not.
+    Also in rank 3 (a tiling of the minor dims) and, but for conversions, in 16-bit
+    elements (whose registers pack two).
     """
     operand_types, result_type, properties = _SIGNATURES[name]
-    shape = ELEMENTWISE_SHAPE
-    result_ty = vec(shape, result_type)
-    layouts = register_layouts(shape, 32)
-    del layouts["WGMMA_8BIT"]  # 32-bit values: WGMMA is their tiling
 
-    def candidate(label: str, operands: str, result: str) -> Candidate:
+    def candidate(
+        label: str,
+        operands: str,
+        result: str,
+        shape: tuple[int, ...] = ELEMENTWISE_SHAPE,
+        elements: tuple[tuple[str, ...], str] = (operand_types, result_type),
+    ) -> Candidate:
+        inputs, output = elements
+        result_ty = vec(shape, output)
         lines: list[str] = []
         names = []
-        for i, element in enumerate(operand_types):
+        for i, element in enumerate(inputs):
             ty = vec(shape, element)
             lines += pinned_operand(f"x{i}", ty, operands, f"p{i}")
             names.append(f"%x{i}")
-        types = ", ".join(vec(shape, e) for e in operand_types)
+        types = ", ".join(vec(shape, e) for e in inputs)
         props = f" <{{{properties}}}>" if properties else ""
         lines.append(tag(f'%r = "{name}"({", ".join(names)}){props} : ({types}) -> {result_ty}'))
         lines.append(pinned_result("q", "r", result_ty, result))
-        pins = tuple(Pin(f"p{i}", 0, operands) for i in range(len(operand_types)))
+        pins = tuple(Pin(f"p{i}", 0, operands) for i in range(len(inputs)))
         return Candidate(label, kernel(lines), (*pins, Pin(OP, 0, result)))
 
+    layouts = register_layouts(ELEMENTWISE_SHAPE, 32)
+    del layouts["WGMMA_8BIT"]  # 32-bit values: WGMMA is their tiling
     candidates = [candidate(label, layout, layout) for label, layout in layouts.items()]
     candidates.append(candidate("WGMMA->strided", layouts["WGMMA"], layouts["strided"]))
     candidates.append(candidate("TCGEN05->WGMMA", layouts["TCGEN05"], layouts["WGMMA"]))
+    rank_3 = (2, 128, 64)
+    deep = some(register_layouts(rank_3, 32), "splat", "strided", "WGMMA")
+    for label, layout in deep.items():
+        candidates.append(candidate(f"2x128x64 {label}", layout, layout, rank_3))
+    candidates.append(candidate("2x128x64 WGMMA->strided", deep["WGMMA"], deep["strided"], rank_3))
+    if name not in CONVERSIONS:
+        narrow = (tuple(_NARROW[e] for e in operand_types), _NARROW[result_type])
+        half = some(register_layouts(ELEMENTWISE_SHAPE, 16), "splat", "strided", "WGMMA")
+        for label, layout in half.items():
+            candidates.append(
+                candidate(f"16-bit {label}", layout, layout, ELEMENTWISE_SHAPE, narrow)
+            )
     return Cases(name, (*candidates, *_sub_byte_conversions(name)))
 
 
@@ -243,47 +267,81 @@ def multi_reduction(name: str) -> Cases:
 
 @generator("vector.shape_cast")
 def shape_cast(name: str) -> Cases:
-    """A reshape keeps the layout where no element moves (both ends pinned)."""
-    shape = (2, 64, 64)
-    sources = register_layouts(ELEMENTWISE_SHAPE, 32)
-    results = register_layouts(shape, 32)
-    pairs = {
-        "splat": ("splat", "splat"),
-        "strided": ("strided", "strided"),
-        "WGMMA": ("WGMMA", "WGMMA"),
-        "WGMMA then strided": ("WGMMA", "strided"),
-        "strided then WGMMA": ("strided", "WGMMA"),
-    }
-    out = vec(shape, "f32")
-    return register_cases(
-        name,
-        F32_2D,
-        {label: sources[a] for label, (a, _) in pairs.items()},
-        lambda x: f'%r = "vector.shape_cast"(%{x}) : ({F32_2D}) -> {out}',
-        result_ty=out,
-        result_layouts={label: results[b] for label, (_, b) in pairs.items()},
+    """A reshape keeps the layout where no element moves (both ends pinned): splitting or
+    merging major dims keeps a tiling of the minor ones; flattening keeps a strided one."""
+    # (source shape, result shape, {label: (source layout, result layout)})
+    kinds = (
+        (
+            ELEMENTWISE_SHAPE,
+            (2, 64, 64),
+            {
+                "splat": ("splat", "splat"),
+                "strided": ("strided", "strided"),
+                "WGMMA": ("WGMMA", "WGMMA"),
+                "WGMMA then strided": ("WGMMA", "strided"),
+                "strided then WGMMA": ("strided", "WGMMA"),
+            },
+        ),
+        (
+            (2, 128, 64),
+            (256, 64),
+            {"merged, WGMMA": ("WGMMA", "WGMMA"), "merged, TCGEN05": ("TCGEN05", "TCGEN05")},
+        ),
+        (
+            ELEMENTWISE_SHAPE,
+            (8192,),
+            {
+                "flattened, strided": ("strided", "strided"),
+                "flattened, WGMMA": ("WGMMA", "strided"),
+            },
+        ),
     )
+    candidates = []
+    for source, result, pairs in kinds:
+        sources, results = register_layouts(source, 32), register_layouts(result, 32)
+        in_ty, out_ty = vec(source, "f32"), vec(result, "f32")
+        cases = register_cases(
+            name,
+            in_ty,
+            {label: sources[a] for label, (a, _) in pairs.items()},
+            lambda x, i=in_ty, o=out_ty: f'%r = "vector.shape_cast"(%{x}) : ({i}) -> {o}',
+            result_ty=out_ty,
+            result_layouts={label: results[b] for label, (_, b) in pairs.items()},
+        )
+        candidates += cases.candidates
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.extract_strided_slice")
 def extract_strided_slice(name: str) -> Cases:
     """A slice of a tiled value at tile boundaries keeps its layout (both ends pinned):
-    rows 64..191 of 256 are whole 64-row WGMMA tiles, not whole 128-row TCGEN05 ones."""
+    rows 64..191 of 256 are whole 64-row WGMMA tiles, not whole 128-row TCGEN05 ones;
+    columns 32..63 of a 16-bit value are whole WGMMA tiles."""
     labels = ("splat", "strided", "WGMMA", "TCGEN05")
-    sources = some(register_layouts((256, 64), 32), *labels)
-    results = some(register_layouts((128, 64), 32), *labels)
-    source, out = vec((256, 64), "f32"), vec((128, 64), "f32")
-    return register_cases(
-        name,
-        source,
-        sources,
-        lambda x: (
-            f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [64, 0], sizes = [128, 64], '
-            f"strides = [1, 1]}}> : ({source}) -> {out}"
-        ),
-        result_ty=out,
-        result_layouts=results,
+    # (element, bitwidth, source shape, offsets, sizes, labels)
+    kinds = (
+        ("f32", 32, (256, 64), (64, 0), (128, 64), labels),
+        ("bf16", 16, (128, 64), (0, 32), (128, 32), ("strided", "WGMMA")),
     )
+    candidates = []
+    for element, bitwidth, shape, offsets, sizes, chosen in kinds:
+        sources = some(register_layouts(shape, bitwidth), *chosen)
+        results = some(register_layouts(sizes, bitwidth), *chosen)
+        source, out = vec(shape, element), vec(sizes, element)
+        at = ", ".join(map(str, offsets))
+        cases = register_cases(
+            name,
+            source,
+            {f"{element} at [{at}], {k}": v for k, v in sources.items()},
+            lambda x, s=source, o=out, a=at, z=sizes: (
+                f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [{a}], '
+                f"sizes = [{z[0]}, {z[1]}], strides = [1, 1]}}> : ({s}) -> {o}"
+            ),
+            result_ty=out,
+            result_layouts={f"{element} at [{at}], {k}": v for k, v in results.items()},
+        )
+        candidates += cases.candidates
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.extract")
