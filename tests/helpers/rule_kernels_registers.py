@@ -711,28 +711,36 @@ def _other_broadcasts() -> list[Candidate]:
 
 @generator("mosaic_gpu.vector_concat")
 def vector_concat(name: str) -> Cases:
-    """Operands and result share one tiled layout."""
-    part, ty = vec((64, 64), "f32"), F32_2D
+    """Operands and result share one tiled layout, joined along the rows or the columns."""
+    part = vec((64, 64), "f32")
     parts = register_layouts((64, 64), 32)
-    whole = register_layouts(ELEMENTWISE_SHAPE, 32)
     stricter = (
         "JAX's inference concatenates tiled values only; its lowering also joins strided "
         "values along dim 0"
     )
     candidates = []
-    for label in ("WGMMA", "strided", "splat"):
-        lines = [
-            *pinned_operand("a", part, parts[label], "p0"),
-            *pinned_operand("b", part, parts[label], "p1"),
-            tag(
-                f'%r = "mosaic_gpu.vector_concat"(%a, %b) <{{dimension = 0 : i32}}> '
-                f": ({part}, {part}) -> {ty}"
-            ),
-            pinned_result("q", "r", ty, whole[label]),
-        ]
-        pins = (Pin("p0", 0, parts[label]), Pin("p1", 0, parts[label]), Pin(OP, 0, whole[label]))
-        reason = stricter if label == "strided" else ""
-        candidates.append(Candidate(label, kernel(lines), pins, HOPPER, reason))
+    for dimension, whole_shape in ((0, ELEMENTWISE_SHAPE), (1, (64, 128))):
+        ty = vec(whole_shape, "f32")
+        whole = register_layouts(whole_shape, 32)
+        for label in ("WGMMA", "strided", "splat"):
+            lines = [
+                *pinned_operand("a", part, parts[label], "p0"),
+                *pinned_operand("b", part, parts[label], "p1"),
+                tag(
+                    f'%r = "mosaic_gpu.vector_concat"(%a, %b) <{{dimension = {dimension} : i32}}> '
+                    f": ({part}, {part}) -> {ty}"
+                ),
+                pinned_result("q", "r", ty, whole[label]),
+            ]
+            pins = (
+                Pin("p0", 0, parts[label]),
+                Pin("p1", 0, parts[label]),
+                Pin(OP, 0, whole[label]),
+            )
+            # (Along dim 1 the lowering refuses strided values too.)
+            reason = stricter if label == "strided" and dimension == 0 else ""
+            title = label if dimension == 0 else f"along dim 1, {label}"
+            candidates.append(Candidate(title, kernel(lines), pins, HOPPER, reason))
     return Cases(name, tuple(candidates))
 
 
