@@ -19,7 +19,13 @@ location is ``loc("op")``). Both sides then give a verdict:
   terminator of its regions, which the generators locate with it).
 
 Where the two verdicts differ, a rule was changed without its check (or the
-other way round). The refused side is weaker where an op relates several
+other way round), and the message names the side that changed. A solver that
+avoids a pinned layout by converting a tiled value between ops, which JAX's
+rules never do (only a splat changes layout from producer to user; smalto's
+widened search converts as the lowering does, where JAX's rules leave nothing
+that lowers), changed whatever the checker says: that answer is solved again
+with the widened search kept to JAX's relayouts, and if it still converts, the
+rules were loosened. The refused side is weaker where an op relates several
 sites: the hand-annotated module keeps the accepted answer's layouts at the
 sites a candidate does not pin, so a generator pins every site it means.
 """
@@ -238,17 +244,8 @@ def retargeted(answer: ir.Module, candidate: Candidate) -> ir.Module:
 # --- the verdicts ---------------------------------------------------------------------------
 
 
-def solve(candidate: Candidate) -> tuple[ir.Module | None, str]:
-    """smalto's answer where it takes the pinned layouts, else None and why not."""
-    module, error = _answer(candidate)
-    if module is None:
-        return None, error
-    if not pinned_sites_hold(module, candidate.pins):
-        return None, ""
-    return module, ""
-
-
 def _answer(candidate: Candidate) -> tuple[ir.Module | None, str]:
+    """smalto's answer to the candidate's kernel, else None and why not."""
     module = parse(candidate.text)
     try:
         smalto.infer_layout(module, arch=candidate.arch)
@@ -336,13 +333,16 @@ def _structure(text: str) -> tuple[tuple[str, ...], ...]:
 
 def judge_all(cases: Cases) -> list[Judged]:
     """Both verdicts on every candidate of ``cases``."""
-    answers: dict[str, tuple[ir.Module | None, str]] = {c.label: solve(c) for c in cases.candidates}
-    # (Solved, but not in the pinned layouts: an error-free refusal.)
-    relayouted = {
-        c.label: _relayouted(c)
-        for c in cases.candidates
-        if answers[c.label][0] is None and not answers[c.label][1]
-    }
+    answers: dict[str, tuple[ir.Module | None, str]] = {}
+    # Solved, but not in the pinned layouts (an error-free refusal): where the answer
+    # converts between ops under JAX's rules alone, if it does.
+    relayouted: dict[str, tuple[str, ...]] = {}
+    for c in cases.candidates:
+        module, error = _answer(c)
+        if module is not None and not pinned_sites_hold(module, c.pins):
+            relayouted[c.label] = _relayouted(c, module)
+            module = None
+        answers[c.label] = (module, error)
     accepted_by_structure: dict[tuple[tuple[str, ...], ...], ir.Module] = {}
     converting = {_structure(c.text) for c in cases.candidates if relayouted.get(c.label)}
     for c in cases.candidates:
@@ -393,16 +393,16 @@ def problems(cases: Cases, judged: Sequence[Judged]) -> list[str]:
     found = []
     for j in judged:
         reason = j.candidate.stricter
-        if reason:
+        if j.relayouted or j.unjudged:
+            found.append(f"{j.disagreement()}")
+        elif reason:
             # Known: the rule refuses, like JAX's inference, what the lowering takes.
             if (j.solver, j.checker) != (Verdict.REFUSED, Verdict.ACCEPTED):
                 found.append(
                     f"{j.candidate.label}: expected the rule alone to refuse it ({reason}); "
                     f"solver {j.solver.value}, checker {j.checker.value}"
                 )
-            continue
-        disagreement = j.disagreement()
-        if disagreement is not None:
+        elif (disagreement := j.disagreement()) is not None:
             found.append(disagreement)
     verdicts = {j.solver for j in judged}
     # Not hollow: some kernel is solved and checked whole, and where the rule
@@ -414,11 +414,11 @@ def problems(cases: Cases, judged: Sequence[Judged]) -> list[str]:
     return found
 
 
-def _relayouted(candidate: Candidate) -> tuple[str, ...]:
-    """Where a solved kernel that avoids its pins converts tiled values between ops even
-    under JAX's rules alone (none, where the widened search alone made it do so)."""
-    module, _ = _answer(candidate)
-    if module is None or not between_ops(module):
+def _relayouted(candidate: Candidate, answer: ir.Module) -> tuple[str, ...]:
+    """Where ``answer``, smalto's answer to a kernel that avoids its pins, converts tiled
+    values between ops even under JAX's rules alone (none, where only the widened search
+    converts them)."""
+    if not between_ops(answer):
         return ()
     narrowed = _under_jax_rules(candidate)
     return tuple(between_ops(narrowed)) if narrowed is not None else ()
