@@ -7,8 +7,6 @@ index.
 
 from __future__ import annotations
 
-from typing import cast
-
 from jax._src.lib.mlir import ir
 
 from smalto.program.view import Program
@@ -24,20 +22,6 @@ def ints(attr: ir.Attribute) -> tuple[int, ...]:
         return tuple([attr[i] for i in range(len(attr))])
     array = ir.ArrayAttr(attr)
     return tuple([ir.IntegerAttr(array[i]).value for i in range(len(array))])
-
-
-def segment(operation: ir.Operation, index: int) -> range:
-    """The operand positions of segment ``index`` of an op with optional or variadic operands.
-
-    Computed from ``operandSegmentSizes``: an absent optional operand (a
-    size-0 segment) shifts every later one.
-    """
-    # The bindings hand the attribute back as its own class; their stubs say only Attribute.
-    sizes = cast(ir.DenseI32ArrayAttr, operation.attributes["operandSegmentSizes"])
-    start = 0
-    for i in range(index):
-        start += sizes[i]
-    return range(start, start + sizes[index])
 
 
 def strict_cast(program: Program, op_id: int) -> bool:

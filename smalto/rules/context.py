@@ -31,7 +31,7 @@ from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit
 from smalto.hw.names import describe_value
 from smalto.hw.values import Const, Reg, Smem, Tmem
-from smalto.program.view import Kind, Op, Program, Value
+from smalto.program.view import Op, Program, Value
 from smalto.rules.attributes import ints
 from smalto.rules.divisibility import Divisibility
 from smalto.source.locations import op_text
@@ -109,15 +109,6 @@ class RuleContext:
     def value(self, site: Site) -> Value:
         return self.program.values[self.value_id(site)]
 
-    def producer_site(self, site: Site) -> Site | None:
-        program = self.program
-        producer = program.values[self._value_id(site)].producer
-        if producer is None:
-            return None
-        if producer.region is None:
-            return Site(producer.op, _RESULT, producer.index)
-        return Site(producer.op, _ARGUMENT, producer.index, producer.region)
-
     # --- attributes --------------------------------------------------------------
 
     def ints(self, attr: ir.Attribute) -> tuple[int, ...]:
@@ -162,7 +153,8 @@ class RuleContext:
         return found
 
     def segment(self, op: Op, index: int) -> range:
-        """The operand positions of segment ``index`` of an op (``attributes.segment``)."""
+        """The operand positions of segment ``index`` of an op with optional or variadic
+        operands: an absent optional operand (a size-0 segment) shifts every later one."""
         sizes = self._segment_sizes.get(op.id)
         if sizes is None:
             # Rules ask for several segments of one op: its sizes are read once.
@@ -447,16 +439,3 @@ class RuleContext:
         op = self.program.ops[site.op]
         role = {Role.OPERAND: "operand", Role.RESULT: "result", Role.ARGUMENT: "argument"}
         return f"{role[site.role]} #{site.index} of {self.describe_op(op)}"
-
-
-def needs_layout(op: Op, program: Program) -> bool:
-    """Whether an op has a vector, a TMEM ref, or a transformable SMEM ref.
-
-    ``Program.layout_ops`` lists exactly these ops; this is the same test on one op.
-    """
-    values = program.values
-    for vid in (*op.operands, *op.results):
-        value = values[vid]
-        if value.kind in (Kind.VECTOR, Kind.TMEM) or value.transformable:
-            return True
-    return False

@@ -19,7 +19,13 @@ location is ``loc("op")``). Both sides then give a verdict:
   terminator of its regions, which the generators locate with it).
 
 Where the two verdicts differ, a rule was changed without its check (or the
-other way round). The refused side is weaker where an op relates several
+other way round), and the message names the side that changed. A solver that
+avoids a pinned layout by converting a tiled value between ops, which JAX's
+rules never do (only a splat changes layout from producer to user; smalto's
+widened search converts as the lowering does, where JAX's rules leave nothing
+that lowers), changed whatever the checker says: that answer is solved again
+with the widened search kept to JAX's relayouts, and if it still converts, the
+rules were loosened. The refused side is weaker where an op relates several
 sites: the hand-annotated module keeps the accepted answer's layouts at the
 sites a candidate does not pin, so a generator pins every site it means.
 """
@@ -94,8 +100,24 @@ class Judged:
     checker: Verdict
     violations: list[Violation] = field(default_factory=list)
     solver_error: str = ""
+    # Where the solver, under JAX's rules alone, avoided a pin by converting a tiled
+    # value between ops (``between_ops``): the rules' side changed, whatever the checker says.
+    relayouted: tuple[str, ...] = ()
+    # Why the checker could not be asked (no accepted kernel of the same ops to annotate).
+    unjudged: str = ""
 
     def disagreement(self) -> str | None:
+        if self.unjudged:
+            return f"{self.candidate.label}: {self.unjudged}"
+        if self.relayouted:
+            return (
+                f"{self.candidate.label}: the solver (smalto/rules) changed: it avoids the "
+                "pinned layout by converting a value between ops that JAX's rules keep (only "
+                "a splat changes layout from its producer to a user), with no need of the "
+                "widened search; a loosened rule, or producer-to-consumer relayouts "
+                "(smalto.rules.vector_relayouts) no longer strict?\n  "
+                + "\n  ".join(self.relayouted)
+            )
         if self.solver == self.checker:
             return None
         said = "\n  ".join(str(v) for v in self.violations) or "(nothing)"
@@ -222,28 +244,107 @@ def retargeted(answer: ir.Module, candidate: Candidate) -> ir.Module:
 # --- the verdicts ---------------------------------------------------------------------------
 
 
-def solve(candidate: Candidate) -> tuple[ir.Module | None, str]:
-    """smalto's answer where it takes the pinned layouts, else None and why not."""
+def _answer(candidate: Candidate) -> tuple[ir.Module | None, str]:
+    """smalto's answer to the candidate's kernel, else None and why not."""
     module = parse(candidate.text)
     try:
         smalto.infer_layout(module, arch=candidate.arch)
     except (smalto.InferenceError, NotImplementedError) as error:
         return None, str(error).splitlines()[0][:300]
-    if not pinned_sites_hold(module, candidate.pins):
-        return None, ""
     return module, ""
 
 
-def _structure(text: str) -> tuple[str, ...]:
+def between_ops(module: ir.Module) -> list[str]:
+    """Where an annotated module converts a register value between its producer and a
+    user other than from a splat: what JAX's rules never do (only the lowering, which
+    smalto's widened search asks, where JAX's rules leave nothing that lowers)."""
+    found = []
+    with module.context:
+        for op in walk(module):
+            if "in_layouts" not in op.attributes:
+                continue
+            operands = list(op.operands)
+            for i, value in enumerate(operands):
+                if isinstance(value.owner, ir.Block) or _family(value.type) != "layouts":
+                    continue  # (a block argument's layout is its region owner's)
+                producer = value.owner.operation
+                results = list(producer.results)
+                index = next(k for k, r in enumerate(results) if r == value)
+                made, used = _position(results, index), _position(operands, i)
+                if made is None or used is None or "out_layouts" not in producer.attributes:
+                    continue
+                given = ir.ArrayAttr(producer.attributes["out_layouts"])[made[1]]
+                taken = ir.ArrayAttr(op.attributes["in_layouts"])[used[1]]
+                if given != taken and "WGSplatFragLayout" not in str(given):
+                    found.append(
+                        f"made as {_named(given)} at {producer.location}, used as "
+                        f"{_named(taken)} at {op.location}"
+                    )
+    return found
+
+
+def _named(attr: ir.Attribute) -> str:
+    """A register layout attribute by name (``WGMMA``, ``strided ×2``), as smalto's
+    messages name it."""
+    from jax.experimental.mosaic.gpu import layouts as layouts_lib
+
+    from smalto.check.names import describe
+    from smalto.hw.values import Reg
+
+    return describe(Reg(layouts_lib.from_layout_attr(attr)))
+
+
+def _under_jax_rules(candidate: Candidate) -> ir.Module | None:
+    """smalto's answer with the widened search kept to JAX's relayouts between ops."""
+    from unittest import mock
+
+    import smalto.solve.propagation as propagation
+
+    assert hasattr(propagation, "lowered_relayout"), "the widened search's relayouts moved"
+    with mock.patch.object(propagation, "lowered_relayout", lambda c, program: None):
+        return _answer(candidate)[0]
+
+
+# What a candidate pins: the attributes that differ between candidates of one kernel.
+_PIN_ATTRIBUTES = frozenset({"new_layout", "strict", "transforms"})
+
+
+def _structure(text: str) -> tuple[tuple[str, ...], ...]:
+    """The kernel's ops, with their types and their attributes but the pins: candidates
+    of one kernel in other layouts share it (a generator may offer several kernels of
+    one op, in other shapes, element types or attributes)."""
     # The module must outlive its ops: an op of a freed module aborts the process.
     module = parse(text)
-    return tuple(op.name for op in walk(module))
+    return tuple(
+        (
+            op.name,
+            *(str(v.type) for v in op.operands),
+            "->",
+            *(str(v.type) for v in op.results),
+            *sorted(
+                f"{name}={op.attributes[name]}"
+                for name in op.attributes
+                if name not in _PIN_ATTRIBUTES and name not in reference.LAYOUT_ATTRIBUTE_NAMES
+            ),
+        )
+        for op in walk(module)
+    )
 
 
 def judge_all(cases: Cases) -> list[Judged]:
     """Both verdicts on every candidate of ``cases``."""
-    answers: dict[str, tuple[ir.Module | None, str]] = {c.label: solve(c) for c in cases.candidates}
-    accepted_by_structure: dict[tuple[str, ...], ir.Module] = {}
+    answers: dict[str, tuple[ir.Module | None, str]] = {}
+    # Solved, but not in the pinned layouts (an error-free refusal): where the answer
+    # converts between ops under JAX's rules alone, if it does.
+    relayouted: dict[str, tuple[str, ...]] = {}
+    for c in cases.candidates:
+        module, error = _answer(c)
+        if module is not None and not pinned_sites_hold(module, c.pins):
+            relayouted[c.label] = _relayouted(c, module)
+            module = None
+        answers[c.label] = (module, error)
+    accepted_by_structure: dict[tuple[tuple[str, ...], ...], ir.Module] = {}
+    converting = {_structure(c.text) for c in cases.candidates if relayouted.get(c.label)}
     for c in cases.candidates:
         module = answers[c.label][0]
         if module is not None:
@@ -256,15 +357,71 @@ def judge_all(cases: Cases) -> list[Judged]:
             verdict = Verdict.REFUSED if violations else Verdict.ACCEPTED
             judged.append(Judged(c, Verdict.ACCEPTED, verdict, violations))
             continue
+        moved = relayouted.get(c.label)
+        if moved:
+            judged.append(Judged(c, Verdict.REFUSED, Verdict.ACCEPTED, relayouted=moved))
+            continue
         base = accepted_by_structure.get(_structure(c.text))
-        assert base is not None, (
-            f"{cases.op} {c.label}: the solver refuses it, and no accepted kernel of the same "
-            "ops gives the attributes to hand-annotate it from (add an accepted candidate)"
-        )
+        if base is None and _structure(c.text) in converting:
+            unjudged = (
+                "cannot be judged: the solver takes the other candidates of this kernel only "
+                "by converting between ops (above), so none gives the attributes to "
+                "hand-annotate it from"
+            )
+            judged.append(Judged(c, Verdict.REFUSED, Verdict.REFUSED, [], error, (), unjudged))
+            continue
+        if base is None:
+            # A generator offers a layout each kernel takes: a rule that refuses them all
+            # was tightened (or the generator offers none).
+            unjudged = (
+                f"the solver (smalto/rules) refuses every candidate of this kernel "
+                f"({error or 'it avoids the pinned layouts'}), so none gives the attributes to "
+                "hand-annotate it from: a rule tightened, or a generator with no layout the "
+                "op takes?"
+            )
+            judged.append(Judged(c, Verdict.REFUSED, Verdict.REFUSED, [], error, (), unjudged))
+            continue
         violations = [v for v in check(retargeted(base, c), c.arch) if v.location == OP_TAG]
         verdict = Verdict.REFUSED if violations else Verdict.ACCEPTED
         judged.append(Judged(c, Verdict.REFUSED, verdict, violations, error))
     return judged
+
+
+def problems(cases: Cases, judged: Sequence[Judged]) -> list[str]:
+    """What is wrong with the verdicts on ``cases``: a disagreement of the two sides, a
+    known stricter rule no longer alone in refusing, or verdicts too uniform to judge."""
+    found = []
+    for j in judged:
+        reason = j.candidate.stricter
+        if j.relayouted or j.unjudged:
+            found.append(f"{j.disagreement()}")
+        elif reason:
+            # Known: the rule refuses, like JAX's inference, what the lowering takes.
+            if (j.solver, j.checker) != (Verdict.REFUSED, Verdict.ACCEPTED):
+                found.append(
+                    f"{j.candidate.label}: expected the rule alone to refuse it ({reason}); "
+                    f"solver {j.solver.value}, checker {j.checker.value}"
+                )
+        elif (disagreement := j.disagreement()) is not None:
+            found.append(disagreement)
+    verdicts = {j.solver for j in judged}
+    # Not hollow: some kernel is solved and checked whole, and where the rule
+    # restricts layouts, some layout is refused by both sides.
+    if Verdict.ACCEPTED not in verdicts:
+        found.append(f"no candidate solved ({describe_verdicts(judged)})")
+    if cases.restricted and not any(j.solver is j.checker is Verdict.REFUSED for j in judged):
+        found.append(f"no layout refused by both sides ({describe_verdicts(judged)})")
+    return found
+
+
+def _relayouted(candidate: Candidate, answer: ir.Module) -> tuple[str, ...]:
+    """Where ``answer``, smalto's answer to a kernel that avoids its pins, converts tiled
+    values between ops even under JAX's rules alone (none, where only the widened search
+    converts them)."""
+    if not between_ops(answer):
+        return ()
+    narrowed = _under_jax_rules(candidate)
+    return tuple(between_ops(narrowed)) if narrowed is not None else ()
 
 
 def describe_verdicts(judged: Sequence[Judged]) -> str:

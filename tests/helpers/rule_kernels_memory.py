@@ -36,7 +36,7 @@ def subview(name: str) -> Cases:
     """A window keeps the tiling, which must divide its sizes and offsets."""
     # At row 32: a 64-row tile fits the window but not its offset.
     window = smem("64x64xbf16", "strided<[64, 1], offset: 2048>")
-    return smem_cases(
+    static = smem_cases(
         name,
         BF16_REF,
         BF16_OPTIONS,
@@ -45,6 +45,81 @@ def subview(name: str) -> Cases:
         ],
         view_ty=window,
     )
+    return Cases(name, (*static.candidates, *_dynamic_subviews(name)))
+
+
+# Row offsets of a window, computed at run time from ``%arg0`` (an i32) as kernels do:
+# what each tells of the offset's divisors.
+_DYNAMIC_OFFSETS = {
+    "offset unknown": ["%o = arith.index_cast %arg0 : i32 to index"],
+    "offset assumed a multiple of 64": [
+        '%m = "mosaic_gpu.assume_multiple"(%arg0) <{multiple = 64 : i32}> : (i32) -> i32',
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset times 64": [
+        "%c64 = arith.constant 64 : i32",
+        "%m = arith.muli %arg0, %c64 : i32",
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset 64 plus a multiple of 128": [
+        "%c64 = arith.constant 64 : i32",
+        "%c128 = arith.constant 128 : i32",
+        "%m = arith.muli %arg0, %c128 : i32",
+        "%s = arith.addi %m, %c64 : i32",
+        "%o = arith.index_cast %s : i32 to index",
+    ],
+    "offset 32 plus a multiple of 64": [
+        "%c32 = arith.constant 32 : i32",
+        "%c64 = arith.constant 64 : i32",
+        "%m = arith.muli %arg0, %c64 : i32",
+        "%s = arith.addi %m, %c32 : i32",
+        "%o = arith.index_cast %s : i32 to index",
+    ],
+    "offset 0 or 64": [
+        "%c0 = arith.constant 0 : index",
+        "%c64 = arith.constant 64 : index",
+        "%f = arith.trunci %arg0 : i32 to i1",
+        "%o = arith.select %f, %c0, %c64 : index",
+    ],
+    "offset masked to a multiple of 64": [
+        "%mask = arith.constant -64 : i32",
+        "%m = arith.andi %arg0, %mask : i32",
+        "%o = arith.index_cast %m : i32 to index",
+    ],
+    "offset truncated from a multiple of 64": [
+        "%c64 = arith.constant 64 : i64",
+        "%wide = arith.extsi %arg0 : i32 to i64",
+        "%m = arith.muli %wide, %c64 : i64",
+        "%n = arith.trunci %m : i64 to i32",
+        "%o = arith.index_cast %n : i32 to index",
+    ],
+}
+
+
+def _dynamic_subviews(name: str) -> list[Candidate]:
+    """A window at a row offset known at run time: a 64-row tile only where the offset
+    is known to be a multiple of 64."""
+    window = smem("64x64xbf16", "strided<[64, 1], offset: ?>")
+    options = {
+        "tile 64x64 swizzle 128": transforms((64, 64), 128),
+        "untiled": transforms(None, None),
+    }
+    candidates = []
+    for offset_label, offset_lines in _DYNAMIC_OFFSETS.items():
+        for label, given in options.items():
+            lines = [
+                *pinned_ref("t", BF16_REF, given, "p0"),
+                *offset_lines,
+                tag(f"%v = memref.subview %t[%o, 0] [64, 64] [1, 1] : {BF16_REF} to {window}"),
+                tag(
+                    f'%w = "mosaic_gpu.with_transforms"(%v) <{{transforms = {given}}}> '
+                    f": ({window}) -> {window}",
+                    "p1",
+                ),
+            ]
+            pins = (Pin("p0", 0, given), Pin(OP, 0, given))
+            candidates.append(Candidate(f"{offset_label}, {label}", kernel(lines, ["i32"]), pins))
+    return candidates
 
 
 @generator("memref.cast")
@@ -180,7 +255,35 @@ def slice_smem(name: str) -> Cases:
             f": ({BF16_REF}) -> {BF16_REF}",
         ]
         candidates.append(Candidate(label, kernel(lines), (Pin(OP, 0, given),)))
-    return Cases(name, tuple(candidates), restricted=False)
+    return Cases(name, (*candidates, *_aliased_slices(name)), restricted=False)
+
+
+def _aliased_slices(name: str) -> list[Candidate]:
+    """Two slices with one alias id are one ref, whatever their offsets: one tiling."""
+    options = {
+        "aliased, alike": (transforms((64, 64), 128), transforms((64, 64), 128)),
+        "aliased, apart": (transforms((64, 64), 128), transforms(None, None)),
+    }
+    candidates = []
+    for label, (first, second) in options.items():
+        lines = []
+        for i, (given, offset) in enumerate(((first, 0), (second, 16384))):
+            lines += [
+                tag(
+                    f'%s{i} = "{name}"() <{{alias_id = 7 : i64, offset = {offset} : i32}}> '
+                    f": () -> {BF16_REF}",
+                    # The second is the op under test: the checker names it.
+                    OP if i == 1 else f"s{i}",
+                ),
+                tag(
+                    f'%t{i} = "mosaic_gpu.with_transforms"(%s{i}) <{{transforms = {given}}}> '
+                    f": ({BF16_REF}) -> {BF16_REF}",
+                    f"p{i}",
+                ),
+            ]
+        pins = (Pin("s0", 0, first), Pin(OP, 0, second))
+        candidates.append(Candidate(label, kernel(lines), pins))
+    return candidates
 
 
 def _transfer_cases(name: str, store: bool) -> Cases:
@@ -230,14 +333,53 @@ def _transfer_cases(name: str, store: bool) -> Cases:
     return Cases(name, tuple(candidates))
 
 
+def _gmem_cases(name: str, store: bool) -> list[Candidate]:
+    """Registers <-> a GMEM ref (a kernel argument): an optimized transfer must coalesce
+    (whole 32-byte sectors per warp); per layout, element type and ref shape."""
+    kinds = (("128x64", "bf16", 16), ("128x64", "f32", 32), ("128x8", "f32", 32))
+    labels = ("WGMMA", "strided", "splat", "strided x1")
+    candidates = []
+    for shape_text, element, bitwidth in kinds:
+        shape = tuple(int(d) for d in shape_text.split("x"))
+        ref, ty = f"memref<{shape_text}x{element}>", vec(shape, element)
+        layouts = register_layouts(shape, bitwidth)
+        from jax.experimental.mosaic.gpu import fragmented_array as fa
+
+        layouts["strided x1"] = text_of(fa.WGStridedFragLayout(shape, 1))
+        for label in labels:
+            if label not in layouts or (label == "splat" and not store):
+                continue
+            reg = layouts[label]
+            if store:
+                lines = [
+                    *pinned_operand("x", ty, reg, "p0"),
+                    tag(f'"{name}"(%x, %arg0) : ({ty}, {ref}) -> ()'),
+                ]
+                pins = (Pin("p0", 0, reg),)
+            else:
+                lines = [
+                    tag(f'%r = "{name}"(%arg0) : ({ref}) -> {ty}'),
+                    pinned_result("q", "r", ty, reg),
+                ]
+                pins = (Pin(OP, 0, reg),)
+            candidates.append(
+                Candidate(f"GMEM {shape_text}x{element}, {label}", kernel(lines, [ref]), pins)
+            )
+    return candidates
+
+
 @generator("mosaic_gpu.vector_load")
 def vector_load(name: str) -> Cases:
-    return _transfer_cases(name, store=False)
+    cases = _transfer_cases(name, store=False)
+    return Cases(name, (*cases.candidates, *_gmem_cases(name, store=False)))
 
 
 @generator("mosaic_gpu.vector_store", "mosaic_gpu.async_store_smem")
 def vector_store(name: str) -> Cases:
-    return _transfer_cases(name, store=True)
+    cases = _transfer_cases(name, store=True)
+    if name == "mosaic_gpu.vector_store":
+        return Cases(name, (*cases.candidates, *_gmem_cases(name, store=True)))
+    return cases
 
 
 # --- kernels of the op families' own tests, solved and checked whole -----------------------------
@@ -517,7 +659,80 @@ def tmem_transfer(name: str) -> Cases:
             pins = (Pin("p0", 0, ref), Pin("p1", 0, reg))
         label = f"{ref_label}, {reg_label}"
         candidates.append(Candidate(label, _tmem_kernel(lines), pins, BLACKWELL))
+    candidates += _packed_transfers(name, refs)
+    if name == "mosaic_gpu.async_load_tmem":
+        candidates += _reducing_loads(refs, registers)
     return Cases(name, tuple(candidates))
+
+
+def _packed_transfers(name: str, refs: dict[str, str]) -> list[Candidate]:
+    """16-bit values, two to a TMEM cell (the default layout packing 2) or one (packing 1)."""
+    ty, ref_ty = vec((128, 128), "bf16"), "128x128xbf16"
+    registers = register_layouts((128, 128), 16)
+    registers["TMEM_NATIVE"] = text_of(hl.TMEM_NATIVE)
+    pairs = [
+        ("TMEM default, packing 2", "TCGEN05"),
+        ("TMEM default, packing 2", "TMEM_NATIVE"),
+        ("TMEM default, packing 2", "WGMMA"),
+        ("TMEM default", "TCGEN05"),
+    ]
+    candidates = []
+    for ref_label, reg_label in pairs:
+        ref, reg = refs[ref_label], registers[reg_label]
+        lines = [tmem_alloc("t0", ref_ty), tmem_cast("t", "t0", ref_ty, ref, "p0")]
+        if name == "mosaic_gpu.async_load_tmem":
+            lines += [
+                tag(f'%r = "{name}"(%t) : ({tmem_ref(ref_ty)}) -> {ty}'),
+                pinned_result("q", "r", ty, reg),
+            ]
+            pins = (Pin("p0", 0, ref), Pin(OP, 0, reg))
+        else:
+            lines += [
+                *pinned_operand("x", ty, reg, "p1"),
+                tag(f'"{name}"(%x, %t) : ({ty}, {tmem_ref(ref_ty)}) -> ()'),
+            ]
+            pins = (Pin("p0", 0, ref), Pin("p1", 0, reg))
+        label = f"bf16, {ref_label}, {reg_label}"
+        candidates.append(Candidate(label, _tmem_kernel(lines), pins, BLACKWELL))
+    return candidates
+
+
+# TMEMLoadReduction's values, by name.
+_REDUCTIONS = {"min": 0, "max": 1, "absmin": 2, "absmax": 3}
+
+
+def _reducing_loads(refs: dict[str, str], registers: dict[str, str]) -> list[Candidate]:
+    """A load that also reduces each row (``reduce``): from the default TMEM layout into
+    the TMEM-native registers only (the lowering fuses the reduction there alone), per
+    element type and reduction kind; the loaded value pinned, or left to the solver."""
+    name = "mosaic_gpu.async_load_tmem"
+    kinds = (("f32", "max"), ("f32", "absmin"), ("i32", "min"), ("i32", "absmax"))
+    pairs = [
+        ("TMEM default", "TMEM_NATIVE"),
+        ("TMEM default", "TCGEN05"),
+        ("TMEM default", None),
+        ("TMEM half_lane", "TMEM_NATIVE"),
+    ]
+    candidates = []
+    for element, reduction in kinds:
+        ref_ty, ty, rows = f"128x128x{element}", vec((128, 128), element), vec((128,), element)
+        for ref_label, reg_label in pairs:
+            ref = refs[ref_label]
+            lines = [
+                tmem_alloc("t0", ref_ty),
+                tmem_cast("t", "t0", ref_ty, ref, "p0"),
+                tag(
+                    f'%r, %s = "{name}"(%t) <{{reduce = {_REDUCTIONS[reduction]} : i32}}> '
+                    f": ({tmem_ref(ref_ty)}) -> ({ty}, {rows})"
+                ),
+            ]
+            pins = [Pin("p0", 0, ref)]
+            if reg_label is not None:
+                lines.append(pinned_result("q", "r", ty, registers[reg_label]))
+                pins.append(Pin(OP, 0, registers[reg_label]))
+            label = f"reduce {reduction} of {element}, {ref_label}, {reg_label or 'registers free'}"
+            candidates.append(Candidate(label, _tmem_kernel(lines), tuple(pins), BLACKWELL))
+    return candidates
 
 
 @generator("mosaic_gpu.tmem_layout_cast", "mosaic_gpu.tmem_alloc", "mosaic_gpu.tmem_dealloc")
@@ -589,7 +804,72 @@ def tcgen05_mma(name: str) -> Cases:
             candidates.append(
                 Candidate(f"{acc_label}, {label}", _tmem_kernel(lines), pins, BLACKWELL)
             )
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_m64_mmas(name), *_mma_operand_kinds()))
+
+
+def _m64_mmas(name: str) -> list[Candidate]:
+    """M = 64 (not collective): N = 64 splits into two lane groups of 32 columns, and
+    B's tile must not straddle them: at most 32 columns wide."""
+    acc_ty, a, b = "64x64xf32", smem("64x64xf16"), smem("64x64xf16")
+    options = {
+        "M 64, B tile 8x64 swizzle 128": transforms((8, 64), 128),
+        "M 64, B tile 8x32 swizzle 64": transforms((8, 32), 64),
+    }
+    candidates = []
+    for label, b_given in options.items():
+        lines = [
+            '%p = "arith.constant"() <{value = true}> : () -> i1',
+            tmem_alloc("acc", acc_ty),
+            f'%a = "mosaic_gpu.slice_smem"() <{{offset = 0 : i32}}> : () -> {a}',
+            *pinned_ref("b", b, b_given, "p0", offset=65536),
+            tag(
+                f'"{name}"(%acc, %a, %b, %p) <{{collective = false, operandSegmentSizes = '
+                f"array<i32: 1, 1, 1, 1, 0, 0, 0>}}> : ({tmem_ref(acc_ty)}, {a}, {b}, i1) -> ()"
+            ),
+        ]
+        candidates.append(
+            Candidate(label, _tmem_kernel(lines), (Pin("p0", 0, b_given),), BLACKWELL)
+        )
+    return candidates
+
+
+def _mma_operand_kinds() -> list[Candidate]:
+    """MMAs solved and checked whole: A in TMEM (packed 16-bit), sparse A with its
+    metadata in TMEM, block-scaled operands (and collective M = 64 scales of B)."""
+    from blackwell_kit import alloc, mma_kernel
+
+    meta = "128x128xi2"
+    scales = ("128x8xf8E8M0FNU", "256x8xf8E8M0FNU")
+
+    def scale_allocs(collective: bool = False) -> list[str]:
+        return [
+            alloc(n, t, collective=collective) for n, t in zip(("sa", "sb"), scales, strict=True)
+        ]
+
+    kernels = {
+        "A in TMEM": mma_kernel("128x128xf32", "128x64xf16", "64x128xf16", a_in_tmem=True),
+        "sparse A": mma_kernel(
+            "128x32xi32", "128x128xi8", "256x32xi8", extra=[alloc("meta", meta)], sparse_meta=meta
+        ),
+        "scaled": mma_kernel(
+            "128x256xf32",
+            "128x256xf8E5M2",
+            "256x256xf8E5M2",
+            b_strides=[1, 256],
+            extra=scale_allocs(),
+            scales=scales,
+        ),
+        "scaled, collective M 64": mma_kernel(
+            "64x192xf32",
+            "64x256xf8E5M2",
+            "256x96xf8E5M2",
+            b_strides=[1, 256],
+            collective=True,
+            extra=scale_allocs(collective=True),
+            scales=scales,
+        ),
+    }
+    return [Candidate(label, text, (), BLACKWELL) for label, text in kernels.items()]
 
 
 @generator(
@@ -621,15 +901,23 @@ def smem_to_tmem(name: str) -> Cases:
             {"untiled": transforms(None, None), "tile 16": transforms((16,), None)},
         ),
     }[name]
-    source_ty = smem(source)
+    kinds = [(source, dest, "")]
+    if name == "mosaic_gpu.async_store_scales_smem_to_tmem":
+        # B scales of a collective M = 64 MMA: 64-row blocks, their own TMEM layout.
+        kinds.append(("1x2x64x16xf8E8M0FNU", "256x8xf8E8M0FNU", "collective M 64 B scales, "))
     candidates = []
-    for label, given in options.items():
-        lines = [
-            tmem_alloc("t", dest),
-            *pinned_ref("s", source_ty, given, "p0"),
-            tag(
-                f'"{name}"(%s, %t) <{{collective = false}}> : ({source_ty}, {tmem_ref(dest)}) -> ()'
-            ),
-        ]
-        candidates.append(Candidate(label, _tmem_kernel(lines), (Pin("p0", 0, given),), BLACKWELL))
+    for source, dest, prefix in kinds:
+        source_ty = smem(source)
+        for label, given in options.items():
+            lines = [
+                tmem_alloc("t", dest),
+                *pinned_ref("s", source_ty, given, "p0"),
+                tag(
+                    f'"{name}"(%s, %t) <{{collective = false}}> '
+                    f": ({source_ty}, {tmem_ref(dest)}) -> ()"
+                ),
+            ]
+            candidates.append(
+                Candidate(prefix + label, _tmem_kernel(lines), (Pin("p0", 0, given),), BLACKWELL)
+            )
     return Cases(name, tuple(candidates))

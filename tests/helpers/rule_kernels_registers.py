@@ -25,7 +25,7 @@ from rule_kernel_parts import (
 )
 from rule_kit import HOPPER, kernel
 
-from smalto.basics.elementwise import ELEMENTWISE
+from smalto.basics.elementwise import CONVERSIONS, ELEMENTWISE
 from smalto.hw import layouts as hl
 
 # --- elementwise ops ---------------------------------------------------------------------------
@@ -71,36 +71,95 @@ for _name in _INT_UNARY:
     _SIGNATURES[_name] = ((_I,), _I, "")
 
 
+# The narrow element type each 32-bit one is also tried in (conversions keep their own).
+_NARROW = {_F: "bf16", _I: "i16", "i1": "i1"}
+
+
 @generator(*ELEMENTWISE)
 def elementwise(name: str) -> Cases:
     """Operands pinned to one layout, the result pinned (strictly) to it or to another.
 
     Every layout that fits is taken; operands and result in two tiled layouts are not.
+    Also in rank 3 (a tiling of the minor dims) and, but for conversions, in 16-bit
+    elements (whose registers pack two).
     """
     operand_types, result_type, properties = _SIGNATURES[name]
-    shape = ELEMENTWISE_SHAPE
-    result_ty = vec(shape, result_type)
-    layouts = register_layouts(shape, 32)
-    del layouts["WGMMA_8BIT"]  # 32-bit values: WGMMA is their tiling
 
-    def candidate(label: str, operands: str, result: str) -> Candidate:
+    def candidate(
+        label: str,
+        operands: str,
+        result: str,
+        shape: tuple[int, ...] = ELEMENTWISE_SHAPE,
+        elements: tuple[tuple[str, ...], str] = (operand_types, result_type),
+    ) -> Candidate:
+        inputs, output = elements
+        result_ty = vec(shape, output)
         lines: list[str] = []
         names = []
-        for i, element in enumerate(operand_types):
+        for i, element in enumerate(inputs):
             ty = vec(shape, element)
             lines += pinned_operand(f"x{i}", ty, operands, f"p{i}")
             names.append(f"%x{i}")
-        types = ", ".join(vec(shape, e) for e in operand_types)
+        types = ", ".join(vec(shape, e) for e in inputs)
         props = f" <{{{properties}}}>" if properties else ""
         lines.append(tag(f'%r = "{name}"({", ".join(names)}){props} : ({types}) -> {result_ty}'))
         lines.append(pinned_result("q", "r", result_ty, result))
-        pins = tuple(Pin(f"p{i}", 0, operands) for i in range(len(operand_types)))
+        pins = tuple(Pin(f"p{i}", 0, operands) for i in range(len(inputs)))
         return Candidate(label, kernel(lines), (*pins, Pin(OP, 0, result)))
 
+    layouts = register_layouts(ELEMENTWISE_SHAPE, 32)
+    del layouts["WGMMA_8BIT"]  # 32-bit values: WGMMA is their tiling
     candidates = [candidate(label, layout, layout) for label, layout in layouts.items()]
     candidates.append(candidate("WGMMA->strided", layouts["WGMMA"], layouts["strided"]))
     candidates.append(candidate("TCGEN05->WGMMA", layouts["TCGEN05"], layouts["WGMMA"]))
-    return Cases(name, tuple(candidates))
+    rank_3 = (2, 128, 64)
+    deep = some(register_layouts(rank_3, 32), "splat", "strided", "WGMMA")
+    for label, layout in deep.items():
+        candidates.append(candidate(f"2x128x64 {label}", layout, layout, rank_3))
+    candidates.append(candidate("2x128x64 WGMMA->strided", deep["WGMMA"], deep["strided"], rank_3))
+    if name not in CONVERSIONS:
+        narrow = (tuple(_NARROW[e] for e in operand_types), _NARROW[result_type])
+        half = some(register_layouts(ELEMENTWISE_SHAPE, 16), "splat", "strided", "WGMMA")
+        for label, layout in half.items():
+            candidates.append(
+                candidate(f"16-bit {label}", layout, layout, ELEMENTWISE_SHAPE, narrow)
+            )
+    return Cases(name, (*candidates, *_sub_byte_conversions(name)))
+
+
+# Conversions to or from 4-bit elements: (operand element, result element).
+_SUB_BYTE: dict[str, tuple[str, str]] = {
+    "arith.extsi": ("i4", "i8"),  # packs registers: never from a splat
+    "arith.sitofp": ("i4", "f8E4M3FN"),  # packs registers too
+    "arith.trunci": ("i8", "i4"),  # each register must hold whole bytes of i4
+    "arith.extui": ("i4", "i8"),
+}
+
+
+def _sub_byte_conversions(name: str) -> list[Candidate]:
+    """A conversion to or from 4-bit integers, operand and result in one layout: splat,
+    strided one element a register (half a byte of i4) or more, WGMMA."""
+    if name not in _SUB_BYTE:
+        return []
+    source, result = _SUB_BYTE[name]
+    shape = ELEMENTWISE_SHAPE
+    src_ty, dst_ty = vec(shape, source), vec(shape, result)
+    options = {
+        "splat": text_of(fa.WGSplatFragLayout(shape)),
+        "strided x1": text_of(fa.WGStridedFragLayout(shape, 1)),
+        "strided x8": text_of(fa.WGStridedFragLayout(shape, 8)),
+        "WGMMA": text_of(hl.WGMMA),
+    }
+    candidates = []
+    for label, layout in options.items():
+        lines = [
+            *pinned_operand("x", src_ty, layout, "p0"),
+            tag(f'%r = "{name}"(%x) : ({src_ty}) -> {dst_ty}'),
+            pinned_result("q", "r", dst_ty, layout),
+        ]
+        pins = (Pin("p0", 0, layout), Pin(OP, 0, layout))
+        candidates.append(Candidate(f"{source} to {result}, {label}", kernel(lines), pins))
+    return candidates
 
 
 @generator("arith.constant")
@@ -156,95 +215,141 @@ def reduction(name: str) -> Cases:
     )
 
 
+# (source shape, element type, reduction kind, reduced dims, source layouts offered)
+_REDUCTIONS: tuple[tuple[tuple[int, ...], str, str, tuple[int, ...], tuple[str, ...]], ...] = (
+    # Over the columns of a tile: a tiled source, not a splat or strided one.
+    ((128, 64), "f32", "add", (1,), ("splat", "strided", "WGMMA", "WGMMA_TRANSPOSED", "TCGEN05")),
+    # Over the rows: the tiled layouts reduce to their column layouts.
+    ((128, 64), "f32", "maximumf", (0,), ("strided", "WGMMA", "TCGEN05")),
+    # Over a leading dim whose trailing dims hold whole thread vectors: a strided
+    # layout could reduce within each thread, but the lowering reduces tiled sources only.
+    ((64, 256), "f32", "add", (0,), ("splat", "strided", "WGMMA")),
+    ((64, 512), "bf16", "maxnumf", (0,), ("strided", "WGMMA")),
+    ((64, 256), "i32", "maxsi", (0,), ("strided", "WGMMA")),
+    # Integers over the columns.
+    ((128, 64), "i32", "add", (1,), ("strided", "WGMMA")),
+    # Rank 3 (a tiling of the two minor dims): over the untiled major dim, or over a
+    # tiled one (which the lowering misreads), or over both minor dims.
+    ((2, 128, 64), "f32", "add", (0,), ("strided", "WGMMA")),
+)
+
+
 @generator("vector.multi_reduction")
 def multi_reduction(name: str) -> Cases:
-    """A reduction over the columns takes a tiled source, not a splat or strided one."""
-    layouts = some(
-        register_layouts(ELEMENTWISE_SHAPE, 32),
-        "splat",
-        "strided",
-        "WGMMA",
-        "WGMMA_TRANSPOSED",
-        "TCGEN05",
-    )
-    rows = vec((128,), "f32")
-
-    def line(x: str) -> str:
-        return (
-            f'%r = "vector.multi_reduction"(%{x}, %acc) <{{kind = #vector.kind<add>, '
-            f"reduction_dims = array<i64: 1>}}> : ({F32_2D}, {rows}) -> {rows}"
-        )
-
-    cases = register_cases(name, F32_2D, layouts, lambda x: line(x))
-    # The accumulator: a splat constant before the op.
-    acc = splat_constant("acc", rows)
-    return Cases(
-        name,
-        tuple(
-            Candidate(
-                c.label,
-                c.text.replace(
-                    "  func.func @kernel() {\n", f"  func.func @kernel() {{\n    {acc}\n", 1
+    """A tiled source reduces over its tiled dims (not a splat or strided one), by kind,
+    element type, rank and reduced dims; the accumulator is a splat constant."""
+    candidates = []
+    for shape, element, kind, dims, labels in _REDUCTIONS:
+        bitwidth = 16 if element in ("bf16", "f16") else 32
+        layouts = some(register_layouts(shape, bitwidth), *labels)
+        assert len(layouts) == len(labels), f"{shape}: {sorted(layouts)} lacks one of {labels}"
+        kept = tuple(d for i, d in enumerate(shape) if i not in dims)
+        source, rows = vec(shape, element), vec(kept, element)
+        dims_text = ", ".join(map(str, dims))
+        for label, layout in layouts.items():
+            lines = [
+                splat_constant("acc", rows),
+                *pinned_operand("x", source, layout, "p0"),
+                tag(
+                    f'%r = "vector.multi_reduction"(%x, %acc) <{{kind = #vector.kind<{kind}>, '
+                    f"reduction_dims = array<i64: {dims_text}>}}> : ({source}, {rows}) -> {rows}"
                 ),
-                c.pins,
-                c.arch,
-                c.stricter,
+            ]
+            candidates.append(
+                Candidate(
+                    f"{'x'.join(map(str, shape))}x{element} <{kind}> over [{dims_text}], {label}",
+                    kernel(lines),
+                    (Pin("p0", 0, layout),),
+                )
             )
-            for c in cases.candidates
-        ),
-    )
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.shape_cast")
 def shape_cast(name: str) -> Cases:
-    """A reshape keeps the layout where no element moves (both ends pinned)."""
-    shape = (2, 64, 64)
-    sources = register_layouts(ELEMENTWISE_SHAPE, 32)
-    results = register_layouts(shape, 32)
-    pairs = {
-        "splat": ("splat", "splat"),
-        "strided": ("strided", "strided"),
-        "WGMMA": ("WGMMA", "WGMMA"),
-        "WGMMA then strided": ("WGMMA", "strided"),
-        "strided then WGMMA": ("strided", "WGMMA"),
-    }
-    out = vec(shape, "f32")
-    return register_cases(
-        name,
-        F32_2D,
-        {label: sources[a] for label, (a, _) in pairs.items()},
-        lambda x: f'%r = "vector.shape_cast"(%{x}) : ({F32_2D}) -> {out}',
-        result_ty=out,
-        result_layouts={label: results[b] for label, (_, b) in pairs.items()},
+    """A reshape keeps the layout where no element moves (both ends pinned): splitting or
+    merging major dims keeps a tiling of the minor ones; flattening keeps a strided one."""
+    # (source shape, result shape, {label: (source layout, result layout)})
+    kinds = (
+        (
+            ELEMENTWISE_SHAPE,
+            (2, 64, 64),
+            {
+                "splat": ("splat", "splat"),
+                "strided": ("strided", "strided"),
+                "WGMMA": ("WGMMA", "WGMMA"),
+                "WGMMA then strided": ("WGMMA", "strided"),
+                "strided then WGMMA": ("strided", "WGMMA"),
+            },
+        ),
+        (
+            (2, 128, 64),
+            (256, 64),
+            {"merged, WGMMA": ("WGMMA", "WGMMA"), "merged, TCGEN05": ("TCGEN05", "TCGEN05")},
+        ),
+        (
+            ELEMENTWISE_SHAPE,
+            (8192,),
+            {
+                "flattened, strided": ("strided", "strided"),
+                "flattened, WGMMA": ("WGMMA", "strided"),
+            },
+        ),
     )
+    candidates = []
+    for source, result, pairs in kinds:
+        sources, results = register_layouts(source, 32), register_layouts(result, 32)
+        in_ty, out_ty = vec(source, "f32"), vec(result, "f32")
+        cases = register_cases(
+            name,
+            in_ty,
+            {label: sources[a] for label, (a, _) in pairs.items()},
+            lambda x, i=in_ty, o=out_ty: f'%r = "vector.shape_cast"(%{x}) : ({i}) -> {o}',
+            result_ty=out_ty,
+            result_layouts={label: results[b] for label, (_, b) in pairs.items()},
+        )
+        candidates += cases.candidates
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.extract_strided_slice")
 def extract_strided_slice(name: str) -> Cases:
     """A slice of a tiled value at tile boundaries keeps its layout (both ends pinned):
-    rows 64..191 of 256 are whole 64-row WGMMA tiles, not whole 128-row TCGEN05 ones."""
+    rows 64..191 of 256 are whole 64-row WGMMA tiles, not whole 128-row TCGEN05 ones;
+    columns 32..63 of a 16-bit value are whole WGMMA tiles."""
     labels = ("splat", "strided", "WGMMA", "TCGEN05")
-    sources = some(register_layouts((256, 64), 32), *labels)
-    results = some(register_layouts((128, 64), 32), *labels)
-    source, out = vec((256, 64), "f32"), vec((128, 64), "f32")
-    return register_cases(
-        name,
-        source,
-        sources,
-        lambda x: (
-            f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [64, 0], sizes = [128, 64], '
-            f"strides = [1, 1]}}> : ({source}) -> {out}"
-        ),
-        result_ty=out,
-        result_layouts=results,
+    # (element, bitwidth, source shape, offsets, sizes, labels)
+    kinds = (
+        ("f32", 32, (256, 64), (64, 0), (128, 64), labels),
+        ("bf16", 16, (128, 64), (0, 32), (128, 32), ("strided", "WGMMA")),
     )
+    candidates = []
+    for element, bitwidth, shape, offsets, sizes, chosen in kinds:
+        sources = some(register_layouts(shape, bitwidth), *chosen)
+        results = some(register_layouts(sizes, bitwidth), *chosen)
+        source, out = vec(shape, element), vec(sizes, element)
+        at = ", ".join(map(str, offsets))
+        cases = register_cases(
+            name,
+            source,
+            {f"{element} at [{at}], {k}": v for k, v in sources.items()},
+            lambda x, s=source, o=out, a=at, z=sizes: (
+                f'%r = "vector.extract_strided_slice"(%{x}) <{{offsets = [{a}], '
+                f"sizes = [{z[0]}, {z[1]}], strides = [1, 1]}}> : ({s}) -> {o}"
+            ),
+            result_ty=out,
+            result_layouts={f"{element} at [{at}], {k}": v for k, v in results.items()},
+        )
+        candidates += cases.candidates
+    return Cases(name, tuple(candidates))
 
 
 @generator("vector.extract")
 def extract(name: str) -> Cases:
-    """A scalar comes out of a splat only."""
+    """A scalar comes out of a splat only; a sub-vector (a slice of the major dim) keeps a
+    tiled layout of the source, whose tiles the result's shape divides."""
     layouts = some(register_layouts(ELEMENTWISE_SHAPE, 32), "splat", "strided", "WGMMA")
-    return register_cases(
+    scalars = register_cases(
         name,
         F32_2D,
         layouts,
@@ -253,6 +358,25 @@ def extract(name: str) -> Cases:
             f": ({F32_2D}) -> f32"
         ),
     )
+    source, out = vec((2, 128, 64), "f32"), F32_2D
+    labels = ("splat", "strided", "WGMMA", "TCGEN05")
+    sub_vectors = register_cases(
+        name,
+        source,
+        {
+            f"sub-vector, {k}": v
+            for k, v in some(register_layouts((2, 128, 64), 32), *labels).items()
+        },
+        lambda x: (
+            f'%r = "vector.extract"(%{x}) <{{static_position = array<i64: 1>}}> '
+            f": ({source}) -> {out}"
+        ),
+        result_ty=out,
+        result_layouts={
+            f"sub-vector, {k}": v for k, v in some(register_layouts((128, 64), 32), *labels).items()
+        },
+    )
+    return Cases(name, (*scalars.candidates, *sub_vectors.candidates))
 
 
 @generator("vector.insert_strided_slice")
@@ -340,7 +464,40 @@ def wgmma(name: str) -> Cases:
         ],
         b8_t,
     )
-    return Cases(name, (*bf16, *i8))
+    return Cases(name, (*bf16, *i8, *_wgmma_smem_a(name)))
+
+
+def _wgmma_smem_a(name: str) -> list[Candidate]:
+    """A from SMEM: A and B tiled and swizzled alike (the tiling read transposed where
+    exactly one of them is a transposed view)."""
+    from rule_kernel_parts import pinned_ref, smem, transforms
+
+    acc_ty = vec((64, 128), "f32")
+    a_ty, b_ty = smem("64x64xbf16"), smem("64x128xbf16")
+    a_t = smem("64x64xbf16", "strided<[1, 64]>")
+    tile_128, tile_64 = transforms((8, 64), 128), transforms((8, 32), 64)
+    options = {
+        "A and B swizzled 128": (tile_128, tile_128, False),
+        "A swizzled 64, B 128": (tile_64, tile_128, False),
+        "A transposed, both swizzled 128": (tile_128, tile_128, True),
+    }
+    candidates = []
+    for label, (a_given, b_given, transposed) in options.items():
+        lines = [
+            *pinned_operand("acc", acc_ty, text_of(hl.WGMMA), "p0"),
+            *pinned_ref("a0", a_ty, a_given, "p1"),
+            *pinned_ref("b", b_ty, b_given, "p2", offset=65536),
+        ]
+        a, a_operand = a_ty, "%a0"
+        if transposed:
+            lines.append(f"%a = memref.transpose %a0 (i, j) -> (j, i) : {a_ty} to {a_t}")
+            a, a_operand = a_t, "%a"
+        lines.append(
+            tag(f'%r = "{name}"(%acc, {a_operand}, %b) : ({acc_ty}, {a}, {b_ty}) -> {acc_ty}')
+        )
+        pins = (Pin("p0", 0, text_of(hl.WGMMA)), Pin("p1", 0, a_given), Pin("p2", 0, b_given))
+        candidates.append(Candidate(f"bf16 {label}", kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.mma")
@@ -398,7 +555,33 @@ def layout_cast(name: str) -> Cases:
         label = f"{source}->{target}{' strict' if strict else ''}"
         pins = (Pin("p0", 0, layouts[source]), Pin(OP, 0, layouts[target]))
         candidates.append(Candidate(label, kernel(lines), pins))
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_upcast_casts()))
+
+
+def _upcast_casts() -> list[Candidate]:
+    """Casts between WGMMA and its upcast layouts (2x, 4x), which the lowering relayouts
+    for narrow elements, per element width."""
+    named = {
+        "WGMMA": hl.WGMMA,
+        "UPCAST_2X": fa.WGMMA_LAYOUT_UPCAST_2X,
+        "UPCAST_4X": fa.WGMMA_LAYOUT_UPCAST_4X,
+    }
+    pairs = [
+        ("UPCAST_2X", "WGMMA"),
+        ("WGMMA", "UPCAST_2X"),
+        ("UPCAST_4X", "UPCAST_2X"),
+        ("UPCAST_4X", "WGMMA"),
+        ("UPCAST_2X", "UPCAST_4X"),
+    ]
+    candidates = []
+    for element in ("i8", "bf16", "i4"):
+        ty = vec(ELEMENTWISE_SHAPE, element)
+        for source, target in pairs:
+            a, b = text_of(named[source]), text_of(named[target])
+            lines = [*pinned_operand("x", ty, a, "p0"), cast("r", "x", ty, b, OP)]
+            pins = (Pin("p0", 0, a), Pin(OP, 0, b))
+            candidates.append(Candidate(f"{element} {source}->{target}", kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.optimization_barrier")
@@ -495,33 +678,69 @@ def broadcast_in_dim(name: str) -> Cases:
         ]
         pins = (Pin("p0", 0, row_layouts[source]), Pin(OP, 0, layouts[result]))
         candidates.append(Candidate(f"{source}->{result}", kernel(lines), pins))
-    return Cases(name, tuple(candidates))
+    return Cases(name, (*candidates, *_other_broadcasts()))
+
+
+def _other_broadcasts() -> list[Candidate]:
+    """A unit dim grown (keeping the rank: 128x1 -> 128x64), and a new major dim added to a
+    strided value (64x256 -> 2x64x256), each from and into several layouts."""
+    kinds = (
+        ((128, 1), ELEMENTWISE_SHAPE, "0, 1", ("strided", "splat"), ("strided", "WGMMA", "splat")),
+        ((64, 256), (2, 64, 256), "1, 2", ("strided", "WGMMA"), ("strided", "WGMMA")),
+    )
+    candidates = []
+    for src_shape, dst_shape, dims, sources, results in kinds:
+        src_ty, dst_ty = vec(src_shape, "f32"), vec(dst_shape, "f32")
+        src_layouts = register_layouts(src_shape, 32)
+        dst_layouts = register_layouts(dst_shape, 32)
+        for source in sources:
+            for result in results:
+                lines = [
+                    *pinned_operand("x", src_ty, src_layouts[source], "p0"),
+                    tag(
+                        f'%r = "mosaic_gpu.broadcast_in_dim"(%x) <{{broadcast_dimensions = '
+                        f"array<i64: {dims}>}}> : ({src_ty}) -> {dst_ty}"
+                    ),
+                    pinned_result("q", "r", dst_ty, dst_layouts[result]),
+                ]
+                pins = (Pin("p0", 0, src_layouts[source]), Pin(OP, 0, dst_layouts[result]))
+                label = f"{'x'.join(map(str, src_shape))} {source}->{result}"
+                candidates.append(Candidate(label, kernel(lines), pins))
+    return candidates
 
 
 @generator("mosaic_gpu.vector_concat")
 def vector_concat(name: str) -> Cases:
-    """Operands and result share one tiled layout."""
-    part, ty = vec((64, 64), "f32"), F32_2D
+    """Operands and result share one tiled layout, joined along the rows or the columns."""
+    part = vec((64, 64), "f32")
     parts = register_layouts((64, 64), 32)
-    whole = register_layouts(ELEMENTWISE_SHAPE, 32)
     stricter = (
         "JAX's inference concatenates tiled values only; its lowering also joins strided "
         "values along dim 0"
     )
     candidates = []
-    for label in ("WGMMA", "strided", "splat"):
-        lines = [
-            *pinned_operand("a", part, parts[label], "p0"),
-            *pinned_operand("b", part, parts[label], "p1"),
-            tag(
-                f'%r = "mosaic_gpu.vector_concat"(%a, %b) <{{dimension = 0 : i32}}> '
-                f": ({part}, {part}) -> {ty}"
-            ),
-            pinned_result("q", "r", ty, whole[label]),
-        ]
-        pins = (Pin("p0", 0, parts[label]), Pin("p1", 0, parts[label]), Pin(OP, 0, whole[label]))
-        reason = stricter if label == "strided" else ""
-        candidates.append(Candidate(label, kernel(lines), pins, HOPPER, reason))
+    for dimension, whole_shape in ((0, ELEMENTWISE_SHAPE), (1, (64, 128))):
+        ty = vec(whole_shape, "f32")
+        whole = register_layouts(whole_shape, 32)
+        for label in ("WGMMA", "strided", "splat"):
+            lines = [
+                *pinned_operand("a", part, parts[label], "p0"),
+                *pinned_operand("b", part, parts[label], "p1"),
+                tag(
+                    f'%r = "mosaic_gpu.vector_concat"(%a, %b) <{{dimension = {dimension} : i32}}> '
+                    f": ({part}, {part}) -> {ty}"
+                ),
+                pinned_result("q", "r", ty, whole[label]),
+            ]
+            pins = (
+                Pin("p0", 0, parts[label]),
+                Pin("p1", 0, parts[label]),
+                Pin(OP, 0, whole[label]),
+            )
+            # (Along dim 1 the lowering refuses strided values too.)
+            reason = stricter if label == "strided" and dimension == 0 else ""
+            title = label if dimension == 0 else f"along dim 1, {label}"
+            candidates.append(Candidate(title, kernel(lines), pins, HOPPER, reason))
     return Cases(name, tuple(candidates))
 
 
@@ -570,7 +789,31 @@ def for_loop(name: str) -> Cases:
             f'}}) : (index, index, index, {ty}) -> {ty} loc("{at}")',
         ]
 
-    return _region_cases(name, body, restricted=True)
+    cases = _region_cases(name, body, restricted=True)
+    return Cases(name, (*cases.candidates, *_carried_refs()), cases.restricted)
+
+
+def _carried_refs() -> list[Candidate]:
+    """An SMEM ref carried through a loop keeps its transforms, and is loaded after it."""
+    from rule_kernel_parts import pinned_ref, smem, transforms
+
+    ref, ty = smem("128x64xbf16"), vec((128, 64), "bf16")
+    options = {"tile 8x64 swizzle 128": transforms((8, 64), 128), "untiled": transforms(None, None)}
+    candidates = []
+    for label, given in options.items():
+        lines = [
+            *pinned_ref("t", ref, given, "p0"),
+            '%lb = "arith.constant"() <{value = 0 : index}> : () -> index',
+            '%ub = "arith.constant"() <{value = 4 : index}> : () -> index',
+            '%st = "arith.constant"() <{value = 1 : index}> : () -> index',
+            '%r = "scf.for"(%lb, %ub, %st, %t) ({',
+            f"^bb0(%i: index, %c: {ref}):",
+            f'  "scf.yield"(%c) : ({ref}) -> () loc("{OP}")',
+            f'}}) : (index, index, index, {ref}) -> {ref} loc("{OP}")',
+            f'%v = "mosaic_gpu.vector_load"(%r) : ({ref}) -> {ty}',
+        ]
+        candidates.append(Candidate(f"ref {label}", kernel(lines), (Pin("p0", 0, given),)))
+    return candidates
 
 
 @generator("scf.while")

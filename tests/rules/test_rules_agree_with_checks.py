@@ -12,7 +12,7 @@ op), fails here, as does a new rule without a generator.
 from __future__ import annotations
 
 import pytest
-from rule_agreement import Cases, Judged, Verdict, describe_verdicts, judge_all
+from rule_agreement import Cases, Judged, judge_all, problems
 from rule_kernels import GENERATORS
 
 from smalto.rules import RULES
@@ -45,28 +45,5 @@ def _judged(name: str) -> tuple[Cases, list[Judged]]:
 @pytest.mark.parametrize("name", RULE_OPS)
 def test_the_rule_and_the_check_take_the_same_layouts(name: str) -> None:
     cases, judged = _judged(name)
-    problems = []
-    for j in judged:
-        reason = j.candidate.stricter
-        if reason:
-            # Known: the rule refuses, like JAX's inference, what the lowering takes.
-            if (j.solver, j.checker) != (Verdict.REFUSED, Verdict.ACCEPTED):
-                problems.append(
-                    f"{j.candidate.label}: expected the rule alone to refuse it ({reason}); "
-                    f"solver {j.solver.value}, checker {j.checker.value}"
-                )
-            continue
-        disagreement = j.disagreement()
-        if disagreement is not None:
-            problems.append(disagreement)
-    assert not problems, f"`{name}`:\n" + "\n".join(problems)
-    verdicts = {j.solver for j in judged}
-    # Not hollow: some kernel is solved and checked whole, and where the rule
-    # restricts layouts, some layout is refused by both sides.
-    assert Verdict.ACCEPTED in verdicts, (
-        f"`{name}`: no candidate solved ({describe_verdicts(judged)})"
-    )
-    if cases.restricted:
-        assert any(j.solver is j.checker is Verdict.REFUSED for j in judged), (
-            f"`{name}`: no layout refused by both sides ({describe_verdicts(judged)})"
-        )
+    found = problems(cases, judged)
+    assert not found, f"`{name}`:\n" + "\n".join(found)
