@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,7 @@ from typing import Any
 import jax
 from jax._src.lib.mlir import ir
 
-from smalto.jax.hooks import (
-    InferenceCall,
-    Observer,
-    Pass,
-    forced_arch,
-    observing,
-    set_smalto,
-)
+from smalto.jax.hooks import InferenceCall, Observer, Pass, Route, routed
 
 
 @dataclass(frozen=True)
@@ -97,6 +90,7 @@ class Recorder(Observer):
     """Collects a ``CapturedModule`` for every inference call it sees."""
 
     def __init__(self) -> None:
+        self.route = Route()  # the route its calls were made on, once recording
         self.captured: list[CapturedModule] = []
         self._before: dict[int, str] = {}
 
@@ -176,32 +170,43 @@ def capture(
     so far are returned, the failing one last. Any other failure of the
     lowering (before a module reached the pass) propagates.
     """
-    previous = None if by is None else set_smalto(by == "smalto")
-    try:
-        with recording(arch) as recorder:
-            try:
-                lower_for_cuda(fn, args)
-            except Exception as raised:
-                if inference_error(raised, recorder) is not None:
-                    pass
-                elif rejected_after_inference(raised, recorder):
-                    recorder.rejected(raised)
-                else:
-                    raise
-    finally:
-        if previous is not None:
-            set_smalto(previous)
+    use_smalto = None if by is None else by == "smalto"
+    with recording(arch, use_smalto=use_smalto) as recorder:
+        try:
+            lower_for_cuda(fn, args)
+        except Exception as raised:
+            if inference_error(raised, recorder) is not None:
+                pass
+            elif rejected_after_inference(raised, recorder):
+                recorder.rejected(raised)
+            else:
+                raise
     return recorder.captured
 
 
 @contextlib.contextmanager
-def recording(arch: tuple[int, int] | None) -> Iterator[Recorder]:
-    """Records every inference call inside the block, with ``arch`` forced if given."""
+def recording(
+    arch: tuple[int, int] | None,
+    *,
+    use_smalto: bool | None = None,
+    options: Mapping[str, object] | None = None,
+) -> Iterator[Recorder]:
+    """Records every inference call the calling thread makes inside the block, on its
+    route with ``arch`` forced, the pass chosen (``use_smalto``) and ``options`` added,
+    where given (``recorder.route``).
+
+    The recorder's route is one no other call has, so JAX's caches hand the block
+    nothing lowered before (its inference would go unseen): every kernel is lowered
+    again. Its lowerings are cleared from JAX's caches on the way out, where no call
+    will look them up again.
+    """
     recorder = Recorder()
-    # A kernel lowered before would come from JAX's cache, its inference unseen.
-    jax.clear_caches()
-    with forced_arch(arch) if arch is not None else contextlib.nullcontext(), observing(recorder):
-        yield recorder
+    try:
+        with routed(use_smalto=use_smalto, options=options, arch=arch, observer=recorder) as route:
+            recorder.route = route
+            yield recorder
+    finally:
+        jax.clear_caches()
 
 
 def lower_for_cuda(fn: Callable[..., Any], args: tuple[Any, ...]) -> jax.stages.Lowered:
