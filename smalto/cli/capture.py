@@ -72,7 +72,7 @@ def run_capture_command(args: argparse.Namespace) -> int:
     if args.smalto and args.jax:
         raise UsageError("--smalto and --jax: choose one pass")
     arguments = [shape_dtype(dtype, shape) for dtype, shape in args.args]
-    function = load_function(args.target)
+    function = load_function(args.target, len(arguments))
     arch = parse_arch(args.arch) if args.arch else None
     # The module is the same whichever pass follows; smalto's answers in a fraction of a
     # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from smalto.basics.archs import parse_arch
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 from smalto.cli.targets import script_target, shape_dtype
+from smalto.source.lines import python_lines
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,8 @@ def _held_back(outcome: Any) -> None:
 def _diff(path: Path, before: str, after: str) -> str:
     return "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
+            python_lines(before, keepends=True),
+            python_lines(after, keepends=True),
             fromfile=str(path) if path.is_absolute() else f"a/{path}",
             tofile=str(path) if path.is_absolute() else f"b/{path}",
         )

@@ -49,7 +49,14 @@ from smalto.cli.arguments import (
     parse_arguments,
     positive_int,
 )
-from smalto.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, UsageError, fail, stdout_closed
+from smalto.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    WRITE_ERRORS,
+    UsageError,
+    fail,
+    stdout_closed,
+)
 
 Runner = Callable[[argparse.Namespace], int]
 
@@ -110,6 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader left early (`smalto infer k.mlir | head`): not an error.
         return stdout_closed()
+    except OSError as error:
+        if error.filename is not None or error.errno not in WRITE_ERRORS:
+            raise
+        # Writing the answer to stdout failed (`> /dev/full`, a full disk): every file a
+        # command writes is named by its own error; this one has no name but stdout.
+        stdout_closed()
+        return fail(f"cannot write to stdout: {error.strerror or error}", EXIT_USAGE)
 
 
 # --- parsers ---------------------------------------------------------------------------------
@@ -225,9 +239,16 @@ class _Version(argparse.Action):
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    from smalto.basics.inputs import read_input
+    from smalto.basics.mlir import MlirInputError
+
     for name in args.files:
         if not Path(name).is_file():
             raise UsageError(f"cannot read '{name}': no such file")
+        try:  # what the benchmark would stumble on, said as `smalto infer` says it
+            read_input(name)
+        except MlirInputError as error:
+            raise UsageError(str(error)) from None
     bench_run = _load_bench()
     return bench_run.main([*args.files, "--repeat", str(args.repeat)])
 

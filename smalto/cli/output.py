@@ -11,6 +11,7 @@ the command, which prints them here.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -19,6 +20,10 @@ EXIT_FAILED = 1
 EXIT_INFERENCE_FAILED = EXIT_FAILED
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+# What writing to a file or stdout may fail with, the disk (or /dev/full) being full.
+WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 class UsageError(Exception):
