@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -121,12 +122,12 @@ class Dumper(Observer):
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._count = 0
+        # (``install``'s dumper sees every thread's calls: ``next`` numbers each once.)
+        self._numbers = itertools.count(1)
         self._stems: dict[int, str] = {}
 
     def before(self, call: InferenceCall) -> None:
-        self._count += 1
-        stem = f"{self._count:03d}-{module_name(call.module)}"
+        stem = f"{next(self._numbers):03d}-{module_name(call.module)}"
         self._stems[id(call)] = stem
         (self.directory / f"{stem}.mlir").write_text(module_text(call.module), encoding="utf-8")
 
