@@ -52,10 +52,10 @@ from smalto.cli.arguments import (
 from smalto.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
-    WRITE_ERRORS,
     UsageError,
     fail,
     stdout_closed,
+    stdout_unwritable,
 )
 
 Runner = Callable[[argparse.Namespace], int]
@@ -118,12 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader left early (`smalto infer k.mlir | head`): not an error.
         return stdout_closed()
     except OSError as error:
-        if error.filename is not None or error.errno not in WRITE_ERRORS:
+        status = stdout_unwritable(error)
+        if status is None:
             raise
-        # Writing the answer to stdout failed (`> /dev/full`, a full disk): every file a
-        # command writes is named by its own error; this one has no name but stdout.
-        stdout_closed()
-        return fail(f"cannot write to stdout: {error.strerror or error}", EXIT_USAGE)
+        return status
 
 
 # --- parsers ---------------------------------------------------------------------------------

@@ -41,6 +41,17 @@ def stdout_closed() -> int:
     return EXIT_OK
 
 
+def stdout_unwritable(error: OSError, prog: str = "smalto") -> int | None:
+    """Says that writing the answer to stdout failed (``> /dev/full``, a full disk) and
+    returns the exit status (2); ``None`` where ``error`` is not that (the caller re-raises
+    it). Every file a command writes is named by its own error; a full disk's names none,
+    and stdout is the one file written without a name."""
+    if error.filename is not None or error.errno not in WRITE_ERRORS:
+        return None
+    stdout_closed()
+    return fail(f"cannot write to stdout: {error.strerror or error}", EXIT_USAGE, prog)
+
+
 def fail(message: str, status: int, prog: str = "smalto") -> int:
     """Prints ``prog: error: message`` on stderr; returns ``status``."""
     print(f"{prog}: error: {message}", file=sys.stderr)

@@ -283,3 +283,37 @@ def test_a_script_that_is_no_file_says_what_it_is(
     target = script.format(folder=tmp_path)
     error = _one_error(run(command, f"{target}:row_sums", *ROW_SUM))
     assert f"cannot read '{target}': {says}" in error
+
+
+def test_run_refuses_a_folder_as_the_program(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from smalto.cli.capture import run_main
+
+    assert run_main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"smalto: error: cannot read '{tmp_path}': it is a folder (expected SCRIPT.py)"
+    ]
+
+
+def test_capture_output_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("mine\n")
+    error = _one_error(
+        run("capture", f"{KERNELS / 'hopper_row_sum.py'}:row_sums", *ROW_SUM, "-o", taken)
+    )
+    assert f"cannot write to '{taken}': it is a file, and -o names a folder" in error
+    assert taken.read_text() == "mine\n"
+
+
+def test_capture_to_a_full_stdout_is_named(capsys) -> None:  # type: ignore[no-untyped-def]
+    from smalto.cli.capture import capture_main
+
+    previous = sys.stdout
+    sys.stdout = _FullStdout()
+    try:
+        status = capture_main([f"{KERNELS / 'hopper_row_sum.py'}:row_sums", *ROW_SUM])
+    finally:
+        sys.stdout = previous
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "smalto: error: cannot write to stdout: No space left on device"
+    ]
