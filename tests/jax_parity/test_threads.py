@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -302,4 +303,44 @@ def test_install_in_one_thread_reaches_every_thread() -> None:
         smalto.jax.uninstall()
     (by_default,) = _in_threads(lambda: [k.inferred_by for k in smalto.jax.capture(add_one, x)])
     assert (by_installed, by_default) == (["smalto"], ["jax"])
+    _assert_jax_unpatched()
+
+
+def test_two_threads_fix_for_their_own_arch() -> None:
+    """``fix`` in two threads at once, a Hopper kernel and a Blackwell one: each gets the
+    edits it gets alone (an arch or a kernel of the other thread would change them)."""
+    import runpy
+
+    from pallas_kernels import f16
+
+    kernels = Path(__file__).resolve().parents[1] / "fix_kernels"
+    hopper = runpy.run_path(str(kernels / "hopper_row_sum.py"))["row_sums"]
+    blackwell = runpy.run_path(str(kernels / "blackwell_load_as_wgmma.py"))["matmul"]
+    jobs = {
+        HOPPER: lambda: smalto.jax.fix(hopper, f32(128, 128), arch=HOPPER),
+        BLACKWELL: lambda: smalto.jax.fix(blackwell, f16(128, 64), f16(64, 128), arch=BLACKWELL),
+    }
+    alone = {arch: job() for arch, job in jobs.items()}
+    assert alone[HOPPER] and alone[BLACKWELL] and alone[HOPPER] != alone[BLACKWELL]
+    for _ in range(3):
+        together = _in_threads(*jobs.values())
+        assert dict(zip(jobs, together, strict=True)) == alone
+    _assert_jax_unpatched()
+
+
+def test_each_thread_dumps_its_own_modules(tmp_path: Path) -> None:
+    """``enabled(dump_to=...)`` in two threads: each folder holds its own thread's kernel."""
+    names = ("first_body", "second_body")
+
+    def dumping(name: str) -> None:
+        with smalto.jax.enabled(dump_to=tmp_path / name):
+            for _ in range(3):
+                jax.jit(_named_add_one(name)).trace(f32(128, 128)).lower(
+                    lowering_platforms=("cuda",)
+                )
+
+    _in_threads(*(lambda n=n: dumping(n) for n in names))
+    for name in names:
+        dumped = sorted(p.name for p in (tmp_path / name).iterdir())
+        assert dumped and all(f"-{name}." in file for file in dumped), dumped
     _assert_jax_unpatched()
