@@ -81,7 +81,8 @@ def _read_text(name: str) -> tuple[str, str]:
 def _decoded(data: bytes, subject: str) -> str:
     _limited(data, subject)
     try:
-        return data.decode("utf-8")
+        # Line ends as text mode reads them (``\r\n`` and ``\r`` as ``\n``).
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         raise MlirInputError(
             f"cannot read {subject}: not UTF-8 text (byte {data[error.start]:#04x} at offset "

@@ -198,8 +198,8 @@ def recording(
 
     The recorder's route is one no other call has, so JAX's caches hand the block
     nothing lowered before (its inference would go unseen): every kernel is lowered
-    again. Its lowerings are cleared from JAX's caches on the way out, where no call
-    will look them up again.
+    again. JAX's caches are cleared on the way out: they hold the block's lowerings,
+    which no call will look up again (JAX has no way to drop those alone).
     """
     recorder = Recorder()
     try:
