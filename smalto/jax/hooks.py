@@ -92,7 +92,9 @@ class Route:
         return "smalto" if self.use_smalto else "jax"
 
 
-# The route of the calling thread (its innermost block's), else the installed one.
+# The route of the calling thread (its innermost block's), else the installed one. (Made
+# once, as this module is imported: JAX asks that user contexts be made before other
+# threads use JAX; setting and reading one is thread-safe.)
 _ROUTE: Any = jax.make_user_context(None)
 
 
