@@ -20,6 +20,22 @@ _SHORT = {
 }
 
 
+# Names numpy reads as a byte count where a user may mean a bit count: refused, naming both.
+_AMBIGUOUS = {
+    "f8": "float64 to numpy (8 bytes; write f64), or an 8-bit float (write f8e4m3fn, "
+    "f8e5m2, or another float8_* name)",
+    "f4": "float32 to numpy (4 bytes; write f32), or a 4-bit float (write float4_e2m1fn)",
+}
+
+
+class AmbiguousDtype(ValueError):
+    """An element type name that means two types (``f8``)."""
+
+
 def dtype_name(text: str) -> str:
-    """The name ``jnp.dtype`` reads for an ``--arg``'s element type."""
+    """The name ``jnp.dtype`` reads for an ``--arg``'s element type. Raises
+    ``AmbiguousDtype`` for a name that could mean two (``f8``: float64 or a float8)."""
+    meanings = _AMBIGUOUS.get(text.lower())
+    if meanings is not None:
+        raise AmbiguousDtype(f"dtype {text!r} is ambiguous: it is {meanings}")
     return _SHORT.get(text.lower(), text)

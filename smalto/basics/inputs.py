@@ -1,7 +1,8 @@
 """The module a command works on: read from a file or stdin, parsed, and a Mosaic GPU kernel.
 
 Every refusal is an ``MlirInputError`` with a one-line message (the command
-line exits 2): a file that cannot be read or is not UTF-8, an empty one, text
+line exits 2): a file (or stdin) that cannot be read, is not UTF-8 or is larger
+than ``MAX_INPUT_BYTES``, an empty one, text
 that does not parse or verify, and a module that is no Mosaic GPU kernel (a
 StableHLO module, say), named by what it holds, since inferring nothing and
 echoing it back would look like success.
@@ -20,6 +21,9 @@ from jax._src.lib.mlir import ir
 from smalto.basics.mlir import MlirInputError, parse_module
 
 STDIN = "-"
+# The most a command reads of one input: far above any kernel's module, and a bound on
+# what a device or an endless pipe given by mistake costs.
+MAX_INPUT_BYTES = 64 << 20
 _OPS_NAMED = 4  # ops named in the message about a module that is no kernel
 
 
@@ -61,13 +65,38 @@ def read_input(name: str, *, kernel: bool = True) -> Input:
 
 def _read_text(name: str) -> tuple[str, str]:
     if name == STDIN:
-        return sys.stdin.read(), "<stdin>"
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream put in its place (tests): already decoded
+            return _limited(sys.stdin.read(MAX_INPUT_BYTES + 1), "<stdin>"), "<stdin>"
+        return _decoded(stream.read(MAX_INPUT_BYTES + 1), "<stdin>"), "<stdin>"
     try:
-        return Path(name).read_text(encoding="utf-8"), name
+        with open(name, "rb") as file:
+            # Read no further than the limit: a device (/dev/zero) or a pipe has no size.
+            data = file.read(MAX_INPUT_BYTES + 1)
     except OSError as error:
         raise MlirInputError(f"cannot read '{name}': {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise MlirInputError(f"cannot read '{name}': not UTF-8 text") from None
+    return _decoded(data, f"'{name}'"), name
+
+
+def _decoded(data: bytes, subject: str) -> str:
+    _limited(data, subject)
+    try:
+        # Line ends as text mode reads them (``\r\n`` and ``\r`` as ``\n``).
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as error:
+        raise MlirInputError(
+            f"cannot read {subject}: not UTF-8 text (byte {data[error.start]:#04x} at offset "
+            f"{error.start})"
+        ) from None
+
+
+def _limited[T: (str, bytes)](data: T, subject: str) -> T:
+    if len(data) > MAX_INPUT_BYTES:
+        raise MlirInputError(
+            f"cannot read {subject}: larger than {MAX_INPUT_BYTES >> 20} MiB, the most smalto "
+            "reads (a Mosaic GPU kernel's module is a few hundred KiB)"
+        )
+    return data
 
 
 def _parses_as_python(text: str) -> bool:

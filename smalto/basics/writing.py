@@ -7,7 +7,8 @@ file in the same folder (same file system, so the rename is atomic), are
 flushed to the disk, and only then take the file's name. A full disk, a crash
 or a signal halfway leaves the old file as it was, and the temporary one is
 removed. A symlink is followed (the link stays a link, its target is replaced),
-and the file keeps its mode (and, as root, its owner).
+and the file keeps its mode (and, as root, its owner). What is no regular file (a
+device such as ``/dev/null``, a pipe) is written to as it is, never replaced.
 
 Given what was read (``since``, a ``Snapshot``), the file is checked again
 right before the rename, under a lock (``flock`` on the file itself: another
@@ -127,6 +128,12 @@ def write_file(
     if read_only(target):
         raise ReadOnly(path, "it is read-only")
     existing = _status(target)
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        # A device, a pipe (``-o /dev/stdout``, ``/dev/null``, a FIFO): written to, as any
+        # program writes to it. Renaming a file over it would replace the device itself.
+        with open(target, "wb") as stream:
+            stream.write(payload)
+        return target
     with _locked(path, target if since is not None else None) as held:
         if since is not None:
             _check_unchanged(path, target, since, held)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from smalto.basics.archs import parse_arch
+from smalto.basics.dtypes import AmbiguousDtype, dtype_name
 from smalto.cli.output import EXIT_USAGE
 
 # The commands whose lines on stderr start with their own name (docs/cli.md).
@@ -306,6 +307,10 @@ def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
     match = _ARG.fullmatch(text)
     if match is None:
         raise argparse.ArgumentTypeError(f"expected DTYPE[SHAPE] such as f16[128,64], got {text!r}")
+    try:
+        dtype_name(match[1])
+    except AmbiguousDtype as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return match[1], tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
 
 

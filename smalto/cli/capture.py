@@ -42,6 +42,7 @@ from smalto.cli.output import (
     UsageError,
     fail,
     note,
+    stdout_unwritable,
 )
 from smalto.cli.targets import load_function, shape_dtype
 from smalto.source.scripts import folder_on_path, one_line
@@ -63,6 +64,11 @@ def capture_main(argv: Sequence[str] | None = None) -> int:
         return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except OSError as error:
+        status = stdout_unwritable(error)
+        if status is None:
+            raise
+        return status
 
 
 def run_capture_command(args: argparse.Namespace) -> int:
@@ -73,7 +79,7 @@ def run_capture_command(args: argparse.Namespace) -> int:
     if args.smalto and args.jax:
         raise UsageError("--smalto and --jax: choose one pass")
     arguments = [shape_dtype(dtype, shape) for dtype, shape in args.args]
-    function = load_function(args.target)
+    function = load_function(args.target, len(arguments))
     arch = parse_arch(args.arch) if args.arch else None
     # The module is the same whichever pass follows; smalto's answers in a fraction of a
     # second where JAX's may spend tens running out of fuel. JAX's runs only when asked.
@@ -184,18 +190,23 @@ def _write(
         return [None] * len(captured)
     directory = Path(output)
     written: list[str | None] = []
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cannot write to '{output}': it is a file, and -o names a folder")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for stem, kernel in zip(stems, captured, strict=True):
-            files = [(directory / f"{stem}.mlir", kernel.text)]
-            written.append(str(files[0][0]))
-            if inferred and kernel.inferred_text is not None:
-                files.append((directory / f"{stem}.inferred.mlir", kernel.inferred_text))
-            for path, text in files:
-                write_file(path, text)
-                print(path)
     except OSError as error:
         raise UsageError(f"cannot write to '{output}': {error.strerror or error}") from None
+    for stem, kernel in zip(stems, captured, strict=True):
+        files = [(directory / f"{stem}.mlir", kernel.text)]
+        written.append(str(files[0][0]))
+        if inferred and kernel.inferred_text is not None:
+            files.append((directory / f"{stem}.inferred.mlir", kernel.inferred_text))
+        for path, text in files:
+            try:
+                write_file(path, text)
+            except OSError as error:  # (a full disk's names no file: this one)
+                raise UsageError(f"cannot write to '{path}': {error.strerror or error}") from None
+            print(path)
     return written
 
 
@@ -235,7 +246,11 @@ def run_main(argv: Sequence[str] | None = None) -> int:
     if args.module is None and not args.program:
         return fail("nothing to run: give SCRIPT.py or -m MODULE", EXIT_USAGE)
     if args.module is None and not Path(args.program[0]).is_file():
-        return fail(f"cannot read '{args.program[0]}': no such file", EXIT_USAGE)
+        program = Path(args.program[0])
+        what = "it is a folder" if program.is_dir() else "no such file"
+        if program.exists() and not program.is_dir():
+            what = "not a file"
+        return fail(f"cannot read '{program}': {what} (expected SCRIPT.py)", EXIT_USAGE)
 
     import smalto.jax
 

@@ -46,6 +46,7 @@ from smalto.basics.writing import (
 )
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 from smalto.cli.targets import script_target, shape_dtype
+from smalto.source.lines import python_lines
 
 
 def run_fix(args: argparse.Namespace) -> int:
@@ -157,8 +158,8 @@ def _held_back(outcome: Any) -> None:
 def _diff(path: Path, before: str, after: str) -> str:
     return "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
+            python_lines(before, keepends=True),
+            python_lines(after, keepends=True),
             fromfile=str(path) if path.is_absolute() else f"a/{path}",
             tofile=str(path) if path.is_absolute() else f"b/{path}",
         )

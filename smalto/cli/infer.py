@@ -153,6 +153,7 @@ def _infer_in(
             # The diagnosis is on stdout; stderr says what failed, in one line.
             return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
         return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
+    writing: str | None = None  # the file being written (None: stdout), for its error
     try:
         printed = None
         if inference is not None and (report is not None or args.summary):
@@ -161,6 +162,7 @@ def _infer_in(
             from smalto.report.layouts_page import write_report
 
             assert inference is not None
+            writing = report
             write_report(
                 module,
                 inference,
@@ -174,7 +176,9 @@ def _infer_in(
         text = print_module(module, generic=args.generic, debug_info=args.debug_info)
         module_path = to.module_path(name)
         if module_path is not None:
+            writing = module_path
             _write_file(module_path, text)
+        writing = None
         if args.summary:
             assert inference is not None and printed is not None
             summary = _summary(source, inference, printed, arch)
@@ -187,7 +191,7 @@ def _infer_in(
     except BrokenPipeError:
         raise  # stdout's reader left: the command line ends quietly
     except OSError as error:  # a file checked writable at the start, yet not written
-        return fail(_cannot_write(getattr(error, "filename", None) or "", error), EXIT_USAGE)
+        return fail(_cannot_write(writing, error), EXIT_USAGE)
     return EXIT_OK
 
 
@@ -344,8 +348,11 @@ def _write_file(path: str, text: str) -> None:
     write_file(path, text)  # whole or not at all: a file there before is never half written
 
 
-def _cannot_write(path: str, error: OSError) -> str:
-    return f"cannot write '{path}': {error.strerror or error}"
+def _cannot_write(path: str | None, error: OSError) -> str:
+    """What to say of a file (``None``: stdout) that could not be written. (A full disk's
+    error comes as the file is closed, and names no file: the caller knows which.)"""
+    where = "to stdout" if path is None else f"'{path}'"
+    return f"cannot write {where}: {error.strerror or error}"
 
 
 def _print(text: str) -> None:

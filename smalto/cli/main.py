@@ -57,6 +57,7 @@ from smalto.cli.output import (
     UsageError,
     fail,
     stdout_closed,
+    stdout_unwritable,
     terminating_as_interrupt,
 )
 
@@ -122,6 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader left early (`smalto infer k.mlir | head`): not an error.
         return stdout_closed()
+    except OSError as error:
+        status = stdout_unwritable(error)
+        if status is None:
+            raise
+        return status
 
 
 # --- parsers ---------------------------------------------------------------------------------
@@ -237,9 +243,16 @@ class _Version(argparse.Action):
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    from smalto.basics.inputs import read_input
+    from smalto.basics.mlir import MlirInputError
+
     for name in args.files:
         if not Path(name).is_file():
             raise UsageError(f"cannot read '{name}': no such file")
+        try:  # what the benchmark would stumble on, said as `smalto infer` says it
+            read_input(name)
+        except MlirInputError as error:
+            raise UsageError(str(error)) from None
     bench_run = _load_bench()
     return bench_run.main([*args.files, "--repeat", str(args.repeat)])
 

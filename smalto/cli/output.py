@@ -12,6 +12,7 @@ the command, which prints them here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -24,6 +25,10 @@ EXIT_INFERENCE_FAILED = EXIT_FAILED
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+# What writing to a file or stdout may fail with, the disk (or /dev/full) being full.
+WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 class UsageError(Exception):
@@ -66,6 +71,17 @@ def stdout_closed() -> int:
     except (OSError, ValueError):  # a stdout with no file descriptor (tests)
         pass
     return EXIT_OK
+
+
+def stdout_unwritable(error: OSError, prog: str = "smalto") -> int | None:
+    """Says that writing the answer to stdout failed (``> /dev/full``, a full disk) and
+    returns the exit status (2); ``None`` where ``error`` is not that (the caller re-raises
+    it). Every file a command writes is named by its own error; a full disk's names none,
+    and stdout is the one file written without a name."""
+    if error.filename is not None or error.errno not in WRITE_ERRORS:
+        return None
+    stdout_closed()
+    return fail(f"cannot write to stdout: {error.strerror or error}", EXIT_USAGE, prog)
 
 
 def fail(message: str, status: int, prog: str = "smalto") -> int:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smalto.basics.dtypes import dtype_name
+from smalto.basics.dtypes import AmbiguousDtype, dtype_name
 from smalto.cli.output import UsageError
-from smalto.source.scripts import ScriptError, script_function
+from smalto.source.scripts import ScriptError, check_arguments, script_function
 
 
 def script_target(target: str) -> tuple[Path, str]:
@@ -22,8 +22,11 @@ def script_target(target: str) -> tuple[Path, str]:
     if not sep or not script or not name.isidentifier():
         raise UsageError(f"expected SCRIPT.py:FUNCTION, got {target!r}")
     path = Path(script)
+    if path.is_dir():
+        raise UsageError(f"cannot read '{script}': it is a folder (expected SCRIPT.py:FUNCTION)")
     if not path.is_file():
-        raise UsageError(f"cannot read '{script}': no such file")
+        what = "not a file" if path.exists() else "no such file"
+        raise UsageError(f"cannot read '{script}': {what}")
     return path, name
 
 
@@ -34,15 +37,20 @@ def shape_dtype(dtype: str, shape: tuple[int, ...]) -> Any:
 
     try:
         return jax.ShapeDtypeStruct(shape, jnp.dtype(dtype_name(dtype)))
+    except AmbiguousDtype as error:
+        raise UsageError(f"argument --arg: {error}") from None
     except TypeError:
         raise UsageError(f"argument --arg: unknown dtype {dtype!r}") from None
 
 
-def load_function(target: str) -> Callable[..., Any]:
+def load_function(target: str, arguments: int) -> Callable[..., Any]:
     """The function ``SCRIPT.py:FUNCTION`` names, from running the script as ``python
-    SCRIPT.py`` would (its neighbours importable). Raises ``UsageError``."""
+    SCRIPT.py`` would (its neighbours importable), callable with ``arguments`` positional
+    arguments. Raises ``UsageError``."""
     path, name = script_target(target)
     try:
-        return script_function(path, name, run_name="__smalto_capture__")
+        function = script_function(path, name, run_name="__smalto_capture__")
+        check_arguments(function, arguments, target)
     except ScriptError as error:
         raise UsageError(str(error)) from None
+    return function

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from jax._src.lib.mlir import ir
@@ -14,6 +15,10 @@ from smalto.draw.help_names import TMEM_LAYOUT_NAMES
 from smalto.draw.layout_names import read_layout, smem_transforms
 from smalto.hw.names import describe_value
 from smalto.hw.values import Reg, Tmem
+
+# The most elements a shape to draw may have: a picture shows every one (a warpgroup's
+# registers hold at most 128 x 255 32-bit words, TMEM 128 x 512), and each costs memory.
+MAX_DRAWN_ELEMENTS = 1 << 20
 
 
 class SpecError(ValueError):
@@ -37,6 +42,12 @@ def parse_shape(text: str) -> tuple[int, ...]:
         shape = ()
     if not shape or any(d <= 0 for d in shape):
         raise SpecError(f"bad shape {text!r} (expected sizes joined by 'x', like 64x64)")
+    elements = math.prod(shape)
+    if elements > MAX_DRAWN_ELEMENTS:
+        raise SpecError(
+            f"shape {text!r} has {elements:,} elements: smalto draws at most "
+            f"{MAX_DRAWN_ELEMENTS:,} (1024x1024; a warpgroup's registers hold far fewer)"
+        )
     return shape
 
 

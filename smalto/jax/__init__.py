@@ -22,6 +22,11 @@ same fuel and arch::
 ``install``'s hold until ``uninstall``, and ``enabled`` and ``lower`` add
 theirs to those in force while they run.
 
+``enabled``, ``lower``, ``capture`` and ``fix`` set the pass, options and arch of
+the calling thread only (``hooks.Route``); ``install`` those of every thread in no
+block of its own. The route is part of the key of JAX's caches, so nothing compiled
+on one is handed to another.
+
 For code you cannot edit, run it with ``python -m smalto.jax run script.py``,
 or set ``SMALTO_JAX=1`` where something imports ``smalto.jax`` (importing it
 with the variable set installs the hook). ``SMALTO_JAX_DUMP=DIR`` writes every
@@ -50,15 +55,11 @@ from collections.abc import Iterator
 from smalto.jax.capture import CapturedModule, Dumper, capture
 from smalto.jax.fixing import fix
 from smalto.jax.hooks import (
-    add_observer,
+    current_route,
     jax_infer_arch,
     jax_infer_layout,
-    observing,
-    options_in_force,
-    remove_observer,
-    set_options,
-    set_smalto,
-    smalto_enabled,
+    routed,
+    set_installed,
 )
 from smalto.jax.lowering import KernelLoweringError, Lowering, lower
 
@@ -85,74 +86,56 @@ ENV_ALLOW_UNOPTIMIZED = "SMALTO_JAX_ALLOW_UNOPTIMIZED"
 ENV_STAGE_THROUGH_SMEM = "SMALTO_JAX_STAGE_THROUGH_SMEM"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
-# The dumper ``install(dump_to=...)`` started; ``uninstall`` stops it.
-_installed_dumper: list[Dumper] = []
-
 
 def install(*, dump_to: str | os.PathLike[str] | None = None, **options: object) -> None:
-    """Routes JAX's Mosaic GPU layout inference through smalto from now on.
+    """Routes JAX's Mosaic GPU layout inference through smalto from now on, in every
+    thread (but inside a block of its own: ``enabled``, ``lower``, ``capture``).
 
-    Idempotent. Clears JAX's compilation caches, so kernels compiled before
-    are compiled again with smalto. With ``dump_to``, every module is also
-    written to that directory before and after inference. ``options``:
-    keywords of ``smalto.infer_layout`` for every call (``rewrite=False``),
-    in place of those of an earlier ``install``.
+    Idempotent. Kernels compiled before are compiled again with smalto: the pass in
+    force is part of the key of JAX's caches. With ``dump_to``, every module is also
+    written to that directory before and after inference. ``options``: keywords of
+    ``smalto.infer_layout`` for every call (``rewrite=False``), in place of those of an
+    earlier ``install``.
     """
-    set_options(options)
-    set_smalto(True)
-    if dump_to is not None:
-        _stop_dumping()
-        dumper = Dumper(dump_to)
-        add_observer(dumper)
-        _installed_dumper.append(dumper)
+    observers = (Dumper(dump_to),) if dump_to is not None else ()
+    set_installed(True, options=options, observers=observers)
 
 
 def uninstall() -> None:
-    """Puts JAX's own pass back: its functions are again the very objects they were.
+    """Puts JAX's own pass back: its functions are again the very objects they were
+    (once no thread is inside a block of its own either).
 
-    Stops the dumping ``install`` started, forgets its options. Clears JAX's
-    compilation caches if smalto was installed. Idempotent.
+    Stops the dumping ``install`` started, forgets its options. Idempotent.
     """
-    _stop_dumping()
-    set_smalto(False)
-    set_options({})
+    set_installed(None)
 
 
 def is_installed() -> bool:
-    """Whether JAX's layout inference currently runs smalto."""
-    return smalto_enabled()
+    """Whether JAX's layout inference runs smalto for calls the calling thread makes now
+    (inside an ``enabled()`` block of its own, or after ``install()``)."""
+    return current_route().use_smalto
 
 
 @contextlib.contextmanager
 def enabled(*, dump_to: str | os.PathLike[str] | None = None, **options: object) -> Iterator[None]:
-    """Routes layout inference through smalto inside the block.
+    """Routes layout inference through smalto inside the block, for the calling thread only.
 
-    On exit the previous state returns (installed or not, and its options).
-    ``dump_to`` writes the modules seen inside the block, as in ``install``;
-    ``options``, keywords of ``smalto.infer_layout`` for every call inside it,
-    are added to those in force (an ``install``'s, an enclosing block's).
+    Other threads keep the pass in force for them (JAX's, or an ``install``'s); the
+    block's kernels are never handed to them from JAX's caches, nor theirs to the
+    block. On exit the thread's previous route returns (installed or not, and its
+    options). ``dump_to`` writes the modules seen inside the block, as in ``install``;
+    ``options``, keywords of ``smalto.infer_layout`` for every call inside it, are added
+    to those in force (an ``install``'s, an enclosing block's).
     """
-    previous_options = set_options({**options_in_force(), **options})
-    previous = set_smalto(True)
-    try:
-        if dump_to is None:
-            yield
-        else:
-            with observing(Dumper(dump_to)):
-                yield
-    finally:
-        set_smalto(previous)
-        set_options(previous_options)
-
-
-def _stop_dumping() -> None:
-    while _installed_dumper:
-        remove_observer(_installed_dumper.pop())
+    observer = Dumper(dump_to) if dump_to is not None else None
+    with routed(use_smalto=True, options=options, observer=observer):
+        yield
 
 
 def _install_from_environment() -> None:
     wanted = _true(ENV_ENABLE)
     dump_to = os.environ.get(ENV_DUMP) or None
+    observers = (Dumper(dump_to),) if dump_to is not None else ()
     if wanted:
         options = {
             keyword: True
@@ -162,12 +145,10 @@ def _install_from_environment() -> None:
             )
             if _true(variable)
         }
-        install(dump_to=dump_to, **options)
-    elif dump_to is not None:
+        set_installed(True, options=options, observers=observers)
+    elif observers:
         # Dumping alone: JAX's pass stays, its modules are written.
-        dumper = Dumper(dump_to)
-        add_observer(dumper)
-        _installed_dumper.append(dumper)
+        set_installed(False, observers=observers)
 
 
 def _true(variable: str) -> bool:

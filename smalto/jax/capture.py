@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +27,7 @@ from typing import Any
 import jax
 from jax._src.lib.mlir import ir
 
-from smalto.jax.hooks import (
-    InferenceCall,
-    Observer,
-    Pass,
-    forced_arch,
-    observing,
-    set_smalto,
-)
+from smalto.jax.hooks import InferenceCall, Observer, Pass, Route, routed
 
 
 @dataclass(frozen=True)
@@ -97,6 +91,7 @@ class Recorder(Observer):
     """Collects a ``CapturedModule`` for every inference call it sees."""
 
     def __init__(self) -> None:
+        self.route = Route()  # the route its calls were made on, once recording
         self.captured: list[CapturedModule] = []
         self._before: dict[int, str] = {}
 
@@ -127,12 +122,12 @@ class Dumper(Observer):
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._count = 0
+        # (``install``'s dumper sees every thread's calls: ``next`` numbers each once.)
+        self._numbers = itertools.count(1)
         self._stems: dict[int, str] = {}
 
     def before(self, call: InferenceCall) -> None:
-        self._count += 1
-        stem = f"{self._count:03d}-{module_name(call.module)}"
+        stem = f"{next(self._numbers):03d}-{module_name(call.module)}"
         self._stems[id(call)] = stem
         (self.directory / f"{stem}.mlir").write_text(module_text(call.module), encoding="utf-8")
 
@@ -176,32 +171,43 @@ def capture(
     so far are returned, the failing one last. Any other failure of the
     lowering (before a module reached the pass) propagates.
     """
-    previous = None if by is None else set_smalto(by == "smalto")
-    try:
-        with recording(arch) as recorder:
-            try:
-                lower_for_cuda(fn, args)
-            except Exception as raised:
-                if inference_error(raised, recorder) is not None:
-                    pass
-                elif rejected_after_inference(raised, recorder):
-                    recorder.rejected(raised)
-                else:
-                    raise
-    finally:
-        if previous is not None:
-            set_smalto(previous)
+    use_smalto = None if by is None else by == "smalto"
+    with recording(arch, use_smalto=use_smalto) as recorder:
+        try:
+            lower_for_cuda(fn, args)
+        except Exception as raised:
+            if inference_error(raised, recorder) is not None:
+                pass
+            elif rejected_after_inference(raised, recorder):
+                recorder.rejected(raised)
+            else:
+                raise
     return recorder.captured
 
 
 @contextlib.contextmanager
-def recording(arch: tuple[int, int] | None) -> Iterator[Recorder]:
-    """Records every inference call inside the block, with ``arch`` forced if given."""
+def recording(
+    arch: tuple[int, int] | None,
+    *,
+    use_smalto: bool | None = None,
+    options: Mapping[str, object] | None = None,
+) -> Iterator[Recorder]:
+    """Records every inference call the calling thread makes inside the block, on its
+    route with ``arch`` forced, the pass chosen (``use_smalto``) and ``options`` added,
+    where given (``recorder.route``).
+
+    The recorder's route is one no other call has, so JAX's caches hand the block
+    nothing lowered before (its inference would go unseen): every kernel is lowered
+    again. JAX's caches are cleared on the way out: they hold the block's lowerings,
+    which no call will look up again (JAX has no way to drop those alone).
+    """
     recorder = Recorder()
-    # A kernel lowered before would come from JAX's cache, its inference unseen.
-    jax.clear_caches()
-    with forced_arch(arch) if arch is not None else contextlib.nullcontext(), observing(recorder):
-        yield recorder
+    try:
+        with routed(use_smalto=use_smalto, options=options, arch=arch, observer=recorder) as route:
+            recorder.route = route
+            yield recorder
+    finally:
+        jax.clear_caches()
 
 
 def lower_for_cuda(fn: Callable[..., Any], args: tuple[Any, ...]) -> jax.stages.Lowered:

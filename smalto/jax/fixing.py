@@ -39,7 +39,8 @@ from smalto.source.fix_edits import (
     problems_of,
     source_edit,
 )
-from smalto.source.scripts import ScriptError, one_line, run_script
+from smalto.source.lines import python_lines
+from smalto.source.scripts import ScriptError, check_arguments, one_line, run_script
 
 # Rounds of fixing at most: each problem's fix may uncover another (a kernel rarely has
 # more than the diagnosis' four problems at once).
@@ -124,6 +125,8 @@ def fix_script(
                 if round_number == 0:
                     raise
                 break  # an edited script that does not load: not a fix (never written)
+            if round_number == 0:
+                check_arguments(fn, len(args), function)
             ok, error = lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
@@ -277,10 +280,10 @@ def lower_with(
 
 
 def _applied(edit: SourceEdit, text: str, script: Path, path: Path) -> Applied:
-    lines = text.splitlines()
+    lines = python_lines(text)
     first = min(p.span.line for p in edit.parts)
     last = max(p.span.end_line for p in edit.parts)
-    edited = apply_parts(text, edit.parts).splitlines()
+    edited = python_lines(apply_parts(text, edit.parts))
     grown = len(edited) - len(lines)
     code = edit.code or ""
     why = code

@@ -1,4 +1,4 @@
-"""Routing JAX's layout-inference calls through one dispatcher.
+"""Routing JAX's layout-inference calls through one dispatcher, per thread.
 
 JAX 0.12.0.1 runs its pass from two places, and both look the function up by
 attribute at call time:
@@ -10,18 +10,23 @@ attribute at call time:
   (``jax._src.pallas.mosaic_gpu.layout_rules``) infer small probe modules with
   ``jax.experimental.mosaic.gpu.infer_layout(module)``.
 
-Replacing those two attributes with ``dispatch`` is therefore enough, and
-putting the saved originals back restores JAX exactly. ``utils._infer_arch`` is
-replaced too, but only while an architecture is forced (``forced_arch``): every
-reader of the target architecture (the module's ``mosaic_gpu.arch_*``
-attributes, the arch handed to inference, Pallas' pipelining) asks it at call
-time.
+Replacing those two attributes with ``dispatch``, and ``utils._infer_arch``
+(which every reader of the target architecture asks at call time: the module's
+``mosaic_gpu.arch_*`` attributes, the arch handed to inference, Pallas'
+pipelining) with ``_routed_arch``, is therefore enough; putting the saved
+originals back restores JAX exactly.
 
-Everything here is process-wide, as the patch itself is: one ``_Hooks``
-instance records who needs the patch (smalto enabled, observers, a forced
-arch) and the options smalto's pass gets (``set_options``: keywords of
-``smalto.infer_layout`` beyond the fuel and arch JAX's call gives); the
-attributes are patched while anyone does and restored as soon as no one does.
+What a call does is its thread's ``Route``: whose pass, with which options (keywords of
+``smalto.infer_layout`` beyond the fuel and arch JAX's call gives), for which forced
+arch, and who watches (``Observer``). A block (``routed``: ``smalto.jax.enabled``,
+``lower``, ``capture``) sets its thread's route only; ``install`` sets the route of
+every thread that is in no block. The route lives in a JAX user context
+(``jax.make_user_context``): thread-local, and part of the key of JAX's tracing,
+lowering and compilation caches, so a lowering made on one route is never handed to
+a call on another (another pass, options or arch), and switching routes never needs
+JAX's caches cleared. The attributes themselves are patched while any route is in
+force anywhere and restored when none is; with no route in force in its thread a
+call through them is JAX's own, unchanged.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, cast
 
@@ -66,6 +72,38 @@ class Observer:
         del call, error
 
 
+@dataclass(frozen=True)
+class Route:
+    """What a hooked call does in the thread that makes it.
+
+    Hashable, compared by value: it is part of the key of JAX's caches.
+    ``watchers`` names the observers (``_State.watchers``): a route with observers of
+    its own has a number no other route has, so its lowerings run the pass again
+    where the observers can see it rather than come from a cache.
+    """
+
+    use_smalto: bool = False
+    options: tuple[tuple[str, object], ...] = ()
+    arch: tuple[int, int] | None = None
+    watchers: int | None = None
+
+    @property
+    def by(self) -> Pass:
+        return "smalto" if self.use_smalto else "jax"
+
+
+# The route of the calling thread (its innermost block's), else the installed one. (Made
+# once, as this module is imported: JAX asks that user contexts be made before other
+# threads use JAX; setting and reading one is thread-safe.)
+_ROUTE: Any = jax.make_user_context(None)
+
+
+def current_route() -> Route:
+    """The route in force in the calling thread (JAX's own pass where none is)."""
+    route = _ROUTE.value
+    return route if isinstance(route, Route) else Route()
+
+
 def _jax_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
     """JAX's package namespace, its inference module, and the module owning ``_infer_arch``."""
     from jax.experimental.mosaic import gpu as mgpu
@@ -74,110 +112,124 @@ def _jax_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
     return mgpu, layout_inference, utils
 
 
-@dataclass
-class _Hooks:
-    use_smalto: bool = False
-    # Keywords for smalto.infer_layout on every call (``set_options``).
-    options: dict[str, object] = field(default_factory=dict)
-    observers: list[Observer] = field(default_factory=list)
-    arch: tuple[int, int] | None = None
-    # (module, attribute) -> JAX's original object, while patched.
-    saved: dict[tuple[ModuleType, str], object] = field(default_factory=dict)
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    # Whether smalto's pass has answered (layouts written) since smalto last cleared JAX's
-    # caches: only then can they hold a lowering made with its layouts (a pass that
-    # raises leaves nothing in them: JAX caches what a lowering returns).
-    smalto_answered: bool = False
+class _State:
+    """The one process-wide part: JAX's attributes patched while routes are in force
+    (``users``: open blocks in every thread, and an installed route), and the observers
+    of each route that has some."""
 
-    def needed(self) -> bool:
-        return self.use_smalto or bool(self.observers) or self.arch is not None
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        # (module, attribute) -> JAX's original object, while patched.
+        self.saved: dict[tuple[ModuleType, str], object] = {}
+        self.watchers: dict[int, tuple[Observer, ...]] = {}
+        self.numbers = itertools.count(1)
 
-    def sync(self) -> None:
-        """Patches or restores JAX's attributes to match who needs them."""
+    def acquire(self) -> None:
+        with self.lock:
+            self.users += 1
+            if self.users == 1:
+                self._patch()
+
+    def release(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0:
+                self._restore()
+
+    def watch(self, observers: tuple[Observer, ...]) -> int:
+        with self.lock:
+            number = next(self.numbers)
+            self.watchers[number] = observers
+            return number
+
+    def unwatch(self, number: int | None) -> None:
+        with self.lock:
+            self.watchers.pop(number or 0, None)
+
+    def observers(self, route: Route) -> tuple[Observer, ...]:
+        return self.watchers.get(route.watchers or 0, ())
+
+    def _patch(self) -> None:
         mgpu, layout_inference, utils = _jax_modules()
-        wanted: dict[tuple[ModuleType, str], object] = {}
-        if self.needed():
-            wanted[(mgpu, "infer_layout")] = dispatch
-            wanted[(layout_inference, "infer_layout")] = dispatch
-        if self.arch is not None:
-            wanted[(utils, "_infer_arch")] = _forced_arch
-        for key in list(self.saved):
-            if key not in wanted:
-                _restore(key, self.saved.pop(key))
-        for key, replacement in wanted.items():
-            module, name = key
-            if key not in self.saved:
-                self.saved[key] = getattr(module, name)
-                setattr(module, name, replacement)
+        for module, name, replacement in (
+            (mgpu, "infer_layout", dispatch),
+            (layout_inference, "infer_layout", dispatch),
+            (utils, "_infer_arch", _routed_arch),
+        ):
+            self.saved[(module, name)] = getattr(module, name)
+            setattr(module, name, replacement)
+
+    def _restore(self) -> None:
+        for (module, name), original in self.saved.items():
+            if getattr(module, name) in (dispatch, _routed_arch):
+                setattr(module, name, original)
+                continue
+            # Someone replaced the attribute after us; clobbering their patch would be
+            # worse than leaving ours out of the chain.
+            warnings.warn(
+                f"smalto.jax: {module.__name__}.{name} was replaced by someone else while "
+                "smalto's hook was installed; leaving it as it is",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self.saved.clear()
 
     def original(self, module: ModuleType, name: str) -> object:
-        return self.saved.get((module, name), getattr(module, name))
+        current = getattr(module, name)
+        if current is dispatch or current is _routed_arch:
+            # (A call racing the restore still finds JAX's own: it was saved first.)
+            return self.saved.get((module, name), getattr(module, name))
+        return current
 
 
-def _restore(key: tuple[ModuleType, str], original: object) -> None:
-    module, name = key
-    current = getattr(module, name)
-    if current is dispatch or current is _forced_arch:
-        setattr(module, name, original)
-        return
-    # Someone replaced the attribute after us; clobbering their patch would be
-    # worse than leaving ours out of the chain.
-    warnings.warn(
-        f"smalto.jax: {module.__name__}.{name} was replaced by someone else while "
-        "smalto's hook was installed; leaving it as it is",
-        RuntimeWarning,
-        stacklevel=2,
-    )
-
-
-_HOOKS = _Hooks()
-
-
-def _forced_arch() -> tuple[int, int]:
-    arch = _HOOKS.arch
-    assert arch is not None, "the architecture hook is only installed while forced"
-    return arch
+_STATE = _State()
 
 
 def jax_infer_layout() -> Callable[..., None]:
     """JAX's own ``infer_layout``, whether or not the hook is installed."""
     mgpu, _, _ = _jax_modules()
-    return cast(Callable[..., None], _HOOKS.original(mgpu, "infer_layout"))
+    return cast(Callable[..., None], _STATE.original(mgpu, "infer_layout"))
 
 
 def jax_infer_arch() -> Callable[[], tuple[int, int]]:
     """JAX's own ``utils._infer_arch``, whether or not an architecture is forced."""
     _, _, utils = _jax_modules()
-    return cast(Callable[[], tuple[int, int]], _HOOKS.original(utils, "_infer_arch"))
+    return cast(Callable[[], tuple[int, int]], _STATE.original(utils, "_infer_arch"))
+
+
+def _routed_arch() -> tuple[int, int]:
+    """Stands in for JAX's ``utils._infer_arch``: the arch the thread's route forces, else
+    JAX's own answer (the device's, ``(9, 0)`` without one)."""
+    arch = current_route().arch
+    return arch if arch is not None else jax_infer_arch()()
 
 
 def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int] = (9, 0)) -> None:
     """Stands in for JAX's ``infer_layout`` while the hook is installed.
 
-    Runs ``smalto.infer_layout`` with the same module, fuel and arch while
-    smalto is enabled (smalto's default fuel when the caller passed none; JAX
-    never does), and the options set (``set_options``); JAX's own pass
-    otherwise; and tells the observers.
+    Runs ``smalto.infer_layout`` with the same module, fuel and arch where the calling
+    thread's route says smalto (smalto's default fuel when the caller passed none; JAX
+    never does), with the route's options; JAX's own pass otherwise; and tells the
+    route's observers.
     """
-    with _HOOKS.lock:
-        use_smalto = _HOOKS.use_smalto
-        # Keywords ``set_options`` checked by name; their values reach the pass as given.
-        options: dict[str, Any] = dict(_HOOKS.options)
-        observers = list(_HOOKS.observers)
+    route = current_route()
+    observers = _STATE.observers(route)
     # The arch may come as a list: the observers and the pass get a tuple.
     arch = cast(tuple[int, int], tuple(arch))
-    call = InferenceCall(module, arch, fuel, "smalto" if use_smalto else "jax")
+    call = InferenceCall(module, arch, fuel, route.by)
     for observer in observers:
         observer.before(call)
     try:
-        if use_smalto:
+        if route.use_smalto:
             import smalto
 
+            # Keywords ``check_options`` checked by name; their values reach the pass as given.
+            options: dict[str, Any] = dict(route.options)
             if fuel is None:
                 smalto.infer_layout(module, arch=call.arch, **options)
             else:
                 smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
-            _HOOKS.smalto_answered = True
         else:
             original = jax_infer_layout()
             if fuel is None:
@@ -192,81 +244,31 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
         observer.after(call, None)
 
 
-def set_smalto(use: bool) -> bool:
-    """Turns routing to smalto on or off; returns the previous setting.
-
-    Also clears JAX's compilation caches when the setting changes, so kernels
-    lowered before are lowered again with the pass now chosen: turning smalto
-    on, always (JAX's pass may have run unhooked); turning it off, where
-    smalto's pass has answered since (``_smalto_lowerings_cached``).
-    """
-    with _HOOKS.lock:
-        previous = _HOOKS.use_smalto
-        _HOOKS.use_smalto = use
-        _HOOKS.sync()
-        # (Turning it on clears them whatever was cached: forgotten as well.)
-        stale = previous != use and (_smalto_lowerings_cached() or use)
-    if stale:
-        jax.clear_caches()
-    return previous
-
-
-def _smalto_lowerings_cached() -> bool:
-    """Whether JAX's caches may hold a lowering made with smalto's layouts, forgetting it
-    (the caller clears them; under ``_HOOKS.lock``).
-
-    Every inference while smalto is enabled runs through ``dispatch``, and JAX
-    caches what a lowering returns, never an error: where smalto's pass has
-    answered no call since the last clearing (a block whose kernels it refused),
-    there is nothing of it to clear, and the refusal's caller does not wait on
-    JAX's whole cache being thrown away as the error leaves ``enabled()``.
-    """
-    cached = _HOOKS.smalto_answered
-    _HOOKS.smalto_answered = False
-    return cached
-
-
-def smalto_enabled() -> bool:
-    return _HOOKS.use_smalto
-
-
-def set_options(options: Mapping[str, object]) -> dict[str, object]:
-    """Sets the keywords smalto's pass gets on every hooked call (``smalto.infer_layout``'s,
-    e.g. ``rewrite=False``; not ``fuel`` nor ``arch``, which JAX's call gives); returns the
-    previous ones. Raises ``TypeError`` for a keyword ``infer_layout`` does not take.
-
-    Clears JAX's compilation caches when they change while smalto is enabled (and
-    has answered since they were last cleared: ``_smalto_lowerings_cached``), so
-    kernels lowered before are lowered again with them.
-    """
-    wanted = dict(options)
-    unknown = sorted(set(wanted) - pass_options())
+def check_options(options: Mapping[str, object]) -> None:
+    """Raises ``TypeError`` for a keyword ``smalto.infer_layout`` does not take through the
+    route (``fuel`` and ``arch`` are JAX's call's), or a value that cannot key JAX's caches."""
+    unknown = sorted(set(options) - pass_options())
     if unknown:
         raise TypeError(
             f"smalto.infer_layout takes no option {', '.join(map(repr, unknown))} "
             f"(it takes {', '.join(map(repr, sorted(pass_options())))}; the fuel and the "
             "arch are those of JAX's call)"
         )
-    with _HOOKS.lock:
-        previous = _HOOKS.options
-        _HOOKS.options = wanted
-        stale = _HOOKS.use_smalto and previous != wanted and _smalto_lowerings_cached()
-    if stale:
-        jax.clear_caches()
-    return previous
-
-
-def options_in_force() -> dict[str, object]:
-    """The keywords smalto's pass gets now (``set_options``)."""
-    with _HOOKS.lock:
-        return dict(_HOOKS.options)
+    for name, value in options.items():
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"smalto.jax: option {name!r} must be hashable (it keys JAX's caches), "
+                f"not {type(value).__name__}"
+            ) from None
 
 
 @functools.cache
 def pass_options() -> frozenset[str]:
-    """The keywords ``set_options`` accepts: ``smalto.infer_layout``'s keyword-only
-    parameters but ``fuel`` and ``arch`` (read once: ``enabled()`` asks on the way in and
-    out of every block, in the time a refusal's caller waits for)."""
+    """The keywords ``check_options`` accepts: ``smalto.infer_layout``'s keyword-only
+    parameters but ``fuel`` and ``arch`` (read once: ``enabled()`` asks on the way into
+    every block, in the time a refusal's caller waits for)."""
     from smalto.infer import infer_layout
 
     parameters = inspect.signature(infer_layout).parameters.values()
@@ -274,46 +276,97 @@ def pass_options() -> frozenset[str]:
     return frozenset(keywords - {"fuel", "arch"})
 
 
-def add_observer(observer: Observer) -> None:
-    """Tells ``observer`` about every inference call from now on."""
-    with _HOOKS.lock:
-        _HOOKS.observers.append(observer)
-        _HOOKS.sync()
-
-
-def remove_observer(observer: Observer) -> None:
-    """Stops telling ``observer``; restores JAX's functions if no one else needs the hook."""
-    with _HOOKS.lock:
-        _HOOKS.observers.remove(observer)
-        _HOOKS.sync()
-
-
-@contextlib.contextmanager
-def observing(observer: Observer) -> Iterator[None]:
-    """Tells ``observer`` about every inference call made inside the block."""
-    add_observer(observer)
-    try:
-        yield
-    finally:
-        remove_observer(observer)
+def _route_from(
+    outer: Route,
+    *,
+    use_smalto: bool | None,
+    options: Mapping[str, object] | None,
+    arch: tuple[int, int] | None,
+    watchers: int | None,
+) -> Route:
+    merged = dict(outer.options)
+    if options:
+        check_options(options)
+        merged.update(options)
+    return Route(
+        use_smalto=outer.use_smalto if use_smalto is None else use_smalto,
+        options=tuple(sorted(merged.items())),
+        arch=outer.arch if arch is None else (int(arch[0]), int(arch[1])),
+        watchers=outer.watchers if watchers is None else watchers,
+    )
 
 
 @contextlib.contextmanager
-def forced_arch(arch: tuple[int, int]) -> Iterator[None]:
-    """Makes JAX's Mosaic GPU lowering target ``arch`` whatever device (if any) is present.
-
-    Clears JAX's compilation caches on entry and exit: lowerings are cached
-    without the architecture in their key.
-    """
-    with _HOOKS.lock:
-        previous = _HOOKS.arch
-        _HOOKS.arch = (int(arch[0]), int(arch[1]))
-        _HOOKS.sync()
-    jax.clear_caches()
+def routed(
+    *,
+    use_smalto: bool | None = None,
+    options: Mapping[str, object] | None = None,
+    arch: tuple[int, int] | None = None,
+    observer: Observer | None = None,
+) -> Iterator[Route]:
+    """Sets the calling thread's route inside the block: the one in force, with the pass
+    (``use_smalto``), ``options`` added, ``arch`` forced and ``observer`` watching too,
+    where given. Other threads' routes are untouched; the thread's own is back on exit."""
+    outer = current_route()
+    watchers = None
+    if observer is not None:
+        watchers = _STATE.watch((*_STATE.observers(outer), observer))
     try:
-        yield
+        route = _route_from(
+            outer, use_smalto=use_smalto, options=options, arch=arch, watchers=watchers
+        )
+        _STATE.acquire()
+        try:
+            with _ROUTE(route):
+                yield route
+        finally:
+            _STATE.release()
     finally:
-        with _HOOKS.lock:
-            _HOOKS.arch = previous
-            _HOOKS.sync()
-        jax.clear_caches()
+        _STATE.unwatch(watchers)
+
+
+# What ``install`` set: its route and the observers it numbered (``set_installed``).
+_installed_lock = threading.Lock()
+
+
+def set_installed(
+    use_smalto: bool | None,
+    *,
+    options: Mapping[str, object] | None = None,
+    observers: tuple[Observer, ...] = (),
+) -> None:
+    """Sets the route of every thread in no block (``None``: JAX's own pass, unhooked),
+    with ``options`` and ``observers``, in place of the one set before."""
+    with _installed_lock:
+        if use_smalto is None and observers:
+            use_smalto = False  # observers alone: JAX's pass, watched
+        watchers = _STATE.watch(observers) if observers else None
+        try:
+            new = None
+            if use_smalto is not None:
+                new = _route_from(
+                    Route(), use_smalto=use_smalto, options=options, arch=None, watchers=watchers
+                )
+        except TypeError:
+            _STATE.unwatch(watchers)
+            raise
+        previous = _ROUTE.get_global()
+        _ROUTE.set_global(new)
+        if previous is None and new is not None:
+            _STATE.acquire()
+        if isinstance(previous, Route):
+            _STATE.unwatch(previous.watchers)
+            if new is None:
+                _STATE.release()
+
+
+def observing(observer: Observer) -> contextlib.AbstractContextManager[Route]:
+    """Tells ``observer`` about every inference call the calling thread makes inside the
+    block."""
+    return routed(observer=observer)
+
+
+def forced_arch(arch: tuple[int, int]) -> contextlib.AbstractContextManager[Route]:
+    """Makes JAX's Mosaic GPU lowering in the calling thread target ``arch`` inside the
+    block, whatever device (if any) is present."""
+    return routed(arch=arch)

@@ -24,7 +24,7 @@ from smalto.jax.capture import (
     recording,
     rejected_after_inference,
 )
-from smalto.jax.hooks import Pass, options_in_force, set_options, set_smalto
+from smalto.jax.hooks import Pass, jax_infer_arch
 
 Stage = Literal["before inference", "inference", "after inference", "no kernel"]
 
@@ -82,28 +82,19 @@ def lower(
     Returns the lowering; raises ``KernelLoweringError`` naming the stage that
     failed.
     """
-    previous_options = set_options({**options_in_force(), **options})
-    previous = set_smalto(by == "smalto")
-    try:
-        with recording(arch) as recorder:
-            from jax.experimental.mosaic.gpu import utils
-
-            major, minor = utils._infer_arch()
-            target = (major, minor)
-            try:
-                lowered = lower_for_cuda(fn, args)
-            except Exception as raised:
-                kernels = tuple(recorder.captured)
-                stage = _failed_stage(raised, recorder)
-                raise KernelLoweringError(
-                    _message(stage, kernels, by, target, raised),
-                    stage=stage,
-                    kernels=kernels,
-                    by=by,
-                ) from raised
-    finally:
-        set_smalto(previous)
-        set_options(previous_options)
+    with recording(arch, use_smalto=by == "smalto", options=options) as recorder:
+        target = recorder.route.arch or _own_arch()
+        try:
+            lowered = lower_for_cuda(fn, args)
+        except Exception as raised:
+            kernels = tuple(recorder.captured)
+            stage = _failed_stage(raised, recorder)
+            raise KernelLoweringError(
+                _message(stage, kernels, by, target, raised),
+                stage=stage,
+                kernels=kernels,
+                by=by,
+            ) from raised
     kernels = tuple(recorder.captured)
     if not kernels:
         raise KernelLoweringError(
@@ -115,6 +106,12 @@ def lower(
             by=by,
         )
     return Lowering(lowered, kernels, target, by)
+
+
+def _own_arch() -> tuple[int, int]:
+    """The arch JAX targets where none is forced: the GPU's, ``(9, 0)`` without one."""
+    major, minor = jax_infer_arch()()
+    return (major, minor)
 
 
 def _failed_stage(raised: BaseException, recorder: Recorder) -> Stage:

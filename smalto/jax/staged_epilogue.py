@@ -46,6 +46,7 @@ from collections.abc import Callable
 from smalto.constraints.language import GmemTransfer
 from smalto.hw.strides import row_major
 from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
+from smalto.source.lines import python_lines
 
 STAGE = "stage"  # the kind of the edit (a ``SourceEdit.kind``)
 _CODE = "SM005"  # a GMEM transfer that cannot be coalesced
@@ -77,7 +78,7 @@ def staged_epilogue(
     if where is None or plgpu is None:
         return None
     line, column = where
-    written = text.splitlines()[line - 1]
+    written = python_lines(text)[line - 1]
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     indent = written[: len(written) - len(written.lstrip())]
     # (Where the file has no name for Pallas, the block imports it: one place changes.)
@@ -282,7 +283,7 @@ def _candidates(report: object, transfer: GmemTransfer, plgpu: str) -> list[str]
 
 
 def _replaced(text: str, line: int, replacement: str) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = python_lines(text, keepends=True)
     ending = "\n" if lines[line - 1].endswith("\n") else ""
     lines[line - 1] = replacement + ending
     return "".join(lines)

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
+from smalto.source.lines import python_lines
+
 # Where the command running now looks, and what it found (``searching_beside``).
 _ACTIVE: ContextVar[Sources | None] = ContextVar("smalto_sources", default=None)
 _NOT_FILES = ("", "-", "<stdin>")  # stdin's names: no directory to look in
@@ -83,7 +85,7 @@ class Sources:
             text = None
             if path is not None:
                 try:
-                    text = path.read_text(encoding="utf-8").splitlines()
+                    text = python_lines(path.read_text(encoding="utf-8"))
                 except (OSError, UnicodeDecodeError):
                     text = None
             if text is None and file not in self.missing:

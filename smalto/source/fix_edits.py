@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from smalto.source.lines import python_lines
 from smalto.source.pallas_edits import unoptimized_transfer
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
@@ -142,7 +143,7 @@ class _Source:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return None
-        source = cls(file, text, tree, text.splitlines(keepends=True))
+        source = cls(file, text, tree, python_lines(text, keepends=True))
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 source.parents[child] = node
@@ -235,8 +236,8 @@ def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
         file, line = str(getattr(change, "file", "")), int(getattr(change, "line", 0))
         old, new = str(getattr(change, "old", "")), str(getattr(change, "new", ""))
         text = read(file)
-        lines = text.splitlines() if text is not None else []
-        count = len(old.splitlines()) or 1
+        lines = python_lines(text) if text is not None else []
+        count = len(python_lines(old)) or 1
         if not 0 < line <= len(lines) - count + 1:
             return []
         if "\n".join(lines[line - 1 : line - 1 + count]) != old:
@@ -597,7 +598,7 @@ def _unoptimize(
         if where is None or text is None or name not in _STORES | _LOADS:
             return [], UNSPECIFIED, f"the transfer at {location} was not found"
         file, line, column = where
-        lines = text.splitlines()
+        lines = python_lines(text)
         if not 0 < line <= len(lines):
             return [], UNSPECIFIED, f"{file} has no line {line}"
         written = lines[line - 1]
@@ -622,7 +623,7 @@ def _unoptimize(
 
 def apply_parts(text: str, parts: Iterable[Part]) -> str:
     """``text`` with every part's span replaced (spans must not overlap)."""
-    lines = text.splitlines(keepends=True)
+    lines = python_lines(text, keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

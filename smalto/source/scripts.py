@@ -12,6 +12,7 @@ one line (``ScriptError``).
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import types
@@ -91,6 +92,31 @@ def _as_main(script: Path, module: types.ModuleType) -> Iterator[None]:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = saved_module
+
+
+def check_arguments(fn: Callable[..., Any], count: int, name: str) -> None:
+    """Raises ``ScriptError`` where ``fn`` (the script's function ``name``) cannot be
+    called with ``count`` positional arguments: said before any lowering, as the usage
+    error it is, rather than as the ``TypeError`` tracing would end in."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read (a builtin): let the call say
+        return
+    try:
+        signature.bind(*range(count))
+    except TypeError as error:
+        takes = [
+            p.name
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        wanted = f"{len(takes)} argument{'s' if len(takes) != 1 else ''}"
+        if takes:
+            wanted += f" ({', '.join(takes)})"
+        raise ScriptError(
+            f"{name} takes {wanted}, given {count} --arg ({error}): one --arg per argument, "
+            "in order"
+        ) from None
 
 
 @contextmanager

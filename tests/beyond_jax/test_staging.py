@@ -416,14 +416,14 @@ def test_smalto_check_knows_a_staged_module(tmp_path: Path) -> None:
 def test_install_and_the_environment_pass_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
     smalto.jax.install(stage_through_smem=True)
     try:
-        assert smalto.jax.hooks.options_in_force() == {"stage_through_smem": True}
+        assert dict(smalto.jax.hooks.current_route().options) == {"stage_through_smem": True}
     finally:
         smalto.jax.uninstall()
     monkeypatch.setenv("SMALTO_JAX", "1")
     monkeypatch.setenv("SMALTO_JAX_STAGE_THROUGH_SMEM", "1")
     try:
         smalto.jax._install_from_environment()
-        assert smalto.jax.hooks.options_in_force() == {"stage_through_smem": True}
+        assert dict(smalto.jax.hooks.current_route().options) == {"stage_through_smem": True}
     finally:
         smalto.jax.uninstall()
 
@@ -436,8 +436,8 @@ def test_python_m_smalto_jax_run_takes_the_option(tmp_path: Path) -> None:
     script = tmp_path / "show.py"
     script.write_text(
         "import smalto.jax\n"
-        "from smalto.jax.hooks import options_in_force\n"
-        "print(smalto.jax.is_installed(), options_in_force())\n"
+        "from smalto.jax.hooks import current_route\n"
+        "print(smalto.jax.is_installed(), dict(current_route().options))\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
     ran = subprocess.run(

@@ -474,3 +474,19 @@ def test_infer_output_is_written_whole_through_a_symlink_and_refused_read_only(
     assert run("infer", module, "-o", link).status == 0
     assert link.is_symlink() and output.read_text().startswith("module")
     assert _leftovers(tmp_path, "out.mlir", "link.mlir") == []
+
+
+def test_what_is_no_regular_file_is_written_to_not_replaced(tmp_path: Path) -> None:
+    """A pipe (or a device: ``-o /dev/stdout``, ``/dev/full``) is written to as any program
+    writes to it: renaming a file over its name would replace the device itself (as root,
+    ``smalto infer -o /dev/full`` once turned ``/dev/full`` into a regular file)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    write_file(fifo, "through the pipe\n")
+    reader.join(timeout=10)
+    assert received == [b"through the pipe\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert _leftovers(tmp_path, "pipe") == []

@@ -118,7 +118,7 @@ def test_enabled_routes_a_plain_jit_lowering_through_smalto(smalto_calls: list) 
     fn.trace(*args).lower(lowering_platforms=("cuda",))  # cached by JAX from here on
     with smalto.jax.enabled():
         assert smalto.jax.is_installed()
-        # Enabling clears JAX's caches: the kernel is lowered again, by smalto.
+        # The pass in force keys JAX's caches: the kernel is lowered again, by smalto.
         fn.trace(*args).lower(lowering_platforms=("cuda",))
     assert smalto_calls == [(9, 0)]
     assert not smalto.jax.is_installed()
