@@ -32,6 +32,7 @@ from smalto.constraints.language import (
     fixed_layout,
     variables_of,
 )
+from smalto.errors import InferenceError
 from smalto.hw.values import Reg, Smem, Tmem
 
 
@@ -215,3 +216,12 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
 # Ops whose layout equality is a broadcast's (the source is the result reduced), not a
 # reduction's.
 _BROADCASTS = frozenset({"mosaic_gpu.broadcast_in_dim"})
+
+
+def problems_of(error: BaseException | None) -> list[ConflictReport]:
+    """The problems of a failed inference (its conflict's), in the order found; none where
+    the error is no diagnosed ``InferenceError``."""
+    if not isinstance(error, InferenceError):
+        return []
+    conflict = error.conflict
+    return conflict.problems if isinstance(conflict, ConflictReport) else []

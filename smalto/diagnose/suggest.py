@@ -93,6 +93,10 @@ class SuggestedEdit:
     # the located ops that use it, ``(op name, location)``, from which ``smalto fix``
     # finds its ``plgpu.TMEM(...)`` among several.
     uses: tuple[tuple[str, str], ...] = ()
+    # The edit changes what the kernel computes (the module, its layouts set aside, is
+    # another: ``smalto.diagnose.meaning``): an axis, a broadcast. Never a fix made
+    # unasked: a person chooses among such edits.
+    changes_meaning: bool = False
 
 
 @dataclass(frozen=True)

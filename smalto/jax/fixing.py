@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smalto.constraints.conflict_report import problems_of
 from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
+from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.source.fix_edits import (
+    DiagnosedEdit,
     SourceEdit,
     apply_parts,
-    keeps_meaning,
     overlaps,
-    problems_of,
     source_edit,
 )
 from smalto.source.scripts import ScriptError, one_line, script_function
@@ -95,6 +96,7 @@ def fix_script(
     seen = {original}
     current = original
     with tempfile.TemporaryDirectory(prefix="smalto-fix-") as scratch:
+        meanings = Meanings(Path(scratch), path, function, args)
         for round_number in range(MAX_ROUNDS + 1):
             copy = Path(scratch) / f"round{round_number}" / path.name
             try:
@@ -103,6 +105,8 @@ def fix_script(
                 if round_number == 0:
                     raise
                 break  # an edited script that does not load: not a fix (never written)
+            if round_number == 0:
+                meanings.original_function(fn)
             ok, error = lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
@@ -112,11 +116,11 @@ def fix_script(
             outcome.remaining = _named(_message(error), copy, path)
             if round_number == MAX_ROUNDS:
                 break
-            chosen = choose(error, current, copy, allow_unoptimized, outcome)
+            chosen = choose(error, current, copy, allow_unoptimized, outcome, meanings.keeps)
             if not chosen:
                 break
             edited = apply_parts(current, [p for e in chosen for p in e.parts])
-            if edited in seen or not keeps_meaning(current, edited):
+            if edited in seen or not meanings.keeps(edited):
                 break
             for edit in chosen:
                 outcome.applied.append(_applied(edit, current, copy, path))
@@ -136,15 +140,54 @@ def fix_script(
     return outcome
 
 
+class Meanings:
+    """The check that an edit keeps what the kernel computes (``smalto.jax.meaning``): the
+    edited script, run from a copy, traced by JAX, and its trace compared with the
+    original's. Each text is traced once."""
+
+    def __init__(self, scratch: Path, path: Path, function: str, args: tuple[Any, ...]):
+        self.scratch, self.path, self.function, self.args = scratch, path, function, args
+        self._original: Callable[..., Any] | None = None
+        self._meanings: dict[str, Meaning | None] = {}
+        self._wanted: Meaning | None = None
+
+    def original_function(self, fn: Callable[..., Any]) -> None:
+        """The function as written (traced when an edit is first checked)."""
+        self._original = fn
+
+    def keeps(self, edited: str) -> bool:
+        """Whether the script ``edited`` computes what the original does."""
+        if self._wanted is None:
+            if self._original is None:
+                return False
+            try:
+                self._wanted = meaning_of(self._original, self.args)
+            except TraceFailed:
+                return False  # nothing to compare with: nothing is proven
+        return self._meaning(edited) == self._wanted
+
+    def _meaning(self, text: str) -> Meaning | None:
+        if text not in self._meanings:
+            copy = self.scratch / f"meaning{len(self._meanings)}" / self.path.name
+            try:
+                fn = load_function(copy, text, self.function, home=self.path.parent)
+                self._meanings[text] = meaning_of(fn, self.args)
+            except (ScriptError, TraceFailed):
+                self._meanings[text] = None
+        return self._meanings[text]
+
+
 def choose(
     error: BaseException | None,
     text: str,
     copy: Path,
     allow_unoptimized: bool,
     outcome: FixOutcome,
+    keeps: Callable[[str], bool],
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
-    in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
+    in the source, keeps what the kernel computes (``keeps``: JAX's trace of the edited
+    script is the original's, layouts set aside), and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
     one that keeps the transfers optimized before one that makes them unoptimized."""
 
@@ -153,19 +196,14 @@ def choose(
 
     chosen: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
-        code = getattr(report, "code", None)
+        code = report.code
         # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
         # one that keeps every transfer optimized (fast) before one that does not.
-        ranked = sorted(
-            getattr(report, "edits", None) or [],
-            key=lambda e: (
-                bool(getattr(e, "needs_smalto", False)),
-                getattr(e, "kind", None) == UNOPTIMIZE,
-            ),
-        )
+        suggested_edits: list[DiagnosedEdit] = list(report.edits)
+        ranked = sorted(suggested_edits, key=lambda e: (e.needs_smalto, e.kind == UNOPTIMIZE))
         for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(copy))
-            reason = _not_made(edit, text, allow_unoptimized)
+            reason = _not_made(edit, text, allow_unoptimized, keeps)
             if reason is None and any(
                 overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
             ):
@@ -178,13 +216,19 @@ def choose(
     return chosen
 
 
-def _not_made(edit: SourceEdit, text: str, allow_unoptimized: bool) -> str | None:
+def _not_made(
+    edit: SourceEdit, text: str, allow_unoptimized: bool, keeps: Callable[[str], bool]
+) -> str | None:
+    if edit.changes_meaning:
+        return "it changes what the kernel computes: which change you meant is yours to make"
     if not edit.applicable:
         return f"no place in the source: {edit.why or 'the edit has no source form'}"
     if edit.kind == UNOPTIMIZE and not allow_unoptimized:
         return "it makes transfers unoptimized (slower): --allow-unoptimized makes it"
-    if not keeps_meaning(text, apply_parts(text, edit.parts)):
-        return "it would change what the kernel computes"
+    if not keeps(apply_parts(text, edit.parts)):
+        return (
+            "it would change what the kernel computes (JAX's trace of the edited function differs)"
+        )
     return None
 
 
@@ -278,9 +322,9 @@ def fix(
     home = _source_file(fn)
     edits: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
-        code = getattr(report, "code", None)
-        for suggested in getattr(report, "edits", None) or []:
-            edits.append(source_edit(suggested, read, code=code, problem=problem, home=home))
+        suggested_edits: list[DiagnosedEdit] = list(report.edits)
+        for suggested in suggested_edits:
+            edits.append(source_edit(suggested, read, code=report.code, problem=problem, home=home))
     return edits
 
 

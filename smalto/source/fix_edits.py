@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
-from smalto.source.pallas_edits import unoptimized_transfer
+from smalto.source.pallas_edits import SourceChange, unoptimized_transfer
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
 MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
@@ -46,6 +46,7 @@ _TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 _STORES = {"mosaic_gpu.vector_store", "vector.store"}
 _LOADS = {"mosaic_gpu.vector_load", "vector.load"}
 _PALLAS_GPU = "jax.experimental.pallas.mosaic_gpu"
+_BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ class SourceEdit:
     why: str = ""  # why no place was found, where none was
     # JAX's own pass still rejects the kernel with this edit: it compiles with smalto only.
     needs_smalto: bool = False
+    # It changes what the kernel computes (an axis, a broadcast): a person chooses it, and
+    # ``smalto fix`` never makes it.
+    changes_meaning: bool = False
 
     @property
     def applicable(self) -> bool:
@@ -106,6 +110,7 @@ class SourceEdit:
         return {
             "applicability": self.applicability,
             "needs_smalto": self.needs_smalto,
+            "changes_meaning": self.changes_meaning,
             "span": first.span.as_json() if first else None,
             "replacement": first.replacement if first else None,
             "parts": [part.as_json() for part in self.parts],
@@ -136,13 +141,19 @@ class _Source:
     lines: list[str] = field(default_factory=list)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
 
+    # A UTF-8 byte order mark the file starts with: Python skips it, so the parse does
+    # (the first line's columns count it, as an editor's do).
+    bom: int = 0
+
     @classmethod
     def parse(cls, file: str, text: str) -> _Source | None:
+        bom = 1 if text.startswith(_BOM) else 0
+        text = text[bom:]
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return None
-        source = cls(file, text, tree, text.splitlines(keepends=True))
+        source = cls(file, text, tree, text.splitlines(keepends=True), bom=bom)
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 source.parents[child] = node
@@ -166,7 +177,8 @@ class _Source:
 
     def _chars(self, line: int, byte_column: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+        before = len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+        return before + (self.bom if line == 1 else 0)
 
     def starting_at(self, line: int, byte_column: int) -> list[ast.expr]:
         """Every expression that starts at the position (outermost first)."""
@@ -190,50 +202,69 @@ class _Source:
         return None
 
 
+class DiagnosedEdit(Protocol):
+    """What this module reads of a verified edit of the diagnosis
+    (``smalto.diagnose.suggest.SuggestedEdit``)."""
+
+    @property
+    def kind(self) -> str: ...  # retarget, drop, add_cast, unoptimize, axis, broadcast
+    @property
+    def text(self) -> str: ...  # the fix in words
+    @property
+    def pallas(self) -> str | None: ...  # the edited statement or expression, in Pallas
+    @property
+    def ops(self) -> Sequence[tuple[str, str]]: ...  # (op name, location) of the ops changed
+    @property
+    def changes(self) -> Sequence[SourceChange]: ...  # its own edit of whole lines
+    @property
+    def needs_smalto(self) -> bool: ...  # JAX's own pass still rejects the edited kernel
+    @property
+    def uses(self) -> Sequence[tuple[str, str]]: ...  # (a TMEM ref's) located uses
+    @property
+    def changes_meaning(self) -> bool: ...  # it changes what the kernel computes
+
+
 def source_edit(
-    edit: object,
+    edit: DiagnosedEdit,
     read: Callable[[str], str | None],
     *,
     code: str | None = None,
     problem: int = 0,
     home: str | None = None,
 ) -> SourceEdit:
-    """The verified ``edit`` (a ``smalto.diagnose.suggest.SuggestedEdit``, read through
-    its attributes) as an edit of the Python source ``read`` gives for a file name;
-    ``home``: the kernel's own file, where an op located at no line (a scratch ref Pallas
-    declares) is looked for."""
-    kind = str(getattr(edit, "kind", ""))
-    text = str(getattr(edit, "text", ""))
-    ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
-    needs_smalto = bool(getattr(edit, "needs_smalto", False))
+    """The verified ``edit`` as an edit of the Python source ``read`` gives for a file
+    name; ``home``: the kernel's own file, where an op located at no line (a scratch ref
+    Pallas declares) is looked for. An edit that changes what the kernel computes (the
+    diagnosis checked it on the module: ``changes_meaning``) is at most ``MaybeIncorrect``,
+    wherever it goes: a person chooses it."""
     made = SourceEdit(
-        kind, text, UNSPECIFIED, code=code, problem=problem, needs_smalto=needs_smalto
+        edit.kind,
+        edit.text,
+        UNSPECIFIED,
+        code=code,
+        problem=problem,
+        needs_smalto=edit.needs_smalto,
+        changes_meaning=edit.changes_meaning,
     )
     try:
-        parts, applicability, why = _parts(edit, kind, ops, read, home)
+        parts, applicability, why = _parts(edit, read, home)
         if not parts:  # the diagnosis' own edit of whole lines, where it made one
-            parts, applicability = _whole_lines(edit, read), MACHINE_APPLICABLE
+            parts, applicability = _whole_lines(edit.changes, read), MACHINE_APPLICABLE
     except (SyntaxError, ValueError, IndexError, AttributeError) as error:  # odd source
         return replace(made, why=f"the source could not be read as Python: {error}")
     if not parts:
         return replace(made, why=why)
+    if edit.changes_meaning and applicability == MACHINE_APPLICABLE:
+        applicability = MAYBE_INCORRECT
     return replace(made, applicability=applicability, parts=tuple(parts), why="")
 
 
-def problems_of(error: BaseException | None) -> list[object]:
-    """The problems of a failed inference (its conflict's), in the order found: each with
-    its ``code`` and its verified ``edits``, read through their attributes."""
-    report = getattr(error, "conflict", None)
-    return list(getattr(report, "problems", None) or ([report] if report else []))
-
-
-def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
-    """The diagnosis' edit of whole lines (``SuggestedEdit.changes``: ``file``, ``line``,
-    ``old``, ``new``), as parts, where the file still reads ``old`` there."""
+def _whole_lines(changes: Sequence[SourceChange], read: Callable[[str], str | None]) -> list[Part]:
+    """The diagnosis' edit of whole lines (``file``, ``line``, ``old``, ``new``), as parts,
+    where the file still reads ``old`` there."""
     parts: list[Part] = []
-    for change in getattr(edit, "changes", None) or ():
-        file, line = str(getattr(change, "file", "")), int(getattr(change, "line", 0))
-        old, new = str(getattr(change, "old", "")), str(getattr(change, "new", ""))
+    for change in changes:
+        file, line, old, new = change.file, change.line, change.old, change.new
         text = read(file)
         lines = text.splitlines() if text is not None else []
         count = len(old.splitlines()) or 1
@@ -248,18 +279,15 @@ def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
 
 
 def _parts(
-    edit: object,
-    kind: str,
-    ops: Sequence[tuple[str, str]],
-    read: Callable[[str], str | None],
-    home: str | None,
+    edit: DiagnosedEdit, read: Callable[[str], str | None], home: str | None
 ) -> tuple[list[Part], str, str]:
+    ops, kind = edit.ops, edit.kind
     if not ops:
         return [], UNSPECIFIED, "the edit names no op"
     if kind == "unoptimize":
         return _unoptimize(ops, read)
     name, location = ops[0]
-    pallas = str(getattr(edit, "pallas", None) or "")
+    pallas = edit.pallas or ""
     if kind == "add_cast":
         return [], UNSPECIFIED, "a new cast: where it goes in the source is left to you"
     if name == _CAST:
@@ -267,8 +295,7 @@ def _parts(
     if name == _TRANSFORMS:
         return _transforms(kind, [loc for _, loc in ops], pallas, read)
     if name == _TMEM_CAST and kind == "retarget":
-        uses: Sequence[tuple[str, str]] = getattr(edit, "uses", None) or ()
-        return _tmem(ops, pallas, read, home, uses)
+        return _tmem(ops, pallas, read, home, edit.uses)
     return [], UNSPECIFIED, f"no source form known for an edit of `{name}`"
 
 
@@ -398,9 +425,11 @@ def _text_of(source: _Source, span: Span) -> str:
     lines = source.lines[span.line - 1 : span.end_line]
     if not lines:
         return ""
+    start = span.column - 1 - (source.bom if span.line == 1 else 0)
+    end = span.end_column - 1 - (source.bom if span.end_line == 1 else 0)
     if span.line == span.end_line:
-        return lines[0][span.column - 1 : span.end_column - 1]
-    return lines[0][span.column - 1 :] + "".join(lines[1:-1]) + lines[-1][: span.end_column - 1]
+        return lines[0][start:end]
+    return lines[0][start:] + "".join(lines[1:-1]) + lines[-1][:end]
 
 
 # --- SMEM transforms ------------------------------------------------------------------------
@@ -649,62 +678,9 @@ def overlaps(a: Part, b: Part) -> bool:
     return a0 < b1 and b0 < a1 or a0 == b0
 
 
-# What an edit may change: layouts, transforms, the optimized flag, and the words that
-# carry them (``plgpu.store(ref.at[i], x, optimized=False)`` for ``ref[i] = x``).
-_LAYOUT_KEYWORDS = frozenset({"layout", "transforms", "optimized", "collective", "packed"})
-_EDIT_WORDS = frozenset({"layout_cast", "store", "load", "at", "Ellipsis"})
-
-
-def keeps_meaning(before: str, after: str) -> bool:
-    """Whether ``after`` computes what ``before`` does, as far as its text tells: the same
-    names, attributes (dtypes: ``jnp.float32``) and constants (shapes, axes), in the same
-    numbers, once layouts, transforms and the ``optimized`` flag are set aside."""
-    try:
-        return _meaning(before) == _meaning(after)
-    except SyntaxError:
-        return False
-
-
-def _meaning(code: str) -> Counter[str]:
-    tree = ast.parse(code)
-    aliases = {_Source(file="", text=code, tree=tree).alias() or "plgpu", "plgpu"}
-    found: Counter[str] = Counter()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.keyword) and node.arg in _LAYOUT_KEYWORDS:
-            return
-        if isinstance(node, ast.expr) and _is_layout(node):
-            return
-        if isinstance(node, ast.Name):
-            found[node.id] += 1
-        elif isinstance(node, ast.Attribute):
-            found[f".{node.attr}"] += 1
-        elif isinstance(node, ast.Constant) and node.value is not Ellipsis:
-            found[repr(node.value)] += 1
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    for word in (*aliases, *_EDIT_WORDS):
-        found.pop(word, None)
-        found.pop(f".{word}", None)
-    return found
-
-
-def _is_layout(node: ast.expr) -> bool:
-    """A layout or transform expression: ``plgpu.Layout.WGMMA.reduce(1)``,
-    ``plgpu.TilingTransform((8, 64))``, ``plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(n)``."""
-    while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
-        if isinstance(node, ast.Attribute) and (
-            node.attr in ("Layout", "TMEMLayout") or node.attr.endswith("Transform")
-        ):
-            return True
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return False
-
-
 __all__ = [
     "HAS_PLACEHOLDERS",
+    "DiagnosedEdit",
     "MACHINE_APPLICABLE",
     "MAYBE_INCORRECT",
     "UNSPECIFIED",
@@ -712,8 +688,6 @@ __all__ = [
     "SourceEdit",
     "Span",
     "apply_parts",
-    "keeps_meaning",
     "overlaps",
-    "problems_of",
     "source_edit",
 ]

@@ -19,7 +19,7 @@ import pytest
 from cli_run import Ran, run
 
 import smalto.jax
-from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts, keeps_meaning
+from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts
 
 KERNELS = Path(__file__).resolve().parents[1] / "fix_kernels"
 HOPPER = ("--arg", "f16[64,64]", "--arg", "f16[64,128]")
@@ -118,7 +118,6 @@ def test_a_fixed_kernel_lowers_and_computes_the_same(
     assert ran.out.count("\n  - ") >= len(codes) and ran.out.count("\n  + ") >= len(codes)
     # What the kernel computes is kept: the same dtypes, and no other word or number.
     assert _dtypes(after.decode()) == _dtypes(before.decode())
-    assert keeps_meaning(before.decode(), after.decode())
     assert _lowers(copy, function, args, "smalto")
     assert _lowers(copy, function, args, "jax") is jax_lowers
     if not jax_lowers:
@@ -259,40 +258,6 @@ def test_the_api_returns_the_edits_without_writing() -> None:
     assert json["applicability"] == MACHINE_APPLICABLE and json["replacement"] == part.replacement
     working = runpy.run_path(str(KERNELS / "hopper_working.py"))["matmul"]
     assert smalto.jax.fix(working, a, b, arch=(9, 0)) == []
-
-
-# --- the guard on what an edit may change ------------------------------------------------
-
-
-KERNEL_LINE = "o_ref[...] = plgpu.layout_cast(jnp.sum(x, axis=1), plgpu.Layout.WGMMA.reduce(0))\n"
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "kept"),
-    [
-        ("reduce(0)", "reduce(1)", True),  # a layout
-        (
-            "plgpu.layout_cast(jnp.sum(x, axis=1), plgpu.Layout.WGMMA.reduce(0))",
-            "jnp.sum(x, axis=1)",
-            True,
-        ),
-        ("axis=1", "axis=0", False),  # another axis
-        ("jnp.sum(x, axis=1)", "jnp.sum(x.astype(jnp.bfloat16), axis=1)", False),  # a dtype
-        ("o_ref[...] = ", "o_ref[:64] = ", False),  # another output
-    ],
-)
-def test_keeps_meaning_allows_layouts_only(old: str, new: str, kept: bool) -> None:
-    edited = KERNEL_LINE.replace(old, new)
-    assert edited != KERNEL_LINE
-    assert keeps_meaning(KERNEL_LINE, edited) is kept
-
-
-def test_keeps_meaning_allows_an_unoptimized_store() -> None:
-    before = "o_ref[...] = acc.astype(jnp.bfloat16)\n"
-    assert keeps_meaning(before, "plgpu.store(o_ref, acc.astype(jnp.bfloat16), optimized=False)\n")
-    assert not keeps_meaning(
-        before, "plgpu.store(o_ref, acc.astype(jnp.float16), optimized=False)\n"
-    )
 
 
 def test_applying_parts_checks_the_text_is_still_there() -> None:
