@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from smalto.errors import (
         FAILURE_PREFIX,
         InferenceError,
+        SmaltoOnlyWarning,
         UnitDimRewriteWarning,
         UnoptimizedTransferWarning,
     )
@@ -27,6 +28,7 @@ __all__ = [
     "DEFAULT_FUEL",
     "FAILURE_PREFIX",
     "InferenceError",
+    "SmaltoOnlyWarning",
     "UnitDimRewriteWarning",
     "UnoptimizedTransferWarning",
     "__version__",
@@ -39,6 +41,7 @@ _LAZY = {
     "infer_layout": "smalto.infer",
     "FAILURE_PREFIX": "smalto.errors",
     "InferenceError": "smalto.errors",
+    "SmaltoOnlyWarning": "smalto.errors",
     "UnitDimRewriteWarning": "smalto.errors",
     "UnoptimizedTransferWarning": "smalto.errors",
 }

@@ -46,6 +46,14 @@ class Requirement:
     element: Element = field(repr=False)
 
 
+# How the changes that change what the kernel computes are offered (a reduction and a
+# broadcast that disagree look like a bug: the author says which was meant).
+CHOICES = (
+    "this looks like a bug; each change below makes the kernel compile, and changes what "
+    "it computes: which did you mean?"
+)
+
+
 @dataclass(frozen=True)
 class ConflictReport:
     """The facts behind an ``InferenceError``, for tools: one problem of the kernel, and in
@@ -69,6 +77,10 @@ class ConflictReport:
     edits_lowered: bool | None = None
     # The verified changes in words, best first (the message leads with them).
     fixes: list[str] = field(default_factory=list)
+    # The verified changes that change what the kernel computes (a reduction's axis, its
+    # broadcast), in words: choices for the author, never fixes (their edits follow the
+    # fixes' in ``edits``, each marked ``changes_meaning``).
+    choices: list[str] = field(default_factory=list)
     # What else to say: what the lowering says of JAX's answer, a faster alternative,
     # hints where no edit was verified.
     notes: list[str] = field(default_factory=list)
@@ -132,7 +144,16 @@ class ConflictReport:
                 edit = next(edits, None)
                 if snippet:
                     lines.append(f"    {snippet}")
-        if not self.fixes and self.suggestion:
+        if self.choices:
+            lines.append(CHOICES)
+            for choice in self.choices:
+                lines.append(f"  - {choice}")
+                if edit is not None and choice.startswith(getattr(edit, "text", "\0")):
+                    snippet = getattr(edit, "snippet", None)
+                    edit = next(edits, None)
+                    if snippet:
+                        lines.append(f"      {snippet}")
+        if not self.fixes and not self.choices and self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return lines
 
@@ -141,7 +162,7 @@ class ConflictReport:
         lines += self.fix_lines()
         lines.append("why: these requirements cannot all hold:")
         lines += [f"  - {r.text}" for r in self.requirements]
-        said = self.suggestion or "" if not self.fixes else ""
+        said = self.suggestion or "" if not self.fixes and not self.choices else ""
         lines += [f"note: {note}" for note in self.notes if note not in said]
         if verbose and self.derivations:
             lines.append("where:")

@@ -17,9 +17,10 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from smalto.jax.hooks import Pass
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.source.fix_edits import (
+    MACHINE_APPLICABLE,
+    MAYBE_INCORRECT,
     DiagnosedEdit,
     SourceEdit,
     apply_parts,
@@ -278,8 +281,6 @@ def _applied(edit: SourceEdit, text: str, copy: Path, path: Path) -> Applied:
 
 def _renamed(edit: SourceEdit, copy: Path, path: Path) -> SourceEdit:
     """``edit`` with the copy's name replaced by the script's own, in its text and spans."""
-    from dataclasses import replace
-
     parts = tuple(
         replace(p, span=replace(p.span, file=str(path))) if Path(p.span.file) == copy else p
         for p in edit.parts
@@ -325,13 +326,44 @@ def fix(
         suggested_edits: list[DiagnosedEdit] = list(report.edits)
         for suggested in suggested_edits:
             edits.append(source_edit(suggested, read, code=report.code, problem=problem, home=home))
-    return edits
+    return _checked(edits, fn, args, home)
+
+
+def _checked(
+    edits: list[SourceEdit], fn: Callable[..., Any], args: tuple[Any, ...], home: str | None
+) -> list[SourceEdit]:
+    """The edits, each ``MachineApplicable`` one of ``fn``'s own file checked as ``smalto
+    fix`` checks an edit before it makes it (``Meanings``: JAX's trace of the edited
+    function against the original's): one that changes what the kernel computes is
+    ``MaybeIncorrect``, marked so. Where ``fn`` is no function defined at the top of its
+    file (a ``partial``, a closure), the diagnosis' check on the module stands alone."""
+    name = getattr(fn, "__qualname__", None)
+    exact = [e for e in edits if e.applicability == MACHINE_APPLICABLE]
+    if home is None or not exact or not inspect.isfunction(fn) or name != fn.__name__:
+        return edits
+    path = Path(home)
+    try:
+        original = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return edits
+    checked: list[SourceEdit] = []
+    with tempfile.TemporaryDirectory(prefix="smalto-fix-") as scratch:
+        meanings = Meanings(Path(scratch), path, fn.__name__, args)
+        meanings.original_function(fn)
+        for edit in edits:
+            if edit in exact and all(Path(p.span.file) == path for p in edit.parts):
+                try:
+                    kept = meanings.keeps(apply_parts(original, edit.parts))
+                except ValueError:  # the file no longer reads what the edit replaces
+                    kept = False
+                if not kept:
+                    edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=True)
+            checked.append(edit)
+    return checked
 
 
 def _source_file(fn: Callable[..., Any]) -> str | None:
     """The file ``fn`` is written in (through ``jax.jit`` and ``functools.partial``)."""
-    import inspect
-
     inner: Any = fn
     for _ in range(8):
         inner = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None) or inner

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -188,6 +189,41 @@ class _Source:
             if isinstance(node, ast.expr) and node.lineno == line and node.col_offset == byte_column
         ]
 
+    def own_names(self, line: int | None = None) -> list[tuple[str, str]]:
+        """The kernel's names for Pallas' Mosaic GPU things, as ``(what it names, the
+        name)``, what it names spelled ``plgpu.X``, longest first: names imported from
+        the module (``from jax.experimental.pallas.mosaic_gpu import Layout``), and names
+        bound once to an expression of it (``WGMMA = plgpu.Layout.WGMMA``), at the top
+        of the file or, before ``line``, in a function around it."""
+        alias = self.alias() or "plgpu"
+        found: dict[str, str] = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == _PALLAS_GPU:
+                for imported in node.names:
+                    found[f"plgpu.{imported.name}"] = imported.asname or imported.name
+        scopes: list[list[ast.stmt]] = [self.tree.body]
+        if line is not None:
+            scopes += [
+                f.body
+                for f in ast.walk(self.tree)
+                if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or f.lineno)
+            ]
+        for body in scopes:
+            bound = [
+                (s.targets[0].id, s.value)
+                for s in body
+                if isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+                and (line is None or body is self.tree.body or s.lineno < line)
+            ]
+            counts = Counter(name for name, _ in bound)
+            for name, value in bound:
+                text = re.sub(rf"\b{re.escape(alias)}\.", "plgpu.", ast.unparse(value))
+                if counts[name] == 1 and "plgpu." in text and text not in found:
+                    found[text] = name
+        return sorted(found.items(), key=lambda item: -len(item[0]))
+
     def alias(self) -> str | None:
         """The name the file imports Pallas' Mosaic GPU module under (``plgpu``)."""
         for node in ast.walk(self.tree):
@@ -333,7 +369,7 @@ def _cast(
             if kind == "drop":
                 return [_remove_keyword(source, call, keyword)], *_EXACT
             stated = keyword.value
-        new = _new_layout(pallas, source)
+        new = _new_layout(pallas, source, where[1])
         if new is None:
             return [], UNSPECIFIED, "the new layout has no Pallas name"
         return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
@@ -350,7 +386,7 @@ def _called(call: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else ""
 
 
-def _new_layout(pallas: str, source: _Source) -> str | None:
+def _new_layout(pallas: str, source: _Source, line: int) -> str | None:
     """The layout expression of the diagnosis' Pallas text (the cast's target in
     ``plgpu.layout_cast(x, L)``, the ``layout=`` of a call, or a bare layout, alone or in
     the edited statement), in the file's own name for the module."""
@@ -370,7 +406,7 @@ def _new_layout(pallas: str, source: _Source) -> str | None:
     text = ast.get_source_segment(pallas, found) if found is not None else None
     if not text or "Layout" not in text:
         return None
-    return _in_own_words(text, source)
+    return _in_own_words(text, source, line)
 
 
 def _parsed(code: str) -> ast.AST | None:
@@ -404,8 +440,17 @@ def _keyword_in(code: str, name: str) -> str | None:
     return None
 
 
-def _in_own_words(text: str, source: _Source) -> str:
-    """``plgpu.X`` as the file names Pallas' Mosaic GPU module (``import ... as mgpu``)."""
+def _in_own_words(text: str, source: _Source, line: int | None = None) -> str:
+    """``plgpu.X`` as the kernel writes it: its own names for layouts and transforms (an
+    alias ``WGMMA = plgpu.Layout.WGMMA``, ``from ... import Layout``, a tuple of transforms
+    it named), then its name for Pallas' Mosaic GPU module (``import ... as mgpu``).
+    ``line``: where the text goes (the names of the functions around it count too)."""
+    try:
+        text = ast.unparse(ast.parse(text, mode="eval"))
+    except SyntaxError:
+        pass
+    for full, name in source.own_names(line):
+        text = re.sub(rf"(?<![\w.]){re.escape(full)}(?![\w])", name, text)
     alias = source.alias()
     if alias is None or alias == "plgpu":
         return text
@@ -459,7 +504,7 @@ def _transforms(
     new = _keyword_in(pallas, "transforms")
     if not new:
         return [], UNSPECIFIED, "the new transforms have no Pallas form"
-    new = _in_own_words(new, source)
+    new = _in_own_words(new, source, call.lineno)
     if keyword is not None:
         value = keyword.value
         return [Part(source.node_span(value), source.segment(value), new)], *_EXACT
@@ -604,13 +649,52 @@ def _tmem_part(source: _Source, call: ast.Call, pallas: str, wanted: ast.Call) -
     layout_words = {"layout", "collective", "packed"}
     arguments = [source.segment(a) for a in call.args]
     arguments += [source.segment(k) for k in call.keywords if k.arg not in layout_words]
-    arguments += [
-        _in_own_words(ast.get_source_segment(pallas, k) or "", source)
-        for k in wanted.keywords
-        if k.arg in layout_words
-    ]
+    sizes = _size_names(source, call, wanted)
+    for keyword in wanted.keywords:
+        if keyword.arg in layout_words:
+            value = _with_sizes(keyword.value, sizes)
+            text = _in_own_words(ast.unparse(value), source, call.lineno)
+            arguments.append(f"{keyword.arg}={text}")
     new = f"{source.segment(call.func)}({', '.join(arguments)})"
     return Part(source.node_span(call), source.segment(call), new)
+
+
+def _size_names(source: _Source, call: ast.Call, wanted: ast.Call) -> dict[int, str]:
+    """The kernel's names for the sizes of a declaration: where its shape is written with
+    names (``plgpu.TMEM((m, n), ...)``) and the new declaration's with numbers
+    (``(128, 128)``), each number by the name at its place (the last dimension first: a
+    TMEM layout's parameter counts columns)."""
+    written = call.args[0] if call.args else None
+    numbers = wanted.args[0] if wanted.args else None
+    if not isinstance(written, ast.Tuple) or not isinstance(numbers, ast.Tuple):
+        return {}
+    if len(written.elts) != len(numbers.elts):
+        return {}
+    names: dict[int, str] = {}
+    for name, number in reversed(list(zip(written.elts, numbers.elts, strict=True))):
+        if isinstance(number, ast.Constant) and type(number.value) is int:
+            text = source.segment(name)
+            if text and not isinstance(name, ast.Constant):
+                names.setdefault(number.value, text)
+    return names
+
+
+def _with_sizes(value: ast.expr, sizes: dict[int, str]) -> ast.expr:
+    """``value`` with each whole-number argument of a call that is a size the kernel names
+    written by that name (``M64_COLLECTIVE_LAYOUT(n)``, not ``(128)``)."""
+
+    class Named(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            node.args = [
+                ast.Name(sizes[a.value])
+                if isinstance(a, ast.Constant) and type(a.value) is int and a.value in sizes
+                else a
+                for a in node.args
+            ]
+            return node
+
+    return Named().visit(ast.parse(ast.unparse(value), mode="eval").body)
 
 
 # --- unoptimized transfers ------------------------------------------------------------------
