@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import inspect
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from smalto.constraints.conflict_report import problems_of
-from smalto.jax.hooks import Pass
+from smalto.errors import SmaltoOnlyWarning
+from smalto.jax.hooks import InferenceCall, Observer, Pass, observing
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
+from smalto.jax.portable import portable_edit
+from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.source.fix_edits import (
     MACHINE_APPLICABLE,
     MAYBE_INCORRECT,
@@ -137,6 +141,8 @@ def fix_script(
             outcome.needs_smalto = not ok
             cause = getattr(error, "__cause__", None) or error
             outcome.jax_says = "" if ok else _named(_first_line(cause), copy, path)
+            if not ok:
+                _make_portable(outcome, Path(scratch), function, args, arch, meanings)
     if not outcome.lowers:
         outcome.text = original  # a kernel not fixed is left as it was
         outcome.applied.clear()
@@ -178,6 +184,59 @@ class Meanings:
             except (ScriptError, TraceFailed):
                 self._meanings[text] = None
         return self._meanings[text]
+
+
+# Why a kernel's portable edit is made (said where a fix says its failure's code).
+PORTABLE = "compiles only with smalto: JAX's own pass rejects it"
+
+
+def _make_portable(
+    outcome: FixOutcome,
+    scratch: Path,
+    function: str,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    meanings: Meanings,
+) -> None:
+    """Where the kernel (as fixed) lowers with smalto only: the edit that makes JAX's own
+    pass accept it (``smalto.jax.portable``), made on the text where one is found."""
+    path = outcome.path
+    copy = scratch / "portable" / path.name
+    found = _RelayoutsSeen()
+    with observing(found):
+        lowered, _ = lower_with(
+            load_function(copy, outcome.text, function, home=path.parent), args, arch, "smalto"
+        )
+    if not lowered:
+        return
+    tried = iter(range(1_000_000))
+
+    def jax_lowers(text: str) -> bool:
+        attempt = scratch / f"portable{next(tried)}" / path.name
+        try:
+            fn = load_function(attempt, text, function, home=path.parent)
+        except ScriptError:
+            return False
+        return lower_with(fn, args, arch, "jax")[0]
+
+    made = portable_edit(outcome.text, str(copy), found.relayouts, meanings.keeps, jax_lowers)
+    if made is None:
+        return
+    applied = _applied(made.edit, outcome.text, copy, path)
+    outcome.applied.append(replace(applied, why=PORTABLE))
+    outcome.text, outcome.already = made.text, False
+    outcome.needs_smalto, outcome.jax_says = False, ""
+
+
+class _RelayoutsSeen(Observer):
+    """The relayouts of every answer smalto's pass gave while observed."""
+
+    def __init__(self) -> None:
+        self.relayouts: list[Relayout] = []
+
+    def after(self, call: InferenceCall, error: BaseException | None) -> None:
+        if error is None and call.inferred_by == "smalto":
+            self.relayouts += relayouts(call.module)
 
 
 def choose(
@@ -241,7 +300,10 @@ def lower_with(
     """Whether ``fn(*args)`` lowers with ``by``'s pass; else the inference error (the
     diagnosis), or what the lowering raised."""
     try:
-        lower(fn, *args, arch=arch, by=by)
+        with warnings.catch_warnings():
+            # (What that warning says, fixing says in its own words: the portable edit.)
+            warnings.simplefilter("ignore", SmaltoOnlyWarning)
+            lower(fn, *args, arch=arch, by=by)
     except KernelLoweringError as failed:
         if failed.stage == "inference" and failed.kernels and failed.kernels[-1].error:
             return False, failed.kernels[-1].error

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from jax._src.lib.mlir import ir
 
 from smalto.hw.encode import decode_layout
-from smalto.hw.names import register_layout_name
+from smalto.hw.names import pallas_layout, register_layout_name
+from smalto.hw.values import Reg
 from smalto.source.locations import FilePosition, file_position
 
 _IN, _OUT = "in_layouts", "out_layouts"
@@ -25,8 +26,9 @@ class Relayout:
 
     op: str  # the consumer
     position: FilePosition | None  # the consumer's line, where located
-    source: str  # the producer's layout, as the attribute says it
+    source: str  # the producer's layout, by name (else as the attribute says it)
     target: str  # the consumer's
+    pallas: str | None = None  # the consumer's, as Pallas writes it (``plgpu.Layout.X``)
 
     def __str__(self) -> str:
         where = f" at {self.position}" if self.position is not None else ""
@@ -46,7 +48,9 @@ def relayouts(module: ir.Module) -> list[Relayout]:
                 if made is None or str(made) == str(wanted) or "Splat" in str(made):
                     continue  # (a splat is converted where used, JAX's answers too)
                 position = file_position(op.location)
-                found.append(Relayout(op.name, position, _named(made), _named(wanted)))
+                found.append(
+                    Relayout(op.name, position, _named(made), _named(wanted), _pallas(wanted))
+                )
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
@@ -59,6 +63,13 @@ def _named(attr: ir.Attribute) -> str:
         return register_layout_name(decode_layout(attr)) or str(attr)
     except Exception:  # noqa: BLE001 -- a layout no name is known for: its attribute
         return str(attr)
+
+
+def _pallas(attr: ir.Attribute) -> str | None:
+    try:
+        return pallas_layout(Reg(decode_layout(attr)))
+    except Exception:  # noqa: BLE001 -- a layout Pallas has no name for
+        return None
 
 
 def _layout_made(value: ir.Value) -> ir.Attribute | None:

@@ -24,6 +24,8 @@ from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts
 KERNELS = Path(__file__).resolve().parents[1] / "fix_kernels"
 HOPPER = ("--arg", "f16[64,64]", "--arg", "f16[64,128]")
 BLACKWELL = ("--arch", "10.0", "--arg", "f16[128,64]", "--arg", "f16[64,128]")
+SQUARE_F16 = ("--arg", "f16[64,64]", "--arg", "f16[64,64]")
+SQUARE_F32 = ("--arg", "f32[64,64]", "--arg", "f32[64,64]")
 _DTYPE = re.compile(r"\b(?:b?float\d+\w*|u?int\d+|bool_)\b")
 
 
@@ -87,13 +89,14 @@ FIXED = [
     ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, ["SM006"], True),
     # Two TMEM scratch refs: the declaration changed is that of the ref the MMA uses.
     ("blackwell_tmem_m64_layout_two_refs.py", "matmul", BLACKWELL, ["SM006"], True),
-    (
-        "hopper_bf16_row_max.py",
-        "matmul_row_max",
-        (*HOPPER, "--allow-smalto-only"),
-        ["SM003"],
-        False,
-    ),
+    # Fixed, it lowers with smalto only (the bf16 store straight to GMEM): then made
+    # portable, the stored value cast to the layout smalto's answer stores it in.
+    ("hopper_bf16_row_max.py", "matmul_row_max", HOPPER, ["SM003"], True),
+    # Kernels only smalto compiles, as written: each made portable by one edit, verified
+    # with JAX's own pass (no failure code: smalto lowers them as written).
+    ("hopper_bf16_epilogue.py", "matmul_bf16", HOPPER, [], True),
+    ("hopper_transposed_store.py", "matmul_transposed", SQUARE_F16, [], True),
+    ("hopper_load_shuffles_cancel.py", "copy_tile", SQUARE_F32, [], True),
 ]
 
 
@@ -139,35 +142,62 @@ def test_a_kernel_with_no_fix_is_left_byte_identical(tmp_path: Path) -> None:
     assert "Traceback" not in ran.err
 
 
-@pytest.mark.parametrize(
-    ("script", "function", "jax_rejects"),
-    [("hopper_working.py", "matmul", False), ("hopper_bf16_epilogue.py", "matmul_bf16", True)],
-)
-def test_a_kernel_that_lowers_is_untouched(
-    tmp_path: Path, script: str, function: str, jax_rejects: bool
-) -> None:
-    ran, copy, before = _fix(tmp_path, script, function, *HOPPER)
+def test_a_kernel_that_lowers_is_untouched(tmp_path: Path) -> None:
+    ran, copy, before = _fix(tmp_path, "hopper_working.py", "matmul", *HOPPER)
     assert copy.read_bytes() == before
-    # A bf16 wgmma result stored straight to GMEM: smalto's layouts lower, JAX's do not.
-    assert ("smalto: note: JAX's own pass rejects it" in ran.err) is jax_rejects
-    if not jax_rejects:
-        assert ran.status == 0, ran.err
-        assert "lowers as written: nothing to fix" in ran.out
-        return
-    # A kernel that fails for everyone without smalto is no success for a CI step...
+    assert ran.status == 0, ran.err
+    assert "lowers as written: nothing to fix" in ran.out
+    assert "JAX's own pass rejects" not in ran.err
+
+
+def test_a_kernel_only_smalto_compiles_exits_1_unless_allowed(tmp_path: Path) -> None:
+    """No edit makes JAX's own pass accept it: a kernel that fails for everyone without
+    smalto is no success for a CI step, unless smalto is what it runs with."""
+    ran, copy, before = _fix(tmp_path, "hopper_smalto_only.py", "copy_tile", *SQUARE_F32)
+    assert copy.read_bytes() == before
     assert ran.status == 1
     assert "lowers as written with smalto as the pass only" in ran.out
+    assert "smalto: note: JAX's own pass rejects it" in ran.err
     assert "compiles only with smalto; --allow-smalto-only accepts that" in ran.err
-    # ...unless smalto is what it runs with.
-    allowed, _, _ = _fix(tmp_path, script, function, *HOPPER, "--allow-smalto-only")
+    allowed, _, _ = _fix(
+        tmp_path, "hopper_smalto_only.py", "copy_tile", *SQUARE_F32, "--allow-smalto-only"
+    )
     assert allowed.status == 0, allowed.err
-
-
-def test_a_fix_that_needs_smalto_is_written_only_when_allowed(tmp_path: Path) -> None:
-    ran, copy, before = _fix(tmp_path, "hopper_bf16_row_max.py", "matmul_row_max", *HOPPER)
-    assert ran.status == 1
-    assert "--allow-smalto-only" in ran.err
     assert copy.read_bytes() == before
+
+
+def test_a_kernel_only_smalto_compiles_is_made_portable(tmp_path: Path) -> None:
+    """The edit the issue names: the accumulator cast at the transposed store."""
+    ran, copy, before = _fix(
+        tmp_path, "hopper_transposed_store.py", "matmul_transposed", *SQUARE_F16
+    )
+    assert ran.status == 0, ran.err
+    assert "compiles only with smalto: JAX's own pass rejects it" in ran.out
+    assert copy.read_text() == before.decode().replace(
+        "o_smem.T[...] = acc\n",
+        "o_smem.T[...] = plgpu.layout_cast(acc, plgpu.Layout.WGMMA_TRANSPOSED)\n",
+    )
+    assert _lowers(copy, "matmul_transposed", SQUARE_F16, "jax")
+
+
+def test_the_route_says_once_where_a_kernel_compiles_only_with_smalto() -> None:
+    import warnings
+
+    fn = runpy.run_path(str(KERNELS / "hopper_transposed_store.py"))["matmul_transposed"]
+    shapes, arch = _sds(*SQUARE_F16)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("default")
+        smalto.jax.lower(fn, *shapes, arch=arch, by="smalto")
+        smalto.jax.lower(fn, *shapes, arch=arch, by="smalto")
+    (warning,) = [w for w in said if w.category is smalto.SmaltoOnlyWarning]
+    assert Path(warning.filename).name == "hopper_transposed_store.py"
+    assert "1 relayout: `mosaic_gpu.vector_store`" in str(warning.message)
+    assert "WGMMA -> WGMMA_TRANSPOSED" in str(warning.message)
+    working = runpy.run_path(str(KERNELS / "hopper_working.py"))["matmul"]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("default")
+        smalto.jax.lower(working, *_sds(*HOPPER)[0], arch=(9, 0), by="smalto")
+    assert not [w for w in said if w.category is smalto.SmaltoOnlyWarning]
 
 
 def test_unoptimized_transfers_only_with_allow_unoptimized(tmp_path: Path) -> None:
@@ -190,7 +220,8 @@ def test_a_fast_fix_comes_before_an_unoptimized_transfer(tmp_path: Path) -> None
     assert ran.status == 0, ran.err
     text = copy.read_text()
     assert "optimized=False" not in text
-    assert "plgpu.SMEM((m, n), a.dtype, transforms=(plgpu.TilingTransform((8, 64)), " in text
+    # In the kernel's own words: the transforms it named ``SWIZZLED`` for its other tiles.
+    assert "plgpu.SMEM((m, n), a.dtype, transforms=SWIZZLED)," in text
 
 
 def test_diff_prints_the_change_and_writes_nothing(tmp_path: Path) -> None:

@@ -122,9 +122,11 @@ def pasted(line: int, code: str) -> ModuleType:
     first = lines[line - 1]
     indent = first[: len(first) - len(first.lstrip())]
     end = line
-    while True:  # the statement's last line: the first prefix that compiles
+    while end <= len(lines):  # the statement's last line: the first prefix that compiles
         try:
-            compile("\n".join(x.strip() for x in lines[line - 1 : end]), "<s>", "exec")
+            # (In a function: a ``return`` statement is one to paste too.)
+            body = "".join(f"\n    {x.strip()}" for x in lines[line - 1 : end])
+            compile(f"def _statement():{body}", "<s>", "exec")
             break
         except SyntaxError:
             end += 1
