@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from smalto.basics.codes import GENERIC, code_line
 from smalto.constraints.language import (
@@ -34,6 +33,7 @@ from smalto.constraints.language import (
 )
 from smalto.errors import InferenceError
 from smalto.hw.values import Reg, Smem, Tmem
+from smalto.source.fix_edits import DiagnosedEdit
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class ConflictReport:
     origins: list[str] = field(default_factory=list)
     # The single edits verified to make the kernel infer and check, best first
     # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
-    edits: list[Any] = field(default_factory=list)
+    edits: list[DiagnosedEdit] = field(default_factory=list)
     edits_tried: int = 0
     # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
     # the module has no launch to lower it in).

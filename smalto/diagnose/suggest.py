@@ -168,7 +168,7 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
     updated = dataclasses.replace(
         report,
         suggestion=text,
-        edits=edits,
+        edits=[*edits],
         edits_tried=trial.tried,
         edits_lowered=trial.lowered,
         fixes=[f"{e.text} ({_short_claim(e, trial)})" for e in edits],

@@ -18,9 +18,13 @@ their kernel; this module finds that place in the Python source, by parsing it
 - a TMEM ref's layout: its ``plgpu.TMEM(...)``, where the file declares one;
 - an unoptimized transfer: the store or load line as ``pallas_edits`` words it.
 
-Edits are applied to text only if they keep what the kernel computes
-(``keeps_meaning``): no dtype, shape, axis or output changes, only layouts,
-transforms and the ``optimized`` flag.
+The new text is written in the kernel's own words: its name for Pallas' module,
+its names for layouts and transforms (an alias, an imported name), its names for
+sizes (``n`` where its declaration's shape says ``(m, n)``). An edit the diagnosis
+found changing what the kernel computes (``changes_meaning``: an axis, a
+broadcast) is at most ``MaybeIncorrect``; whether an edit keeps what the kernel
+computes is proved elsewhere, on JAX's trace (``smalto.jax.meaning``) or on the
+module (``smalto.diagnose.meaning``), never guessed from this text.
 """
 
 from __future__ import annotations
