@@ -207,3 +207,35 @@ def test_each_offered_change_is_maybe_incorrect_and_lowers_applied_by_its_span(
         edited = runpy.run_path(str(copy))["normalized"]
         smalto.jax.lower(edited, *SQUARE, arch=(9, 0), by="smalto")
         smalto.jax.lower(edited, *SQUARE, arch=(9, 0), by="jax")
+
+
+# --- where only the module is given ------------------------------------------------------------
+
+UNSAT = Path(__file__).resolve().parents[1] / "unsat"
+
+
+def _json_edits(name: str) -> list[dict]:
+    import json
+
+    ran = run("infer", UNSAT / name, "--json")
+    assert ran.status == 1
+    document = json.loads(ran.out.splitlines()[0])
+    return [edit for problem in document["problems"] for edit in problem["edits"]]
+
+
+def test_from_the_module_alone_a_change_of_meaning_is_a_choice_in_json() -> None:
+    """``smalto infer FILE.mlir --json``: no Python to trace, the check runs on the module.
+    The reduction's axis and the broadcast's dimensions change it: both choices."""
+    edits = _json_edits("words_row_sum_broadcast_along_columns.mlir")
+    assert sorted(e["kind"] for e in edits) == ["axis", "broadcast"]
+    for edit in edits:
+        assert edit["changes_meaning"] is True
+        assert edit["fix"]["changes_meaning"] is True
+        assert edit["fix"]["applicability"] == MAYBE_INCORRECT
+
+
+def test_from_the_module_alone_a_layout_edit_keeps_the_meaning() -> None:
+    edits = _json_edits("pallas_row_sum_cast_to_columns.mlir")
+    assert edits
+    assert all(e["changes_meaning"] is False for e in edits)
+    assert edits[0]["fix"]["applicability"] == "MachineApplicable"
