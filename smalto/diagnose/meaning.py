@@ -55,18 +55,30 @@ def computation(module: ir.Operation) -> tuple[Any, ...]:
     """The module as what it computes: each op's name, attributes (layouts, transforms
     and the optimized flag set aside), operands (by where each value is made) and result
     types, in order, its regions within it; a layout cast is its operand."""
-    numbers: dict[ir.Value, Any] = {}
+    return _Computation().regions(module)
 
-    def value(v: ir.Value) -> Any:
-        return numbers.get(v, ("unknown", str(v.type)))
 
-    def define(v: ir.Value) -> None:
-        numbers[v] = len(numbers)
+class _Computation:
+    """One reading of a module (a class, not closures: nothing left for the collector)."""
 
-    def op_form(op: ir.Operation) -> Any:
+    def __init__(self) -> None:
+        self.numbers: dict[ir.Value, Any] = {}
+        self.made = 0  # values numbered so far
+
+    def regions(self, op: ir.Operation) -> tuple[Any, ...]:
+        return tuple(self.region(r) for r in op.regions)
+
+    def value(self, v: ir.Value) -> Any:
+        return self.numbers.get(v, ("unknown", str(v.type)))
+
+    def define(self, v: ir.Value) -> None:
+        self.numbers[v] = self.made
+        self.made += 1
+
+    def op(self, op: ir.Operation) -> Any:
         name = op.name
         if name in _IDENTITIES and len(op.operands) == 1 and len(op.results) == 1:
-            numbers[op.results[0]] = value(op.operands[0])
+            self.numbers[op.results[0]] = self.value(op.operands[0])
             return None
         stated = op.attributes
         attributes = tuple(
@@ -76,23 +88,21 @@ def computation(module: ir.Operation) -> tuple[Any, ...]:
                 if key not in _SET_ASIDE and not any(word in key for word in _SET_ASIDE_WORDS)
             )
         )
-        operands = tuple(value(v) for v in op.operands)
-        regions = tuple(region_form(r) for r in op.regions)
+        operands = tuple(self.value(v) for v in op.operands)
+        regions = self.regions(op)
         for result in op.results:
-            define(result)
+            self.define(result)
         return (name, attributes, operands, tuple(str(r.type) for r in op.results), regions)
 
-    def region_form(region: ir.Region) -> Any:
+    def region(self, region: ir.Region) -> Any:
         blocks = []
         for block in region.blocks:
             for argument in block.arguments:
-                define(argument)
+                self.define(argument)
             arguments = tuple(str(a.type) for a in block.arguments)
-            forms = (op_form(o.operation) for o in block.operations)
+            forms = (self.op(o.operation) for o in block.operations)
             blocks.append((arguments, tuple(f for f in forms if f is not None)))
         return tuple(blocks)
-
-    return tuple(region_form(r) for r in module.regions)
 
 
 __all__ = ["changes_meaning", "computation"]
