@@ -32,7 +32,7 @@ from smalto.diagnose import lowering_advice
 from smalto.diagnose.axes import axis_clue
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import UNOPTIMIZE, Edit
-from smalto.diagnose.meaning import changes_meaning, computation
+from smalto.diagnose.meaning import changes_meaning
 from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import SuggestedEdit, suggest
 from smalto.diagnose.verify import module_of
@@ -382,13 +382,12 @@ def _by_meaning(
     and those that change it (the choices: ``offered``, the axis' and the broadcast's, and
     any other the check finds), each marked."""
     module = module_of(program)
-    original = computation(module)
     kept: list[SuggestedEdit] = []
     kept_words = list(fixes)
     choice_edits: list[SuggestedEdit] = []
     choices: list[str] = []
     for suggested in edits:
-        if suggested.edit is None or not changes_meaning(module, (suggested.edit,), original):
+        if suggested.edit is None or not changes_meaning(module, (suggested.edit,)):
             kept.append(suggested)
             continue
         choice_edits.append(dataclasses.replace(suggested, changes_meaning=True))
@@ -397,7 +396,7 @@ def _by_meaning(
             kept_words.remove(said)
             choices.append(said)
     for suggested, words in offered:
-        changes = suggested.edit is None or changes_meaning(module, (suggested.edit,), original)
+        changes = suggested.edit is None or changes_meaning(module, (suggested.edit,))
         choice_edits.append(dataclasses.replace(suggested, changes_meaning=changes))
         choices.append(words)
     return kept, kept_words, choice_edits, choices

@@ -25,7 +25,7 @@ from typing import Any
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import clone_module
-from smalto.diagnose.edits import Edit, apply, ops_in_order
+from smalto.diagnose.edits import ADD_CAST, DROP, Edit, apply, ops_in_order
 
 # Ops that carry their operand unchanged, with a layout or transforms stated on it.
 _IDENTITIES = frozenset(
@@ -35,20 +35,44 @@ _SET_ASIDE_WORDS = ("layout", "transform")
 _SET_ASIDE = frozenset({"optimized"})
 
 
-def changes_meaning(
-    module: ir.Operation, edits: tuple[Edit, ...], original: tuple[Any, ...] | None = None
-) -> bool:
+def changes_meaning(module: ir.Operation, edits: tuple[Edit, ...]) -> bool:
     """Whether making ``edits`` on a copy of ``module`` (its ``builtin.module`` op) changes
-    what the kernel computes, layouts, transforms and the optimized flag set aside
-    (``original``: the module's ``computation``, where the caller has it)."""
+    what the kernel computes, layouts, transforms and the optimized flag set aside: whether
+    the copy's ``computation`` differs from the original's.
+
+    An edit changes the attributes of the ops it names, or removes the op it names, or
+    adds one op (a cast): the two computations can differ only there, so only there are
+    they compared (reading the whole module twice would cost each message a few
+    milliseconds an edit). An op removed or added keeps the computation where it is an
+    identity (a cast: its result is its operand); an op whose attributes changed keeps
+    it where its attributes, those set aside aside, are the same."""
     with module.context, ir.Location.unknown(module.context):
         clone = clone_module(module)
-        ops = ops_in_order(clone.operation)
+        before = ops_in_order(module)
+        after = ops_in_order(clone.operation)
+        changed = [i for e in edits if e.kind not in (DROP, ADD_CAST) for i in e.ops]
+        forms = [_attributes(before[i]) for i in changed]
         # (Edits that remove ops go last: the others name ops by position.)
-        for edit in sorted(edits, key=lambda e: e.kind == "drop"):
-            apply(edit, ops)
-    before = original if original is not None else computation(module)
-    return before != computation(clone.operation)
+        for edit in sorted(edits, key=lambda e: e.kind == DROP):
+            apply(edit, after)
+        if any(_attributes(after[i]) != form for i, form in zip(changed, forms, strict=True)):
+            return True
+    removed = [before[i].name for e in edits if e.kind == DROP for i in e.ops]
+    # (A new cast is a ``layout_cast``: ``smalto.diagnose.edits`` adds no other op.)
+    return any(name not in _IDENTITIES for name in removed)
+
+
+def _attributes(op: ir.Operation) -> tuple[tuple[str, str], ...]:
+    """An op's attributes as the computation reads them (layouts, transforms and the
+    optimized flag set aside)."""
+    stated = op.attributes
+    return tuple(
+        sorted(
+            (key, str(stated[key]))
+            for key in stated
+            if key not in _SET_ASIDE and not any(word in key for word in _SET_ASIDE_WORDS)
+        )
+    )
 
 
 def computation(module: ir.Operation) -> tuple[Any, ...]:
@@ -80,14 +104,7 @@ class _Computation:
         if name in _IDENTITIES and len(op.operands) == 1 and len(op.results) == 1:
             self.numbers[op.results[0]] = self.value(op.operands[0])
             return None
-        stated = op.attributes
-        attributes = tuple(
-            sorted(
-                (key, str(stated[key]))
-                for key in stated
-                if key not in _SET_ASIDE and not any(word in key for word in _SET_ASIDE_WORDS)
-            )
-        )
+        attributes = _attributes(op)
         operands = tuple(self.value(v) for v in op.operands)
         regions = self.regions(op)
         for result in op.results:
