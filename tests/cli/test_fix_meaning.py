@@ -239,3 +239,30 @@ def test_from_the_module_alone_a_layout_edit_keeps_the_meaning() -> None:
     assert edits
     assert all(e["changes_meaning"] is False for e in edits)
     assert edits[0]["fix"]["applicability"] == "MachineApplicable"
+
+
+# --- the same check where smalto.jax.fix labels an edit ----------------------------------------
+
+
+def test_the_api_labels_an_edit_with_the_same_trace_check() -> None:
+    """``smalto.jax.fix`` labels each ``MachineApplicable`` edit with the check ``smalto
+    fix`` decides with: an edit whose text changes the axis is demoted and marked, one
+    that retargets the cast keeps its level."""
+    from smalto.jax.fixing import _checked
+    from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
+
+    path = KERNELS / "hopper_row_sum.py"
+    text = path.read_text()
+    fn = runpy.run_path(str(path))["row_sums"]
+
+    def edit_of(old: str, new: str) -> SourceEdit:
+        number = next(i for i, line in enumerate(text.splitlines(), 1) if old in line)
+        column = text.splitlines()[number - 1].index(old) + 1
+        span = Span(str(path), number, column, number, column + len(old))
+        return SourceEdit("retarget", old, MACHINE_APPLICABLE, parts=(Part(span, old, new),))
+
+    layout = edit_of("WGMMA.reduce(0)", "WGMMA.reduce(1)")
+    axis = edit_of("axis=1", "axis=0")
+    checked = _checked([layout, axis], fn, ROWS, str(path))
+    assert checked[0] == layout  # a layout retargeted: as it was
+    assert checked[1].applicability == MAYBE_INCORRECT and checked[1].changes_meaning
