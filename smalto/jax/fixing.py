@@ -219,7 +219,9 @@ def _make_portable(
             return False
         return lower_with(fn, args, arch, "jax")[0]
 
-    made = portable_edit(outcome.text, str(copy), found.relayouts, meanings.keeps, jax_lowers)
+    made = portable_edit(
+        outcome.text, str(copy), found.relayouts, meanings.keeps, jax_lowers, function
+    )
     if made is None:
         return
     applied = _applied(made.edit, outcome.text, copy, path)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from smalto.pipeline.relayouts import Relayout
-from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
+from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span, apply_parts
 
 # Candidates lowered with JAX's pass at most (each is a lowering).
 MAX_CANDIDATES = 6
@@ -45,21 +45,30 @@ def portable_edit(
     relayouts: Sequence[Relayout],
     keeps: Callable[[str], bool],
     jax_lowers: Callable[[str], bool],
+    function: str | None = None,
 ) -> Portable | None:
     """The first candidate edit of ``text`` (the script ``file``) that keeps what the
     kernel computes (``keeps``) and lowers with JAX's own pass (``jax_lowers``); None
-    where none does. ``relayouts``: those smalto's answer asks for."""
+    where none does. ``relayouts``: those smalto's answer asks for; ``function``: the
+    top-level function whose lines alone are edited (where the file defines it)."""
     try:
         tree = ast.parse(text.removeprefix("\ufeff"))
     except SyntaxError:
         return None
     source = _Text(file, text, tree)
     candidates = [*source.casts_at_stores(relayouts), *source.layouts_dropped()]
+    lines = _lines_of(tree, function)
+    if lines is not None:
+        candidates = [
+            (words, parts)
+            for words, parts in candidates
+            if all(p.span.line in lines and p.span.end_line in lines for p in parts)
+        ]
     seen: set[str] = set()
     for words, parts in candidates:
         if len(seen) >= MAX_CANDIDATES:
             break
-        edited = _applied(text, parts)
+        edited = apply_parts(text, parts)
         if edited in seen:
             continue
         seen.add(edited)
@@ -165,6 +174,14 @@ class _Text:
         return data[offsets[start[0] - 1] + start[1] : offsets[end[0] - 1] + end[1]].decode()
 
 
+def _lines_of(tree: ast.Module, function: str | None) -> range | None:
+    """The lines of the top-level function ``function``, where the file defines one."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    return None
+
+
 def _start(node: ast.expr | ast.keyword) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
@@ -186,12 +203,6 @@ def _module_alias(tree: ast.Module) -> str:
                 if name.name == _PALLAS_GPU and name.asname:
                     return name.asname
     return "plgpu"
-
-
-def _applied(text: str, parts: Sequence[Part]) -> str:
-    from smalto.source.fix_edits import apply_parts
-
-    return apply_parts(text, parts)
 
 
 __all__ = ["MAX_CANDIDATES", "Portable", "portable_edit"]
