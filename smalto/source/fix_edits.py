@@ -30,6 +30,7 @@ module (``smalto.diagnose.meaning``), never guessed from this text.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -405,10 +406,11 @@ def _new_layout(pallas: str, source: _Source, line: int) -> str | None:
         if isinstance(node, ast.keyword) and node.arg == "layout":
             found = node.value
             break
+    bare = found is None
     if found is None and isinstance(tree, ast.Expression):
         found = tree.body
     text = ast.get_source_segment(pallas, found) if found is not None else None
-    if not text or "Layout" not in text:
+    if not text or (bare and "Layout" not in text):  # (a bare expression: a layout's)
         return None
     return _in_own_words(text, source, line)
 
@@ -442,6 +444,21 @@ def _keyword_in(code: str, name: str) -> str | None:
         ] == [name]:
             return ast.get_source_segment(wrapped, node.value)
     return None
+
+
+def in_kernel_words(lines: Sequence[str], text: str, line: int) -> str:
+    """``text``, a Pallas expression (``plgpu.Layout.WGMMA.reduce(1)``), as the file whose
+    ``lines`` these are would write it at ``line``: its names for layouts, transforms and
+    Pallas' module (``WGMMA.reduce(1)`` where it has ``WGMMA = plgpu.Layout.WGMMA``); as
+    given where the file does not parse."""
+    source = _parsed_file("\n".join(lines))
+    return text if source is None else _in_own_words(text, source, line)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_file(text: str) -> _Source | None:
+    """A file parsed once for the several edits a message words (never changed after)."""
+    return _Source.parse("", text)
 
 
 def _in_own_words(text: str, source: _Source, line: int | None = None) -> str:
@@ -776,6 +793,7 @@ __all__ = [
     "SourceEdit",
     "Span",
     "apply_parts",
+    "in_kernel_words",
     "overlaps",
     "source_edit",
 ]

@@ -159,6 +159,10 @@ def test_a_layout_named_the_kernels_way_is_fixed_in_its_words(
     assert "would change what the kernel computes" not in ran.err
     after = copy.read_text()
     assert after == before.replace(old, new)
+    # The words of the fix, as the edit, in the kernel's names.
+    assert any(line.startswith("  + ") and new in line for line in ran.out.splitlines())
+    if script == "hopper_row_sum_aliased.py":
+        assert "`out_gmem[...] = plgpu.layout_cast(s, WGMMA.reduce(1))`" in ran.out
     fn = runpy.run_path(str(copy))["row_sums"]
     smalto.jax.lower(fn, *ROWS, arch=(9, 0), by="jax")
 
