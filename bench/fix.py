@@ -6,11 +6,14 @@ The kernels: ``tests/fix_kernels/`` (Hopper and Blackwell: casts to layouts no
 relayout reaches, a reduction cast to the other axis, bf16 and fp8 epilogues
 stored straight to GMEM, a column of a GMEM table, an unswizzled SMEM tile,
 TMEM refs declared with the wrong layout, a kernel with two problems, one with
-no fix and one that lowers). For each, the median over ``--repeat`` runs of
+no fix and one that lowers; a layout named by an alias, a reduction and a broadcast
+that disagree, and kernels only smalto compiles, made portable or not). For each,
+the median over ``--repeat`` runs of
 
 - ``fix_script`` in this process (JAX imported once): every lowering, the
-  diagnosis of each failure, the edits, the lowering that confirms, and the
-  lowering with JAX's own pass; wall and CPU seconds;
+  diagnosis of each failure, the edits, JAX's trace of each edited script (the
+  meaning check), the lowering that confirms, the lowering with JAX's own pass and,
+  where it rejects the kernel, the portable edits tried; wall and CPU seconds;
 - with ``--process``, the command itself, ``smalto fix ... --diff`` in a new
   process (JAX's import included: what a person waits for).
 
@@ -46,6 +49,14 @@ CASES: list[tuple[str, str, tuple[str, ...], str, bool]] = [
     ("blackwell_load_as_wgmma.py", "matmul", BLACKWELL, "10.0", False),
     ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, "10.0", False),
     ("blackwell_collective_acc.py", "matmul", ("f16[64,64]", "f16[64,128]"), "10.0", False),
+    # A layout named by an alias: proved to keep the meaning by JAX's trace.
+    ("hopper_row_sum_aliased.py", "row_sums", ("f32[128,128]",), "9.0", False),
+    # A reduction and a broadcast that disagree: two choices, neither made.
+    ("hopper_row_sums_as_columns.py", "normalized", ("f16[64,64]", "f16[64,64]"), "9.0", False),
+    # Kernels only smalto compiles: the portable edit found, or none (exit 1).
+    ("hopper_transposed_store.py", "matmul_transposed", ("f16[64,64]",) * 2, "9.0", False),
+    ("hopper_load_shuffles_cancel.py", "copy_tile", ("f32[64,64]",) * 2, "9.0", False),
+    ("hopper_smalto_only.py", "copy_tile", ("f32[64,64]",) * 2, "9.0", False),
 ]
 
 
@@ -67,7 +78,7 @@ def _cpu() -> float:
 
 
 def time_in_process(case: tuple[str, str, tuple[str, ...], str, bool], repeat: int) -> tuple:
-    from smalto.jax.fixing import fix_script
+    from smalto.jax.fixing import PORTABLE, fix_script
 
     script, function, values, arch, allow = case
     walls, cpus, outcome = [], [], None
@@ -83,10 +94,11 @@ def time_in_process(case: tuple[str, str, tuple[str, ...], str, bool], repeat: i
         walls.append(time.perf_counter() - wall)
         cpus.append(_cpu() - cpu)
     assert outcome is not None
+    portable = " (made portable)" if any(a.why == PORTABLE for a in outcome.applied) else ""
     if outcome.already:
-        result = "lowers as written"
+        result = "lowers as written" + (" with smalto only" if outcome.needs_smalto else "")
     elif outcome.lowers:
-        result = f"fixed: {len(outcome.applied)} edit(s), {outcome.rounds} lowerings"
+        result = f"fixed: {len(outcome.applied)} edit(s), {outcome.rounds} lowerings{portable}"
     else:
         result = "no fix"
     return statistics.median(walls), statistics.median(cpus), result

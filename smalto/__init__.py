@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from smalto.errors import (
         FAILURE_PREFIX,
         InferenceError,
+        SmaltoOnlyWarning,
         StagedThroughSmemWarning,
         UnitDimRewriteWarning,
         UnoptimizedTransferWarning,
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_FUEL",
     "FAILURE_PREFIX",
     "InferenceError",
+    "SmaltoOnlyWarning",
     "StagedThroughSmemWarning",
     "UnitDimRewriteWarning",
     "UnoptimizedTransferWarning",
@@ -41,6 +43,7 @@ _LAZY = {
     "infer_layout": "smalto.infer",
     "FAILURE_PREFIX": "smalto.errors",
     "InferenceError": "smalto.errors",
+    "SmaltoOnlyWarning": "smalto.errors",
     "StagedThroughSmemWarning": "smalto.errors",
     "UnitDimRewriteWarning": "smalto.errors",
     "UnoptimizedTransferWarning": "smalto.errors",

@@ -244,3 +244,17 @@ class StagedThroughSmemWarning(UserWarning):
     def __init__(self, message: str, staged: object = None) -> None:
         super().__init__(message)
         self.staged = staged
+
+
+class SmaltoOnlyWarning(UserWarning):
+    """smalto's pass answered a kernel for which JAX's own pass finds no layouts that its
+    lowering accepts (smalto's complete or widened search found them): the kernel compiles
+    with smalto installed and fails without it. Said once per kernel line when a kernel
+    is lowered with smalto as the pass (``smalto.jax``); ``relayouts`` lists what
+    smalto's answer asks of the lowering that JAX's pass did not find
+    (``smalto.pipeline.relayouts.Relayout``). ``smalto fix`` looks for the edit that
+    makes JAX's own pass accept it."""
+
+    def __init__(self, message: str, relayouts: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.relayouts = relayouts

@@ -13,7 +13,11 @@ with a traceback that ends at the kernel line to blame.
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TextIO
 
 from jax._src.lib.mlir import ir
@@ -23,7 +27,8 @@ from smalto.constraints.language import System
 from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.diagnose.wrong import likely_culprit
-from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError
+from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
+from smalto.pipeline.relayouts import relayouts
 from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
@@ -42,6 +47,7 @@ from smalto.program.view import Program
 from smalto.rescue import rescue, wants_a_rescue
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
+from smalto.source.locations import FilePosition, file_position
 from smalto.source.tracebacks import with_op_traceback
 
 __all__ = [
@@ -282,10 +288,69 @@ def infer_layout(
     with context, ir.Location.unknown(context), CyclicGcPaused():
         result = solve_with(module, options)
         write(result)
+        if _SAY_SMALTO_ONLY.get() and result.solver.state.complete:
+            _say_smalto_only(module)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
         del result
+
+
+# Whether an answer JAX's own pass does not find is said (``SmaltoOnlyWarning``): on the
+# route, where a kernel is lowered with smalto as the pass (``saying_smalto_only``). A
+# context variable: each thread, each lowering, says for itself.
+_SAY_SMALTO_ONLY: ContextVar[bool] = ContextVar("smalto_say_smalto_only", default=False)
+# The warnings said, by their text and line: once each, whatever the filters.
+_SAID: dict[str | tuple[str, type[Warning], int], int] = {}
+
+
+@contextmanager
+def saying_smalto_only() -> Iterator[None]:
+    """Within this block, a kernel smalto answers where JAX's own pass finds no layouts that
+    lower (smalto's complete or widened search found them) is said, once per kernel line,
+    with a ``SmaltoOnlyWarning`` naming the relayouts smalto's answer asks for."""
+    token = _SAY_SMALTO_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SAY_SMALTO_ONLY.reset(token)
+
+
+def _say_smalto_only(module: ir.Module) -> None:
+    found = relayouts(module)
+    named = "; ".join(str(r) for r in found[:4]) + (
+        f"; and {len(found) - 4} more" if len(found) > 4 else ""
+    )
+    plural = "s" if len(found) != 1 else ""
+    added = f" (its layouts ask for {len(found)} relayout{plural}: {named})" if found else ""
+    message = SmaltoOnlyWarning(
+        "JAX's own pass finds no layouts for this kernel that its lowering accepts; smalto's "
+        f"search found some{added}: the kernel compiles with smalto installed only "
+        "(`smalto fix` looks for the edit that makes JAX's pass accept it)",
+        tuple(found),
+    )
+    where = next((r.position for r in found if r.position is not None), None)
+    if where is None:
+        where = _first_line(module)
+    if where is None:
+        warnings.warn(message, stacklevel=3)
+        return
+    warnings.warn_explicit(message, SmaltoOnlyWarning, where.file, where.line, registry=_SAID)
+
+
+def _first_line(module: ir.Module) -> FilePosition | None:
+    """The first line of the user's kernel an op of ``module`` is located at."""
+    found: list[FilePosition] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        position = file_position(op.location)
+        if position is not None and position.file != "-":
+            found.append(position)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[0] if found else None
 
 
 class CyclicGcPaused:

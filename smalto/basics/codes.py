@@ -89,6 +89,10 @@ WGMMA_ROW to WGMMA_COL""",
             (
                 "cast to `.reduce(axis)` with the axis the reduction removes",
                 "remove the cast: the reduction's own layout is the right one",
+                "where a broadcast wants the other axis (`rs[None, :]` of row sums), the "
+                "reduction and the broadcast disagree: say which you meant (the reduction's "
+                "axis or the broadcast's; either changes what the kernel computes, so smalto "
+                "offers both and makes neither)",
             ),
         ),
         Code(

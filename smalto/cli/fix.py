@@ -17,10 +17,12 @@ goes to stderr). Fixes that make transfers unoptimized (slower) are made only
 with ``--allow-unoptimized``; a fixed kernel that JAX's own pass still rejects
 (it compiles with smalto installed) is written only with ``--allow-smalto-only``.
 
-Exit status: 0 when the function lowers (fixed, or already as written); 1 when
-it still fails (the diagnosis that remains on stderr) or a fix was not written
-(the file changed, was saved meanwhile, is read-only or could not be written);
-2 on bad usage or a script that cannot be loaded.
+Exit status: 0 when the function lowers (fixed, or already as written) with JAX's
+own pass too, or with smalto's only where ``--allow-smalto-only`` says that is
+enough; 1 when it still fails (the diagnosis that remains on stderr), compiles
+only with smalto, or a fix was not written (the file changed, was saved
+meanwhile, is read-only or could not be written); 2 on bad usage or a script
+that cannot be loaded.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from smalto.basics.archs import parse_arch
 from smalto.basics.writing import (
@@ -47,6 +49,9 @@ from smalto.basics.writing import (
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 from smalto.cli.targets import script_target, shape_dtype
 from smalto.source.lines import python_lines
+
+if TYPE_CHECKING:
+    from smalto.jax.fixing import FixOutcome
 
 
 def run_fix(args: argparse.Namespace) -> int:
@@ -78,13 +83,20 @@ def run_fix(args: argparse.Namespace) -> int:
     report = sys.stderr if args.diff else sys.stdout
     target = f"{path}:{function}"
     if outcome.already:
-        print(f"{target} lowers as written: nothing to fix", file=report)
-        if outcome.needs_smalto:
-            note(
-                f"JAX's own pass rejects it ({outcome.jax_says}); it compiles with smalto as "
-                "the pass"
-            )
-        return EXIT_OK
+        if not outcome.needs_smalto:
+            print(f"{target} lowers as written: nothing to fix", file=report)
+            return EXIT_OK
+        print(f"{target} lowers as written with smalto as the pass only", file=report)
+        note(
+            f"JAX's own pass rejects it ({outcome.jax_says}): without smalto installed "
+            "(smalto.jax.install(), or python -m smalto.jax run) it does not compile"
+        )
+        if args.allow_smalto_only:
+            return EXIT_OK
+        return fail(
+            f"{target} compiles only with smalto; --allow-smalto-only accepts that",
+            EXIT_FAILED,
+        )
     if not outcome.lowers:
         _held_back(outcome)
         diagnosis = outcome.remaining or "(no diagnosis)"
@@ -131,7 +143,7 @@ def run_fix(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _changes(outcome: Any, report: TextIO) -> None:
+def _changes(outcome: FixOutcome, report: TextIO) -> None:
     """Each change, line by line, and why."""
     for applied in outcome.applied:
         edit = applied.edit
@@ -145,7 +157,7 @@ def _changes(outcome: Any, report: TextIO) -> None:
     _held_back(outcome)
 
 
-def _held_back(outcome: Any) -> None:
+def _held_back(outcome: FixOutcome) -> None:
     """A note per verified fix not made, and why (each said once)."""
     said: set[str] = set()
     for held in outcome.held_back:

@@ -404,7 +404,8 @@ def with_source_edits(
     edit's place in the Python source as an editor applies it: ``fix`` holds its span
     (file, line, first and end column), the replacement, every part, and rustc's
     applicability (``smalto.source.fix_edits``)."""
-    from smalto.source.fix_edits import problems_of, source_edit
+    from smalto.constraints.conflict_report import problems_of
+    from smalto.source.fix_edits import DiagnosedEdit, source_edit
 
     problems = problems_of(error)
     documents = document.get("problems") or []
@@ -417,9 +418,9 @@ def with_source_edits(
             return None
 
     for number, (report, entry) in enumerate(zip(problems, documents, strict=False)):
-        code = getattr(report, "code", None)
+        code = report.code
         entry["code"] = code
-        edits = getattr(report, "edits", None) or []
+        edits: list[DiagnosedEdit] = list(report.edits)
         for edit, edit_entry in zip(edits, entry.get("edits") or [], strict=False):
             edit_entry["fix"] = source_edit(edit, read, code=code, problem=number).as_json()
     # (A refusal a rule makes outright has no problem of its own, its code on the error.)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from smalto.basics.codes import GENERIC, code_line
 from smalto.constraints.language import (
@@ -32,7 +31,9 @@ from smalto.constraints.language import (
     fixed_layout,
     variables_of,
 )
+from smalto.errors import InferenceError
 from smalto.hw.values import Reg, Smem, Tmem
+from smalto.source.fix_edits import DiagnosedEdit
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,14 @@ class Requirement:
     location: str
     text: str
     element: Element = field(repr=False)
+
+
+# How the changes that change what the kernel computes are offered (a reduction and a
+# broadcast that disagree look like a bug: the author says which was meant).
+CHOICES = (
+    "this looks like a bug; each change below makes the kernel compile, and changes what "
+    "it computes: which did you mean?"
+)
 
 
 @dataclass(frozen=True)
@@ -61,13 +70,17 @@ class ConflictReport:
     origins: list[str] = field(default_factory=list)
     # The single edits verified to make the kernel infer and check, best first
     # (``smalto.diagnose.suggest.SuggestedEdit``), and how many edits were tried.
-    edits: list[Any] = field(default_factory=list)
+    edits: list[DiagnosedEdit] = field(default_factory=list)
     edits_tried: int = 0
     # Whether JAX's own dialect lowering took the first edit's answer too (None: not run,
     # the module has no launch to lower it in).
     edits_lowered: bool | None = None
     # The verified changes in words, best first (the message leads with them).
     fixes: list[str] = field(default_factory=list)
+    # The verified changes that change what the kernel computes (a reduction's axis, its
+    # broadcast), in words: choices for the author, never fixes (their edits follow the
+    # fixes' in ``edits``, each marked ``changes_meaning``).
+    choices: list[str] = field(default_factory=list)
     # What else to say: what the lowering says of JAX's answer, a faster alternative,
     # hints where no edit was verified.
     notes: list[str] = field(default_factory=list)
@@ -131,7 +144,16 @@ class ConflictReport:
                 edit = next(edits, None)
                 if snippet:
                     lines.append(f"    {snippet}")
-        if not self.fixes and self.suggestion:
+        if self.choices:
+            lines.append(CHOICES)
+            for choice in self.choices:
+                lines.append(f"  - {choice}")
+                if edit is not None and choice.startswith(getattr(edit, "text", "\0")):
+                    snippet = getattr(edit, "snippet", None)
+                    edit = next(edits, None)
+                    if snippet:
+                        lines.append(f"      {snippet}")
+        if not self.fixes and not self.choices and self.suggestion:
             lines.append(f"suggestion: {self.suggestion}")
         return lines
 
@@ -140,7 +162,7 @@ class ConflictReport:
         lines += self.fix_lines()
         lines.append("why: these requirements cannot all hold:")
         lines += [f"  - {r.text}" for r in self.requirements]
-        said = self.suggestion or "" if not self.fixes else ""
+        said = self.suggestion or "" if not self.fixes and not self.choices else ""
         lines += [f"note: {note}" for note in self.notes if note not in said]
         if verbose and self.derivations:
             lines.append("where:")
@@ -215,3 +237,12 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
 # Ops whose layout equality is a broadcast's (the source is the result reduced), not a
 # reduction's.
 _BROADCASTS = frozenset({"mosaic_gpu.broadcast_in_dim"})
+
+
+def problems_of(error: BaseException | None) -> list[ConflictReport]:
+    """The problems of a failed inference (its conflict's), in the order found; none where
+    the error is no diagnosed ``InferenceError``."""
+    if not isinstance(error, InferenceError):
+        return []
+    conflict = error.conflict
+    return conflict.problems if isinstance(conflict, ConflictReport) else []

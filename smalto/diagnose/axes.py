@@ -19,12 +19,18 @@ from dataclasses import dataclass
 from jax._src.lib.mlir import ir
 
 from smalto.constraints.language import Element
-from smalto.diagnose.edits import AXIS, Edit
+from smalto.diagnose.edits import AXIS, BROADCAST, Edit
 from smalto.program.view import Op, Program
 from smalto.rules.attributes import ints
 from smalto.source.files import Sources
 from smalto.source.locations import file_position, location_name, op_text
-from smalto.source.pallas_edits import StatementEdit, expansion_at, expression_at, with_axis
+from smalto.source.pallas_edits import (
+    StatementEdit,
+    expansion_at,
+    expression_at,
+    with_axis,
+    with_expansion,
+)
 
 REDUCTION = "vector.multi_reduction"
 _BROADCAST = "mosaic_gpu.broadcast_in_dim"
@@ -50,6 +56,12 @@ class AxisClue:
     # Whether the module edit is the source edit (no keep-dims expansion or reshape
     # between: those change shape with the axis, the module edit would not).
     exact: bool
+    # The other change the author may have meant: the broadcast along the other axis
+    # (``BROADCAST``, ``m[:, None]`` for ``m[None, :]``), where the broadcast is one op of
+    # the module and the source writes it as an indexing; its words and statement.
+    broadcast: Edit | None = None
+    broadcast_fix: str = ""
+    broadcast_statement: StatementEdit | None = None
 
 
 def axis_clue(program: Program, core: list[Element], sources: Sources) -> AxisClue | None:
@@ -87,7 +99,39 @@ def _clue(program: Program, reduction: Op, sources: Sources) -> AxisClue | None:
     code = f": `{statement.text}`" if statement is not None else ""
     fix = f"reduce over axis {wanted_axis} at {where}{code}"
     edit = Edit(AXIS, (reduction.id,), attribute="reduction_dims", position=wanted_axis)
-    return AxisClue(text, edit, fix, statement, file, exact)
+    broadcast, broadcast_fix, broadcast_statement = _broadcast_candidate(
+        program, expander, kept, sources
+    )
+    return AxisClue(
+        text, edit, fix, statement, file, exact, broadcast, broadcast_fix, broadcast_statement
+    )
+
+
+def _broadcast_candidate(
+    program: Program, expander: ir.Operation, kept: int, sources: Sources
+) -> tuple[Edit | None, str, StatementEdit | None]:
+    """The broadcast that lays the reduction's values down along the axis they run
+    (``kept``), as a module edit and in the author's words; none where the op that lays
+    them down is no ``broadcast_in_dim`` of a vector (a reshape, a keep-dims expansion)."""
+    if expander.name != _BROADCAST or len(_shape(expander.operands[0].type)) != 1:
+        return None, "", None
+    op = next((o for o in program.ops if o.operation == expander), None)
+    if op is None:
+        return None, "", None
+    edit = Edit(BROADCAST, (op.id,), attribute="broadcast_dimensions", position=kept)
+    statement = _expansion_statement(op, sources)
+    code = f": `{statement.text}`" if statement is not None else ""
+    return edit, f"broadcast {_ALONG[kept]} at {_where(op)}{code}", statement
+
+
+def _expansion_statement(op: Op, sources: Sources) -> StatementEdit | None:
+    position = file_position(op.location)
+    if position is None:
+        return None
+    lines = sources.lines(position.file)
+    if lines is None:
+        return None
+    return with_expansion(lines, position.line, position.column)
 
 
 def _broadcast_of(operation: ir.Operation) -> tuple[int, tuple[ir.Operation, int, bool]] | None:

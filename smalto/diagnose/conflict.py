@@ -9,6 +9,8 @@ suggest the change that resolves it (``suggest``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
@@ -30,9 +32,11 @@ from smalto.diagnose import lowering_advice
 from smalto.diagnose.axes import axis_clue
 from smalto.diagnose.core import core_satisfiable, find_core
 from smalto.diagnose.edits import UNOPTIMIZE, Edit
+from smalto.diagnose.meaning import changes_meaning
 from smalto.diagnose.origins import Origins, defining_value
 from smalto.diagnose.suggest import SuggestedEdit, suggest
-from smalto.diagnose.wrong import axis_fix, headline
+from smalto.diagnose.verify import module_of
+from smalto.diagnose.wrong import axis_choices, headline
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit_type
 from smalto.hw.names import describe_value
@@ -333,13 +337,14 @@ def diagnose(
     # A reduction over the wrong axis: said as the author thinks of it, with the other axis
     # first where it is verified.
     clue = axis_clue(program, core, namer.sources or Sources())
+    offered = axis_choices(program, clue, arch, background) if clue is not None else []
+    # Every edit checked on the module: one that changes what the kernel computes is a
+    # choice for the author (``changes_meaning``), never a fix.
+    edits, fixes, choice_edits, choices = _by_meaning(program, edits, fixes, offered)
     if clue is not None:
-        verified = axis_fix(program, clue, arch, background)
-        if verified is not None:
-            if not edits:  # "no single edit helps" no longer holds: the axis is one
+        if choices:
+            if not edits:  # "no single edit helps" no longer holds: a choice is one
                 notes = [note for note in notes if note != text]
-            edits.insert(0, verified[0])
-            fixes.insert(0, verified[1])
         elif not fixes:
             text = f"{clue.fix}\nnote: {text}" if text else clue.fix
     said_first = headline(program, system, core, namer, clue)
@@ -354,13 +359,45 @@ def diagnose(
         minimal,
         core,
         origins=list(dict.fromkeys(lines)),
-        edits=edits,
+        edits=[*edits, *choice_edits],
         edits_tried=tried,
         edits_lowered=lowered,
         fixes=fixes,
+        choices=choices,
         notes=list(dict.fromkeys(notes)),
         headline=said_first,
     )
+
+
+def _by_meaning(
+    program: Program,
+    edits: list[SuggestedEdit],
+    fixes: list[str],
+    offered: list[tuple[SuggestedEdit, str]],
+) -> tuple[list[SuggestedEdit], list[str], list[SuggestedEdit], list[str]]:
+    """The verified edits and their words parted by what the module check says
+    (``smalto.diagnose.meaning``): those that keep what the kernel computes (the fixes)
+    and those that change it (the choices: ``offered``, the axis' and the broadcast's, and
+    any other the check finds), each marked."""
+    module = module_of(program)
+    kept: list[SuggestedEdit] = []
+    kept_words = list(fixes)
+    choice_edits: list[SuggestedEdit] = []
+    choices: list[str] = []
+    for suggested in edits:
+        if suggested.edit is None or not changes_meaning(module, (suggested.edit,)):
+            kept.append(suggested)
+            continue
+        choice_edits.append(dataclasses.replace(suggested, changes_meaning=True))
+        said = next((w for w in kept_words if w.startswith(suggested.text)), None)
+        if said is not None:
+            kept_words.remove(said)
+            choices.append(said)
+    for suggested, words in offered:
+        changes = suggested.edit is None or changes_meaning(module, (suggested.edit,))
+        choice_edits.append(dataclasses.replace(suggested, changes_meaning=changes))
+        choices.append(words)
+    return kept, kept_words, choice_edits, choices
 
 
 def core_transfers(

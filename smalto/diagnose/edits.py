@@ -26,6 +26,10 @@ RETARGET, DROP, ADD_CAST, UNOPTIMIZE = "retarget", "drop", "add_cast", "unoptimi
 # A reduction over the other axis of a square tile (``s.max(axis=1)`` for ``axis=0``): the
 # same types, so the same module but for the op's ``reduction_dims`` (``position``).
 AXIS = "axis"
+# A broadcast of a reduction's values along the other axis (``m[:, None]`` for
+# ``m[None, :]``): the same types, the same module but for the op's
+# ``broadcast_dimensions`` (``position``).
+BROADCAST = "broadcast"
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,11 @@ def apply(edit: Edit, ops: list[ir.Operation]) -> None:
         assert edit.position is not None
         for op_id in edit.ops:
             ops[op_id].attributes["reduction_dims"] = ir.DenseI64ArrayAttr.get([edit.position])
+    elif edit.kind == BROADCAST:
+        assert edit.position is not None
+        for op_id in edit.ops:
+            dims = ir.DenseI64ArrayAttr.get([edit.position])
+            ops[op_id].attributes["broadcast_dimensions"] = dims
     else:
         raise ValueError(f"unknown edit {edit.kind!r}")
 
@@ -131,6 +140,7 @@ def _result_of(anchor: ir.Operation, edit: Edit) -> ir.Value:
 __all__ = [
     "ADD_CAST",
     "AXIS",
+    "BROADCAST",
     "DROP",
     "RETARGET",
     "UNOPTIMIZE",

@@ -35,6 +35,7 @@ from smalto.pipeline.describe import Namer
 from smalto.program.view import Op, Program
 from smalto.rewrite.transfers import describe_ops
 from smalto.source.files import Sources
+from smalto.source.fix_edits import in_kernel_words
 from smalto.source.locations import FilePosition, file_position, location_text, op_text
 from smalto.source.pallas_edits import (
     SourceChange,
@@ -93,6 +94,10 @@ class SuggestedEdit:
     # the located ops that use it, ``(op name, location)``, from which ``smalto fix``
     # finds its ``plgpu.TMEM(...)`` among several.
     uses: tuple[tuple[str, str], ...] = ()
+    # The edit changes what the kernel computes (the module, its layouts set aside, is
+    # another: ``smalto.diagnose.meaning``): an axis, a broadcast. Never a fix made
+    # unasked: a person chooses among such edits.
+    changes_meaning: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,7 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
     updated = dataclasses.replace(
         report,
         suggestion=text,
-        edits=edits,
+        edits=[*edits],
         edits_tried=trial.tried,
         edits_lowered=trial.lowered,
         fixes=[f"{e.text} ({_short_claim(e, trial)})" for e in edits],
@@ -270,6 +275,8 @@ class EditWords:
         if lines is None:
             return None
         layout = pallas_layout(edit.new) if isinstance(edit.new, Reg) else None
+        if layout is not None:  # in the kernel's own names (an alias of a layout)
+            layout = in_kernel_words(lines, layout, position.line)
         found: StatementEdit | None = None
         if op.name == LAYOUT_CAST and edit.attribute is None and edit.kind == DROP:
             found = stated_layout(lines, position.line, position.column, None)

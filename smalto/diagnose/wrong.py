@@ -6,8 +6,9 @@ as its first line, but a kernel with no layout cast in its conflict (a
 softmax that reduces over the wrong axis, a keep-dims reduction reshaped)
 deserves the next line to say what is wrong in smalto's own words: the axis
 clue where there is one (``smalto.diagnose.axes``), else which ops require
-what of which values. This module words that line, and turns a verified
-change of a reduction's axis into a fix.
+what of which values. This module words that line, and turns the verified
+changes of a reduction's axis or of its broadcast into choices for the author
+(each changes what the kernel computes: never a fix made unasked).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from smalto.diagnose.verify import module_of, works_on_copy
 from smalto.pipeline.describe import Namer
 from smalto.program.view import Program
 from smalto.source.locations import file_position, op_location_text
+from smalto.source.pallas_edits import SourceChange, StatementEdit
 
 # Ops that state a layout or transforms the author chose (``plgpu.layout_cast``,
 # ``layout=``, a ``plgpu.inline_mgpu``'s layouts, an SMEM ref's ``transforms=``): what
@@ -71,53 +73,80 @@ def headline(
     return f"no layout cast is involved: {title} ({what}, at {where})"
 
 
-def axis_fix(
+def axis_choices(
     program: Program,
     clue: AxisClue,
     arch: tuple[int, int],
     background: tuple[Edit, ...] = (),
-) -> tuple[SuggestedEdit, str] | None:
-    """The reduction over the other axis as a fix, with its claim, where made on a copy of
-    the module (with the kernel's other problems' fixes) smalto infers it and its checker
-    accepts it; None elsewhere, or where the module
-    edit is not the source edit (a keep-dims expansion or a reshape in between)."""
-    if not clue.exact:
-        return None
-    # (JAX's dialect lowering of the edited copy is the dear part: as for the other fixes,
-    # smalto's checker, which states its requirements, judges it; the tests lower it.)
-    verdict = works_on_copy(module_of(program), clue.edit, arch, background=background)
-    if not verdict.ok:
-        return None
-    if verdict.needs_smalto:
-        claim = NEEDS_SMALTO
-    else:
-        claim = LOWERED_SHORT if verdict.lowered else VERIFIED_SHORT
-    op = program.ops[clue.edit.ops[0]]
+) -> list[tuple[SuggestedEdit, str]]:
+    """The changes the author may have meant where a reduction and a broadcast disagree:
+    the reduction over the other axis, and the broadcast along the axis the values run;
+    each where, made on a copy of the module (with the kernel's other problems' fixes),
+    smalto infers it and its checker accepts it. Each changes what the kernel computes
+    (``changes_meaning``): a person chooses, no tool. The reduction is left out where the
+    module edit is not the source edit (a keep-dims expansion or a reshape in between)."""
+    module = module_of(program)
+    found: list[tuple[SuggestedEdit, str]] = []
+    candidates = [
+        (clue.edit, clue.fix, clue.statement, "reduction_dims") if clue.exact else None,
+        (clue.broadcast, clue.broadcast_fix, clue.broadcast_statement, "broadcast_dimensions")
+        if clue.broadcast is not None
+        else None,
+    ]
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        edit, words, statement, attribute = candidate
+        # (JAX's dialect lowering of the edited copy is the dear part: as for the other
+        # fixes, smalto's checker, which states its requirements, judges it; the tests
+        # lower it.)
+        verdict = works_on_copy(module, edit, arch, background=background)
+        if not verdict.ok:
+            continue
+        if verdict.needs_smalto:
+            claim = NEEDS_SMALTO
+        else:
+            claim = LOWERED_SHORT if verdict.lowered else VERIFIED_SHORT
+        suggested = _suggested(program, edit, words, statement, attribute, verdict.needs_smalto)
+        found.append((suggested, f"{words} ({claim})"))
+    return found
+
+
+def _suggested(
+    program: Program,
+    edit: Edit,
+    words: str,
+    statement: StatementEdit | None,
+    attribute: str,
+    needs_smalto: bool,
+) -> SuggestedEdit:
+    op = program.ops[edit.ops[0]]
     where = op_location_text(op)
-    old = str(op.operation.attributes["reduction_dims"])
-    new = f"array<i64: {clue.edit.position}>"
-    snippet = changes = None
-    statement = clue.statement
+    old = str(op.operation.attributes[attribute])
+    new = f"array<i64: {edit.position}>"
+    snippet = None
+    changes: tuple[SourceChange, ...] = ()
     position = file_position(op.location)
-    if statement is not None and clue.file is not None and position is not None:
+    if statement is not None and position is not None:
         first = statement.before[0].strip()
         snippet = f"{position.file.rsplit('/', 1)[-1]}:{statement.first_line} | {first}"
-        changes = (statement.change(clue.file),)
-    suggested = SuggestedEdit(
-        kind=clue.edit.kind,
-        text=clue.fix,
+        changes = (statement.change(position.file),)
+    return SuggestedEdit(
+        kind=edit.kind,
+        text=words,
         pallas=statement.text if statement is not None else None,
         ops=[(op.name, where)],
         old=None,
         new=None,
-        attribute="reduction_dims",
+        attribute=attribute,
         old_attribute=old,
         new_attribute=new,
-        edit=clue.edit,
+        edit=edit,
         snippet=snippet,
-        changes=changes or (),
+        changes=changes,
+        needs_smalto=needs_smalto,
+        changes_meaning=True,
     )
-    return suggested, f"{clue.fix} ({claim})"
 
 
 def likely_culprit(program: Program, system: System) -> int | None:
@@ -143,4 +172,4 @@ def _located(program: Program, op_id: int) -> bool:
     return position is not None and position.file != "-"
 
 
-__all__ = ["axis_fix", "headline", "likely_culprit"]
+__all__ = ["axis_choices", "headline", "likely_culprit"]

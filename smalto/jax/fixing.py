@@ -20,23 +20,31 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from smalto.jax.hooks import Pass
+from smalto.constraints.conflict_report import problems_of
+from smalto.errors import SmaltoOnlyWarning
+from smalto.jax.hooks import InferenceCall, Observer, Pass, observing
 from smalto.jax.lowering import KernelLoweringError, lower
+from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
+from smalto.jax.portable import portable_edit
 from smalto.jax.staged_epilogue import STAGE, staged_epilogue
+from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
+    MACHINE_APPLICABLE,
+    MAYBE_INCORRECT,
+    DiagnosedEdit,
     SourceEdit,
     apply_parts,
-    keeps_meaning,
     overlaps,
-    problems_of,
     source_edit,
 )
 from smalto.source.lines import python_lines
@@ -113,8 +121,14 @@ def fix_script(
         with reading_as_edited(script, source):
             return run_script(path, run_name=RUN_NAME, text=source, subject="the script")
 
+    def load(source: str, why: str) -> Callable[..., Any]:
+        """The function as the script ``source`` defines it."""
+        with reading_as_edited(script, source):
+            return _function_of(run(source, why), function)
+
     seen = {original}
     current = original
+    meanings = Meanings(load, args)
     lowered: Callable[..., Any] | None = None
     for round_number in range(MAX_ROUNDS + 1):
         with reading_as_edited(script, current):
@@ -127,6 +141,7 @@ def fix_script(
                 break  # an edited script that does not load: not a fix (never written)
             if round_number == 0:
                 check_arguments(fn, len(args), function)
+                meanings.original_function(fn)
             ok, error = lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
@@ -141,12 +156,11 @@ def fix_script(
 
             def jax_lowers(edited: str) -> bool:
                 """Whether JAX's own pass lowers the function as ``edited``."""
+                try:
+                    fn = load(edited, f"as staged, to lower {function} with JAX's pass")
+                except ScriptError:
+                    return False
                 with reading_as_edited(script, edited):
-                    try:
-                        staged = run(edited, f"as staged, to lower {function} with JAX's pass")
-                        fn = _function_of(staged, function)
-                    except ScriptError:
-                        return False
                     return lower_with(fn, args, arch, "jax")[0]
 
             chosen = choose(
@@ -155,6 +169,7 @@ def fix_script(
                 script,
                 allow_unoptimized,
                 outcome,
+                meanings.keeps,
                 others=(others, namespace),
                 jax_lowers=jax_lowers,
             )
@@ -162,9 +177,10 @@ def fix_script(
                 break
             edited = apply_parts(current, [p for e in chosen for p in e.parts])
             # (A staged epilogue restructures its line: made from the statement's own parts,
-            # and verified by JAX's own pass, it is judged apart.)
+            # and verified by JAX's own pass, it is judged apart. A text already seen was
+            # proven to keep the meaning when it was made.)
             plain = apply_parts(current, [p for e in chosen if e.kind != STAGE for p in e.parts])
-            if edited in seen or not keeps_meaning(current, plain):
+            if edited in seen or (plain not in seen and not meanings.keeps(plain)):
                 break
             for edit in chosen:
                 outcome.applied.append(_applied(edit, current, script, path))
@@ -177,6 +193,8 @@ def fix_script(
         outcome.needs_smalto = not ok
         cause = getattr(error, "__cause__", None) or error
         outcome.jax_says = "" if ok else _named(_first_line(cause), script, path)
+        if not ok:
+            _make_portable(outcome, lowered, script, load, args, arch, meanings)
     if not outcome.lowers:
         outcome.text = original  # a kernel not fixed is left as it was
         outcome.applied.clear()
@@ -196,18 +214,112 @@ def _function_of(namespace: dict[str, Any], function: str) -> Callable[..., Any]
     return found
 
 
+# The function as a text of the script defines it (the text run in the script's place).
+Loader = Callable[[str, str], Callable[..., Any]]
+
+
+class Meanings:
+    """The check that an edit keeps what the kernel computes (``smalto.jax.meaning``): the
+    edited script run, its function traced by JAX, and its trace compared with the
+    original's. Each text is traced once."""
+
+    def __init__(self, load: Loader, args: tuple[Any, ...]):
+        self.load, self.args = load, args
+        self._original: Callable[..., Any] | None = None
+        self._meanings: dict[str, Meaning | None] = {}
+        self._wanted: Meaning | None = None
+
+    def original_function(self, fn: Callable[..., Any]) -> None:
+        """The function as written (traced when an edit is first checked)."""
+        self._original = fn
+
+    def keeps(self, edited: str) -> bool:
+        """Whether the script ``edited`` computes what the original does."""
+        if self._wanted is None:
+            if self._original is None:
+                return False
+            try:
+                self._wanted = meaning_of(self._original, self.args)
+            except TraceFailed:
+                return False  # nothing to compare with: nothing is proven
+        return self._meaning(edited) == self._wanted
+
+    def _meaning(self, text: str) -> Meaning | None:
+        if text not in self._meanings:
+            try:
+                fn = self.load(text, "as edited, to compare JAX's trace of it with the original's")
+                self._meanings[text] = meaning_of(fn, self.args)
+            except (ScriptError, TraceFailed):
+                self._meanings[text] = None
+        return self._meanings[text]
+
+
+# Why a kernel's portable edit is made (said where a fix says its failure's code).
+PORTABLE = "compiles only with smalto: JAX's own pass rejects it"
+
+
+def _make_portable(
+    outcome: FixOutcome,
+    fn: Callable[..., Any],
+    script: Path,
+    load: Loader,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    meanings: Meanings,
+) -> None:
+    """Where the kernel (as fixed, ``fn``) lowers with smalto only: the edit that makes
+    JAX's own pass accept it (``smalto.jax.portable``), made on the text where one is
+    found."""
+    found = _RelayoutsSeen()
+    with observing(found), reading_as_edited(script, outcome.text):
+        lowered, _ = lower_with(fn, args, arch, "smalto")
+    if not lowered:
+        return
+
+    def jax_lowers(text: str) -> bool:
+        try:
+            edited = load(text, "as edited, to lower it with JAX's own pass")
+        except ScriptError:
+            return False
+        with reading_as_edited(script, text):
+            return lower_with(edited, args, arch, "jax")[0]
+
+    made = portable_edit(
+        outcome.text, str(script), found.relayouts, meanings.keeps, jax_lowers, fn.__name__
+    )
+    if made is None:
+        return
+    applied = _applied(made.edit, outcome.text, script, outcome.path)
+    outcome.applied.append(replace(applied, why=PORTABLE))
+    outcome.text, outcome.already = made.text, False
+    outcome.needs_smalto, outcome.jax_says = False, ""
+
+
+class _RelayoutsSeen(Observer):
+    """The relayouts of every answer smalto's pass gave while observed."""
+
+    def __init__(self) -> None:
+        self.relayouts: list[Relayout] = []
+
+    def after(self, call: InferenceCall, error: BaseException | None) -> None:
+        if error is None and call.inferred_by == "smalto":
+            self.relayouts += relayouts(call.module)
+
+
 def choose(
     error: BaseException | None,
     text: str,
     script: Path,
     allow_unoptimized: bool,
     outcome: FixOutcome,
+    keeps: Callable[[str], bool],
     *,
     others: tuple[OtherFunctions, dict[str, Any]] | None = None,
     jax_lowers: Callable[[str], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
-    in the source, keeps what the kernel computes, and (made unoptimized) is allowed;
+    in the source, keeps what the kernel computes (``keeps``: JAX's trace of the edited
+    script is the original's, layouts set aside), and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
     one that keeps the transfers optimized before one that makes them unoptimized. First
     of all, for a GMEM store with no coalesced plan, the staged epilogue
@@ -222,7 +334,7 @@ def choose(
     chosen: list[SourceEdit] = []
     problems = problems_of(error)
     for problem, report in enumerate(problems):
-        code = getattr(report, "code", None)
+        code = report.code
         # (Verified by lowering the whole kernel with JAX's pass: for a kernel's only problem.)
         if jax_lowers is not None and len(problems) == 1:
             staged = staged_epilogue(report, text, str(script), jax_lowers)
@@ -231,16 +343,11 @@ def choose(
                 continue
         # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
         # one that keeps every transfer optimized (fast) before one that does not.
-        ranked = sorted(
-            getattr(report, "edits", None) or [],
-            key=lambda e: (
-                bool(getattr(e, "needs_smalto", False)),
-                getattr(e, "kind", None) == UNOPTIMIZE,
-            ),
-        )
+        suggested_edits: list[DiagnosedEdit] = list(report.edits)
+        ranked = sorted(suggested_edits, key=lambda e: (e.needs_smalto, e.kind == UNOPTIMIZE))
         for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(script))
-            reason = _not_made(edit, text, allow_unoptimized)
+            reason = _not_made(edit, text, allow_unoptimized, keeps)
             if reason is None and any(
                 overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
             ):
@@ -255,13 +362,19 @@ def choose(
     return chosen
 
 
-def _not_made(edit: SourceEdit, text: str, allow_unoptimized: bool) -> str | None:
+def _not_made(
+    edit: SourceEdit, text: str, allow_unoptimized: bool, keeps: Callable[[str], bool]
+) -> str | None:
+    if edit.changes_meaning:
+        return "it changes what the kernel computes: which change you meant is yours to make"
     if not edit.applicable:
         return f"no place in the source: {edit.why or 'the edit has no source form'}"
     if edit.kind == UNOPTIMIZE and not allow_unoptimized:
         return "it makes transfers unoptimized (slower): --allow-unoptimized makes it"
-    if not keeps_meaning(text, apply_parts(text, edit.parts)):
-        return "it would change what the kernel computes"
+    if not keeps(apply_parts(text, edit.parts)):
+        return (
+            "it would change what the kernel computes (JAX's trace of the edited function differs)"
+        )
     return None
 
 
@@ -271,7 +384,10 @@ def lower_with(
     """Whether ``fn(*args)`` lowers with ``by``'s pass; else the inference error (the
     diagnosis), or what the lowering raised."""
     try:
-        lower(fn, *args, arch=arch, by=by)
+        with warnings.catch_warnings():
+            # (What that warning says, fixing says in its own words: the portable edit.)
+            warnings.simplefilter("ignore", SmaltoOnlyWarning)
+            lower(fn, *args, arch=arch, by=by)
     except KernelLoweringError as failed:
         if failed.stage == "inference" and failed.kernels and failed.kernels[-1].error:
             return False, failed.kernels[-1].error
@@ -331,7 +447,9 @@ def fix(
 
     Every problem's verified edits, best first (``SourceEdit.problem`` says whose; the
     first of each is what ``smalto fix`` makes), each with the spans of the source
-    files it changes, the replacement texts and its applicability. Nothing is written.
+    files it changes, the replacement texts and its applicability. Nothing is written;
+    where an edit would be ``MachineApplicable``, the script, as edited (in memory), is
+    run in its place to trace it (``Meanings``).
     """
     ok, error = lower_with(fn, args, arch, "smalto")
     if ok:
@@ -346,16 +464,53 @@ def fix(
     home = _source_file(fn)
     edits: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
-        code = getattr(report, "code", None)
-        for suggested in getattr(report, "edits", None) or []:
-            edits.append(source_edit(suggested, read, code=code, problem=problem, home=home))
-    return edits
+        suggested_edits: list[DiagnosedEdit] = list(report.edits)
+        for suggested in suggested_edits:
+            edits.append(source_edit(suggested, read, code=report.code, problem=problem, home=home))
+    return _checked(edits, fn, args, home)
+
+
+def _checked(
+    edits: list[SourceEdit], fn: Callable[..., Any], args: tuple[Any, ...], home: str | None
+) -> list[SourceEdit]:
+    """The edits, each ``MachineApplicable`` one of ``fn``'s own file checked as ``smalto
+    fix`` checks an edit before it makes it (``Meanings``: JAX's trace of the edited
+    function against the original's): one that changes what the kernel computes is
+    ``MaybeIncorrect``, marked so. Where ``fn`` is no function defined at the top of its
+    file (a ``partial``, a closure), the diagnosis' check on the module stands alone."""
+    name = getattr(fn, "__qualname__", None)
+    exact = [e for e in edits if e.applicability == MACHINE_APPLICABLE]
+    if home is None or not exact or not inspect.isfunction(fn) or name != fn.__name__:
+        return edits
+    path = Path(home)
+    try:
+        original = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return edits
+    script = Path(os.path.abspath(path))
+
+    def load(source: str, why: str) -> Callable[..., Any]:
+        with reading_as_edited(script, source):
+            ran = run_script(path, run_name=RUN_NAME, text=source, subject="the script")
+            return _function_of(ran, fn.__name__)
+
+    meanings = Meanings(load, args)
+    meanings.original_function(fn)
+    checked: list[SourceEdit] = []
+    for edit in edits:
+        if edit in exact and all(Path(p.span.file) == path for p in edit.parts):
+            try:
+                kept = meanings.keeps(apply_parts(original, edit.parts))
+            except ValueError:  # the file no longer reads what the edit replaces
+                kept = False
+            if not kept:
+                edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=True)
+        checked.append(edit)
+    return checked
 
 
 def _source_file(fn: Callable[..., Any]) -> str | None:
     """The file ``fn`` is written in (through ``jax.jit`` and ``functools.partial``)."""
-    import inspect
-
     inner: Any = fn
     for _ in range(8):
         inner = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None) or inner

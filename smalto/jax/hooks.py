@@ -223,13 +223,16 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
     try:
         if route.use_smalto:
             import smalto
+            from smalto.infer import saying_smalto_only
 
             # Keywords ``check_options`` checked by name; their values reach the pass as given.
             options: dict[str, Any] = dict(route.options)
-            if fuel is None:
-                smalto.infer_layout(module, arch=call.arch, **options)
-            else:
-                smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
+            # (A kernel only smalto's layouts compile is said, at its line, once.)
+            with saying_smalto_only():
+                if fuel is None:
+                    smalto.infer_layout(module, arch=call.arch, **options)
+                else:
+                    smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
         else:
             original = jax_infer_layout()
             if fuel is None:

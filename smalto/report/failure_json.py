@@ -68,6 +68,8 @@ def _problem(conflict: object, sources: Sources) -> dict[str, Any]:
         "edits_lowered": getattr(conflict, "edits_lowered", None),
         "minimal": getattr(conflict, "minimal", None),
         "fixes": list(getattr(conflict, "fixes", None) or []),
+        # Verified changes of what the kernel computes, for the author to choose among.
+        "choices": list(getattr(conflict, "choices", None) or []),
         "diagnosis_notes": list(getattr(conflict, "notes", None) or []),
     }
 
@@ -102,6 +104,8 @@ def _edit(edit: object, sources: Sources) -> dict[str, Any]:
         "old_attribute",
         "new_attribute",
         "value",
+        "needs_smalto",
+        "changes_meaning",
     )
     document: dict[str, Any] = {name: getattr(edit, name, None) for name in fields}
     document["ops"] = [

@@ -18,21 +18,27 @@ their kernel; this module finds that place in the Python source, by parsing it
 - a TMEM ref's layout: its ``plgpu.TMEM(...)``, where the file declares one;
 - an unoptimized transfer: the store or load line as ``pallas_edits`` words it.
 
-Edits are applied to text only if they keep what the kernel computes
-(``keeps_meaning``): no dtype, shape, axis or output changes, only layouts,
-transforms and the ``optimized`` flag.
+The new text is written in the kernel's own words: its name for Pallas' module,
+its names for layouts and transforms (an alias, an imported name), its names for
+sizes (``n`` where its declaration's shape says ``(m, n)``). An edit the diagnosis
+found changing what the kernel computes (``changes_meaning``: an axis, a
+broadcast) is at most ``MaybeIncorrect``; whether an edit keeps what the kernel
+computes is proved elsewhere, on JAX's trace (``smalto.jax.meaning``) or on the
+module (``smalto.diagnose.meaning``), never guessed from this text.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from smalto.source.lines import python_lines
-from smalto.source.pallas_edits import unoptimized_transfer
+from smalto.source.pallas_edits import SourceChange, unoptimized_transfer
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
 MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
@@ -47,6 +53,7 @@ _TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 _STORES = {"mosaic_gpu.vector_store", "vector.store"}
 _LOADS = {"mosaic_gpu.vector_load", "vector.load"}
 _PALLAS_GPU = "jax.experimental.pallas.mosaic_gpu"
+_BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,9 @@ class SourceEdit:
     why: str = ""  # why no place was found, where none was
     # JAX's own pass still rejects the kernel with this edit: it compiles with smalto only.
     needs_smalto: bool = False
+    # It changes what the kernel computes (an axis, a broadcast): a person chooses it, and
+    # ``smalto fix`` never makes it.
+    changes_meaning: bool = False
 
     @property
     def applicable(self) -> bool:
@@ -107,6 +117,7 @@ class SourceEdit:
         return {
             "applicability": self.applicability,
             "needs_smalto": self.needs_smalto,
+            "changes_meaning": self.changes_meaning,
             "span": first.span.as_json() if first else None,
             "replacement": first.replacement if first else None,
             "parts": [part.as_json() for part in self.parts],
@@ -137,13 +148,19 @@ class _Source:
     lines: list[str] = field(default_factory=list)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
 
+    # A UTF-8 byte order mark the file starts with: Python skips it, so the parse does
+    # (the first line's columns count it, as an editor's do).
+    bom: int = 0
+
     @classmethod
     def parse(cls, file: str, text: str) -> _Source | None:
+        bom = 1 if text.startswith(_BOM) else 0
+        text = text[bom:]
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return None
-        source = cls(file, text, tree, python_lines(text, keepends=True))
+        source = cls(file, text, tree, python_lines(text, keepends=True), bom=bom)
         for node in ast.walk(tree):
             for child in ast.iter_child_nodes(node):
                 source.parents[child] = node
@@ -167,7 +184,8 @@ class _Source:
 
     def _chars(self, line: int, byte_column: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+        before = len(text.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+        return before + (self.bom if line == 1 else 0)
 
     def starting_at(self, line: int, byte_column: int) -> list[ast.expr]:
         """Every expression that starts at the position (outermost first)."""
@@ -176,6 +194,41 @@ class _Source:
             for node in ast.walk(self.tree)
             if isinstance(node, ast.expr) and node.lineno == line and node.col_offset == byte_column
         ]
+
+    def own_names(self, line: int | None = None) -> list[tuple[str, str]]:
+        """The kernel's names for Pallas' Mosaic GPU things, as ``(what it names, the
+        name)``, what it names spelled ``plgpu.X``, longest first: names imported from
+        the module (``from jax.experimental.pallas.mosaic_gpu import Layout``), and names
+        bound once to an expression of it (``WGMMA = plgpu.Layout.WGMMA``), at the top
+        of the file or, before ``line``, in a function around it."""
+        alias = self.alias() or "plgpu"
+        found: dict[str, str] = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == _PALLAS_GPU:
+                for imported in node.names:
+                    found[f"plgpu.{imported.name}"] = imported.asname or imported.name
+        scopes: list[list[ast.stmt]] = [self.tree.body]
+        if line is not None:
+            scopes += [
+                f.body
+                for f in ast.walk(self.tree)
+                if isinstance(f, ast.FunctionDef) and f.lineno <= line <= (f.end_lineno or f.lineno)
+            ]
+        for body in scopes:
+            bound = [
+                (s.targets[0].id, s.value)
+                for s in body
+                if isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+                and (line is None or body is self.tree.body or s.lineno < line)
+            ]
+            counts = Counter(name for name, _ in bound)
+            for name, value in bound:
+                text = re.sub(rf"\b{re.escape(alias)}\.", "plgpu.", ast.unparse(value))
+                if counts[name] == 1 and "plgpu." in text and text not in found:
+                    found[text] = name
+        return sorted(found.items(), key=lambda item: -len(item[0]))
 
     def alias(self) -> str | None:
         """The name the file imports Pallas' Mosaic GPU module under (``plgpu``)."""
@@ -191,50 +244,69 @@ class _Source:
         return None
 
 
+class DiagnosedEdit(Protocol):
+    """What this module reads of a verified edit of the diagnosis
+    (``smalto.diagnose.suggest.SuggestedEdit``)."""
+
+    @property
+    def kind(self) -> str: ...  # retarget, drop, add_cast, unoptimize, axis, broadcast
+    @property
+    def text(self) -> str: ...  # the fix in words
+    @property
+    def pallas(self) -> str | None: ...  # the edited statement or expression, in Pallas
+    @property
+    def ops(self) -> Sequence[tuple[str, str]]: ...  # (op name, location) of the ops changed
+    @property
+    def changes(self) -> Sequence[SourceChange]: ...  # its own edit of whole lines
+    @property
+    def needs_smalto(self) -> bool: ...  # JAX's own pass still rejects the edited kernel
+    @property
+    def uses(self) -> Sequence[tuple[str, str]]: ...  # (a TMEM ref's) located uses
+    @property
+    def changes_meaning(self) -> bool: ...  # it changes what the kernel computes
+
+
 def source_edit(
-    edit: object,
+    edit: DiagnosedEdit,
     read: Callable[[str], str | None],
     *,
     code: str | None = None,
     problem: int = 0,
     home: str | None = None,
 ) -> SourceEdit:
-    """The verified ``edit`` (a ``smalto.diagnose.suggest.SuggestedEdit``, read through
-    its attributes) as an edit of the Python source ``read`` gives for a file name;
-    ``home``: the kernel's own file, where an op located at no line (a scratch ref Pallas
-    declares) is looked for."""
-    kind = str(getattr(edit, "kind", ""))
-    text = str(getattr(edit, "text", ""))
-    ops: Sequence[tuple[str, str]] = getattr(edit, "ops", None) or []
-    needs_smalto = bool(getattr(edit, "needs_smalto", False))
+    """The verified ``edit`` as an edit of the Python source ``read`` gives for a file
+    name; ``home``: the kernel's own file, where an op located at no line (a scratch ref
+    Pallas declares) is looked for. An edit that changes what the kernel computes (the
+    diagnosis checked it on the module: ``changes_meaning``) is at most ``MaybeIncorrect``,
+    wherever it goes: a person chooses it."""
     made = SourceEdit(
-        kind, text, UNSPECIFIED, code=code, problem=problem, needs_smalto=needs_smalto
+        edit.kind,
+        edit.text,
+        UNSPECIFIED,
+        code=code,
+        problem=problem,
+        needs_smalto=edit.needs_smalto,
+        changes_meaning=edit.changes_meaning,
     )
     try:
-        parts, applicability, why = _parts(edit, kind, ops, read, home)
+        parts, applicability, why = _parts(edit, read, home)
         if not parts:  # the diagnosis' own edit of whole lines, where it made one
-            parts, applicability = _whole_lines(edit, read), MACHINE_APPLICABLE
+            parts, applicability = _whole_lines(edit.changes, read), MACHINE_APPLICABLE
     except (SyntaxError, ValueError, IndexError, AttributeError) as error:  # odd source
         return replace(made, why=f"the source could not be read as Python: {error}")
     if not parts:
         return replace(made, why=why)
+    if edit.changes_meaning and applicability == MACHINE_APPLICABLE:
+        applicability = MAYBE_INCORRECT
     return replace(made, applicability=applicability, parts=tuple(parts), why="")
 
 
-def problems_of(error: BaseException | None) -> list[object]:
-    """The problems of a failed inference (its conflict's), in the order found: each with
-    its ``code`` and its verified ``edits``, read through their attributes."""
-    report = getattr(error, "conflict", None)
-    return list(getattr(report, "problems", None) or ([report] if report else []))
-
-
-def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
-    """The diagnosis' edit of whole lines (``SuggestedEdit.changes``: ``file``, ``line``,
-    ``old``, ``new``), as parts, where the file still reads ``old`` there."""
+def _whole_lines(changes: Sequence[SourceChange], read: Callable[[str], str | None]) -> list[Part]:
+    """The diagnosis' edit of whole lines (``file``, ``line``, ``old``, ``new``), as parts,
+    where the file still reads ``old`` there."""
     parts: list[Part] = []
-    for change in getattr(edit, "changes", None) or ():
-        file, line = str(getattr(change, "file", "")), int(getattr(change, "line", 0))
-        old, new = str(getattr(change, "old", "")), str(getattr(change, "new", ""))
+    for change in changes:
+        file, line, old, new = change.file, change.line, change.old, change.new
         text = read(file)
         lines = python_lines(text) if text is not None else []
         count = len(python_lines(old)) or 1
@@ -249,18 +321,15 @@ def _whole_lines(edit: object, read: Callable[[str], str | None]) -> list[Part]:
 
 
 def _parts(
-    edit: object,
-    kind: str,
-    ops: Sequence[tuple[str, str]],
-    read: Callable[[str], str | None],
-    home: str | None,
+    edit: DiagnosedEdit, read: Callable[[str], str | None], home: str | None
 ) -> tuple[list[Part], str, str]:
+    ops, kind = edit.ops, edit.kind
     if not ops:
         return [], UNSPECIFIED, "the edit names no op"
     if kind == "unoptimize":
         return _unoptimize(ops, read)
     name, location = ops[0]
-    pallas = str(getattr(edit, "pallas", None) or "")
+    pallas = edit.pallas or ""
     if kind == "add_cast":
         return [], UNSPECIFIED, "a new cast: where it goes in the source is left to you"
     if name == _CAST:
@@ -268,8 +337,7 @@ def _parts(
     if name == _TRANSFORMS:
         return _transforms(kind, [loc for _, loc in ops], pallas, read)
     if name == _TMEM_CAST and kind == "retarget":
-        uses: Sequence[tuple[str, str]] = getattr(edit, "uses", None) or ()
-        return _tmem(ops, pallas, read, home, uses)
+        return _tmem(ops, pallas, read, home, edit.uses)
     return [], UNSPECIFIED, f"no source form known for an edit of `{name}`"
 
 
@@ -307,7 +375,7 @@ def _cast(
             if kind == "drop":
                 return [_remove_keyword(source, call, keyword)], *_EXACT
             stated = keyword.value
-        new = _new_layout(pallas, source)
+        new = _new_layout(pallas, source, where[1])
         if new is None:
             return [], UNSPECIFIED, "the new layout has no Pallas name"
         return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
@@ -324,7 +392,7 @@ def _called(call: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else ""
 
 
-def _new_layout(pallas: str, source: _Source) -> str | None:
+def _new_layout(pallas: str, source: _Source, line: int) -> str | None:
     """The layout expression of the diagnosis' Pallas text (the cast's target in
     ``plgpu.layout_cast(x, L)``, the ``layout=`` of a call, or a bare layout, alone or in
     the edited statement), in the file's own name for the module."""
@@ -339,12 +407,13 @@ def _new_layout(pallas: str, source: _Source) -> str | None:
         if isinstance(node, ast.keyword) and node.arg == "layout":
             found = node.value
             break
+    bare = found is None
     if found is None and isinstance(tree, ast.Expression):
         found = tree.body
     text = ast.get_source_segment(pallas, found) if found is not None else None
-    if not text or "Layout" not in text:
+    if not text or (bare and "Layout" not in text):  # (a bare expression: a layout's)
         return None
-    return _in_own_words(text, source)
+    return _in_own_words(text, source, line)
 
 
 def _parsed(code: str) -> ast.AST | None:
@@ -378,8 +447,32 @@ def _keyword_in(code: str, name: str) -> str | None:
     return None
 
 
-def _in_own_words(text: str, source: _Source) -> str:
-    """``plgpu.X`` as the file names Pallas' Mosaic GPU module (``import ... as mgpu``)."""
+def in_kernel_words(lines: Sequence[str], text: str, line: int) -> str:
+    """``text``, a Pallas expression (``plgpu.Layout.WGMMA.reduce(1)``), as the file whose
+    ``lines`` these are would write it at ``line``: its names for layouts, transforms and
+    Pallas' module (``WGMMA.reduce(1)`` where it has ``WGMMA = plgpu.Layout.WGMMA``); as
+    given where the file does not parse."""
+    source = _parsed_file("\n".join(lines))
+    return text if source is None else _in_own_words(text, source, line)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_file(text: str) -> _Source | None:
+    """A file parsed once for the several edits a message words (never changed after)."""
+    return _Source.parse("", text)
+
+
+def _in_own_words(text: str, source: _Source, line: int | None = None) -> str:
+    """``plgpu.X`` as the kernel writes it: its own names for layouts and transforms (an
+    alias ``WGMMA = plgpu.Layout.WGMMA``, ``from ... import Layout``, a tuple of transforms
+    it named), then its name for Pallas' Mosaic GPU module (``import ... as mgpu``).
+    ``line``: where the text goes (the names of the functions around it count too)."""
+    try:
+        text = ast.unparse(ast.parse(text, mode="eval"))
+    except SyntaxError:
+        pass
+    for full, name in source.own_names(line):
+        text = re.sub(rf"(?<![\w.]){re.escape(full)}(?![\w])", name, text)
     alias = source.alias()
     if alias is None or alias == "plgpu":
         return text
@@ -399,9 +492,11 @@ def _text_of(source: _Source, span: Span) -> str:
     lines = source.lines[span.line - 1 : span.end_line]
     if not lines:
         return ""
+    start = span.column - 1 - (source.bom if span.line == 1 else 0)
+    end = span.end_column - 1 - (source.bom if span.end_line == 1 else 0)
     if span.line == span.end_line:
-        return lines[0][span.column - 1 : span.end_column - 1]
-    return lines[0][span.column - 1 :] + "".join(lines[1:-1]) + lines[-1][: span.end_column - 1]
+        return lines[0][start:end]
+    return lines[0][start:] + "".join(lines[1:-1]) + lines[-1][:end]
 
 
 # --- SMEM transforms ------------------------------------------------------------------------
@@ -431,7 +526,7 @@ def _transforms(
     new = _keyword_in(pallas, "transforms")
     if not new:
         return [], UNSPECIFIED, "the new transforms have no Pallas form"
-    new = _in_own_words(new, source)
+    new = _in_own_words(new, source, call.lineno)
     if keyword is not None:
         value = keyword.value
         return [Part(source.node_span(value), source.segment(value), new)], *_EXACT
@@ -576,13 +671,52 @@ def _tmem_part(source: _Source, call: ast.Call, pallas: str, wanted: ast.Call) -
     layout_words = {"layout", "collective", "packed"}
     arguments = [source.segment(a) for a in call.args]
     arguments += [source.segment(k) for k in call.keywords if k.arg not in layout_words]
-    arguments += [
-        _in_own_words(ast.get_source_segment(pallas, k) or "", source)
-        for k in wanted.keywords
-        if k.arg in layout_words
-    ]
+    sizes = _size_names(source, call, wanted)
+    for keyword in wanted.keywords:
+        if keyword.arg in layout_words:
+            value = _with_sizes(keyword.value, sizes)
+            text = _in_own_words(ast.unparse(value), source, call.lineno)
+            arguments.append(f"{keyword.arg}={text}")
     new = f"{source.segment(call.func)}({', '.join(arguments)})"
     return Part(source.node_span(call), source.segment(call), new)
+
+
+def _size_names(source: _Source, call: ast.Call, wanted: ast.Call) -> dict[int, str]:
+    """The kernel's names for the sizes of a declaration: where its shape is written with
+    names (``plgpu.TMEM((m, n), ...)``) and the new declaration's with numbers
+    (``(128, 128)``), each number by the name at its place (the last dimension first: a
+    TMEM layout's parameter counts columns)."""
+    written = call.args[0] if call.args else None
+    numbers = wanted.args[0] if wanted.args else None
+    if not isinstance(written, ast.Tuple) or not isinstance(numbers, ast.Tuple):
+        return {}
+    if len(written.elts) != len(numbers.elts):
+        return {}
+    names: dict[int, str] = {}
+    for name, number in reversed(list(zip(written.elts, numbers.elts, strict=True))):
+        if isinstance(number, ast.Constant) and type(number.value) is int:
+            text = source.segment(name)
+            if text and not isinstance(name, ast.Constant):
+                names.setdefault(number.value, text)
+    return names
+
+
+def _with_sizes(value: ast.expr, sizes: dict[int, str]) -> ast.expr:
+    """``value`` with each whole-number argument of a call that is a size the kernel names
+    written by that name (``M64_COLLECTIVE_LAYOUT(n)``, not ``(128)``)."""
+
+    class Named(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            node.args = [
+                ast.Name(sizes[a.value])
+                if isinstance(a, ast.Constant) and type(a.value) is int and a.value in sizes
+                else a
+                for a in node.args
+            ]
+            return node
+
+    return Named().visit(ast.parse(ast.unparse(value), mode="eval").body)
 
 
 # --- unoptimized transfers ------------------------------------------------------------------
@@ -650,62 +784,9 @@ def overlaps(a: Part, b: Part) -> bool:
     return a0 < b1 and b0 < a1 or a0 == b0
 
 
-# What an edit may change: layouts, transforms, the optimized flag, and the words that
-# carry them (``plgpu.store(ref.at[i], x, optimized=False)`` for ``ref[i] = x``).
-_LAYOUT_KEYWORDS = frozenset({"layout", "transforms", "optimized", "collective", "packed"})
-_EDIT_WORDS = frozenset({"layout_cast", "store", "load", "at", "Ellipsis"})
-
-
-def keeps_meaning(before: str, after: str) -> bool:
-    """Whether ``after`` computes what ``before`` does, as far as its text tells: the same
-    names, attributes (dtypes: ``jnp.float32``) and constants (shapes, axes), in the same
-    numbers, once layouts, transforms and the ``optimized`` flag are set aside."""
-    try:
-        return _meaning(before) == _meaning(after)
-    except SyntaxError:
-        return False
-
-
-def _meaning(code: str) -> Counter[str]:
-    tree = ast.parse(code)
-    aliases = {_Source(file="", text=code, tree=tree).alias() or "plgpu", "plgpu"}
-    found: Counter[str] = Counter()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.keyword) and node.arg in _LAYOUT_KEYWORDS:
-            return
-        if isinstance(node, ast.expr) and _is_layout(node):
-            return
-        if isinstance(node, ast.Name):
-            found[node.id] += 1
-        elif isinstance(node, ast.Attribute):
-            found[f".{node.attr}"] += 1
-        elif isinstance(node, ast.Constant) and node.value is not Ellipsis:
-            found[repr(node.value)] += 1
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    for word in (*aliases, *_EDIT_WORDS):
-        found.pop(word, None)
-        found.pop(f".{word}", None)
-    return found
-
-
-def _is_layout(node: ast.expr) -> bool:
-    """A layout or transform expression: ``plgpu.Layout.WGMMA.reduce(1)``,
-    ``plgpu.TilingTransform((8, 64))``, ``plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(n)``."""
-    while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
-        if isinstance(node, ast.Attribute) and (
-            node.attr in ("Layout", "TMEMLayout") or node.attr.endswith("Transform")
-        ):
-            return True
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return False
-
-
 __all__ = [
     "HAS_PLACEHOLDERS",
+    "DiagnosedEdit",
     "MACHINE_APPLICABLE",
     "MAYBE_INCORRECT",
     "UNSPECIFIED",
@@ -713,8 +794,7 @@ __all__ = [
     "SourceEdit",
     "Span",
     "apply_parts",
-    "keeps_meaning",
+    "in_kernel_words",
     "overlaps",
-    "problems_of",
     "source_edit",
 ]

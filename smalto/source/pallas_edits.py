@@ -403,6 +403,52 @@ def _has_none(index: ast.expr) -> bool:
     return any(isinstance(p, ast.Constant) and p.value is None for p in parts)
 
 
+def with_expansion(lines: list[str], line: int, column: int) -> StatementEdit | None:
+    """The statement at ``line`` with the new axis of the first indexing at ``column`` or
+    after it on the other side (``m[None, :]`` <-> ``m[:, None]``): the values broadcast
+    along the other axis; None where the statement adds no axis that way."""
+    found = _statement(lines, line)
+    if found is None:
+        return None
+    code, tree, indent, count = found
+    at = column - indent
+    subscripts = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and node.lineno == 1
+        and node.col_offset >= at
+        and _swappable(node.slice)
+    ]
+    if not subscripts:
+        return None
+    node = min(subscripts, key=lambda n: n.col_offset)
+    index = node.slice
+    assert isinstance(index, ast.Tuple)
+    first, second = (ast.get_source_segment(code, e) or "" for e in index.elts)
+    starts = _line_starts(code)
+    assert index.end_lineno is not None and index.end_col_offset is not None
+    start = starts[index.lineno - 1] + index.col_offset
+    end = starts[index.end_lineno - 1] + index.end_col_offset
+    edited = code[:start] + f"{second}, {first}" + code[end:]
+    return _edited(lines, line, count, indent, edited)
+
+
+def _swappable(index: ast.expr) -> bool:
+    """``None, :`` or ``:, None``: a vector's one axis and a new one."""
+    if not isinstance(index, ast.Tuple) or len(index.elts) != 2:
+        return False
+    kinds = [
+        "none"
+        if isinstance(e, ast.Constant) and e.value is None
+        else "all"
+        if isinstance(e, ast.Slice) and e.lower is e.upper is e.step is None
+        else ""
+        for e in index.elts
+    ]
+    return sorted(kinds) == ["all", "none"]
+
+
 def with_axis(
     lines: list[str], line: int, column: int, axis: int, primitive: str | None = None
 ) -> StatementEdit | None:

@@ -116,7 +116,9 @@ def test_every_printed_fix_lowers_through_jax_with_smalto_as_the_pass(
         lower_in_own_launch(module.operation)  # raises what JAX's dialect lowering raises
         # Said to need smalto exactly where JAX's own pass rejects the edited kernel.
         assert edit.needs_smalto == (not _jax_takes(text, edit, arch)), edit.text
-        said = "needs smalto installed" in next(f for f in error.conflict.fixes if edit.text in f)
+        # (A change of what the kernel computes is worded among the choices, not the fixes.)
+        words = [*error.conflict.fixes, *error.conflict.choices]
+        said = "needs smalto installed" in next(f for f in words if edit.text in f)
         assert said == edit.needs_smalto, edit.text
 
 
@@ -439,9 +441,11 @@ def test_asked_for_jax_s_lowering_takes_the_first_fix_of_every_failing_kernel(na
     has_launch = "gpu.launch" in (UNSAT / f"{name}.mlir").read_text()
     # The same fixes in the same order; only what verified them is said otherwise.
     assert [p.fixes for p in _claimless(quick)] == [p.fixes for p in _claimless(lowered)]
-    # (A reduction's other axis is verified apart: test_diagnosis_words.py.)
+    # (A reduction's other axis, a choice, never a fix: test_diagnosis_words.py.)
     for problem in lowered.conflict.problems:
-        if not problem.fixes or problem.edits[0].kind == "axis":
+        flags = [e.changes_meaning for e in problem.edits]
+        assert flags == sorted(flags)  # the fixes' edits first, then the choices'
+        if not problem.fixes:
             continue
         if has_launch:  # JAX's dialect lowering ran on the first fix, and took it
             assert problem.edits_lowered is True, name
@@ -449,7 +453,7 @@ def test_asked_for_jax_s_lowering_takes_the_first_fix_of_every_failing_kernel(na
         else:  # nothing to rebuild a launch context from: inference and the checker said
             assert problem.edits_lowered is None
     for problem in quick.conflict.problems:
-        if problem.fixes and problem.edits[0].kind != "axis":
+        if problem.fixes:
             assert problem.edits_lowered is None
             assert NEEDS_SMALTO in problem.fixes[0] or VERIFIED_SHORT in problem.fixes[0]
 

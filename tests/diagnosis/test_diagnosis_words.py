@@ -23,6 +23,7 @@ import pytest
 
 import smalto
 import smalto.jax
+from smalto.constraints.conflict_report import CHOICES
 from smalto.diagnose.jax_phrases import UNSATISFIABLE
 
 UNSAT = Path(__file__).parents[1] / "unsat"
@@ -98,8 +99,11 @@ def printed_fixes(error: smalto.InferenceError) -> list[tuple[str, int, str]]:
     """Each fix (and a suggestion) the message prints for a line of the kernel: (the fix
     line, the kernel line it names, the code it quotes last, before what verified it)."""
     found = []
+    choosing = False  # within the changes offered as choices (``CHOICES``)
     for line in str(error).splitlines():
-        if not line.startswith(("fix: ", "  or: ", "suggestion: ")):
+        choosing = line == CHOICES or (choosing and line.startswith("  "))
+        choice = choosing and line.startswith("  - ")
+        if not choice and not line.startswith(("fix: ", "  or: ", "suggestion: ")):
             continue
         where = re.search(r"kernels_words\.py:(\d+):\d+", line)
         said = re.split(r" \((?:verified|needs)", line)[0]
@@ -118,9 +122,11 @@ def pasted(line: int, code: str) -> ModuleType:
     first = lines[line - 1]
     indent = first[: len(first) - len(first.lstrip())]
     end = line
-    while True:  # the statement's last line: the first prefix that compiles
+    while end <= len(lines):  # the statement's last line: the first prefix that compiles
         try:
-            compile("\n".join(x.strip() for x in lines[line - 1 : end]), "<s>", "exec")
+            # (In a function: a ``return`` statement is one to paste too.)
+            body = "".join(f"\n    {x.strip()}" for x in lines[line - 1 : end])
+            compile(f"def _statement():{body}", "<s>", "exec")
             break
         except SyntaxError:
             end += 1
@@ -229,16 +235,35 @@ def test_a_reduction_over_the_wrong_axis_is_said_in_axes(name: str, failures: di
 KEEPDIMS = {"keepdims_min_over_columns", "tcgen05_keepdims_max_over_rows"}
 
 
+# The broadcast along the axis the values run, as printed (the statement, edited).
+BROADCAST_FIXES = {
+    "softmax_max_over_columns": "return jnp.exp(s - m[None, :])",
+    "row_sum_broadcast_along_columns": "return s / total[:, None]",
+    "tcgen05_softmax_max_over_columns": "return jnp.exp(s - m[None, :])",
+    "tcgen05_row_sum_broadcast_along_columns": "return s / total[:, None]",
+    "bf16_min_over_columns": "return s - lo[None, :]",
+}
+
+
 @pytest.mark.parametrize("name", sorted(set(WRONG_AXIS) - KEEPDIMS))
-def test_the_other_axis_is_a_verified_fix_first(name: str, failures: dict) -> None:
+def test_the_other_axis_and_the_other_broadcast_are_choices_never_fixes(
+    name: str, failures: dict
+) -> None:
+    """A reduction and a broadcast that disagree look like a bug: both changes the author
+    may have meant are offered, each verified, each changing what the kernel computes
+    (never ``fix:``, never made by a tool)."""
     error = failures[name]
-    fix = str(error).splitlines()[2]
-    assert fix.startswith("fix: reduce over axis ")
-    assert "(verified: smalto infers the kernel with it" in fix  # (and pasted, it lowers)
-    edit = error.conflict.edits[0]
-    assert edit.kind == "axis" and edit.pallas == AXIS_FIXES[name]
-    (change,) = edit.changes
+    lines = str(error).splitlines()
+    assert not any(line.startswith("fix: ") for line in lines), lines
+    assert lines[2] == CHOICES
+    assert lines[3].startswith("  - reduce over axis ")
+    assert "(verified: smalto infers the kernel with it" in lines[3]  # (pasted, it lowers)
+    axis, *others = [e for e in error.conflict.edits if e.changes_meaning]
+    assert axis.kind == "axis" and axis.pallas == AXIS_FIXES[name]
+    (change,) = axis.changes
     assert change.new.strip() == AXIS_FIXES[name]
+    assert [e.pallas for e in others] == [p for p in [BROADCAST_FIXES[name]] if p]
+    assert all(e.kind == "broadcast" for e in others)
     # Nor does a note then say that no edit helps.
     assert "no single edit" not in str(error) and "no edit of one" not in str(error)
 

@@ -15,6 +15,7 @@ from smalto.source.fix_edits import (
     apply_parts,
     source_edit,
 )
+from smalto.source.pallas_edits import SourceChange
 
 KERNEL = """\
 import jax.numpy as jnp
@@ -54,6 +55,9 @@ class Suggested:
     pallas: str | None = None
     text: str = "the fix in words"
     uses: tuple[tuple[str, str], ...] = ()
+    changes: tuple[SourceChange, ...] = ()
+    needs_smalto: bool = False
+    changes_meaning: bool = False
 
 
 def _read(file: str) -> str | None:
@@ -237,3 +241,107 @@ def test_no_place_found_is_said_not_guessed() -> None:
     nothing = Suggested("drop", [("mosaic_gpu.layout_cast", "k.py:11:8")])
     assert source_edit(nothing, _read).parts == ()
     assert _line(11).strip().startswith("o_smem")
+
+
+# --- the kernel's own spelling ---------------------------------------------------------------
+
+ALIASED = """\
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+from jax.experimental.pallas.mosaic_gpu import TMEMLayout
+
+WGMMA = plgpu.Layout.WGMMA
+SWIZZLED = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+TILED = (plgpu.TilingTransform((8, 64)),)
+
+
+def matmul(a, b):
+    m, n = a.shape[0], b.shape[1]
+
+    def body(a_gmem, o_gmem, o_smem, acc_tmem):
+        s = plgpu.layout_cast(jnp.sum(a_gmem[...], axis=1), WGMMA.reduce(0))
+        o_smem[...] = s
+
+    return plgpu.kernel(
+        body,
+        out_type=a,
+        scratch_types=[
+            plgpu.SMEM((m, n), jnp.float16, transforms=TILED),
+            plgpu.TMEM((m, n), jnp.float32, layout=TMEMLayout.M64_COLLECTIVE_LAYOUT(n)),
+        ],
+    )(a, b)
+"""
+
+
+def _aliased(file: str) -> str | None:
+    return ALIASED if file == "k.py" else None
+
+
+def test_a_layout_is_written_with_the_kernels_alias() -> None:
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.layout_cast", "k.py:14:12")],
+        "plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(1))",
+    )
+    made = source_edit(edit, _aliased)
+    (part,) = made.parts
+    assert (part.original, part.replacement) == ("WGMMA.reduce(0)", "WGMMA.reduce(1)")
+    assert made.applicability == MACHINE_APPLICABLE
+
+
+def test_transforms_are_written_with_the_kernels_name_for_them() -> None:
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.with_transforms", "k.py:15:8")],
+        "transforms=(plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))",
+    )
+    (part,) = source_edit(edit, _aliased).parts
+    assert (part.original, part.replacement) == ("TILED", "SWIZZLED")
+
+
+def test_a_tmem_layout_is_written_with_the_imported_name_and_the_kernels_sizes() -> None:
+    """``TMEMLayout`` as the kernel imports it; the column count as ``n``, the name the
+    kernel's shape gives it, not the number the module holds."""
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.tmem_layout_cast", "run_scoped")],
+        "plgpu.TMEM((128, 128), jnp.float32, layout=plgpu.TMEMLayout.M64_COLLECTIVE_LAYOUT(128))",
+        uses=(("mosaic_gpu.async_load_tmem", "k.py:14:12"),),
+    )
+    source = ALIASED.replace("o_smem[...] = s", "o_smem[...] = plgpu.async_load_tmem(acc_tmem)")
+    source = source.replace(
+        "layout=TMEMLayout.M64_COLLECTIVE_LAYOUT(n)", "layout=TMEMLayout.TCGEN05_LAYOUT"
+    )
+    located = replace(edit, uses=(("mosaic_gpu.async_load_tmem", "k.py:15:22"),))
+    made = source_edit(located, lambda f: source if f == "k.py" else None, home="k.py")
+    (part,) = made.parts
+    assert part.replacement == (
+        "plgpu.TMEM((m, n), jnp.float32, layout=TMEMLayout.M64_COLLECTIVE_LAYOUT(n))"
+    )
+
+
+def test_a_file_that_starts_with_a_byte_order_mark_is_edited_in_place() -> None:
+    source = "\ufeff" + KERNEL
+    edit = Suggested(
+        "retarget",
+        [("mosaic_gpu.layout_cast", "k.py:10:12")],
+        "plgpu.layout_cast(x, plgpu.Layout.WGMMA.reduce(1))",
+    )
+    made = source_edit(edit, lambda f: source if f == "k.py" else None)
+    assert made.applicability == MACHINE_APPLICABLE, made.why
+    edited = apply_parts(source, made.parts)
+    assert edited.startswith("\ufeff")
+    assert edited.splitlines()[9].endswith("mgpu.Layout.WGMMA.reduce(1))")
+
+
+def test_an_edit_that_changes_what_the_kernel_computes_is_never_machine_applicable() -> None:
+    """The diagnosis marks an axis' or a broadcast's change (its module check): wherever
+    it goes, a person chooses it."""
+    line = _line(10)
+    change = SourceChange("k.py", 10, line, line.replace("axis=1", "axis=0"))
+    edit = Suggested("axis", [("vector.multi_reduction", "k.py:10:29")], changes=(change,))
+    exact = source_edit(edit, _read)
+    assert exact.applicability == MACHINE_APPLICABLE  # (as an edit of layouts would be)
+    chosen = source_edit(replace(edit, changes_meaning=True), _read)
+    assert chosen.applicability == MAYBE_INCORRECT and chosen.changes_meaning
+    assert chosen.as_json()["changes_meaning"] is True
