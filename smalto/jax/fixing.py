@@ -115,11 +115,17 @@ def fix_script(
     outcome = FixOutcome(path, original, original, lowers=False)
     script = Path(os.path.abspath(path))  # the name its code runs under: its ``__file__``
 
+    # Each text is run once: the round that lowers an edited text uses the functions its
+    # meaning check ran it for.
+    ran: dict[str, dict[str, Any]] = {}
+
     def run(source: str, why: str) -> dict[str, Any]:
-        if announce is not None:
-            announce(f"running {path} {why}")
-        with reading_as_edited(script, source):
-            return run_script(path, run_name=RUN_NAME, text=source, subject="the script")
+        if source not in ran:
+            if announce is not None:
+                announce(f"running {path} {why}")
+            with reading_as_edited(script, source):
+                ran[source] = run_script(path, run_name=RUN_NAME, text=source, subject="the script")
+        return ran[source]
 
     def load(source: str, why: str) -> Callable[..., Any]:
         """The function as the script ``source`` defines it."""
