@@ -118,6 +118,8 @@ class Measured:
     jax_import: float
     smalto_import: float
     outcome: dict[str, str]
+    # Whether both passes wrote the same layouts (where JAX's do not lower, smalto's differ).
+    same_answer: bool
 
     @property
     def first_ratio(self) -> float:
@@ -147,6 +149,7 @@ def measure(path: Path, repeat: int) -> Measured:
         jax_import=median("jax", "jax_import"),
         smalto_import=median("smalto", "smalto_import"),
         outcome={which: str(runs[which][0]["outcome"]) for which in PASSES},
+        same_answer=runs["jax"][0]["answer"] == runs["smalto"][0]["answer"],
     )
 
 
@@ -166,6 +169,8 @@ def row(measured: Measured) -> list[str]:
     name = measured.name
     if measured.outcome["smalto"] != "ok" or measured.outcome["jax"] != "ok":
         name += f" (JAX: {measured.outcome['jax']}, smalto: {measured.outcome['smalto']})"
+    elif not measured.same_answer:
+        name += " (*)"
     return [
         name,
         f"{measured.jax_first:.1f}",
@@ -178,19 +183,30 @@ def row(measured: Measured) -> list[str]:
     ]
 
 
+def _ratio_lines(kernels: Sequence[Measured], which: str) -> list[str]:
+    first = [m.first_ratio for m in kernels]
+    second = [m.second_ratio for m in kernels]
+    slower = [m.name for m in kernels if m.first_ratio < 1.0]
+    return [
+        f"first call{which}, JAX/smalto: median {statistics.median(first):.2f}x, lowest "
+        f"{min(first):.2f}x; smalto slower on {len(slower)} of {len(kernels)}"
+        + (f" ({', '.join(slower)})" if slower else ""),
+        f"second call{which}, JAX/smalto: median {statistics.median(second):.2f}x, lowest "
+        f"{min(second):.2f}x",
+    ]
+
+
 def summary_lines(kernels: Sequence[Measured], refusals: Sequence[Measured]) -> list[str]:
     lines = []
     if kernels:
-        first = [m.first_ratio for m in kernels]
-        second = [m.second_ratio for m in kernels]
-        slower = [m.name for m in kernels if m.first_ratio < 1.0]
-        lines += [
-            f"first call, JAX/smalto: median {statistics.median(first):.2f}x, lowest "
-            f"{min(first):.2f}x; smalto slower on {len(slower)} of {len(kernels)}"
-            + (f" ({', '.join(slower)})" if slower else ""),
-            f"second call, JAX/smalto: median {statistics.median(second):.2f}x, lowest "
-            f"{min(second):.2f}x",
-        ]
+        lines += _ratio_lines(kernels, "")
+        same = [m for m in kernels if m.same_answer]
+        if len(same) != len(kernels):
+            lines.append(
+                f"(*) JAX's answer does not lower; smalto's differs ({len(kernels) - len(same)} "
+                "modules)"
+            )
+            lines += _ratio_lines(same, " (identical answers only)")
     everything = [*kernels, *refusals]
     imports = [m.smalto_import for m in everything]
     jax_imports = [m.jax_import for m in everything]

@@ -10,7 +10,9 @@ JSON: the process CPU milliseconds of
   one (every cache empty, the other pass never run in this process);
 - ``second``: the pass again, on a fresh parse of the same text in the same context;
 
-and ``outcome``: ``ok``, or the name of the exception the first call raised.
+and ``outcome``: ``ok``, or the name of the exception the first call raised, and
+``answer``: a digest of the layout attributes the first call wrote (taken after
+the timing), to compare the two passes' answers.
 
 Run by ``bench.first_call``, which starts a process per (module, pass). Only the
 standard library is imported before the timing starts, so that each import is timed
@@ -71,8 +73,14 @@ def measure(path: Path, which: str, arch: tuple[int, int]) -> dict[str, Any]:
     context = jax_mlir.make_ir_context()
     mosaic_gpu_dialect.register_dialect(context)
     with context, ir.Location.unknown():
-        result["first"], result["outcome"] = _call(run, ir.Module.parse(text))
+        module = ir.Module.parse(text)
+        result["first"], result["outcome"] = _call(run, module)
         result["second"], _ = _call(run, ir.Module.parse(text))
+        import reference
+
+        from bench.run import answer_fingerprint
+
+        result["answer"] = answer_fingerprint(reference.layout_attributes(module))
     return result
 
 
