@@ -40,6 +40,7 @@ bench: venv
 	$(BIN)/python -m bench.run --fuel-exhausted --markdown bench/RESULTS.md --append
 	$(BIN)/python -m bench.scaling --markdown bench/RESULTS.md --append
 	$(BIN)/python -m bench.family --markdown bench/RESULTS.md --append
+	$(BIN)/python -m bench.first_call --markdown bench/RESULTS.md --append
 
 # A long fuzz run: 10 000 random modules against the checker and JAX's pass;
 # new failures are saved under tests/fuzz/regressions/ (see tests/fuzz/run.py).

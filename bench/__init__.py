@@ -3,8 +3,9 @@
 Run from the repository root: ``python -m bench.run``, ``python -m bench.scaling``,
 ``python -m bench.phases`` (where the time goes, step by step),
 ``python -m bench.family`` (one family, warm and cold: by default the Blackwell
-int4 ragged dots that ``python -m bench.quantized_ragged_dot`` captures)
-or ``make bench``. Importing ``bench`` puts the repository root and ``tests/``
+int4 ragged dots that ``python -m bench.quantized_ragged_dot`` captures),
+``python -m bench.first_call`` (each held-out kernel's first call, in fresh
+processes) or ``make bench``. Importing ``bench`` puts the repository root and ``tests/``
 on ``sys.path`` so that ``smalto`` is this working tree's and the corpus
 helpers in ``tests/helpers/reference.py`` import as ``reference``, as they do in the tests.
 """

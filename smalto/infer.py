@@ -24,9 +24,7 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import in_context
 from smalto.constraints.language import System
-from smalto.diagnose import describe_conflict, describe_fuel_exhaustion, suggest_at_derivation
 from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
-from smalto.diagnose.wrong import likely_culprit
 from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
 from smalto.pipeline.relayouts import relayouts
 from smalto.pipeline.steps import (
@@ -149,6 +147,8 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
                 refused = weakref.ref(error)
 
                 def suggest() -> None:
+                    from smalto.diagnose.suggest import suggest_at_derivation
+
                     context, read = program.context, refused()
                     if read is None or not program.unchanged():
                         return  # (the rule's words say the module changed)
@@ -160,6 +160,8 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
         case Unsatisfiable(program=program, system=system, solver=solver):
             return _unsatisfiable_error(program, system, solver)
         case OutOfFuel(program=program, system=system, spent=spent, open_variables=open_ones):
+            from smalto.diagnose.conflict import describe_fuel_exhaustion
+
             reason = describe_fuel_exhaustion(program, system, spent, open_ones)
             return InferenceError(reason, phrase=f"{FAILURE_PREFIX}: {OUT_OF_FUEL}")
     raise AssertionError(f"smalto bug: a failure of the pass not diagnosed: {failure!r}")
@@ -174,6 +176,8 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     sources = Sources()
 
     def diagnose() -> tuple[str, object]:
+        from smalto.diagnose.problems import describe_conflict
+
         if not program.unchanged():
             return f"({MODULE_CHANGED})", None  # (its ops may be gone: none read)
         # (Made when read, outside ``infer_layout``: the collector paused here too.)
@@ -185,7 +189,11 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     # ends the traceback, as in JAX's errors.
     culprit = phrase.op if phrase.op is not None else _where_it_failed(solver)
     if culprit is None:  # where JAX's propagation met it, else a likely op: a kernel line
-        culprit = phrase.culprit if phrase.culprit is not None else likely_culprit(program, system)
+        culprit = phrase.culprit
+    if culprit is None:
+        from smalto.diagnose.wrong import likely_culprit
+
+        culprit = likely_culprit(program, system)
     if culprit is not None:
         op = program.ops[culprit]
         with_op_traceback(error, op.operation, op.name)

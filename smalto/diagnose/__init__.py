@@ -14,11 +14,17 @@
 - ``suggest``: the suggestion, in Pallas terms, from those edits (else a hint).
 """
 
-from smalto.constraints.conflict_report import ConflictReport, Requirement
-from smalto.diagnose.conflict import describe_fuel_exhaustion, diagnose
-from smalto.diagnose.problems import describe_conflict
-from smalto.diagnose.suggest import suggest_at_derivation
-from smalto.pipeline.describe import Namer, describe_element
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smalto.constraints.conflict_report import ConflictReport, Requirement
+    from smalto.diagnose.conflict import describe_fuel_exhaustion, diagnose
+    from smalto.diagnose.problems import describe_conflict
+    from smalto.diagnose.suggest import suggest_at_derivation
+    from smalto.pipeline.describe import Namer, describe_element
 
 __all__ = [
     "ConflictReport",
@@ -30,3 +36,25 @@ __all__ = [
     "diagnose",
     "suggest_at_derivation",
 ]
+
+# Public name -> the module that defines it. Loaded on first use: the pass imports the
+# modules a refusal raises with (``jax_phrases``), and a process whose kernels all infer
+# never pays for the rest of the diagnosis (half of ``import smalto.infer``).
+_LAZY = {
+    "ConflictReport": "smalto.constraints.conflict_report",
+    "Requirement": "smalto.constraints.conflict_report",
+    "describe_fuel_exhaustion": "smalto.diagnose.conflict",
+    "diagnose": "smalto.diagnose.conflict",
+    "describe_conflict": "smalto.diagnose.problems",
+    "suggest_at_derivation": "smalto.diagnose.suggest",
+    "Namer": "smalto.pipeline.describe",
+    "describe_element": "smalto.pipeline.describe",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'smalto.diagnose' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -15,7 +15,12 @@ from __future__ import annotations
 from functools import partial
 from typing import cast
 
-from smalto.constraints.language import Constraint, GmemTransfer
+from smalto.constraints.language import (
+    Constraint,
+    GmemTransfer,
+    SmemTransfer,
+    TmemTransfer,
+)
 from smalto.hw.values import Const
 from smalto.solve import domains
 from smalto.solve.evaluate import FAILS, OPEN, judge_of
@@ -257,6 +262,11 @@ class CompleteSearch:
         """
         state = self.state
         root, value_of = state.root, state.value
+        # A value is kept where every check holds, whatever their order: the transfers,
+        # which may run the lowering's schedule (0.5 to 50 ms the first time it is asked
+        # about a layout), are judged last, only for values the others kept.
+        if len(checks) > 1:
+            checks = sorted(checks, key=_asks_the_lowering)
         judged = [(judge_of(c, True), c) for c in checks]
         candidate: Const | None = None
 
@@ -273,3 +283,11 @@ class CompleteSearch:
             else:
                 kept.append(candidate)
         return kept
+
+
+_TRANSFERS = (SmemTransfer, GmemTransfer, TmemTransfer)
+
+
+def _asks_the_lowering(c: Constraint) -> bool:
+    """Whether judging ``c`` may run the lowering's transfer schedule (``hw.transfers``)."""
+    return isinstance(c, _TRANSFERS)

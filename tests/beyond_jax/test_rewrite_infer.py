@@ -85,12 +85,13 @@ def test_the_rewritten_module_stores_what_the_module_as_written_does() -> None:
 def test_no_diagnosis_is_made_where_the_rewritten_module_infers(monkeypatch) -> None:
     """Diagnosing the module as written is most of what its failure costs; where the
     rewrite then succeeds, nobody reads it, so it is not made."""
-    import smalto.infer
+    import smalto.diagnose.problems
 
     def refuse(*_: object) -> None:
         raise AssertionError("a diagnosis was made")
 
-    monkeypatch.setattr(smalto.infer, "describe_conflict", refuse)
+    # (Where ``smalto.infer`` finds it when a message is first made.)
+    monkeypatch.setattr(smalto.diagnose.problems, "describe_conflict", refuse)
     module = parse(RMS_NORM)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", smalto.UnitDimRewriteWarning)

@@ -224,16 +224,17 @@ def test_the_pallas_route_gets_the_verified_fix_the_cli_gets(name: str) -> None:
 
 
 def test_the_diagnosis_waits_until_the_message_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    import smalto.infer as infer
+    import smalto.diagnose.problems as problems
 
     made: list[int] = []
-    real = infer.describe_conflict
+    real = problems.describe_conflict
 
     def counting(*args: Any) -> Any:
         made.append(1)
         return real(*args)
 
-    monkeypatch.setattr(infer, "describe_conflict", counting)
+    # (Where ``smalto.infer`` finds it when the message is first read.)
+    monkeypatch.setattr(problems, "describe_conflict", counting)
     text = (UNSAT / "cast_strided_then_wgmma.mlir").read_text()
     with pytest.raises(smalto.InferenceError) as failed:
         smalto.infer_layout(parse(text))
