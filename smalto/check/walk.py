@@ -71,6 +71,7 @@ def run(c: Checker) -> None:
         check_uses(c, op)
     check_aliases(c)
     check_free_refs(c)
+    tmem.check_collective(c)
 
 
 def _collect(c: Checker, op: Op) -> None:

@@ -43,7 +43,13 @@ import kernels  # noqa: E402  (tests/unsat/kernels.py: the Pallas kernels)
 from edit_kit import editing_first, make_edit, ops_of  # noqa: E402
 
 # Not layout conflicts: gathers JAX's lowering cannot do (JAX raises too), for any layout.
-NOT_LAYOUT_CONFLICTS = {"gather_not_2d", "gather_not_leading", "gather_minor_dim"}
+# A collective and a 1-CTA MMA in one kernel: JAX's lowering refuses the mix, for any layout.
+NOT_LAYOUT_CONFLICTS = {
+    "gather_not_2d",
+    "gather_not_leading",
+    "gather_minor_dim",
+    "pallas_tmem_collective_and_single_cta_mma",
+}
 # (``words_*``: the kernels of kernels_words.py, tested from their source by
 # test_diagnosis_words.py.)
 FIXTURES = sorted(
@@ -80,11 +86,15 @@ def failures() -> dict[str, tuple[smalto.InferenceError, str]]:
 
 
 def own_words(error: smalto.InferenceError) -> str:
-    """The message after JAX's phrase (the phrase is JAX's, reprs and all)."""
+    """The message but for JAX's phrase (JAX's, reprs and all): where the first line says
+    the phrase in smalto's words, that line, then what follows the phrase's own line."""
     message = str(error)
     phrase = error.phrase or ""
-    assert message.startswith(phrase)
-    return message[len(phrase) :]
+    if message.startswith(phrase):
+        return message[len(phrase) :]
+    opening = f"{error.headline}\njax: {phrase}"
+    assert message.startswith(opening), message
+    return f"{error.headline}{message[len(opening) :]}"
 
 
 # --- every kernel gets a suggestion, with layouts by name ---------------------------------
