@@ -254,9 +254,9 @@ def mixed_collective(program: Program, arch: tuple[int, int]) -> InferenceError 
     if arch < (10, 0):
         return None
     first: tuple[Op, bool] | None = None
-    for op_id, name in enumerate(program.op_names):
-        if name not in COLLECTIVE_OPS:
-            continue
+    names = program.op_names
+    # (Found by name first: a few ops of the kernel's hundreds, in one comprehension.)
+    for op_id in [i for i, name in enumerate(names) if name in COLLECTIVE_OPS]:
         op = program.ops[op_id]
         attributes = op.operation.attributes
         if "collective" not in attributes:
