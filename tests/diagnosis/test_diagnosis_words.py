@@ -118,11 +118,14 @@ def pasted(line: int, code: str) -> ModuleType:
     first = lines[line - 1]
     indent = first[: len(first) - len(first.lstrip())]
     end = line
-    while True:  # the statement's last line: the first prefix that compiles
+    while True:  # the statement's last line: the first prefix that compiles (in a function:
+        # a ``return`` statement compiles only there)
+        body = "\n".join(f"    {x.strip()}" for x in lines[line - 1 : end])
         try:
-            compile("\n".join(x.strip() for x in lines[line - 1 : end]), "<s>", "exec")
+            compile(f"def _statement():\n{body}", "<s>", "exec")
             break
         except SyntaxError:
+            assert end < len(lines), f"no statement at line {line}"
             end += 1
     edited = [*lines[: line - 1], indent + code, *lines[end:]]
     path = Path(kernels_words.__file__).with_name(f"_pasted_{next(_COUNT)}.py")

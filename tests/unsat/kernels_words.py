@@ -257,7 +257,8 @@ def tcgen05_loop_carry_cast_to_wgmma(a: jax.Array, b: jax.Array) -> jax.Array:
         acc = plgpu.async_load_tmem(acc_tmem)
 
         def step(i, carry):
-            return plgpu.layout_cast(carry * 0.5, plgpu.Layout.WGMMA)
+            carry = plgpu.layout_cast(carry * 0.5, plgpu.Layout.WGMMA)
+            return carry
 
         return jax.lax.fori_loop(0, 4, step, acc)
 
