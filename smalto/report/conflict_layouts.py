@@ -188,7 +188,9 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
     found = _Conclusions()
     _, imposed = as_solved([*system.fixed, *system.constraints])
     never_splat |= _stated_tiled(system, imposed)
-    for fixed in imposed:
+    # In program order, however a rule states what it imposes (fixed, or one option): the
+    # pictures show a value's layouts in the order their annotations come.
+    for fixed in sorted(imposed, key=lambda f: f.origin):
         annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
         values: dict[int, Const] = {fixed.var: fixed.value}
         # var -> the ops on the way from the annotation that changed the layout (a
