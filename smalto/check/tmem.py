@@ -199,9 +199,10 @@ def check_collective(c: Checker) -> None:
         if op.name not in _COLLECTIVE_OPS:
             continue
         attributes = op.operation.attributes
-        if "collective" not in attributes:
+        flag = attributes["collective"] if "collective" in attributes else None
+        if not isinstance(flag, ir.BoolAttr):
             continue
-        collective = bool(ir.BoolAttr(attributes["collective"]).value)
+        collective = bool(flag.value)
         if first is None:
             first = (op, collective)
         elif collective != first[1]:

@@ -259,9 +259,10 @@ def mixed_collective(program: Program, arch: tuple[int, int]) -> InferenceError 
     for op_id in [i for i, name in enumerate(names) if name in COLLECTIVE_OPS]:
         op = program.ops[op_id]
         attributes = op.operation.attributes
-        if "collective" not in attributes:
-            continue
-        collective = bool(ir.BoolAttr(attributes["collective"]).value)
+        flag = attributes["collective"] if "collective" in attributes else None
+        if not isinstance(flag, ir.BoolAttr):
+            continue  # (the verifier's to refuse)
+        collective = bool(flag.value)
         if first is None:
             first = (op, collective)
         elif collective != first[1]:
