@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import weakref
 from collections.abc import Callable
@@ -80,7 +81,9 @@ class InferenceError(ValueError):
             self._phrase_made = False
         else:
             super().__init__(
-                self._message(reason) if diagnose is None or reason else phrase or FAILURE_PREFIX
+                self._message(reason)
+                if diagnose is None or reason
+                else self._opening() or FAILURE_PREFIX
             )
             self._phrase_made = True
 
@@ -99,12 +102,29 @@ class InferenceError(ValueError):
             reason = self._reason
             _ARGS.__set__(
                 self,
-                (self._message(reason) if self._diagnose is None or reason else self.phrase,),
+                (self._message(reason) if self._diagnose is None or reason else self._opening(),),
             )
 
+    @property
+    def headline(self) -> str | None:
+        """The message's first line: JAX's phrase in smalto's words (layouts by name, no
+        Python repr, no op printed in MLIR); None without a phrase."""
+        phrase = self.phrase
+        return None if phrase is None else in_our_words(phrase)
+
+    def _opening(self) -> str | None:
+        """The headline, then, where JAX's words differ, JAX's phrase as said (``jax: ``):
+        code written against JAX's pass finds it in the message."""
+        phrase = self.phrase
+        if phrase is None:
+            return None
+        ours = in_our_words(phrase)
+        return ours if ours == phrase else f"{ours}\n{JAX_LABEL}{phrase}"
+
     def _message(self, reason: str) -> str:
-        if self.phrase is not None:
-            return f"{self.phrase}\n{reason}" if reason else self.phrase
+        opening = self._opening()
+        if opening is not None:
+            return f"{opening}\n{reason}" if reason else opening
         return f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
 
     def _resolve(self) -> None:
@@ -186,6 +206,33 @@ class InferenceError(ValueError):
         self._reason, self._conflict = reason, conflict
         self._phrase_made = True
         self.args = (self._message(reason),)
+
+
+# The label of the line that says JAX's phrase as JAX's pass says it, where smalto's first
+# line says it in smalto's words.
+JAX_LABEL = "jax: "
+
+# JAX's phrases print layouts and transforms as Python reprs, and some an op in MLIR's
+# text; smalto's first line names them as its other lines do (``smalto.hw.names``).
+_STRIDED = re.compile(r"WGStridedFragLayout\(shape=(\([\d, ]*\)), vec_size=(\d+)\)")
+_SPLAT = re.compile(r"WGSplatFragLayout\(shape=\([\d, ]*\)\)")
+_TILE_TRANSFORM = re.compile(r"TileTransform\(tiling=\(([\d, ]*)\), rounding=None\)")
+# `` in %53 = mosaic_gpu.layout_cast x(%52 : ...) <...>.``: the op, printed.
+_PRINTED_OP = re.compile(r" in %[\w#]+ = ([\w.]+)\b.*?(\.?)$", re.DOTALL)
+
+
+def in_our_words(phrase: str) -> str:
+    """JAX's phrase as smalto says it on a message's first line: a strided layout as
+    ``strided ×2 over (64, 128)`` (its own shape said: it may not be the value's), a
+    splat as ``splat``, a tiling as ``8×64``, JAX's typo mended, and an op JAX prints
+    whole by its name (the traceback and the lines after say where it is)."""
+    if "(" not in phrase and "notcompatible" not in phrase:
+        return phrase
+    ours = _STRIDED.sub(lambda m: f"strided ×{m[2]} over {m[1]}", phrase)
+    ours = _SPLAT.sub("splat", ours)
+    ours = _TILE_TRANSFORM.sub(lambda m: "×".join(m[1].replace(" ", "").split(",")), ours)
+    ours = ours.replace("notcompatible", "not compatible")
+    return _PRINTED_OP.sub(lambda m: f" in `{m[1]}`{m[2]}", ours)
 
 
 # The module whose exit copies the message of every exception unwinding through a traced

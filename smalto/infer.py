@@ -46,7 +46,7 @@ from smalto.rescue import rescue, wants_a_rescue
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, file_position
-from smalto.source.tracebacks import with_op_traceback
+from smalto.source.tracebacks import repoint_traceback, with_op_traceback
 
 __all__ = [
     "DEFAULT_FUEL",
@@ -182,9 +182,18 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
             return f"({MODULE_CHANGED})", None  # (its ops may be gone: none read)
         # (Made when read, outside ``infer_layout``: the collector paused here too.)
         with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
-            return describe_conflict(program, system, solver, sources)
+            reason, conflict = describe_conflict(program, system, solver, sources)
+            # The traceback ends at the line the first fix names, now it is known.
+            fixed_at, raised = _first_fix_op(conflict), made()
+            if fixed_at is not None and raised is not None:
+                op = program.ops[fixed_at]
+                repoint_traceback(raised, op.operation, op.name)
+        return reason, conflict
 
     error = InferenceError(phrase=phrase.text, diagnose=diagnose)
+    # (Named weakly: the error keeps ``diagnose``, and a cycle through it would be left
+    # for the collector wherever the message is never read.)
+    made = weakref.ref(error)
     # The op JAX blames, else where the search met the conflict: its source line
     # ends the traceback, as in JAX's errors.
     culprit = phrase.op if phrase.op is not None else _where_it_failed(solver)
@@ -198,6 +207,16 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
         op = program.ops[culprit]
         with_op_traceback(error, op.operation, op.name)
     return error
+
+
+def _first_fix_op(conflict: object) -> int | None:
+    """The op the first verified fix changes (a cast, a ``layout=``, a transfer, a
+    reduction), where the diagnosis found one."""
+    edits = getattr(conflict, "edits", None)
+    if not edits:
+        return None
+    ops = getattr(getattr(edits[0], "edit", None), "ops", None)
+    return ops[0] if ops else None
 
 
 def _where_it_failed(solver: Solver) -> int | None:

@@ -241,6 +241,27 @@ indices since minor dim=8 is not divisible by divisor=16 bits. ...""",
                 "copy the rows without gather indices (one copy per row, or a strided copy)",
             ),
         ),
+        Code(
+            "SM011",
+            "collective and 1-CTA tensor-core ops mixed in one kernel",
+            """\
+acc = plgpu.TMEM((128, 256), jnp.float32, collective=True)     # a 2-CTA allocation
+plgpu.tcgen05_mma(acc, a_smem, b_smem, barrier, collective_axis="x")
+plgpu.tcgen05_mma(acc, a_smem, b2_smem, barrier2, accumulate=True)   # 1-CTA
+
+Failed to infer a possible set of layouts: Collective attributes are inconsistent across \
+operations in the kernel. ...""",
+            "A kernel's TMEM allocations and tcgen05 MMAs (and the TMEM copies and commits "
+            "that go with them) are either all collective, shared by the two CTAs of a "
+            "cluster, or all 1-CTA: JAX's lowering sets up the tensor memory once for the "
+            "whole kernel and refuses an op of the other kind, whatever the layouts. "
+            "smalto refuses such a kernel before its layouts are written.",
+            (
+                "give every `plgpu.tcgen05_mma` on a collective TMEM ref `collective_axis=` "
+                "(the cluster axis the TMEM ref is shared over)",
+                "or declare the TMEM refs without `collective=True` and run the MMAs 1-CTA",
+            ),
+        ),
     )
 }
 

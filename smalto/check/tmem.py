@@ -174,3 +174,43 @@ def _scales_to_tmem(c: Checker, op: Op) -> None:
     else:
         layout = tcgen05.scales_layout()
     c.expect(op, IN, 1, Tmem(layout), "the scales in TMEM")
+
+
+# The ops whose ``collective`` attributes JAX's lowering compares (``check_collective``).
+_COLLECTIVE_OPS = frozenset(
+    {
+        "mosaic_gpu.tmem_alloc",
+        "mosaic_gpu.tmem_relinquish_alloc_permit",
+        "mosaic_gpu.tcgen05_mma",
+        "mosaic_gpu.tcgen05_commit_arrive",
+        "mosaic_gpu.async_store_smem_to_tmem",
+        "mosaic_gpu.async_store_scales_smem_to_tmem",
+        "mosaic_gpu.async_store_sparse_metadata_smem_to_tmem",
+    }
+)
+
+
+def check_collective(c: Checker) -> None:
+    """A kernel's tensor-memory ops are all collective (2-CTA) or all 1-CTA: JAX's
+    lowering sets tensor memory up once per kernel, and refuses the first op of the other
+    kind, whatever the layouts."""
+    first: tuple[Op, bool] | None = None
+    for op in c.annotated:
+        if op.name not in _COLLECTIVE_OPS:
+            continue
+        attributes = op.operation.attributes
+        flag = attributes["collective"] if "collective" in attributes else None
+        if not isinstance(flag, ir.BoolAttr):
+            continue
+        collective = bool(flag.value)
+        if first is None:
+            first = (op, collective)
+        elif collective != first[1]:
+            kinds = {True: "collective", False: "1-CTA"}
+            c.report(
+                op,
+                f"is {kinds[collective]} but `{first[0].name}` at {c.location(first[0])} is "
+                f"{kinds[first[1]]}: JAX's lowering does not mix collective and 1-CTA "
+                "tensor-core ops in one kernel",
+            )
+            return

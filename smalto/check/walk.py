@@ -73,6 +73,7 @@ def run(c: Checker) -> None:
     check_aliases(c)
     check_free_refs(c)
     check_smem_budget(c)
+    tmem.check_collective(c)
 
 
 def _collect(c: Checker, op: Op) -> None:

@@ -152,7 +152,25 @@ def _outcome(kernel: Any, name: str, path: str | None, args: argparse.Namespace)
                 "inside `with smalto.jax.enabled():`",
             ]
         what += f"; smalto's finds none either: {refusal}"
+    code = _outright_code(kernel.error)
+    if code is not None:
+        # A refusal no layout edit answers (a gather's row width, collective and 1-CTA ops
+        # mixed): no fix to promise.
+        return [
+            f"{name}: {what}{stopped}",
+            f"{infer} says why, as `smalto explain {code}` does: no edit of the kernel's "
+            "layouts makes it lower",
+        ]
     return [f"{name}: {what}{stopped}", f"{infer} says why and which edits make it lower; {fix}"]
+
+
+def _outright_code(error: BaseException | None) -> str | None:
+    """The code of a refusal a rule makes outright, with no conflict whose layouts an
+    edit could change; None for any other error."""
+    code = getattr(error, "code", None)
+    if isinstance(code, str) and getattr(error, "conflict", None) is None:
+        return code
+    return None
 
 
 def _smalto_refusal(kernel: Any) -> str | None:

@@ -182,10 +182,11 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
     are fixed or no cast converts the value (a cast's conversion, with the transfer only
     keeping its value from being a splat, is a relayout); a TMEM ref's or an MMA's TMEM
     layout; a TMA index; a reduction's layout; registers a TMEM transfer cannot take (not
-    converted by a cast on the way); a cast to a layout its value cannot be converted to;
-    one SMEM ref with two sets of transforms; two layouts stated for one value (a layout
-    written where a broadcast needs the other axis's is one of them); a layout the shape
-    cannot take. ``op_names``: the name of each element's op, by origin."""
+    converted by a cast on the way; where only loads meet a register layout stated
+    elsewhere, that is two layouts for one value); a cast to a layout its value cannot be
+    converted to; one SMEM ref with two sets of transforms; two layouts stated for one
+    value (a layout written where a broadcast needs the other axis's is one of them); a
+    layout the shape cannot take. ``op_names``: the name of each element's op, by origin."""
     # What ops impose outright, however a rule states it (fixed, or one option).
     imposed = [f for e in elements if (f := fixed_layout(e)) is not None]
     fixed_registers = [f for f in imposed if isinstance(f.value, Reg)]
@@ -217,7 +218,13 @@ def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
         return "SM007"
     if reduced:
         return "SM003"
-    if any(isinstance(e, TmemTransfer) for e in elements) and not converted:
+    tmem_transfers = [e for e in elements if isinstance(e, TmemTransfer)]
+    if tmem_transfers and not converted:
+        if fixed_registers and all(e.load for e in tmem_transfers):
+            # The TMEM ref is fine: what a load gives is one register layout (as an MMA's
+            # result is), a layout stated elsewhere for the same value (a cast on a loop
+            # carry, a `layout=` where a broadcast of it needs the load's) is the other.
+            return GENERIC
         return "SM006"
     if converted:
         return "SM002"

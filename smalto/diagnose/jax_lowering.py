@@ -18,21 +18,13 @@ from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import gpu
 
 from smalto.program.view import Program
+from smalto.rules.tmem import COLLECTIVE_OPS
 
 # The ops whose lowering requires the kernel to be collective throughout or not at all
-# (``LoweringContext.check_collective``): a requirement not about layouts, so not the
-# checker's, but one no edit of a layout annotation changes.
-_COLLECTIVE_CHECKED = frozenset(
-    {
-        "mosaic_gpu.async_copy_scales_smem_to_tmem",
-        "mosaic_gpu.async_copy_sparse_metadata_smem_to_tmem",
-        "mosaic_gpu.async_store_smem_to_tmem",
-        "mosaic_gpu.tmem_alloc",
-        "mosaic_gpu.tmem_relinquish_alloc_permit",
-        "mosaic_gpu.tcgen05_mma",
-        "mosaic_gpu.tcgen05_commit_arrive",
-    }
-)
+# (``LoweringContext.check_collective``): a requirement not about layouts, one no edit of
+# a layout annotation changes (the pass refuses such a kernel, ``mixed_collective``, and
+# the checker restates it).
+_COLLECTIVE_CHECKED = COLLECTIVE_OPS
 # What JAX's lowering says of such a kernel (its first line).
 COLLECTIVE_MIXED = "Collective attributes are inconsistent across operations in the kernel."
 

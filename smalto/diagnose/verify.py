@@ -43,11 +43,20 @@ from smalto.check import check
 from smalto.constraints.language import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
 from smalto.diagnose.jax_lowering import COLLECTIVE_MIXED, collective_mixed, jax_lowering_accepts
-from smalto.pipeline.steps import Failure, Inference, derive, solve, solve_copy, write
+from smalto.pipeline.steps import (
+    Failure,
+    Inference,
+    RulesRefused,
+    derive,
+    solve,
+    solve_copy,
+    write,
+)
 from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
 from smalto.rules import consumers
+from smalto.rules.tmem import MIXED_COLLECTIVE
 from smalto.solve.options import SolveOptions
 from smalto.solve.search import FuelExhausted, Solver, decide
 
@@ -310,20 +319,25 @@ def works_on_copy(
             # Decided as inference decides it (the widened search included).
             try:
                 inference = _inference(clone, arch, decided)
-            except Failure:
+            except Failure as failure:
+                if _mixes_collective(failure):
+                    # Layouts found, and the pass refuses the mix as JAX's lowering does.
+                    return Verdict(False, False, COLLECTIVE_MIXED)
                 return Verdict(False)
-            write(inference)
             # JAX's order answers only as JAX's pass does; the complete and widened
             # searches find what it does not.
             needs_smalto = bool(inference.solver.state.complete)
+            # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
+            # kernel collective throughout or not at all (none changes it, so none fixes
+            # it). Said as the lowering's reason (the closest edit), before the checker,
+            # which restates it.
+            if collective_mixed(inference.program):
+                return Verdict(False, False, COLLECTIVE_MIXED, needs_smalto)
+            write(inference)
         # (The checker reads the program view inference read: the same ops and values.)
         if check(clone, arch, program=inference.program):
             return Verdict(False)
         if not lower:
-            # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
-            # kernel collective throughout or not at all (none changes it, so none fixes it).
-            if collective_mixed(inference.program):
-                return Verdict(False, False, COLLECTIVE_MIXED, needs_smalto)
             return Verdict(True, needs_smalto=needs_smalto)
         lowered, why = jax_lowering_accepts(clone.operation)
         return Verdict(lowered is not False, lowered, why, needs_smalto)
@@ -333,6 +347,11 @@ def works_on_copy(
         return Verdict(False)
     finally:
         del clone
+
+
+def _mixes_collective(failure: Failure) -> bool:
+    """Whether the pass refused a copy for mixing collective and 1-CTA ops."""
+    return isinstance(failure, RulesRefused) and failure.error.code == MIXED_COLLECTIVE
 
 
 def _last_op(edit: Edit) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from smalto.basics.codes import CODES
 from smalto.constraints.conflict_report import failure_code
-from smalto.constraints.language import Element, System, element_variables
+from smalto.constraints.language import Element, GmemTransfer, System, element_variables
 from smalto.diagnose.axes import AxisClue, wrong_axis_reduction
 from smalto.diagnose.edits import Edit
 from smalto.diagnose.jax_phrases import UNSATISFIABLE, unsatisfiable
@@ -153,8 +153,9 @@ def likely_culprit(program: Program, system: System) -> int | None:
     """An op for a refusal's traceback to end at where neither JAX's phrase nor the search
     names one, found without diagnosing (raising stays as fast as JAX's pass): a
     reduction broadcast back along the axis it reduced, else the last layout the kernel
-    states (a cast, a ``layout=``), else the last op that fixes a layout, at a line of
-    the kernel."""
+    states (a cast, a ``layout=``), else the last op that fixes a layout, else a GMEM
+    transfer of a column, else the first op with a requirement, at a line of the kernel.
+    (Once the message is read, the traceback ends at the line its first fix names.)"""
     found = wrong_axis_reduction(program)
     if found is not None:
         return found
@@ -164,7 +165,13 @@ def likely_culprit(program: Program, system: System) -> int | None:
     for ops in (cast, stated, fixed):
         if ops:
             return max(ops)
-    return None
+    # No layout stated: a GMEM transfer whose elements are far apart (a table's column), a
+    # kind no register layout coalesces; else the first requirement at a kernel line.
+    located = [c for c in system.constraints if _located(program, c.origin)]
+    for c in located:
+        if isinstance(c, GmemTransfer) and c.strides and c.strides[-1] != 1:
+            return c.origin
+    return located[0].origin if located else None
 
 
 def _located(program: Program, op_id: int) -> bool:

@@ -251,3 +251,11 @@ def describe_value(value: Const) -> str:
             found = tmem_name(layout)
             return str(found) if found is not None else f"TMEM {compact_tiled(layout)}"
     return type(value).__name__
+
+
+def describe_value_whole(value: Const) -> str:
+    """``describe_value``, with the shape a strided layout is made for (``strided ×2 over
+    (64, 128)``): where a layout does not fit its value, its own shape is what is wrong."""
+    if isinstance(value, Reg) and isinstance(value.layout, fa.WGStridedFragLayout):
+        return f"{describe_value(value)} over {tuple(value.layout.shape)}"
+    return describe_value(value)

@@ -29,6 +29,7 @@ from smalto.pipeline.validate import check_input
 from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
+from smalto.rules.tmem import mixed_collective
 from smalto.solve.options import DEFAULT_FUEL, SolveOptions
 from smalto.solve.search import FuelExhausted, Solver, decide
 
@@ -145,6 +146,11 @@ def solve(program: Program, system: System, options: SolveOptions) -> Inference:
         raise OutOfFuel(program, system, exhausted.spent, exhausted.open_variables) from None
     if not solver.solved:
         raise Unsatisfiable(program, system, solver)
+    # Layouts found, but none makes JAX's lowering take a kernel that mixes collective and
+    # 1-CTA tensor-core ops: refused here, so that no answer smalto gives fails to lower.
+    mixed = mixed_collective(program, options.arch)
+    if mixed is not None:
+        raise RulesRefused(program, mixed)
     return Inference(program, system, solver)
 
 

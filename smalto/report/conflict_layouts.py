@@ -48,6 +48,7 @@ from smalto.constraints.language import (
     Fixed,
     LayoutKind,
     NotOfKind,
+    Reduce,
     Relayout,
     Reshape,
     SmemTransfer,
@@ -168,6 +169,17 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
         for c in system.constraints
         if isinstance(c, Broadcast) and isinstance(c.src, Var) and isinstance(c.dst, Var)
     }
+    # (A ``broadcast_in_dim`` states its source as its result reduced: the result of a
+    # source that cannot be a splat is none either.)
+    for c in system.constraints:
+        if (
+            isinstance(c, Equal)
+            and isinstance(c.lhs, Var)
+            and isinstance(c.rhs, Reduce)
+            and isinstance(c.rhs.expr, Var)
+            and program.ops[c.origin].name == "mosaic_gpu.broadcast_in_dim"
+        ):
+            broadcast_of.setdefault(c.rhs.expr.id, c.lhs.id)
     for index, constraint in enumerate(system.constraints):
         if isinstance(constraint, Relayout) and isinstance(constraint.source, Var):
             source = broadcast_of.get(constraint.source.id)
@@ -175,7 +187,10 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
                 watching.setdefault(source, []).append(index)
     found = _Conclusions()
     _, imposed = as_solved([*system.fixed, *system.constraints])
-    for fixed in imposed:
+    never_splat |= _stated_tiled(system, imposed)
+    # In program order, however a rule states what it imposes (fixed, or one option): the
+    # pictures show a value's layouts in the order their annotations come.
+    for fixed in sorted(imposed, key=lambda f: f.origin):
         annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
         values: dict[int, Const] = {fixed.var: fixed.value}
         # var -> the ops on the way from the annotation that changed the layout (a
@@ -213,6 +228,25 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
     return found
 
 
+def _stated_tiled(system: System, imposed: Sequence[Fixed]) -> set[int]:
+    """Values an annotation lays out in a layout that is no splat, and the values they are
+    handed to unchanged (a strict relayout from such a value is the identity): none is a
+    splat, whichever annotation is followed."""
+    found = {fixed.var for fixed in imposed if _tiled(fixed.value)}
+    handed: dict[int, list[int]] = {}
+    for c in system.constraints:
+        if isinstance(c, Relayout) and c.strict:
+            if isinstance(c.source, Var) and isinstance(c.target, Var):
+                handed.setdefault(c.source.id, []).append(c.target.id)
+    queue = list(found)
+    while queue:
+        for target in handed.get(queue.pop(), ()):
+            if target not in found:
+                found.add(target)
+                queue.append(target)
+    return found
+
+
 def _why(program: Program, annotation: str, fixed: Fixed, steps: list[int]) -> str:
     """Who wants a layout: the annotation, and the ops that changed the layout on the way."""
     through = [op for op in dict.fromkeys(steps) if op != fixed.origin]
@@ -238,9 +272,13 @@ def _would_force(constraint: Constraint, values: dict[int, Const]) -> list[Force
 def _not_splat(
     never_splat: set[int], broadcast_of: dict[int, int], values: dict[int, Const], var: int
 ) -> bool:
-    """Whether ``var`` cannot be a splat: never, or the broadcast of a tiled value."""
+    """Whether ``var`` cannot be a splat: never, or the broadcast of a value that is tiled
+    or cannot be a splat itself (a value loaded from memory, whatever annotation lays it
+    out)."""
     source = broadcast_of.get(var)
-    return var in never_splat or (source is not None and _tiled(values.get(source)))
+    return var in never_splat or (
+        source is not None and (_tiled(values.get(source)) or source in never_splat)
+    )
 
 
 def _tiled(layout: Const | None) -> bool:

@@ -46,6 +46,7 @@ from smalto.hw.names import describe_value
 from smalto.pipeline.steps import Inference
 from smalto.program.view import Kind
 from smalto.report.printed import Places, PrintedModule
+from smalto.solve.propagation import Reason
 
 MAX_STEPS = 64  # a chain longer than this is cut (it cannot cycle, but may be long)
 
@@ -232,7 +233,7 @@ class Explainer(Places):
                     source = place if ends else f"a value that {relation} {place}"
                     return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
                 return _Ending("fixed", f"because it {relation} {place}")
-            if reason.kind == "chosen" and (kept := self._kept(reason.constraint, slot, seen)):
+            if reason.kind in ("chosen", "domain") and (kept := self._kept_by(reason, slot, seen)):
                 # The search gave it the layout of the value it is handed from or to,
                 # whose layout an op required: not free, but that op's (a wgmma's
                 # accumulator...), so the chain goes on there.
@@ -273,14 +274,33 @@ class Explainer(Places):
             return f"{fixed.what} of {self.op_text(fixed.origin)}"
         return self.site_text(site, fixed.var)
 
-    def _kept(self, ci: int | None, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
+    def _kept_by(self, reason: Reason, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
+        """``_kept`` for a layout the search chose (by the constraint it chose it for) or
+        the complete search picked from the slot's domain (by any strict relayout the slot
+        takes part in whose other side has the same layout, required or forced: a value
+        handed to a wgmma's accumulator is that accumulator's layout, whichever search
+        decided it)."""
+        if reason.kind == "chosen":
+            return self._kept(reason.constraint, slot, seen)
+        # (The complete search states relayouts as the lowering performs them, not strict:
+        # one that leaves the layout as it is keeps it all the same.)
+        value = self.state.value
+        for ci in self.state.watchers[slot]:
+            kept = self._kept(ci, slot, seen, strict=False)
+            if kept is not None and value[kept[2]] == value[slot]:
+                return kept
+        return None
+
+    def _kept(
+        self, ci: int | None, slot: int, seen: set[int], *, strict: bool = True
+    ) -> tuple[str, str, int] | None:
         """For a layout the search chose to match a value it is handed from or to (a strict
         relayout: the lowering converts only a splat there), where that value's own layout
         was required or forced: the step to it, its relation, and its slot."""
         if ci is None:
             return None
         c = self.state.constraints[ci]
-        if not (isinstance(c, Relayout) and c.strict):
+        if not (isinstance(c, Relayout) and (c.strict or not strict)):
             return None
         if not (isinstance(c.source, Var) and isinstance(c.target, Var)):
             return None

@@ -29,7 +29,7 @@ from smalto.constraints.language import (
 from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import does_not_fit
-from smalto.hw.names import describe_value
+from smalto.hw.names import describe_value_whole
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program.view import Op, Program, Value
 from smalto.rules.attributes import ints
@@ -328,8 +328,8 @@ class RuleContext:
 
             def text() -> str:
                 return (
-                    f"{self.describe_op(op)} requires {what} to be {describe_value(value)}, "
-                    f"which does not fit its shape {shape}"
+                    f"{self.describe_op(op)} requires {what} to be "
+                    f"{describe_value_whole(value)}, which does not fit its shape {shape}"
                 )
 
             def phrase() -> str:
@@ -369,8 +369,9 @@ class RuleContext:
             if not program.unchanged():
                 # (Its ops may be gone: said without reading them.)
                 return (
-                    f"`{op.name}` requires {fixed.what} to be {describe_value(fixed.value)}, "
-                    f"which does not fit its shape {shape} ({MODULE_CHANGED})",
+                    f"`{op.name}` requires {fixed.what} to be "
+                    f"{describe_value_whole(fixed.value)}, which does not fit its shape "
+                    f"{shape} ({MODULE_CHANGED})",
                     None,
                 )
             reason = text if isinstance(text, str) else text()

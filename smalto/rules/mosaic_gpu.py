@@ -36,9 +36,10 @@ from smalto.constraints.language import (
     Var,
     one_of,
 )
-from smalto.errors import InferenceError
+from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.jax_text import layout_text
+from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program.view import Kind, Op
@@ -310,12 +311,16 @@ def with_transforms(ctx: RuleContext, op: Op) -> None:
         )
         swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
         shape = ctx.program.values[op.operands[0]].shape
-        text = (
-            f"Cannot apply {tiling} with {swizzle} to memref with shape {shape}. "
-            f"({_where(op)}: the tiling must tile the ref, "
-            "and a swizzle must fit in its minor tile dimension)"
+        # JAX's words first (its phrase), then which op, in smalto's.
+        phrase = (
+            f"{FAILURE_PREFIX}: Cannot apply {tiling} with {swizzle} to memref with shape {shape}."
         )
-        raise ctx.unfit(Fixed(var, value, op.id, "the ref"), op, text)
+        text = (
+            f"{ctx.describe_op(op)} gives a ref of shape {shape} the transforms "
+            f"{describe_value(value)}: the tiling must tile the ref, and a swizzle must fit "
+            "in its minor tile dimension"
+        )
+        raise ctx.unfit(Fixed(var, value, op.id, "the ref"), op, text, phrase)
     ctx.fix(var, value, op, "the ref")
     ctx.add_sites(var, ctx.operand(op, 0), ctx.result(op, 0))
 

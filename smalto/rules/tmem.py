@@ -11,13 +11,16 @@ from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.basics.codes import code_line
 from smalto.constraints.language import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Tmem
-from smalto.program.view import Kind, Op
+from smalto.program.view import Kind, Op, Program
 from smalto.rules.context import RuleContext, rule
 from smalto.rules.mosaic_gpu import _is_transposed, mma_operand
+from smalto.source.locations import op_text
+from smalto.source.tracebacks import with_op_traceback
 
 _SWIZZLE_MODES = (16, 32, 64, 128)
 
@@ -224,3 +227,60 @@ def slice_tmem(ctx: RuleContext, op: Op) -> None:
     source = ctx.ref(op, 0)
     ctx.add_sites(source, ctx.operand(op, 0))
     ctx.aliased_var("tmem", op, ctx.result(op, 0))
+
+
+# The ops JAX's lowering asks to agree on their ``collective`` attribute
+# (``LoweringContext.check_collective``): all collective, or all 1-CTA, in one kernel.
+COLLECTIVE_OPS = frozenset(
+    {
+        "mosaic_gpu.tmem_alloc",
+        "mosaic_gpu.tmem_relinquish_alloc_permit",
+        "mosaic_gpu.tcgen05_mma",
+        "mosaic_gpu.tcgen05_commit_arrive",
+        "mosaic_gpu.async_store_smem_to_tmem",
+        "mosaic_gpu.async_store_scales_smem_to_tmem",
+        "mosaic_gpu.async_store_sparse_metadata_smem_to_tmem",
+    }
+)
+MIXED_COLLECTIVE = "SM011"
+# JAX's lowering's words for it.
+_INCONSISTENT = "Collective attributes are inconsistent across operations in the kernel."
+
+
+def mixed_collective(program: Program, arch: tuple[int, int]) -> InferenceError | None:
+    """The refusal of a kernel that mixes collective and 1-CTA tensor-core ops (which no
+    layout makes JAX's lowering take), its traceback at the first op of the other kind;
+    None where they agree. Only Blackwell kernels have such ops."""
+    if arch < (10, 0):
+        return None
+    first: tuple[Op, bool] | None = None
+    names = program.op_names
+    # (Found by name first: a few ops of the kernel's hundreds, in one comprehension.)
+    for op_id in [i for i, name in enumerate(names) if name in COLLECTIVE_OPS]:
+        op = program.ops[op_id]
+        attributes = op.operation.attributes
+        flag = attributes["collective"] if "collective" in attributes else None
+        if not isinstance(flag, ir.BoolAttr):
+            continue  # (the verifier's to refuse)
+        collective = bool(flag.value)
+        if first is None:
+            first = (op, collective)
+        elif collective != first[1]:
+            error = InferenceError(_mixed_words(first[0], op, collective), code=MIXED_COLLECTIVE)
+            return cast(InferenceError, with_op_traceback(error, op.operation, op.name))
+    return None
+
+
+def _mixed_words(first: Op, other: Op, collective: bool) -> str:
+    def kind(is_collective: bool) -> str:
+        return "collective (2-CTA)" if is_collective else "1-CTA (not collective)"
+
+    return (
+        f"{_INCONSISTENT} {op_text(other)} is {kind(collective)}, but {op_text(first)} is "
+        f"{kind(not collective)}: JAX's lowering sets up tensor memory once for the whole "
+        "kernel and refuses to mix the two, whatever the layouts"
+        "\nsuggestion: give every `plgpu.tcgen05_mma` on a collective TMEM ref "
+        "`collective_axis=` (the cluster axis it is shared over), or declare the TMEM refs "
+        "without `collective=True` and run every MMA 1-CTA"
+        f"\n{code_line(MIXED_COLLECTIVE)}"
+    )

@@ -88,9 +88,45 @@ def _same_file(path: str | None, other: str) -> bool:
         return False
 
 
+# The attribute of an error that says how many frames at the end of its traceback are the
+# kernel's (made by ``with_op_traceback``): frames of the pass that raised it, and of its
+# callers, come before them as the error unwinds.
+_KERNEL_FRAMES = "_smalto_kernel_frames"
+
+
 def with_op_traceback(error: BaseException, operation: ir.Operation, op_name: str) -> BaseException:
     """``error`` carrying the traceback of ``operation``'s source, when it has one."""
     tb = traceback_for(operation.location, op_name)
     if tb is not None:
         error.__traceback__ = tb
+        setattr(error, _KERNEL_FRAMES, _length(tb))
     return error
+
+
+def repoint_traceback(error: BaseException, operation: ir.Operation, op_name: str) -> None:
+    """Makes the traceback of ``error``, raised already, end at ``operation``'s source
+    instead of the kernel line it ended at (the diagnosis found the line to fix): the
+    frames it unwound through are kept."""
+    tb = traceback_for(operation.location, op_name)
+    if tb is None:
+        return
+    old = getattr(error, _KERNEL_FRAMES, 0)
+    nodes: list[types.TracebackType] = []
+    node = error.__traceback__
+    while node is not None:
+        nodes.append(node)
+        node = node.tb_next
+    kept = len(nodes) - old
+    if kept <= 0:
+        error.__traceback__ = tb
+    else:
+        nodes[kept - 1].tb_next = tb
+    setattr(error, _KERNEL_FRAMES, _length(tb))
+
+
+def _length(tb: types.TracebackType | None) -> int:
+    count = 0
+    while tb is not None:
+        count += 1
+        tb = tb.tb_next
+    return count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -328,13 +329,19 @@ def test_a_captured_pallas_kernel_names_the_users_lines() -> None:
     assert 'loc("layout_cast:"' in captured.text or '"layout_cast:"' in captured.text
     lines, first = inspect.getsourcelines(kernel)
     here = first + next(i for i, line in enumerate(lines) if "# HERE" in line)
-    with pytest.raises(ValueError) as info:
-        smalto.infer_layout(captured.module(), arch=(9, 0))
-    message = str(info.value)
-    me = Path(__file__).name
-    assert f"{me}:{here}:" in message
-    assert "`mosaic_gpu.layout_cast` at" in message and "loc(" not in message
     import traceback
 
+    with pytest.raises(ValueError) as info:
+        smalto.infer_layout(captured.module(), arch=(9, 0))
+    me = Path(__file__).name
+    # Raised, the traceback ends at the op JAX's phrase blames, as JAX's does...
     last = traceback.extract_tb(info.value.__traceback__)[-1]
     assert (Path(last.filename).name, last.lineno, last.name) == (me, here, "layout_cast")
+    message = str(info.value)
+    assert f"{me}:{here}:" in message
+    assert "`mosaic_gpu.layout_cast` at" in message and "loc(" not in message
+    # ... and once the message is read, at the line its first fix names: the other cast.
+    fixed = re.search(rf"^fix: .* at \S*{me}:(\d+):", message, re.MULTILINE)
+    assert fixed is not None and int(fixed.group(1)) == here - 2, message
+    last = traceback.extract_tb(info.value.__traceback__)[-1]
+    assert (Path(last.filename).name, last.lineno, last.name) == (me, here - 2, "layout_cast")

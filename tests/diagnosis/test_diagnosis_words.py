@@ -129,6 +129,7 @@ def pasted(line: int, code: str) -> ModuleType:
             compile(f"def _statement():{body}", "<s>", "exec")
             break
         except SyntaxError:
+            assert end < len(lines), f"no statement at line {line}"
             end += 1
     edited = [*lines[: line - 1], indent + code, *lines[end:]]
     path = Path(kernels_words.__file__).with_name(f"_pasted_{next(_COUNT)}.py")

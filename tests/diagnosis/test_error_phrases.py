@@ -22,6 +22,8 @@ from mlir_snippets import func_module, tmem_type
 import smalto
 
 UNSAT = Path(__file__).parents[1] / "unsat"
+# Python reprs of JAX's layout types: never on smalto's first line.
+REPRS = ("TiledLayout(", "WGStridedFragLayout(", "WGSplatFragLayout(", "TileTransform(")
 GENERIC = (
     "Failed to infer a possible set of layouts. This should only happen if user-provided "
     "layout casts are unsatisfiable. To dump the constraint system for debugging, use "
@@ -93,7 +95,12 @@ def test_fails_like_jax_then_says_more(name: str) -> None:
     if isinstance(ours, ValueError):
         assert message.startswith(smalto.FAILURE_PREFIX)
     if whole and isinstance(ours, smalto.InferenceError) and ours.phrase is not None:
-        assert message.splitlines()[0] == jax_message
+        first, second = message.splitlines()[:2]
+        if first != jax_message:
+            # JAX's words print a layout's repr: the first line names it as smalto does,
+            # and the next says JAX's whole message.
+            assert second == f"jax: {jax_message}"
+            assert not any(repr_ in first for repr_ in REPRS), first
     elif whole:
         assert jax_message in message
     # ... and then smalto's own account, naming the op and where it is.
@@ -101,15 +108,55 @@ def test_fails_like_jax_then_says_more(name: str) -> None:
 
 
 def test_a_cast_that_does_not_fit_is_refused_in_jax_s_words_with_the_layout_named() -> None:
-    """JAX's sentence word for word (its typo and its print of the op included), but for
-    the layout: named as smalto names it, not by its repr of hundreds of characters."""
+    """The first line is JAX's sentence in smalto's words: the layout by name (not its repr
+    of hundreds of characters), JAX's typo mended, the op by its name (not printed); the
+    next line is JAX's sentence word for word (its typo and its print of the op included),
+    but for the layout, named."""
     jax_error, ours = _both((UNSAT / "cast_does_not_fit.mlir").read_text(), arch=(9, 0))
     jax_message = str(jax_error)
     layout_repr = jax_message.removeprefix("Cannot cast to layout ").split(": the layout", 1)[0]
     assert layout_repr.startswith("TiledLayout(") and len(layout_repr) > 100
-    first = str(ours).splitlines()[0]
-    assert first == f"{smalto.FAILURE_PREFIX}: " + jax_message.replace(layout_repr, "WGMMA")
-    assert "the layout is notcompatible with the operand shape (32, 32) in %0 = " in first
+    first, second = str(ours).splitlines()[:2]
+    assert first == (
+        f"{smalto.FAILURE_PREFIX}: Cannot cast to layout WGMMA: the layout is not compatible "
+        "with the operand shape (32, 32) in `mosaic_gpu.layout_cast`."
+    )
+    assert second == f"jax: {smalto.FAILURE_PREFIX}: " + jax_message.replace(layout_repr, "WGMMA")
+    assert "the layout is notcompatible with the operand shape (32, 32) in %0 = " in second
+
+
+def test_a_strided_layout_is_named_with_its_own_shape_and_jax_s_phrase_follows() -> None:
+    """A strided layout written for another shape: the first line names it with its shape
+    (no ``WGStridedFragLayout(...)``, no ``notcompatible``, no op in MLIR's text); JAX's
+    whole message, word for word, is the next line; the why says the layout's shape too."""
+    jax_error, ours = _both(
+        (UNSAT / "pallas_strided_cast_of_another_shape.mlir").read_text(), arch=(9, 0)
+    )
+    jax_message = str(jax_error)
+    assert "WGStridedFragLayout(shape=(64, 128), vec_size=2)" in jax_message
+    assert isinstance(ours, smalto.InferenceError)
+    lines = str(ours).splitlines()
+    assert lines[0] == (
+        f"{smalto.FAILURE_PREFIX}: Cannot cast to layout strided ×2 over (64, 128): the "
+        "layout is not compatible with the operand shape (128, 64) in `mosaic_gpu.layout_cast`."
+    )
+    assert lines[1] == f"jax: {smalto.FAILURE_PREFIX}: {jax_message}"
+    assert ours.headline == lines[0] and ours.phrase == lines[1].removeprefix("jax: ")
+    (why,) = [line for line in lines if line.startswith("why: ")]
+    assert why.endswith(
+        "requires the cast result to be strided ×2 over (64, 128), which does not fit its "
+        "shape (128, 64)"
+    ), why
+
+
+def test_two_register_layouts_in_smalto_s_names_then_jax_s() -> None:
+    jax_error, ours = _both((UNSAT / "registers_not_equal.mlir").read_text(), arch=(9, 0))
+    first, second = str(ours).splitlines()[:2]
+    assert first == (
+        f"{smalto.FAILURE_PREFIX}: expected register layouts WGMMA and strided ×2 over "
+        "(128, 128) to be equal"
+    )
+    assert second == f"jax: {jax_error}"
 
 
 def test_the_generic_phrase_is_jax_s_whole_message() -> None:

@@ -75,7 +75,9 @@ def test_changed_attributes_leave_the_ops_so_the_message_is_made() -> None:
         cast.attributes["smalto.test_mark"] = ir.UnitAttr.get()
     message = str(error)
     assert MODULE_CHANGED not in message
-    first, *rest = message.splitlines()
-    assert first.endswith(" {smalto.test_mark}.")
-    assert rest == str(untouched).splitlines()[1:]
+    # (JAX's words, on the line after smalto's, print the op.)
+    first, jax_words, *rest = message.splitlines()
+    assert first == str(untouched).splitlines()[0]
+    assert jax_words.startswith("jax: ") and jax_words.endswith(" {smalto.test_mark}.")
+    assert rest == str(untouched).splitlines()[2:]
     assert rest[0].startswith("fix: change the layout cast at kernel.py:51:8")

@@ -43,7 +43,13 @@ import kernels  # noqa: E402  (tests/unsat/kernels.py: the Pallas kernels)
 from edit_kit import editing_first, make_edit, ops_of  # noqa: E402
 
 # Not layout conflicts: gathers JAX's lowering cannot do (JAX raises too), for any layout.
-NOT_LAYOUT_CONFLICTS = {"gather_not_2d", "gather_not_leading", "gather_minor_dim"}
+# A collective and a 1-CTA MMA in one kernel: JAX's lowering refuses the mix, for any layout.
+NOT_LAYOUT_CONFLICTS = {
+    "gather_not_2d",
+    "gather_not_leading",
+    "gather_minor_dim",
+    "pallas_tmem_collective_and_single_cta_mma",
+}
 # (``words_*``: the kernels of kernels_words.py, tested from their source by
 # test_diagnosis_words.py.)
 FIXTURES = sorted(
@@ -79,12 +85,23 @@ def failures() -> dict[str, tuple[smalto.InferenceError, str]]:
     return {name: fail(name) for name in FIXTURES}
 
 
+def after_the_phrase(error: smalto.InferenceError) -> list[str]:
+    """The message's lines after JAX's phrase (and after JAX's own words of it, where the
+    first line says them in smalto's)."""
+    lines = str(error).splitlines()[1:]
+    return lines[1:] if lines and lines[0].startswith("jax: ") else lines
+
+
 def own_words(error: smalto.InferenceError) -> str:
-    """The message after JAX's phrase (the phrase is JAX's, reprs and all)."""
+    """The message but for JAX's phrase (JAX's, reprs and all): where the first line says
+    the phrase in smalto's words, that line, then what follows the phrase's own line."""
     message = str(error)
     phrase = error.phrase or ""
-    assert message.startswith(phrase)
-    return message[len(phrase) :]
+    if message.startswith(phrase):
+        return message[len(phrase) :]
+    opening = f"{error.headline}\njax: {phrase}"
+    assert message.startswith(opening), message
+    return f"{error.headline}{message[len(opening) :]}"
 
 
 # --- every kernel gets a suggestion, with layouts by name ---------------------------------
@@ -190,8 +207,9 @@ def test_the_first_verified_edit_is_the_fix_the_mistake_calls_for(
     edits = error.conflict.edits
     assert edits, str(error)
     assert EXPECTED[name] in edits[0].text, edits[0].text
-    # The message leads with it, right after JAX's phrase.
-    first_line = str(error).splitlines()[1]
+    # The message leads with it, right after JAX's phrase (and JAX's own words of it,
+    # where the first line says them in smalto's).
+    first_line = after_the_phrase(error)[0]
     assert first_line.startswith("fix: ") and edits[0].text in first_line
     assert "(verified: smalto infers the kernel with it" in first_line
     # What verified it is said: smalto's inference and checker (JAX's lowering of it runs
@@ -315,10 +333,10 @@ def test_when_no_single_edit_helps_it_says_so() -> None:
 
 def test_an_edit_jax_s_lowering_rejects_is_not_suggested(failures: dict) -> None:
     """A 1-CTA MMA into a TMEM accumulator declared collective: giving the ref the 1-CTA
-    layout satisfies inference and smalto's checker, but the allocation stays collective,
-    and JAX's lowering rejects kernels that mix collective and 1-CTA ops. smalto ran
-    that lowering on the edited copy, so it does not suggest the edit as a fix: it says
-    none fixes the kernel, names the closest, and gives JAX's reason."""
+    layout makes the layouts fit, but the allocation stays collective, and JAX's lowering
+    rejects kernels that mix collective and 1-CTA ops (so does smalto's pass, SM011). So
+    smalto does not suggest the edit as a fix: it says none fixes the kernel, names the
+    closest, and gives JAX's reason."""
     error, text = failures["pallas_tmem_acc_declared_collective"]
     report = error.conflict
     assert report.edits == []
@@ -331,15 +349,17 @@ def test_an_edit_jax_s_lowering_rejects_is_not_suggested(failures: dict) -> None
         "JAX's Mosaic GPU lowering rejects them: Collective attributes are inconsistent "
         "across operations in the kernel"
     )
-    # The test makes that edit itself: smalto infers it and its checker accepts it...
+    # The test makes that edit itself: the layouts fit, and smalto's pass refuses the mix...
     module = reference.parse(text, reference.make_context())
     with module.context, ir.Location.unknown():
         (cast,) = [op for op in ops_of(module) if op.name == "mosaic_gpu.tmem_layout_cast"]
         cast.attributes["new_layout"] = jax_layouts.to_layout_attr(
             tcgen05.tmem_half_lane_layout(128, 1)
         )
-    smalto.infer_layout(module, arch=(10, 0))
-    assert check(module, (10, 0)) == []
+    with pytest.raises(smalto.InferenceError) as refused:
+        smalto.infer_layout(module, arch=(10, 0))
+    assert refused.value.code == "SM011"
+    assert "Collective attributes are inconsistent" in str(refused.value)
     # ... and JAX's real lowering of the Pallas kernel, so edited, rejects it.
     fn, args, arch = kernels.KERNELS["tmem_acc_declared_collective"]
     half_lane = SuggestedEdit(
@@ -460,11 +480,16 @@ def test_jax_s_phrase_stays_first(name: str, failures: dict) -> None:
     with module.context, ir.Location.unknown(), pytest.raises(ValueError) as jax_error:
         layout_inference.infer_layout(module, arch=reference.text_arch(text))
     jax_words = str(jax_error.value).split(" in %", 1)[0]
-    ours = str(error).splitlines()[0]
+    first, *rest = str(error).splitlines()
+    # JAX's sentence as JAX's pass says it: the first line, or where that says it in
+    # smalto's words (no repr), the next.
+    ours = rest[0].removeprefix("jax: ") if rest and rest[0].startswith("jax: ") else first
+    for repr_ in REPRS:
+        assert repr_ not in first, first
     if not jax_words.startswith(smalto.FAILURE_PREFIX):
         # A rule's own refusal: JAX raises its sentence bare, smalto after the prefix.
         ours = ours.removeprefix(f"{smalto.FAILURE_PREFIX}: ")
-    # JAX's sentence, with layouts JAX prints as a repr named as smalto names them.
+    # JAX's sentence, with tiled layouts JAX prints as a repr named as smalto names them.
     kind = jax_words.split("TiledLayout(", 1)[0]
     assert ours.startswith(kind) and "TiledLayout(" not in ours
 

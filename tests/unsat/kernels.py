@@ -341,6 +341,60 @@ def small_tile_cast_to_wgmma(x: jax.Array) -> jax.Array:
     )(x)
 
 
+def tmem_collective_and_single_cta_mma(a: jax.Array, b: jax.Array, b2: jax.Array) -> jax.Array:
+    """One collective TMEM accumulator (128 rows: the same TMEM layout either way) written
+    by a collective MMA, then by a 1-CTA one: every layout fits, and JAX's lowering still
+    refuses to mix collective and 1-CTA tensor-core ops in one kernel."""
+    m, n = a.shape[0], b2.shape[1]
+
+    def body(a_gmem, b_gmem, b2_gmem, out_gmem, a_smem, b_smem, b2_smem, acc_tmem, out_smem, *bars):
+        loaded, first_done, second_done = bars
+        plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
+        plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
+        plgpu.copy_gmem_to_smem(b2_gmem, b2_smem, loaded)
+        plgpu.barrier_wait(loaded)
+        plgpu.tcgen05_mma(acc_tmem, a_smem, b_smem, first_done, collective_axis="x")
+        plgpu.barrier_wait(first_done)
+        plgpu.tcgen05_mma(acc_tmem, a_smem, b2_smem, second_done, accumulate=True)
+        plgpu.barrier_wait(second_done)
+        out_smem[...] = plgpu.async_load_tmem(acc_tmem).astype(out_smem.dtype)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(out_smem, out_gmem)
+        plgpu.wait_smem_to_gmem(0)
+
+    return _kernel(
+        body,
+        _sds(m, n, dtype=a.dtype),
+        scratch_types=[
+            plgpu.SMEM(a.shape, a.dtype, transforms=SWIZZLED_F16),
+            plgpu.SMEM(b.shape, b.dtype, transforms=SWIZZLED_F16),
+            plgpu.SMEM(b2.shape, b2.dtype, transforms=SWIZZLED_F16),
+            plgpu.TMEM((m, n), jnp.float32, collective=True),
+            plgpu.SMEM((m, n), a.dtype, transforms=SWIZZLED_F16),
+            plgpu.Barrier(num_arrivals=3),
+            plgpu.Barrier(orders_tensor_core=True),
+            plgpu.Barrier(orders_tensor_core=True),
+        ],
+        cluster=(2,),
+        cluster_names=("x",),
+    )(a, b, b2)
+
+
+def strided_cast_of_another_shape(x: jax.Array) -> jax.Array:
+    """A (128, 64) tile cast to a strided layout written for (64, 128): the layout's own
+    shape is what is wrong."""
+
+    def body(x_gmem, out_gmem, x_smem, barrier):
+        plgpu.copy_gmem_to_smem(x_gmem, x_smem, barrier)
+        plgpu.barrier_wait(barrier)
+        x = plgpu.layout_cast(x_smem[...], plgpu.Layout.WG_STRIDED((64, 128), vec_size=2))
+        out_gmem[...] = x * 2.0
+
+    return _kernel(
+        body, _sds(*x.shape), scratch_types=[plgpu.SMEM(x.shape, x.dtype), plgpu.Barrier()]
+    )(x)
+
+
 KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, int]]] = {
     "row_sum_cast_to_columns": (row_sum_cast_to_columns, (_sds(128, 128),), HOPPER),
     "column_max_cast_to_rows": (
@@ -395,6 +449,16 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
         (_sds(128, 64, dtype=jnp.float16), _sds(64, 128, dtype=jnp.float16), _sds(128, 128)),
         BLACKWELL,
     ),
+    "tmem_collective_and_single_cta_mma": (
+        tmem_collective_and_single_cta_mma,
+        (
+            _sds(128, 64, dtype=jnp.float16),
+            _sds(64, 128, dtype=jnp.float16),
+            _sds(64, 256, dtype=jnp.float16),
+        ),
+        BLACKWELL,
+    ),
+    "strided_cast_of_another_shape": (strided_cast_of_another_shape, (_sds(128, 64),), HOPPER),
 }
 
 

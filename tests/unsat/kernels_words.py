@@ -234,6 +234,37 @@ def tcgen05_keepdims_max_over_rows(a: jax.Array, b: jax.Array) -> jax.Array:
     return _blackwell_matmul(epilogue, a, b)
 
 
+# --- a TMEM load against a layout stated elsewhere ---------------------------------------
+
+
+def tcgen05_scale_loaded_as_wgmma_rows(a: jax.Array, b: jax.Array, scale: jax.Array) -> jax.Array:
+    """Blackwell, a Hopper habit: a per-row scale loaded in WGMMA's per-row layout, for a
+    TMEM accumulator (whose rows are TCGEN05_ROW's). The TMEM ref is fine."""
+
+    def epilogue(acc_tmem, scale_ref):
+        acc = plgpu.async_load_tmem(acc_tmem)
+        scale = plgpu.load(scale_ref, layout=plgpu.Layout.WGMMA.reduce(1))
+        return acc * scale[:, None]
+
+    return _blackwell_matmul(epilogue, a, b, scale)
+
+
+def tcgen05_loop_carry_cast_to_wgmma(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Blackwell: a loop carry started from a TMEM load (TCGEN05) and cast to WGMMA in the
+    loop body. The TMEM ref is fine."""
+
+    def epilogue(acc_tmem):
+        acc = plgpu.async_load_tmem(acc_tmem)
+
+        def step(i, carry):
+            carry = plgpu.layout_cast(carry * 0.5, plgpu.Layout.WGMMA)
+            return carry
+
+        return jax.lax.fori_loop(0, 4, step, acc)
+
+    return _blackwell_matmul(epilogue, a, b)
+
+
 _AB_HOPPER = (_sds(64, 64, dtype=jnp.bfloat16), _sds(64, 64, dtype=jnp.bfloat16))
 _AB_BLACKWELL = (_sds(128, 64, dtype=jnp.bfloat16), _sds(64, 128, dtype=jnp.bfloat16))
 
@@ -245,6 +276,16 @@ KERNELS: dict[str, tuple[Callable[..., jax.Array], tuple[Any, ...], tuple[int, i
     "tcgen05_bias_loaded_as_rows": (
         tcgen05_bias_loaded_as_rows,
         (*_AB_BLACKWELL, _sds(128)),
+        BLACKWELL,
+    ),
+    "tcgen05_scale_loaded_as_wgmma_rows": (
+        tcgen05_scale_loaded_as_wgmma_rows,
+        (*_AB_BLACKWELL, _sds(128)),
+        BLACKWELL,
+    ),
+    "tcgen05_loop_carry_cast_to_wgmma": (
+        tcgen05_loop_carry_cast_to_wgmma,
+        _AB_BLACKWELL,
         BLACKWELL,
     ),
     "softmax_max_over_columns": (softmax_max_over_columns, _AB_HOPPER, HOPPER),
