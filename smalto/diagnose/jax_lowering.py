@@ -18,13 +18,8 @@ from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import gpu
 
 from smalto.program.view import Program
-from smalto.rules.tmem import COLLECTIVE_OPS
+from smalto.rules.tmem import mixed_collective_ops
 
-# The ops whose lowering requires the kernel to be collective throughout or not at all
-# (``LoweringContext.check_collective``): a requirement not about layouts, one no edit of
-# a layout annotation changes (the pass refuses such a kernel, ``mixed_collective``, and
-# the checker restates it).
-_COLLECTIVE_CHECKED = COLLECTIVE_OPS
 # What JAX's lowering says of such a kernel (its first line).
 COLLECTIVE_MIXED = "Collective attributes are inconsistent across operations in the kernel."
 
@@ -97,15 +92,8 @@ def jax_lowering_accepts(module: ir.Operation) -> tuple[bool | None, str]:
 
 def collective_mixed(program: Program) -> bool:
     """Whether JAX's lowering rejects the module read into ``program`` for mixing collective
-    and 1-CTA ops (one of ``_COLLECTIVE_CHECKED`` says ``collective = true``, another
-    ``false``). Found by the ops' names, then the attributes of those few ops."""
-    seen: set[bool] = set()
-    for oid, name in enumerate(program.op_names):
-        if name in _COLLECTIVE_CHECKED:
-            attributes = program.ops[oid].operation.attributes
-            if "collective" in attributes:
-                seen.add(bool(ir.BoolAttr(attributes["collective"]).value))
-    return len(seen) > 1
+    and 1-CTA ops (``smalto.rules.tmem.mixed_collective_ops``)."""
+    return mixed_collective_ops(program) is not None
 
 
 def _launches(module: ir.Operation) -> list[ir.Operation]:

@@ -148,9 +148,11 @@ def solve(program: Program, system: System, options: SolveOptions) -> Inference:
         raise Unsatisfiable(program, system, solver)
     # Layouts found, but none makes JAX's lowering take a kernel that mixes collective and
     # 1-CTA tensor-core ops: refused here, so that no answer smalto gives fails to lower.
-    mixed = mixed_collective(program, options.arch)
-    if mixed is not None:
-        raise RulesRefused(program, mixed)
+    # (Only Blackwell kernels have tensor-core ops that can be collective.)
+    if options.arch >= (10, 0):
+        mixed = mixed_collective(program)
+        if mixed is not None:
+            raise RulesRefused(program, mixed)
     return Inference(program, system, solver)
 
 

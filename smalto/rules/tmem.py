@@ -247,13 +247,11 @@ MIXED_COLLECTIVE = "SM011"
 _INCONSISTENT = "Collective attributes are inconsistent across operations in the kernel."
 
 
-def mixed_collective(program: Program, arch: tuple[int, int]) -> InferenceError | None:
-    """The refusal of a kernel that mixes collective and 1-CTA tensor-core ops (which no
-    layout makes JAX's lowering take), its traceback at the first op of the other kind;
-    None where they agree. Only Blackwell kernels have such ops."""
-    if arch < (10, 0):
-        return None
-    first: tuple[Op, bool] | None = None
+def mixed_collective_ops(program: Program) -> tuple[Op, Op, bool] | None:
+    """Where the kernel mixes collective and 1-CTA tensor-core ops (which no layout makes
+    JAX's lowering take): the first op, the first of the other kind, and whether that one
+    is collective; None where they agree."""
+    first: Op | None = None
     names = program.op_names
     # (Found by name first: a few ops of the kernel's hundreds, in one comprehension.)
     for op_id in [i for i, name in enumerate(names) if name in COLLECTIVE_OPS]:
@@ -264,11 +262,21 @@ def mixed_collective(program: Program, arch: tuple[int, int]) -> InferenceError 
             continue  # (the verifier's to refuse)
         collective = bool(flag.value)
         if first is None:
-            first = (op, collective)
-        elif collective != first[1]:
-            error = InferenceError(_mixed_words(first[0], op, collective), code=MIXED_COLLECTIVE)
-            return cast(InferenceError, with_op_traceback(error, op.operation, op.name))
+            first, first_collective = op, collective
+        elif collective != first_collective:
+            return first, op, collective
     return None
+
+
+def mixed_collective(program: Program) -> InferenceError | None:
+    """The refusal of a kernel that mixes collective and 1-CTA tensor-core ops, its
+    traceback at the first op of the other kind; None where they agree."""
+    found = mixed_collective_ops(program)
+    if found is None:
+        return None
+    first, op, collective = found
+    error = InferenceError(_mixed_words(first, op, collective), code=MIXED_COLLECTIVE)
+    return cast(InferenceError, with_op_traceback(error, op.operation, op.name))
 
 
 def _mixed_words(first: Op, other: Op, collective: bool) -> str:

@@ -10,8 +10,9 @@ import pytest
 import reference
 from jax._src.lib.mlir import ir
 
-from smalto.diagnose.jax_lowering import _COLLECTIVE_CHECKED, collective_mixed
+from smalto.diagnose.jax_lowering import collective_mixed
 from smalto.program.reader import read_program
+from smalto.rules.tmem import COLLECTIVE_OPS
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 MODULES = sorted(CORPUS.glob("*/*.mlir"))
@@ -23,7 +24,7 @@ def _walked(module: ir.Module) -> bool:
     seen: set[bool] = set()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _COLLECTIVE_CHECKED and "collective" in op.attributes:
+        if op.name in COLLECTIVE_OPS and "collective" in op.attributes:
             seen.add(bool(ir.BoolAttr(op.attributes["collective"]).value))
         return ir.WalkResult.ADVANCE
 
