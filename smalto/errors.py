@@ -217,6 +217,12 @@ JAX_LABEL = "jax: "
 _STRIDED = re.compile(r"WGStridedFragLayout\(shape=(\([\d, ]*\)), vec_size=(\d+)\)")
 _SPLAT = re.compile(r"WGSplatFragLayout\(shape=\([\d, ]*\)\)")
 _TILE_TRANSFORM = re.compile(r"TileTransform\(tiling=\(([\d, ]*)\), rounding=None\)")
+# A ref's transforms as JAX prints them: ``(TilingTransform((32, 1)), SwizzleTransform(128))``.
+_TRANSFORMS = re.compile(
+    r"\(((?:(?:TilingTransform\(\([\d, ]*\)\)|SwizzleTransform\(\d+\)),? ?)+)\)"
+)
+_TILING = re.compile(r"TilingTransform\(\(([\d, ]*)\)\)")
+_SWIZZLE = re.compile(r"SwizzleTransform\((\d+)\)")
 # `` in %53 = mosaic_gpu.layout_cast x(%52 : ...) <...>.``: the op, printed.
 _PRINTED_OP = re.compile(r" in %[\w#]+ = ([\w.]+)\b.*?(\.?)$", re.DOTALL)
 
@@ -224,15 +230,26 @@ _PRINTED_OP = re.compile(r" in %[\w#]+ = ([\w.]+)\b.*?(\.?)$", re.DOTALL)
 def in_our_words(phrase: str) -> str:
     """JAX's phrase as smalto says it on a message's first line: a strided layout as
     ``strided ×2 over (64, 128)`` (its own shape said: it may not be the value's), a
-    splat as ``splat``, a tiling as ``8×64``, JAX's typo mended, and an op JAX prints
+    splat as ``splat``, a tiling as ``8×64``, a ref's transforms as ``tiled 32×1 + swizzle
+    128``, JAX's typo mended, and an op JAX prints
     whole by its name (the traceback and the lines after say where it is)."""
     if "(" not in phrase and "notcompatible" not in phrase:
         return phrase
     ours = _STRIDED.sub(lambda m: f"strided ×{m[2]} over {m[1]}", phrase)
     ours = _SPLAT.sub("splat", ours)
     ours = _TILE_TRANSFORM.sub(lambda m: "×".join(m[1].replace(" ", "").split(",")), ours)
+    ours = _TRANSFORMS.sub(lambda m: _transforms_in_our_words(m[1]), ours)
     ours = ours.replace("notcompatible", "not compatible")
     return _PRINTED_OP.sub(lambda m: f" in `{m[1]}`{m[2]}", ours)
+
+
+def _transforms_in_our_words(printed: str) -> str:
+    """``TilingTransform((32, 1)), SwizzleTransform(128)`` as ``tiled 32×1 + swizzle 128``."""
+    parts = [
+        f"tiled {'×'.join(m[1].replace(' ', '').split(','))}" for m in _TILING.finditer(printed)
+    ]
+    parts += [f"swizzle {m[1]}" for m in _SWIZZLE.finditer(printed)]
+    return " + ".join(parts)
 
 
 # The module whose exit copies the message of every exception unwinding through a traced

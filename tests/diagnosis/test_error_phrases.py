@@ -23,7 +23,14 @@ import smalto
 
 UNSAT = Path(__file__).parents[1] / "unsat"
 # Python reprs of JAX's layout types: never on smalto's first line.
-REPRS = ("TiledLayout(", "WGStridedFragLayout(", "WGSplatFragLayout(", "TileTransform(")
+REPRS = (
+    "TiledLayout(",
+    "WGStridedFragLayout(",
+    "WGSplatFragLayout(",
+    "TileTransform(",
+    "TilingTransform(",
+    "SwizzleTransform(",
+)
 GENERIC = (
     "Failed to infer a possible set of layouts. This should only happen if user-provided "
     "layout casts are unsatisfiable. To dump the constraint system for debugging, use "
@@ -147,6 +154,21 @@ def test_a_strided_layout_is_named_with_its_own_shape_and_jax_s_phrase_follows()
         "requires the cast result to be strided ×2 over (64, 128), which does not fit its "
         "shape (128, 64)"
     ), why
+
+
+def test_a_ref_s_transforms_in_smalto_s_words_then_jax_s() -> None:
+    """No SMEM transfer plan (the production sm_100 epilogue): the ref's transforms as smalto
+    writes them (``tiled 32×1 + swizzle 128``), not their Python repr; JAX's words next."""
+    text = (UNSAT / "fixes_tcgen05_transposed_epilogue.mlir").read_text()
+    jax_error, ours = _both(text, arch=(10, 0))
+    assert "(TilingTransform((32, 1)), SwizzleTransform(128))" in str(jax_error)
+    first, second = str(ours).splitlines()[:2]
+    assert first == (
+        f"{smalto.FAILURE_PREFIX}: no optimized SMEM <-> registers transfer plan could be "
+        "synthesized for register layout TCGEN05_TRANSPOSED and ref with transforms tiled "
+        "32×1 + swizzle 128"
+    )
+    assert second == f"jax: {jax_error}"
 
 
 def test_two_register_layouts_in_smalto_s_names_then_jax_s() -> None:
