@@ -448,9 +448,7 @@ def _keyword_in(code: str, name: str) -> str | None:
     return None
 
 
-def in_kernel_words(
-    lines: Sequence[str], text: str, line: int, column: int | None = None
-) -> str:
+def in_kernel_words(lines: Sequence[str], text: str, line: int, column: int | None = None) -> str:
     """``text``, a Pallas expression (``plgpu.Layout.WGMMA.reduce(1)``), as the file whose
     ``lines`` these are would write it at ``line``: its names for layouts, transforms and
     Pallas' module (``WGMMA.reduce(1)`` where it has ``WGMMA = plgpu.Layout.WGMMA``), and,
@@ -479,11 +477,14 @@ def _in_own_words(
         text = ast.unparse(ast.parse(text, mode="eval"))
     except SyntaxError:
         pass
-    if line is not None and column is not None:
+    own_names = source.own_names(line)
+    # (A name the kernel gives this very layout, ``ACC = plgpu.Layout.X(128)``, is its
+    # own spelling already.)
+    if line is not None and column is not None and all(text != full for full, _ in own_names):
         columns = _loaded_columns(source, line, column)
         if columns is not None:
             text = with_columns(text, columns)
-    for full, name in source.own_names(line):
+    for full, name in own_names:
         text = re.sub(rf"(?<![\w.]){re.escape(full)}(?![\w])", name, text)
     alias = source.alias()
     if alias is None or alias == "plgpu":

@@ -154,11 +154,20 @@ def _bound_once_on_top(scope: _Scope, name: str) -> bool:
             return True
     body = scope.body if isinstance(scope.body, list) else []
     return any(
-        isinstance(statement, ast.Assign)
-        and any(
+        any(
             isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-            for target in statement.targets
+            for target in targets
             for n in ast.walk(target)
         )
         for statement in body
+        if (targets := _assigned(statement))
     )
+
+
+def _assigned(statement: ast.stmt) -> list[ast.expr]:
+    """The targets of a plain assignment (``n = ...``, ``n: int = ...``); none otherwise."""
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        return [statement.target]
+    return []

@@ -380,7 +380,10 @@ M64_LOAD = Suggested(
 
 
 def _m64_load(source: str) -> str:
-    made = source_edit(M64_LOAD, lambda f: source if f == "k.py" else None)
+    """The new layout of the edit of ``M64_LOAD``, at the load's line in ``source``."""
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "acc = " in text)
+    located = replace(M64_LOAD, ops=[("mosaic_gpu.layout_cast", f"k.py:{line}:14")])
+    made = source_edit(located, lambda f: source if f == "k.py" else None)
     assert made.applicability == MACHINE_APPLICABLE, made.why
     (part,) = made.parts
     assert part.original == "plgpu.Layout.TCGEN05"
@@ -421,24 +424,21 @@ def test_a_size_is_named_in_a_cast_of_the_load_too() -> None:
         ("    block_m = m // 2\n", "    block_m = m // 2\n    n = n // 2\n"),  # bound twice
         ("        acc = plgpu", "        n = 64\n        acc = plgpu"),  # rebound in the body
         ("(block_m, n)", "(block_m, int(n))"),  # a call: not proved to give the same
-        ("    block_m = m // 2\n", "    block_m = m // 2\n    if k:\n        w = n\n"),
+        # bound again in a branch
+        ("    block_m = m // 2\n", "    block_m = m // 2\n    if k:\n        n = 128\n"),
     ],
 )
 def test_a_size_no_name_provably_holds_is_written_as_a_number(old: str, new: str) -> None:
     source = COLLECTIVE.replace(old, new)
     assert source != COLLECTIVE
-    line = next(i for i, text in enumerate(source.splitlines(), 1) if "acc = " in text)
-    located = replace(M64_LOAD, ops=[("mosaic_gpu.layout_cast", f"k.py:{line}:14")])
-    made = source_edit(located, lambda f: source if f == "k.py" else None)
-    (part,) = made.parts
-    expected = "n" if "w = n" in new else "128"  # (a name only read elsewhere still holds it)
-    assert part.replacement == f"plgpu.Layout.TCGEN05_M64_COLLECTIVE({expected})"
+    assert _m64_load(source) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)"
 
 
 def test_a_layout_without_a_size_parameter_is_as_given() -> None:
     """``TCGEN05_TMEM_NATIVE(8)`` counts a vector's length, not the value's columns."""
     edit = replace(
-        M64_LOAD, pallas="acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05_TMEM_NATIVE(8))"
+        M64_LOAD,
+        pallas="acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05_TMEM_NATIVE(8))",
     )
     made = source_edit(edit, lambda f: COLLECTIVE if f == "k.py" else None)
     (part,) = made.parts
@@ -450,3 +450,25 @@ def test_the_suggestions_words_name_the_size_as_the_edit_does() -> None:
     text = "plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)"
     assert in_kernel_words(lines, text, 13, 14) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(n)"
     assert in_kernel_words(lines, text, 13) == text  # (no op given: no size known)
+
+
+@pytest.mark.parametrize(
+    ("alias", "written"),
+    [
+        # The kernel's name for the very layout is its spelling of it.
+        ("ACC = plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)", "ACC"),
+        # Its name for the constructor, with its name for the size.
+        ("M64 = plgpu.Layout.TCGEN05_M64_COLLECTIVE", "M64(n)"),
+    ],
+)
+def test_a_sized_layout_keeps_the_kernels_alias(alias: str, written: str) -> None:
+    source = COLLECTIVE.replace("BLOCK_N = 128\n", f"BLOCK_N = 128\n{alias}\n")
+    assert _m64_load(source) == written
+
+
+def test_a_size_bound_by_an_annotated_assignment_is_named() -> None:
+    source = COLLECTIVE.replace(
+        "    block_m = m // 2\n", "    block_m = m // 2\n    cols: int = n\n"
+    )
+    source = source.replace("(block_m, n)", "(block_m, cols)")
+    assert _m64_load(source) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(cols)"
