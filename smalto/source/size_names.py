@@ -6,9 +6,10 @@ columns)``, and its ``_NATIVE`` form) counts the columns of the value it lays ou
 that value is a whole TMEM ref loaded (``plgpu.async_load_tmem(acc_tmem, ...)``), its
 columns are the last dimension of the ref's declared shape (``plgpu.TMEM((block_m, n),
 ...)``): the expression written there, read where the layout goes, holds the same number
-when each name in it is bound once, before the declaration, and no function between the
-two binds it again. Anything else (a size computed by a call, a name bound twice, a
-shadowing parameter) is not proved the same, and the literal stays. Whichever the
+when each name in it is bound once (a parameter, or a plain assignment at the top of its
+scope, run once) and no function between the two binds it again. Anything else (a size
+computed by a call, a name bound twice, a shadowing parameter) is not proved the same,
+and the literal stays. Whichever the
 spelling, ``smalto fix`` lowers the edited script before it writes it."""
 
 from __future__ import annotations
