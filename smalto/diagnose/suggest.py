@@ -275,8 +275,8 @@ class EditWords:
         if lines is None:
             return None
         layout = pallas_layout(edit.new) if isinstance(edit.new, Reg) else None
-        if layout is not None:  # in the kernel's own names (an alias of a layout)
-            layout = in_kernel_words(lines, layout, position.line)
+        if layout is not None:  # in the kernel's own names (an alias of a layout, a size)
+            layout = in_kernel_words(lines, layout, position.line, position.column)
         found: StatementEdit | None = None
         if op.name == LAYOUT_CAST and edit.attribute is None and edit.kind == DROP:
             found = stated_layout(lines, position.line, position.column, None)

@@ -39,6 +39,7 @@ from typing import Protocol
 
 from smalto.source.lines import python_lines
 from smalto.source.pallas_edits import SourceChange, unoptimized_transfer
+from smalto.source.size_names import same_value_at, with_columns
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
 MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
@@ -375,7 +376,7 @@ def _cast(
             if kind == "drop":
                 return [_remove_keyword(source, call, keyword)], *_EXACT
             stated = keyword.value
-        new = _new_layout(pallas, source, where[1])
+        new = _new_layout(pallas, source, where[1], where[2])
         if new is None:
             return [], UNSPECIFIED, "the new layout has no Pallas name"
         return [Part(source.node_span(stated), source.segment(stated), new)], *_EXACT
@@ -392,10 +393,10 @@ def _called(call: ast.Call) -> str:
     return func.id if isinstance(func, ast.Name) else ""
 
 
-def _new_layout(pallas: str, source: _Source, line: int) -> str | None:
+def _new_layout(pallas: str, source: _Source, line: int, column: int) -> str | None:
     """The layout expression of the diagnosis' Pallas text (the cast's target in
     ``plgpu.layout_cast(x, L)``, the ``layout=`` of a call, or a bare layout, alone or in
-    the edited statement), in the file's own name for the module."""
+    the edited statement), in the file's own names, for the call at ``line``, ``column``."""
     tree = _parsed(pallas)
     if tree is None:
         return None
@@ -413,7 +414,7 @@ def _new_layout(pallas: str, source: _Source, line: int) -> str | None:
     text = ast.get_source_segment(pallas, found) if found is not None else None
     if not text or (bare and "Layout" not in text):  # (a bare expression: a layout's)
         return None
-    return _in_own_words(text, source, line)
+    return _in_own_words(text, source, line, column)
 
 
 def _parsed(code: str) -> ast.AST | None:
@@ -447,13 +448,14 @@ def _keyword_in(code: str, name: str) -> str | None:
     return None
 
 
-def in_kernel_words(lines: Sequence[str], text: str, line: int) -> str:
+def in_kernel_words(lines: Sequence[str], text: str, line: int, column: int | None = None) -> str:
     """``text``, a Pallas expression (``plgpu.Layout.WGMMA.reduce(1)``), as the file whose
     ``lines`` these are would write it at ``line``: its names for layouts, transforms and
-    Pallas' module (``WGMMA.reduce(1)`` where it has ``WGMMA = plgpu.Layout.WGMMA``); as
-    given where the file does not parse."""
+    Pallas' module (``WGMMA.reduce(1)`` where it has ``WGMMA = plgpu.Layout.WGMMA``), and,
+    for the layout of the op at ``column`` of the line, its names for sizes
+    (``TCGEN05_M64_COLLECTIVE(n)``); as given where the file does not parse."""
     source = _parsed_file("\n".join(lines))
-    return text if source is None else _in_own_words(text, source, line)
+    return text if source is None else _in_own_words(text, source, line, column)
 
 
 @functools.lru_cache(maxsize=8)
@@ -462,21 +464,58 @@ def _parsed_file(text: str) -> _Source | None:
     return _Source.parse("", text)
 
 
-def _in_own_words(text: str, source: _Source, line: int | None = None) -> str:
+def _in_own_words(
+    text: str, source: _Source, line: int | None = None, column: int | None = None
+) -> str:
     """``plgpu.X`` as the kernel writes it: its own names for layouts and transforms (an
     alias ``WGMMA = plgpu.Layout.WGMMA``, ``from ... import Layout``, a tuple of transforms
     it named), then its name for Pallas' Mosaic GPU module (``import ... as mgpu``).
-    ``line``: where the text goes (the names of the functions around it count too)."""
+    ``line``: where the text goes (the names of the functions around it count too);
+    ``column``: where on it the op starts whose layout it is (the kernel's name for the
+    columns of a TMEM ref it loads, ``TCGEN05_M64_COLLECTIVE(n)``)."""
     try:
         text = ast.unparse(ast.parse(text, mode="eval"))
     except SyntaxError:
         pass
-    for full, name in source.own_names(line):
+    own_names = source.own_names(line)
+    # (A name the kernel gives this very layout, ``ACC = plgpu.Layout.X(128)``, is its
+    # own spelling already.)
+    if line is not None and column is not None and all(text != full for full, _ in own_names):
+        columns = _loaded_columns(source, line, column)
+        if columns is not None:
+            text = with_columns(text, columns)
+    for full, name in own_names:
         text = re.sub(rf"(?<![\w.]){re.escape(full)}(?![\w])", name, text)
     alias = source.alias()
     if alias is None or alias == "plgpu":
         return text
     return re.sub(r"\bplgpu\.", f"{alias}.", text)
+
+
+def _loaded_columns(source: _Source, line: int, column: int) -> str | None:
+    """The kernel's expression for the columns of the TMEM ref loaded whole at the
+    position (``plgpu.async_load_tmem(acc_tmem, ...)``, or cast there: the ``n`` of its
+    ``plgpu.TMEM((m, n), ...)``), where it provably holds them there; None otherwise."""
+    for call in source.starting_at(line, column):
+        if not isinstance(call, ast.Call):
+            continue
+        load = call
+        if _called(call) == "layout_cast" and call.args and isinstance(call.args[0], ast.Call):
+            load = call.args[0]
+        if _called(load) != "async_load_tmem" or not load.args:
+            continue
+        if not isinstance(load.args[0], ast.Name):
+            return None  # (a slice of the ref: its columns are not the declaration's)
+        declared = _scratch_of_use(source, load.lineno, load.col_offset, "TMEM")
+        shape = declared.args[0] if declared is not None and declared.args else None
+        if not isinstance(shape, ast.Tuple) or not shape.elts:
+            return None
+        size = shape.elts[-1]
+        written = source.segment(size)
+        if isinstance(size, ast.Constant) or not written or "\n" in written:
+            return None
+        return written if same_value_at(source.tree, source.parents, size, load) else None
+    return None
 
 
 def _remove_keyword(source: _Source, call: ast.Call, keyword: ast.keyword) -> Part:

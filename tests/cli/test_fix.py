@@ -19,6 +19,7 @@ import pytest
 from cli_run import Ran, run
 
 import smalto.jax
+from smalto.source import fix_edits
 from smalto.source.fix_edits import MACHINE_APPLICABLE, apply_parts
 
 KERNELS = Path(__file__).resolve().parents[1] / "fix_kernels"
@@ -81,6 +82,8 @@ FIXED = [
     ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, ["SM006"], True),
     # Two TMEM scratch refs: the declaration changed is that of the ref the MMA uses.
     ("blackwell_tmem_m64_layout_two_refs.py", "matmul", BLACKWELL, ["SM006"], True),
+    # A collective MMA's M=64 accumulator loaded with the 128-row habit's layout.
+    ("blackwell_collective_m64_load.py", "matmul", BLACKWELL, ["SM008"], True),
     # Fixed, it lowers with smalto only (the bf16 store straight to GMEM): then made
     # portable, the stored value cast to the layout smalto's answer stores it in.
     ("hopper_bf16_row_max.py", "matmul_row_max", HOPPER, ["SM003"], True),
@@ -117,6 +120,47 @@ def test_a_fixed_kernel_lowers_and_computes_the_same(
     assert _lowers(copy, function, args, "jax") is jax_lowers
     if not jax_lowers:
         assert "smalto: note: JAX's own pass still rejects" in ran.err
+
+
+M64_LOAD = "acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05_M64_COLLECTIVE({}))"
+
+
+def test_a_layouts_size_is_written_with_the_kernels_name_and_lowers(tmp_path: Path) -> None:
+    """The columns of the accumulator, which the kernel calls ``n`` (its TMEM ref's
+    ``(block_m, n)``), are written ``n``, not the number the module holds; said and
+    written alike, and the edited kernel lowers with JAX's own pass."""
+    ran, copy, _ = _fix(tmp_path, "blackwell_collective_m64_load.py", "matmul", *BLACKWELL)
+    assert ran.status == 0, ran.err
+    made = M64_LOAD.format("n")
+    assert f"  + {made}" in ran.out and f"`{made}`" in ran.out
+    assert copy.read_text().count(made) == 1
+    assert "TCGEN05_M64_COLLECTIVE(128)" not in copy.read_text()
+    assert _lowers(copy, "matmul", BLACKWELL, "jax")
+
+
+def test_a_size_no_name_holds_is_written_as_the_number(tmp_path: Path) -> None:
+    """A kernel for one tile size, its TMEM ref declared ``(64, 128)``: the number."""
+    copy = tmp_path / "blackwell_collective_m64_load.py"
+    text = (KERNELS / copy.name).read_text()
+    copy.write_text(text.replace("plgpu.TMEM((block_m, n),", "plgpu.TMEM((64, 128),"))
+    ran = run("fix", f"{copy}:matmul", *BLACKWELL)
+    assert ran.status == 0, ran.err
+    made = M64_LOAD.format("128")
+    assert f"  + {made}" in ran.out and copy.read_text().count(made) == 1
+    assert _lowers(copy, "matmul", BLACKWELL, "jax")
+
+
+def test_a_size_written_by_a_wrong_name_is_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were the size named wrongly (``block_n``, half the columns), the edited kernel
+    would not lower: ``smalto fix`` lowers every edit before it writes it, and the file
+    stays as it was."""
+    monkeypatch.setattr(fix_edits, "_loaded_columns", lambda *_: "block_n")
+    ran, copy, before = _fix(tmp_path, "blackwell_collective_m64_load.py", "matmul", *BLACKWELL)
+    assert ran.status == 1
+    assert copy.read_bytes() == before
+    assert "Traceback" not in ran.err
 
 
 def test_a_kernel_with_no_fix_is_left_byte_identical(tmp_path: Path) -> None:

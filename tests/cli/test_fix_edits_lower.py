@@ -53,6 +53,7 @@ SCRIPTS = [
     ("blackwell_load_as_wgmma.py", "matmul", BLACKWELL, (10, 0)),
     ("blackwell_tmem_m64_layout.py", "matmul", BLACKWELL, (10, 0)),
     ("blackwell_tmem_m64_layout_two_refs.py", "matmul", BLACKWELL, (10, 0)),
+    ("blackwell_collective_m64_load.py", "matmul", BLACKWELL, (10, 0)),
 ]
 UNSAT_MODULES = ("kernels.py", "kernels_fixes.py", "kernels_words.py")
 

@@ -13,6 +13,7 @@ from smalto.source.fix_edits import (
     MAYBE_INCORRECT,
     UNSPECIFIED,
     apply_parts,
+    in_kernel_words,
     source_edit,
 )
 from smalto.source.pallas_edits import SourceChange
@@ -345,3 +346,129 @@ def test_an_edit_that_changes_what_the_kernel_computes_is_never_machine_applicab
     chosen = source_edit(replace(edit, changes_meaning=True), _read)
     assert chosen.applicability == MAYBE_INCORRECT and chosen.changes_meaning
     assert chosen.as_json()["changes_meaning"] is True
+
+
+COLLECTIVE = """\
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+BLOCK_N = 128
+
+
+def matmul(a, b):
+    (m, k), (_, n) = a.shape, b.shape
+    block_m = m // 2
+
+    def body(a_smem, b_smem, acc_tmem, done):
+        plgpu.tcgen05_mma(acc_tmem, a_smem, b_smem, done, collective_axis="x")
+        acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05)
+
+    return plgpu.kernel(
+        body,
+        out_type=a,
+        scratch_types=[
+            plgpu.TMEM((block_m, n), jnp.float32, collective=True),
+            plgpu.Barrier(orders_tensor_core=True),
+        ],
+    )(a, b)
+"""
+M64_LOAD = Suggested(
+    "retarget",
+    [("mosaic_gpu.layout_cast", "k.py:13:14")],
+    "acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05_M64_COLLECTIVE(128))",
+)
+
+
+def _m64_load(source: str) -> str:
+    """The new layout of the edit of ``M64_LOAD``, at the load's line in ``source``."""
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "acc = " in text)
+    located = replace(M64_LOAD, ops=[("mosaic_gpu.layout_cast", f"k.py:{line}:14")])
+    made = source_edit(located, lambda f: source if f == "k.py" else None)
+    assert made.applicability == MACHINE_APPLICABLE, made.why
+    (part,) = made.parts
+    assert part.original == "plgpu.Layout.TCGEN05"
+    return part.replacement
+
+
+@pytest.mark.parametrize(
+    ("declared", "written"),
+    [
+        ("(block_m, n)", "n"),  # the name the kernel's shape gives the columns
+        ("(block_m, BLOCK_N)", "BLOCK_N"),  # a module constant
+        ("(block_m, 2 * k)", "2 * k"),  # an expression of names bound once
+        ("(block_m, b.shape[1])", "b.shape[1]"),
+    ],
+)
+def test_a_register_layouts_size_is_written_with_the_kernels_name(
+    declared: str, written: str
+) -> None:
+    """The columns of a TMEM ref loaded whole are the last dimension of its declaration:
+    the expression written there holds them where the layout goes."""
+    source = COLLECTIVE.replace("(block_m, n)", declared)
+    assert _m64_load(source) == f"plgpu.Layout.TCGEN05_M64_COLLECTIVE({written})"
+
+
+def test_a_size_is_named_in_a_cast_of_the_load_too() -> None:
+    source = COLLECTIVE.replace(
+        "plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05)",
+        "plgpu.layout_cast(plgpu.async_load_tmem(acc_tmem), plgpu.Layout.TCGEN05)",
+    )
+    assert _m64_load(source) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(n)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("(block_m, n)", "(64, 128)"),  # no name holds the size
+        ("def body(a_smem,", "def body(n, a_smem,"),  # the body's own `n` is another
+        ("    block_m = m // 2\n", "    block_m = m // 2\n    n = n // 2\n"),  # bound twice
+        ("        acc = plgpu", "        n = 64\n        acc = plgpu"),  # rebound in the body
+        ("(block_m, n)", "(block_m, int(n))"),  # a call: not proved to give the same
+        # bound again in a branch
+        ("    block_m = m // 2\n", "    block_m = m // 2\n    if k:\n        n = 128\n"),
+    ],
+)
+def test_a_size_no_name_provably_holds_is_written_as_a_number(old: str, new: str) -> None:
+    source = COLLECTIVE.replace(old, new)
+    assert source != COLLECTIVE
+    assert _m64_load(source) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)"
+
+
+def test_a_layout_without_a_size_parameter_is_as_given() -> None:
+    """``TCGEN05_TMEM_NATIVE(8)`` counts a vector's length, not the value's columns."""
+    edit = replace(
+        M64_LOAD,
+        pallas="acc = plgpu.async_load_tmem(acc_tmem, layout=plgpu.Layout.TCGEN05_TMEM_NATIVE(8))",
+    )
+    made = source_edit(edit, lambda f: COLLECTIVE if f == "k.py" else None)
+    (part,) = made.parts
+    assert part.replacement == "plgpu.Layout.TCGEN05_TMEM_NATIVE(8)"
+
+
+def test_the_suggestions_words_name_the_size_as_the_edit_does() -> None:
+    lines = COLLECTIVE.splitlines()
+    text = "plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)"
+    assert in_kernel_words(lines, text, 13, 14) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(n)"
+    assert in_kernel_words(lines, text, 13) == text  # (no op given: no size known)
+
+
+@pytest.mark.parametrize(
+    ("alias", "written"),
+    [
+        # The kernel's name for the very layout is its spelling of it.
+        ("ACC = plgpu.Layout.TCGEN05_M64_COLLECTIVE(128)", "ACC"),
+        # Its name for the constructor, with its name for the size.
+        ("M64 = plgpu.Layout.TCGEN05_M64_COLLECTIVE", "M64(n)"),
+    ],
+)
+def test_a_sized_layout_keeps_the_kernels_alias(alias: str, written: str) -> None:
+    source = COLLECTIVE.replace("BLOCK_N = 128\n", f"BLOCK_N = 128\n{alias}\n")
+    assert _m64_load(source) == written
+
+
+def test_a_size_bound_by_an_annotated_assignment_is_named() -> None:
+    source = COLLECTIVE.replace(
+        "    block_m = m // 2\n", "    block_m = m // 2\n    cols: int = n\n"
+    )
+    source = source.replace("(block_m, n)", "(block_m, cols)")
+    assert _m64_load(source) == "plgpu.Layout.TCGEN05_M64_COLLECTIVE(cols)"
