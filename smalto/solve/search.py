@@ -168,15 +168,18 @@ def decide(system: System, program: Program, options: SolveOptions) -> Solver:
     """The solver that decided ``system``: solved, or the widest that proved it unsatisfiable.
 
     First JAX's order (so smalto answers as JAX does wherever JAX's answer
-    lowers). Where that finds no assignment that lowers, the widened complete
-    search (``Solver(widened=True)``) over everything the lowering accepts:
-    relayouts between producer and consumer, layouts no rule of JAX's offers.
-    Where even that finds none, no layout lowers: decided, without the
-    complete search over JAX's rules (whose assignments the widened search
-    covers). Where it finds one, the complete search over JAX's rules still
-    goes first, and its answer is taken if it has one: layouts JAX's rules
-    allow, with no relayout they forbid. Raises ``FuelExhausted`` when
-    ``options.fuel`` runs out first.
+    lowers). Where that finds no assignment that lowers, the complete search
+    over JAX's rules: its answer is taken if it has one (layouts JAX's rules
+    allow, with no relayout they forbid). Where it has none, the widened
+    complete search (``Solver(widened=True)``) over everything the lowering
+    accepts: relayouts between producer and consumer, layouts no rule of
+    JAX's offers; where even that finds none, no layout lowers. The widened
+    search covers the other's assignments, so the answer is the one running
+    the widened search first would give; going second, it runs less often,
+    and its wider domains ask the lowering's transfer schedule about more
+    layouts. Raises ``FuelExhausted`` when ``options.fuel`` runs out first
+    (in the complete search over JAX's rules: only where the widened search
+    finds an answer).
 
     Where the search in JAX's order backtracks far (``CHECKPOINT_SLACK``), the
     widened search is made then (``_EarlyWidened``): where no layout lowers,
@@ -202,14 +205,33 @@ def decide(system: System, program: Program, options: SolveOptions) -> Solver:
         return proof
     # (False: JAX's rules fail at the root, which the widened search may still satisfy.)
     wider = early.solver
+    # The complete search over JAX's rules, where it ran before the widened one: False
+    # where it found nothing, or how its fuel ran out.
+    narrow: FuelExhausted | bool | None = None
     if wider is None:
         left = max(options.fuel - solver.state.fuel.work, 1)
+        if decided is None:
+            # Its answer is the answer wherever it has one, and the widened search, which
+            # covers its assignments, finds one there too: so it goes first, and the
+            # widened search, whose wider domains ask the lowering's transfer schedule
+            # about more layouts (0.5 to 50 ms each, the first time), runs only where it
+            # finds none.
+            try:
+                if solver.solve_completely():
+                    solver.solved = True
+                    return solver
+                narrow = False
+            except FuelExhausted as exhausted:
+                narrow = exhausted
         wider = Solver(system, program, replace(options, fuel=left), widened=True)
         wider.solved = wider.solve(guided=False)
     wider.jax_answer_breaks = solver.jax_answer_breaks
     if not wider.solved or decided is False:
         return wider
-    solver.solved = solver.solve_completely()
+    if isinstance(narrow, FuelExhausted):
+        raise narrow  # as it would have, run after the widened search
+    if narrow is None:
+        solver.solved = solver.solve_completely()
     return solver if solver.solved else wider
 
 

@@ -10,6 +10,7 @@ Pallas kernels that need them are in ``test_lowering_valid.py``.
 
 from __future__ import annotations
 
+import reference
 from jax.experimental.mosaic.gpu import tcgen05
 from rule_kit import (
     HOPPER,
@@ -30,7 +31,7 @@ from smalto.hw.values import Reg, Tmem
 from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
-from smalto.solve import domains
+from smalto.solve import domains, search
 from smalto.solve.options import SolveOptions
 from smalto.solve.search import Solver, decide
 
@@ -125,6 +126,37 @@ def test_the_requirements_jaxs_answer_breaks_are_kept_for_the_diagnosis() -> Non
     broken = solver.jax_answer_breaks
     assert [type(c) for c, _ in broken] == [GmemTransfer, GmemTransfer]
     assert {value for _, value in broken} == {Reg(WGMMA)}
+
+
+def test_where_jaxs_rules_have_an_answer_that_lowers_the_widened_search_is_never_made(
+    monkeypatch,
+) -> None:
+    """A Blackwell MMA kernel whose answer in JAX's order breaks a GMEM transfer: the
+    complete search over JAX's rules finds one that lowers, and that is the answer;
+    the widened search, whose wider domains ask the lowering's transfer schedule about
+    more layouts, is not made at all."""
+    made: list[bool] = []
+
+    class Watched(Solver):
+        def __init__(self, *args, widened: bool = False, **kwargs) -> None:
+            made.append(widened)
+            super().__init__(*args, widened=widened, **kwargs)
+
+    monkeypatch.setattr(search, "Solver", Watched)
+    blackwell = (10, 0)
+    path = (
+        reference.BUNDLED_ROOT
+        / "mosaic_tests"
+        / "MosaicGpuDialectTCGen05Test.test_tcgen05_mma30.mlir"
+    )
+    module = parse(path.read_text())
+    with in_context(module):
+        program = read_program(module, consumers())
+        options = SolveOptions(fuel=10_000, arch=blackwell)
+        solver = search.decide(derive_system(program, blackwell), program, options)
+    assert solver.solved and not solver.widened and solver.state.complete
+    assert [type(c) for c, _ in solver.jax_answer_breaks] == [GmemTransfer]
+    assert made == [False]
 
 
 def test_an_smem_ref_without_transforms_is_offered_tilings_at_rank_3() -> None:
