@@ -149,12 +149,19 @@ def _changes(outcome: FixOutcome, report: TextIO) -> None:
         edit = applied.edit
         first = edit.parts[0].span
         print(f"{first.file}:{first.line}: {applied.why}", file=report)
-        for line in applied.before:
-            print(f"  - {line.strip()}", file=report)
-        for line in applied.after:
-            print(f"  + {line.strip()}", file=report)
+        # (Indented as one block: a nested line keeps its place under the line above.)
+        margin = _margin([*applied.before, *applied.after])
+        for sign, lines in (("-", applied.before), ("+", applied.after)):
+            for line in lines:
+                print(f"  {sign} {line[margin:].rstrip()}".rstrip(), file=report)
         print(f"  fix: {edit.text} [{edit.applicability}]", file=report)
     _held_back(outcome)
+
+
+def _margin(lines: list[str]) -> int:
+    """The indentation every line that is not blank shares."""
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    return min(indents, default=0)
 
 
 def _held_back(outcome: FixOutcome) -> None:

@@ -279,6 +279,11 @@ def test_a_gmem_store_with_no_coalesced_plan_is_staged_in_the_source(
     # copied whole to the same ref.
     value = statement.split(" = ", 1)[1]
     assert f"o_gmem_smem[...] = {value}" in after
+    # Said as written: the scratch's body indented under its ``def``, as in the file.
+    assert (
+        f"  + def _store_o_gmem_through_smem(o_gmem_smem):\n  +     o_gmem_smem[...] = {value}\n"
+        in (ran.out)
+    )
     for call in (
         "plgpu.commit_smem()",
         "plgpu.copy_smem_to_gmem(o_gmem_smem, o_gmem)",
