@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ from jax._src.lib.mlir import ir
 from smalto.pipeline.steps import Failure, Inference, Unsatisfiable
 from smalto.rewrite.transfers import Plan
 from smalto.solve.options import SolveOptions
+from smalto.source.locations import FilePosition
 
 
 @dataclass
@@ -61,3 +63,13 @@ class Rescued:
 
 # A rescue: given an attempt, a solved copy and how to change the module, or None.
 Rescue = Callable[[Attempt], Rescued | None]
+
+
+def warn_at(message: Warning, position: FilePosition | None) -> None:
+    """Shows a rescue's warning at the user's source line ``position``; where it has none,
+    at the line that called ``infer_layout`` (past this, the rescue's announcement, the
+    rescues and the pass)."""
+    if position is not None:
+        warnings.warn_explicit(message, type(message), position.file, position.line)
+    else:
+        warnings.warn(message, stacklevel=6)

@@ -15,13 +15,12 @@ staging cannot serve (too much SMEM, an op staging does not reroute).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 from smalto.basics.mlir import clone_module
 from smalto.errors import StagedThroughSmemWarning
 from smalto.pipeline.steps import Failure, solve_copy
-from smalto.rescue.attempt import Attempt, Rescued
+from smalto.rescue.attempt import Attempt, Rescued, warn_at
 from smalto.rewrite.staging import STAGED_OPS, StagedOp, StagingNotPossible, stage
 
 
@@ -73,9 +72,4 @@ def _warn(changed: Sequence[object]) -> None:
     """One warning per staged op, shown at the user's line where there is one."""
     staged = [s for s in changed if isinstance(s, StagedOp)]
     for one in staged:
-        message = StagedThroughSmemWarning(warning_message(one, len(staged)), one)
-        position = one.position
-        if position is not None:
-            warnings.warn_explicit(message, StagedThroughSmemWarning, position.file, position.line)
-        else:
-            warnings.warn(message, stacklevel=5)
+        warn_at(StagedThroughSmemWarning(warning_message(one, len(staged)), one), one.position)

@@ -8,13 +8,12 @@ same, deterministic rewrite) only once the copy is known to infer. A
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 from smalto.basics.mlir import clone_module
 from smalto.errors import UnitDimRewriteWarning
 from smalto.pipeline.steps import Failure, solve_copy
-from smalto.rescue.attempt import Attempt, Rescued
+from smalto.rescue.attempt import Attempt, Rescued, warn_at
 from smalto.rewrite import RewrittenOp, may_have_webs, rewritable_webs, rewrite_unit_dims
 
 TRIED_IN_VAIN = (
@@ -51,10 +50,5 @@ def rewrite_message(rewritten: Sequence[RewrittenOp]) -> str:
 def _warn(rewritten: Sequence[object]) -> None:
     """One warning naming every rewritten op, shown at the first user line it names."""
     records = tuple(r for r in rewritten if isinstance(r, RewrittenOp))
-    message = UnitDimRewriteWarning(rewrite_message(records), records)
-    for record in records:
-        position = record.position
-        if position is not None:
-            warnings.warn_explicit(message, UnitDimRewriteWarning, position.file, position.line)
-            return
-    warnings.warn(message, stacklevel=5)
+    first = next((r.position for r in records if r.position is not None), None)
+    warn_at(UnitDimRewriteWarning(rewrite_message(records), records), first)

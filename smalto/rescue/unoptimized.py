@@ -13,13 +13,12 @@ says the same, and the fast alternative.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 from smalto.basics.mlir import clone_module
 from smalto.errors import UnoptimizedTransferWarning
 from smalto.pipeline.steps import Failure, solve_copy
-from smalto.rescue.attempt import Attempt, Rescued
+from smalto.rescue.attempt import Attempt, Rescued, warn_at
 from smalto.rewrite.transfers import UnoptimizedOp, unoptimize
 
 
@@ -60,10 +59,4 @@ def _warn(changed: Sequence[object]) -> None:
     transfers = [t for t in changed if isinstance(t, UnoptimizedOp)]
     for transfer in transfers:
         message = UnoptimizedTransferWarning(warning_message(transfer, len(transfers)), transfer)
-        position = transfer.position
-        if position is not None:
-            warnings.warn_explicit(
-                message, UnoptimizedTransferWarning, position.file, position.line
-            )
-        else:
-            warnings.warn(message, stacklevel=5)
+        warn_at(message, transfer.position)
