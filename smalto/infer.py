@@ -242,14 +242,15 @@ def infer_keeping_the_solution(
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
-    options = SolveOptions(
+    inference = solve_module(
+        module,
         fuel=fuel,
         arch=arch,
+        dump_to=dump_to,
         rewrite=rewrite,
         allow_unoptimized=allow_unoptimized,
         stage_through_smem=stage_through_smem,
     )
-    inference = solve_with(module, options, dump_to)
     write(inference)
     return inference
 
@@ -302,18 +303,18 @@ def infer_layout(
     op. With both options, staging is tried first, and transfers are made
     unoptimized only where staging cannot serve.
     """
-    options = SolveOptions(
-        fuel=fuel,
-        arch=arch,
-        rewrite=rewrite,
-        allow_unoptimized=allow_unoptimized,
-        stage_through_smem=stage_through_smem,
-    )
     # (The context entered directly, and the collector paused by a class: a refusal
     # unwinds through them, which costs a generator-made manager a throw each.)
     context = module.context
     with context, ir.Location.unknown(context), CyclicGcPaused():
-        result = solve_with(module, options)
+        result = solve_module(
+            module,
+            fuel=fuel,
+            arch=arch,
+            rewrite=rewrite,
+            allow_unoptimized=allow_unoptimized,
+            stage_through_smem=stage_through_smem,
+        )
         write(result)
         if _SAY_SMALTO_ONLY.get() and result.solver.state.complete:
             _say_smalto_only(module)
