@@ -23,6 +23,7 @@ from typing import TextIO
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import in_context
+from smalto.constraints.conflict_report import ConflictReport
 from smalto.constraints.language import System
 from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
@@ -209,14 +210,15 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     return error
 
 
-def _first_fix_op(conflict: object) -> int | None:
+def _first_fix_op(conflict: ConflictReport) -> int | None:
     """The op the first verified fix changes (a cast, a ``layout=``, a transfer, a
     reduction), where the diagnosis found one."""
-    edits = getattr(conflict, "edits", None)
-    if not edits:
+    from smalto.diagnose.suggest import SuggestedEdit
+
+    first = conflict.edits[0] if conflict.edits else None
+    if not isinstance(first, SuggestedEdit) or first.edit is None or not first.edit.ops:
         return None
-    ops = getattr(getattr(edits[0], "edit", None), "ops", None)
-    return ops[0] if ops else None
+    return first.edit.ops[0]
 
 
 def _where_it_failed(solver: Solver) -> int | None:
