@@ -1,27 +1,24 @@
 """Which SMEM <-> register and TMEM <-> register transfers the lowering supports.
 
-An SMEM transfer is feasible exactly when the lowering's own schedule,
+A tiled transfer is feasible exactly when the lowering's own schedule,
 ``FragmentedArray.transfer_tiled``, can start for it: first through the
-(transposed) ``ldmatrix/stmatrix`` path, then the plain one. Rather than
-restate that schedule (a few hundred lines that change between JAX releases),
-we run its first step on a throw-away ref type, as JAX's pass does, and cache
-the answer: kernels ask about a handful of (layout, tiling, shape) triples.
+(transposed) ``ldmatrix/stmatrix`` path, then the plain one. ``hw.schedule``
+decides that as the schedule does before it builds any IR, with JAX's own
+planners; the answers are cached: kernels ask about a handful of (layout,
+tiling, shape) triples.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
 import math
 from functools import lru_cache
 
-from jax._src.lib.mlir import ir
-from jax._src.lib.mlir.dialects import builtin, func
-from jax.experimental.mosaic.gpu import dialect_lowering, tcgen05, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw import layouts as hl
-from smalto.hw.strides import row_major
+from smalto.hw import schedule
 
 
 class Transfer(enum.Enum):
@@ -32,23 +29,6 @@ class Transfer(enum.Enum):
 
     OPTIMIZED = "optimized"  # bank-conflict free, or rejected
     UNOPTIMIZED = "unoptimized"  # any schedule will do
-
-
-# What the schedule raises for "this layout cannot move this way"; anything
-# else is a failure of the lowering itself (see `_schedule_starts`).
-_NO_PLAN = (fa.TxMatrixIneligible, fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
-
-
-@functools.cache
-def _scratch_context() -> ir.Context:
-    """A context of our own for the throw-away ops: independent of the caller's.
-
-    The ops are erased after each question; types and attributes stay uniqued
-    here, a few per distinct shape.
-    """
-    from jax._src.interpreters import mlir as jax_mlir
-
-    return jax_mlir.make_ir_context()
 
 
 @lru_cache(maxsize=8192)
@@ -210,85 +190,8 @@ def _splat_vector(elements: int, bitwidth: int) -> int:
     return math.gcd(64 // bitwidth, elements // fa.WARPGROUP_SIZE)
 
 
-@lru_cache(maxsize=8192)
-def _schedule_starts(
-    tiling: tuple[int, ...],
-    swizzle: int,
-    reg: fa.TiledLayout,
-    shape: tuple[int, ...],
-    strides: tuple[int, ...],
-    bitwidth: int,
-    optimized: bool,
-    txmatrix: bool = True,
-    *,
-    gmem: bool = False,
-    untiled: bool = False,
-) -> bool:
-    """Runs the first step of ``transfer_tiled`` on a ref of the tiled type.
-
-    A tiled SMEM ref's tiles are dense: the lowering compacts the strides
-    within a tile (``tile_strides``). An ``untiled`` ref (GMEM, or SMEM with
-    no tiling) keeps its own strides: the lowering only prepends unit dims
-    (``load_untiled``/``store_untiled``), so the probe does the same where
-    those strides are not row-major (a column, a window, a transposed ref).
-
-    Cached by its arguments, apart from the questions' caches: a load and a store of
-    one value ask the same of the schedule (each question costs 0.5 to 50 ms).
-
-    Where JAX's pass would crash instead of answering (an exception other than
-    the three "no plan" ones: e.g. a 4-bit layout whose vectors are not whole
-    bytes, or the 8-bit transposed ``ldmatrix`` path, which looks for the
-    target architecture on an enclosing module that the throw-away function
-    does not have), we answer "no": the lowering could not use such a plan
-    either way.
-    """
-    ctx = _scratch_context()
-    own_strides = untiled and tuple(strides) != row_major(shape)
-    with ctx, ir.Location.unknown(ctx):
-        memory_space = None if gmem else utils.smem()
-        element = ir.IntegerType.get_signless(bitwidth)
-        if own_strides:
-            dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-            ref_type = ir.MemRefType.get(
-                shape, element, ir.StridedLayoutAttr.get(dynamic, list(strides)), memory_space
-            )
-        else:
-            try:
-                ref_type = ir.MemRefType.get(
-                    utils.tile_shape(shape, tiling),
-                    element,
-                    ir.StridedLayoutAttr.get(0, dialect_lowering.tile_strides(strides, tiling)),
-                    memory_space,
-                )
-            except ValueError:
-                return False  # the tiling does not apply: validity rules it out first
-        # Detached, as in JAX's pass (no enclosing module): see above.
-        scratch = func.FuncOp("smalto_transfer_probe", ir.FunctionType.get([], []))
-        try:
-            with ir.InsertionPoint(scratch.add_entry_block()):
-                ref = builtin.UnrealizedConversionCastOp([ref_type], []).results[0]
-                if own_strides:
-                    ref = utils.memref_reshape(ref, (*(1 for _ in shape), *shape))
-                for use_txmatrix in (True, False) if txmatrix else (False,):
-                    steps = fa.FragmentedArray.transfer_tiled(
-                        ref,
-                        swizzle,
-                        reg,
-                        shape,
-                        optimized=optimized,
-                        ref_tiling_rank=len(tiling),
-                        use_txmatrix=use_txmatrix,
-                    )
-                    try:
-                        next(steps)
-                    except _NO_PLAN:
-                        continue
-                    except Exception:  # noqa: BLE001 -- JAX's pass would crash here
-                        return False
-                    return True
-                return False
-        finally:
-            scratch.erase()
+# A load and a store of one value ask the schedule the same question: one answer each.
+_schedule_starts = lru_cache(maxsize=8192)(schedule.schedule_starts)
 
 
 @lru_cache(maxsize=4096)

@@ -1,9 +1,8 @@
 """What a process's first call asks of the lowering's transfer schedule (``hw.transfers``).
 
-Each question the schedule answers for the first time costs 0.5 to 50 ms (JAX's
-``transfer_tiled`` builds IR and, for an optimized SMEM transfer, searches for a
-plan free of bank conflicts), so the first call of a fresh process is mostly
-these. A load and a store of one value ask the schedule once; the complete search
+Each question the schedule answers for the first time costs up to tens of
+milliseconds where an optimized SMEM transfer has no plan free of bank conflicts
+(JAX's planner tries every staggering), so a first call can be mostly these. A load and a store of one value ask the schedule once; the complete search
 asks it only about values that every cheaper check on a slot kept; and neither
 changes an answer.
 """

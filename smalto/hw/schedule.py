@@ -1,0 +1,322 @@
+"""Whether the lowering's transfer schedule starts, decided on plain tuples.
+
+The lowering moves a tiled register value to or from a ref with
+``FragmentedArray.transfer_tiled`` (jax 0.12.0.1). Before its first step that
+generator decides, from the ref's shape and strides alone, whether the transfer
+can be scheduled at all: whether the ``ldmatrix``/``stmatrix`` path applies,
+whether the vectors' strides fit, and whether a plan exists (JAX's own
+``plan_tiled_transfer`` for SMEM, ``plan_gmem_transfer`` for GMEM). Only then
+does it build IR: a few hundred ops, which cost 0.5-4 ms the first time a
+process asks, while the decisions cost a fraction of that.
+
+So this module makes those decisions itself, in the generator's order, and
+calls JAX's planners (and its ``Tiling`` arithmetic) for the parts that carry
+the hardware knowledge. It answers what running the generator's first step on
+a throw-away ref inside a detached function answers, question for question:
+``tests/hw/test_schedule_model.py`` holds it to that probe on every question
+the corpus asks and on a grid of generated ones. Where the probe meets an
+exception other than "no plan" (the lowering would crash), the answer is no.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import dialect_lowering, utils
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu.mma import MMALayouts
+
+from smalto.hw.strides import row_major
+
+# What the generator raises for "this layout cannot move this way": the caller then
+# tries the next path (``ldmatrix`` first, then plain vectors) or answers no.
+NO_PLAN = (fa.TxMatrixIneligible, fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
+
+Nested = tuple[tuple[int, ...], ...]
+
+
+class _CannotProbe(Exception):
+    """The probe itself fails before the schedule runs (the lowering would, too)."""
+
+
+class _Crash(Exception):
+    """Where the probe's generator raises something other than "no plan"."""
+
+
+def schedule_starts(
+    tiling: tuple[int, ...],
+    swizzle: int,
+    reg: fa.TiledLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    bitwidth: int,
+    optimized: bool,
+    txmatrix: bool = True,
+    *,
+    gmem: bool = False,
+    untiled: bool = False,
+) -> bool:
+    """Whether ``transfer_tiled`` yields a first step for this transfer.
+
+    The ref is the one the lowering hands the schedule: tiled by ``tiling``
+    with dense tiles, or (``untiled``, as GMEM and untiled SMEM are) with its
+    own strides behind as many leading unit dims as it has dims. ``txmatrix``:
+    try the ``ldmatrix``/``stmatrix`` path first, as vector loads and stores do.
+    """
+    try:
+        ref_shape, ref_strides = _probed_ref(tiling, shape, strides, untiled)
+    except _CannotProbe:
+        return False
+    for use_txmatrix in (True, False) if txmatrix else (False,):
+        try:
+            return _first_step(
+                ref_shape,
+                ref_strides,
+                len(tiling),
+                swizzle,
+                reg,
+                shape,
+                bitwidth,
+                optimized,
+                use_txmatrix,
+                gmem,
+            )
+        except NO_PLAN:
+            continue
+        except Exception:  # noqa: BLE001 -- the lowering would crash here: no plan it can use
+            return False
+    return False
+
+
+def _probed_ref(
+    tiling: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...], untiled: bool
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape and strides of the ref the schedule is given.
+
+    Untiled with strides that are not row-major (a column, a window, a
+    transposed ref), the lowering keeps the ref's strides and prepends unit
+    dims (``memref_reshape``, which unfolds the first dim longer than one).
+    Otherwise the ref is tiled, each tile dense (``tile_strides``).
+    """
+    if untiled and tuple(strides) != row_major(shape):
+        first = next((i for i, size in enumerate(shape) if size != 1), len(shape) - 1)
+        unit = shape[first] * strides[first]
+        return (1,) * len(shape) + shape, (unit,) * len(shape) + tuple(strides)
+    try:
+        tiled_shape = tuple(utils.tile_shape(shape, tiling))
+        tiled_strides = tuple(dialect_lowering.tile_strides(strides, tiling))
+    except ValueError as error:  # the tiling does not apply: validity rules it out first
+        raise _CannotProbe from error
+    return tiled_shape, tiled_strides
+
+
+def _first_step(
+    ref_shape: tuple[int, ...],
+    ref_strides: tuple[int, ...],
+    tiling_rank: int,
+    swizzle: int,
+    layout: fa.TiledLayout,
+    shape: tuple[int, ...],
+    bitwidth: int,
+    optimized: bool,
+    use_txmatrix: bool,
+    gmem: bool,
+) -> bool:
+    """The generator up to its first step: raises what it raises, else whether it yields."""
+    if not tiling_rank or tiling_rank > len(ref_shape) // 2:
+        raise _Crash("the tiling rank does not fit the ref")
+    logical_rank = len(ref_shape) - tiling_rank
+    if fa.Tiling((ref_shape[logical_rank:],)).untile_shape(ref_shape) != shape:
+        raise _Crash("the ref does not hold the value's shape")
+    nested_shape, nested_strides = _nested_ref(ref_shape, ref_strides, tiling_rank)
+    tiled_shape, tiled_strides = layout.tiling.tile_nested_shape_strides(
+        nested_shape, nested_strides
+    )
+
+    txmatrix: str | None = None  # "row" or "col": the ldmatrix path and its direction
+    vector_dim = layout.vector_dim
+    if use_txmatrix:
+        txmatrix = _txmatrix_direction(layout, tiled_shape, tiled_strides, bitwidth, gmem)
+        if txmatrix == "col":  # the vectors run down the major lane dim
+            major_lane = layout.lane_dims[0]
+            assert isinstance(major_lane, int)
+            vector_dim = major_lane
+
+    vector_length = layout.vector_length
+    for dim, (dim_strides, dim_shape) in fa.enumerate_negative(
+        list(zip(tiled_strides, tiled_shape, strict=False))
+    ):
+        if dim != vector_dim and any(
+            s % vector_length and d != 1 for s, d in zip(dim_strides, dim_shape, strict=False)
+        ):
+            raise fa.UnsupportedTransferError("strides not a multiple of the vector length")
+    if tiled_strides[vector_dim] != (1,):
+        raise fa.UnsupportedTransferError("the vectors' dim is not contiguous")
+    tiles_shape = _tiles_shape(layout, tiled_shape)
+    if vector_length * bitwidth % 8:
+        raise _Crash("vectors of a fraction of a byte")
+    if swizzle not in (16, 32, 64, 128):
+        raise _Crash("not a swizzle")
+
+    plan: object = fa.TrivialTransferPlan()
+    if optimized and gmem:
+        plan = fa.plan_gmem_transfer(nested_shape, nested_strides, layout, bitwidth)
+    elif optimized:
+        banked = _col_txmatrix_layout(layout, bitwidth) if txmatrix == "col" else layout
+        plan = fa.plan_tiled_transfer(nested_shape, nested_strides, banked, bitwidth, swizzle)
+        if txmatrix is not None and not isinstance(plan, fa.TrivialTransferPlan):
+            raise fa.TxMatrixIneligible("ldmatrix needs a trivial plan")
+
+    if txmatrix is None:
+        return all(tiles_shape)  # the first of the tiles, one step each
+    return _txmatrix_steps_exist(layout, tiles_shape, tiled_shape, bitwidth)
+
+
+def _nested_ref(
+    ref_shape: tuple[int, ...], ref_strides: tuple[int, ...], tiling_rank: int
+) -> tuple[Nested, Nested]:
+    """Each logical dim of the ref as its (tiles, within a tile) pair; unit tile dims dropped."""
+    logical_rank = len(ref_shape) - tiling_rank
+    first_tiled = logical_rank - tiling_rank
+    shapes: list[tuple[int, ...]] = []
+    strides: list[tuple[int, ...]] = []
+    for dim in range(logical_rank):
+        inner = dim + tiling_rank
+        if dim >= first_tiled and ref_shape[inner] != 1:
+            shapes.append((ref_shape[dim], ref_shape[inner]))
+            strides.append((ref_strides[dim], ref_strides[inner]))
+        else:
+            shapes.append((ref_shape[dim],))
+            strides.append((ref_strides[dim],))
+    return tuple(shapes), tuple(strides)
+
+
+def _txmatrix_direction(
+    layout: fa.TiledLayout,
+    tiled_shape: Nested,
+    tiled_strides: Nested,
+    bitwidth: int,
+    gmem: bool,
+) -> str:
+    """Which ``ldmatrix`` path applies: "row", "col"; raises ``TxMatrixIneligible`` if none."""
+    minor_lane = layout.lane_dims[-1]
+    major_lane = layout.lane_dims[0]
+    eligible = (
+        bitwidth * layout.vector_length == 32
+        and isinstance(minor_lane, int)
+        and math.prod(tiled_shape[minor_lane]) % 4 == 0
+    )
+    row = (
+        eligible
+        and isinstance(minor_lane, int)
+        and tiled_shape[minor_lane][-1] % 4 == 0
+        and tiled_strides[minor_lane][-1] == layout.vector_length
+    )
+    col = (
+        eligible
+        and bitwidth in (8, 16)
+        and isinstance(major_lane, int)
+        and len(layout.lane_dims) == 2
+        and tiled_shape[major_lane] == (8,)
+        and tiled_strides[major_lane] == (1,)
+    )
+    if col and bitwidth == 8:
+        # The 8-bit transposed path asks the enclosing module for the architecture,
+        # which the probe's detached function does not have: it raises.
+        raise _Crash("the 8-bit transposed path needs the architecture")
+    if not (row or col) or gmem:
+        raise fa.TxMatrixIneligible("no ldmatrix path for this layout")
+    return "row" if row else "col"
+
+
+def _col_txmatrix_layout(layout: fa.TiledLayout, bitwidth: int) -> fa.TiledLayout:
+    """The layout whose bank accesses a 16-bit transposed ``ldmatrix`` makes.
+
+    The 8-row major lane dim splits into 4 x 2: the 2 become the vector, and the
+    lanes run over the minor lane dim and the old vector.
+    """
+    if bitwidth != 16:
+        raise _Crash("transposed ldmatrix of this width")
+    major_lane = layout.lane_dims[0]
+    assert isinstance(major_lane, int)
+    tile_index, within = layout.find_dim_in_tiling(major_lane)
+    new_tile = list(layout.tiling.tiles[tile_index])
+    new_tile[within] = layout.vector_length
+    split = layout.subdivide_tile(tile_index, tuple(new_tile))
+    row_major_lane, row_minor_lane, col_major_lane = split.lane_dims
+    assert isinstance(row_minor_lane, int)
+    return fa.TiledLayout(
+        split.tiling,
+        split.warp_dims,
+        (col_major_lane, split.vector_dim, row_major_lane),
+        row_minor_lane,
+    )
+
+
+def _tiles_shape(layout: fa.TiledLayout, tiled_shape: Nested) -> list[int]:
+    """The tiles one thread steps over: the tiled shape with every dim that
+    warps, lanes or the vector split set to one, flattened."""
+    per_dim = list(tiled_shape)
+    for dim in (*layout.partitioned_warp_dims, *layout.partitioned_lane_dims, layout.vector_dim):
+        per_dim[dim] = (1,) * len(per_dim[dim])
+    return list(itertools.chain.from_iterable(per_dim))
+
+
+@functools.cache
+def _mma_operands(bitwidth: int) -> tuple[tuple[fa.TiledLayout, ...], tuple[fa.TiledLayout, ...]]:
+    """The MMA operand layouts (lhs, rhs) whose ``ldmatrix`` order the schedule keeps."""
+    with ir.Context():
+        element = ir.IntegerType.get_signless(bitwidth)
+        operands = [MMALayouts(element, m_warps=warps) for warps in (1, 2, 4)]
+    return tuple(o.lhs for o in operands), tuple(o.rhs for o in operands)
+
+
+def _txmatrix_steps_exist(
+    layout: fa.TiledLayout, tiles_shape: list[int], tiled_shape: Nested, bitwidth: int
+) -> bool:
+    """Whether the ``ldmatrix`` partition of the tiles has a first group of transfers.
+
+    The tiles are grouped by fours (or twos) along dims that divide so; an MMA
+    operand's groups follow the order the MMA reads its registers in.
+    """
+    lhs, rhs = _mma_operands(bitwidth)
+    factored: list[tuple[int, int]]
+    if layout in lhs:
+        assert tiled_shape[-6] == (2,) and tiled_shape[-5] == (2,)
+        major = len(tiles_shape) - sum(len(s) for s in tiled_shape[-6:])
+        factored = [(major, 2), (major + 1, 2)]
+    elif layout in rhs:
+        assert tiled_shape[-6] == (2,)
+        factored = [(len(tiles_shape) - sum(len(s) for s in tiled_shape[-6:]), 2)]
+    else:
+        by_four = next((dim for dim, size in enumerate(tiles_shape) if size % 4 == 0), None)
+        if by_four is not None:
+            factored = [(by_four, 4)]
+        else:
+            factored = [(dim, 2) for dim, size in enumerate(tiles_shape) if size % 2 == 0][:2]
+    groups = list(tiles_shape)
+    for dim, size in factored:
+        assert groups[dim] % size == 0
+        groups[dim] //= size
+    return any(all(shape) for shape in _group_shapes(groups, factored))
+
+
+def _group_shapes(groups: list[int], factored: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """The shapes of the transfer groups, in the order the schedule runs them."""
+    factored_num = math.prod(size for _, size in factored)
+    if factored_num == 4:
+        return [list(groups)]
+    shapes: list[list[int]] = []
+    for factor in (2,) if factored_num == 2 else (4, 2):
+        for dim, size in enumerate(groups):
+            if size > factor:
+                if any(d == dim for d, _ in factored):
+                    assert list(factored) == [(dim, 2)]
+                shapes.append([*groups[:dim], size // factor, *groups[dim + 1 :]])
+                groups[dim] %= factor
+    shapes.append(list(groups))
+    return shapes
