@@ -5,7 +5,8 @@ The lowering moves a tiled register value to or from a ref with
 generator decides, from the ref's shape and strides alone, whether the transfer
 can be scheduled at all: whether the ``ldmatrix``/``stmatrix`` path applies,
 whether the vectors' strides fit, and whether a plan exists (JAX's own
-``plan_tiled_transfer`` for SMEM, ``plan_gmem_transfer`` for GMEM). Only then
+``plan_tiled_transfer`` for SMEM; for GMEM, ``plan_gmem_transfer``'s
+coalescing, which ``hw.coalescing`` judges without numpy). Only then
 does it build IR: a few hundred ops, which cost 0.5-4 ms the first time a
 process asks, while the decisions cost a fraction of that.
 
@@ -24,12 +25,14 @@ import functools
 import itertools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import dialect_lowering, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu.mma import MMALayouts
 
+from smalto.hw import coalescing
 from smalto.hw.strides import row_major
 
 # What the generator raises for "this layout cannot move this way": the caller then
@@ -37,10 +40,6 @@ from smalto.hw.strides import row_major
 NO_PLAN = (fa.TxMatrixIneligible, fa.TransferPlanDerivationError, fa.UnsupportedTransferError)
 
 Nested = tuple[tuple[int, ...], ...]
-
-
-class _CannotProbe(Exception):
-    """The probe itself fails before the schedule runs (the lowering would, too)."""
 
 
 class _Crash(Exception):
@@ -68,23 +67,12 @@ def schedule_starts(
     try the ``ldmatrix``/``stmatrix`` path first, as vector loads and stores do.
     """
     try:
-        ref_shape, ref_strides = _probed_ref(tiling, shape, strides, untiled)
-    except _CannotProbe:
+        ref = _scheduled_ref(tiling, reg, shape, strides, untiled)
+    except Exception:  # noqa: BLE001 -- the lowering would fail on this ref whichever path
         return False
     for use_txmatrix in (True, False) if txmatrix else (False,):
         try:
-            return _first_step(
-                ref_shape,
-                ref_strides,
-                len(tiling),
-                swizzle,
-                reg,
-                shape,
-                bitwidth,
-                optimized,
-                use_txmatrix,
-                gmem,
-            )
+            return _first_step(ref, swizzle, reg, bitwidth, optimized, use_txmatrix, gmem)
         except NO_PLAN:
             continue
         except Exception:  # noqa: BLE001 -- the lowering would crash here: no plan it can use
@@ -92,41 +80,41 @@ def schedule_starts(
     return False
 
 
-def _probed_ref(
-    tiling: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...], untiled: bool
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shape and strides of the ref the schedule is given.
+class _Ref(NamedTuple):
+    """The ref as the schedule sees it, the same on either path.
+
+    ``nested``: each logical dim as (tiles, within a tile), what the planners
+    take; ``tiled``: that, tiled further by the register layout's tiling.
+    """
+
+    nested_shape: Nested
+    nested_strides: Nested
+    tiled_shape: Nested
+    tiled_strides: Nested
+
+
+def _scheduled_ref(
+    tiling: tuple[int, ...],
+    layout: fa.TiledLayout,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    untiled: bool,
+) -> _Ref:
+    """What the schedule checks and derives of its ref before either path.
 
     Untiled with strides that are not row-major (a column, a window, a
     transposed ref), the lowering keeps the ref's strides and prepends unit
-    dims (``memref_reshape``, which unfolds the first dim longer than one).
-    Otherwise the ref is tiled, each tile dense (``tile_strides``).
+    dims (``memref_reshape``); the strides those get decide nothing, as every
+    check skips dims of size one. Otherwise the ref is tiled, each tile dense
+    (``tile_strides``).
     """
+    tiling_rank = len(tiling)
     if untiled and tuple(strides) != row_major(shape):
-        first = next((i for i, size in enumerate(shape) if size != 1), len(shape) - 1)
-        unit = shape[first] * strides[first]
-        return (1,) * len(shape) + shape, (unit,) * len(shape) + tuple(strides)
-    try:
-        tiled_shape = tuple(utils.tile_shape(shape, tiling))
-        tiled_strides = tuple(dialect_lowering.tile_strides(strides, tiling))
-    except ValueError as error:  # the tiling does not apply: validity rules it out first
-        raise _CannotProbe from error
-    return tiled_shape, tiled_strides
-
-
-def _first_step(
-    ref_shape: tuple[int, ...],
-    ref_strides: tuple[int, ...],
-    tiling_rank: int,
-    swizzle: int,
-    layout: fa.TiledLayout,
-    shape: tuple[int, ...],
-    bitwidth: int,
-    optimized: bool,
-    use_txmatrix: bool,
-    gmem: bool,
-) -> bool:
-    """The generator up to its first step: raises what it raises, else whether it yields."""
+        ref_shape = (1,) * len(shape) + shape
+        ref_strides = (max(shape[0] * strides[0], 1),) * len(shape) + tuple(strides)
+    else:
+        ref_shape = tuple(utils.tile_shape(shape, tiling))
+        ref_strides = tuple(dialect_lowering.tile_strides(strides, tiling))
     if not tiling_rank or tiling_rank > len(ref_shape) // 2:
         raise _Crash("the tiling rank does not fit the ref")
     logical_rank = len(ref_shape) - tiling_rank
@@ -136,7 +124,21 @@ def _first_step(
     tiled_shape, tiled_strides = layout.tiling.tile_nested_shape_strides(
         nested_shape, nested_strides
     )
+    return _Ref(nested_shape, nested_strides, tiled_shape, tiled_strides)
 
+
+def _first_step(
+    ref: _Ref,
+    swizzle: int,
+    layout: fa.TiledLayout,
+    bitwidth: int,
+    optimized: bool,
+    use_txmatrix: bool,
+    gmem: bool,
+) -> bool:
+    """One path of the generator up to its first step: raises what it raises, else
+    whether it yields."""
+    nested_shape, nested_strides, tiled_shape, tiled_strides = ref
     txmatrix: str | None = None  # "row" or "col": the ldmatrix path and its direction
     vector_dim = layout.vector_dim
     if use_txmatrix:
@@ -164,7 +166,7 @@ def _first_step(
 
     plan: object = fa.TrivialTransferPlan()
     if optimized and gmem:
-        plan = fa.plan_gmem_transfer(nested_shape, nested_strides, layout, bitwidth)
+        coalescing.check_coalesced(layout, tiled_shape, tiled_strides, bitwidth)
     elif optimized:
         banked = _col_txmatrix_layout(layout, bitwidth) if txmatrix == "col" else layout
         plan = fa.plan_tiled_transfer(nested_shape, nested_strides, banked, bitwidth, swizzle)

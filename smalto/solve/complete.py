@@ -12,8 +12,9 @@ search at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import cast
+from typing import Any, cast
 
 from smalto.constraints.language import (
     Constraint,
@@ -23,8 +24,10 @@ from smalto.constraints.language import (
 )
 from smalto.hw.values import Const
 from smalto.solve import domains
-from smalto.solve.evaluate import FAILS, OPEN, judge_of
+from smalto.solve.evaluate import FAILS, OPEN, Lookup, Verdict, judge_of
 from smalto.solve.propagation import Conflict, DeepRecursion, Propagation, Reason
+
+Judge = Callable[[Any, Lookup], Verdict]
 
 # Domains shared by the searches of many small systems cut from one kernel (a
 # diagnosis's minimal-core search): by the values a system mentions, the layouts offered
@@ -44,8 +47,14 @@ class CompleteSearch:
         self.state = state
         # Per slot, its finite domain (``_prepare_domains``).
         self.domains: dict[int, list[Const]] = {}
-        # Per open slot, the values of its domain still possible (``_live_values``).
+        # Per open slot, the values of its domain still possible (``_live_values``), save
+        # for the transfer checks it had at the root, which are judged as needed
+        # (``_transfers_at_root``): a value that fails them counts as not there.
         self.live: dict[int, list[Const]] = {}
+        self._transfers_at_root: dict[int, list[tuple[Judge, Constraint]]] = {}
+        # Per slot, those checks' verdict on each value judged so far (by identity: each
+        # value is one object in the domains, ``_prepare_domains``).
+        self._verdicts: dict[int, dict[int, bool]] = {}
         # Domains made by earlier searches, where the caller shares them (``DomainsMade``).
         self.made_before: DomainsMade | None = None
 
@@ -136,7 +145,15 @@ class CompleteSearch:
             )
 
     def _live_values(self, slot: int) -> list[Const]:
-        """The slot's domain values that no constraint on it alone rules out (forward checking)."""
+        """The slot's domain values that no constraint on it alone rules out (forward
+        checking), but for its transfer checks: those are kept for ``_survives``.
+
+        A transfer check may run the lowering's schedule for each value; the
+        search needs a slot's exact count of live values only to order parts and
+        pick the next variable, often where a few survivors settle it, so the
+        rest are asked only when tried. The root's variables never change, so
+        such a check's verdict on a value is the same whenever it is judged.
+        """
         state = self.state
         checks = [
             state.constraints[ci]
@@ -144,10 +161,40 @@ class CompleteSearch:
             if state.open[ci]
             and all(s == slot or state.value[s] is not None for s in state.slots_of[ci])
         ]
+        transfers = [c for c in checks if _asks_the_lowering(c)]
+        if transfers:
+            self._transfers_at_root[slot] = [(judge_of(c, True), c) for c in transfers]
+            self._verdicts[slot] = {}
+            checks = [c for c in checks if not _asks_the_lowering(c)]
         # Every value of a domain fits its slot (``domain`` and ``close`` keep only those).
         if not checks:
             return list(self.domains[slot])
         return self._admitted(slot, self.domains[slot], checks)
+
+    def _survives(self, slot: int, value: Const) -> bool:
+        """Whether ``value`` passes the transfer checks ``slot`` had at the root."""
+        judged = self._transfers_at_root.get(slot)
+        if judged is None:
+            return True
+        verdicts = self._verdicts[slot]
+        verdict = verdicts.get(id(value))
+        if verdict is None:
+            verdict = verdicts[id(value)] = self._passes(slot, value, judged)
+        return verdict
+
+    def _live_count(self, slot: int, enough: int) -> int:
+        """How many live values ``slot`` has, counted up to ``enough`` (then ``enough``):
+        the transfer checks are judged only as far as the count needs."""
+        values = self.live[slot]
+        if slot not in self._transfers_at_root:
+            return min(len(values), enough)
+        count = 0
+        for value in values:
+            if count >= enough:
+                break
+            if self._survives(slot, value):
+                count += 1
+        return count
 
     def _complete_search(self) -> bool:
         """Most-constrained variable first, over live domains kept by forward checking.
@@ -159,10 +206,12 @@ class CompleteSearch:
         state = self.state
         self.live = {}
         self.live_trail: list[tuple[int, list[Const]]] = []
+        self._transfers_at_root = {}
+        self._verdicts = {}
         for slot in self.domains:
             if state.value[slot] is None:
                 self.live[slot] = self._live_values(slot)
-                if not self.live[slot]:
+                if not self._live_count(slot, 1):
                     return False
         for part in self._independent_parts():
             if not self._complete_step(part):
@@ -193,21 +242,33 @@ class CompleteSearch:
         parts: dict[int, list[int]] = {}
         for slot in self.live:
             parts.setdefault(find(slot), []).append(slot)
-        return sorted(parts.values(), key=lambda part: min(len(self.live[s]) for s in part))
+        return sorted(parts.values(), key=self._fewest_live)
+
+    def _fewest_live(self, part: list[int]) -> int:
+        """The smallest count of live values among the part's variables."""
+        fewest = 1 << 30
+        # Slots without deferred checks first: their counts bound what the others need.
+        for slot in sorted(part, key=lambda s: s in self._transfers_at_root):
+            fewest = min(fewest, self._live_count(slot, fewest))
+        return fewest
 
     def _complete_step(self, part: list[int]) -> bool:
         state = self.state
         best, best_size = -1, 1 << 30
         for slot in part:
-            if state.value[slot] is None and len(self.live[slot]) < best_size:
-                best, best_size = slot, len(self.live[slot])
-                if best_size <= 1:
-                    break
+            if state.value[slot] is None:
+                size = self._live_count(slot, best_size)
+                if size < best_size:
+                    best, best_size = slot, size
+                    if best_size <= 1:
+                        break
         if best < 0:
             # The part is complete: each of its constraints must have closed.
             return not any(state.open[ci] for slot in part for ci in state.watchers[slot])
         fuel = state.fuel
         for value in list(self.live[best]):
+            if not self._survives(best, value):
+                continue  # as if its transfers had ruled it out at the root
             if fuel.spent >= fuel.limit:
                 raise fuel.exhausted(state.open_variables)
             fuel.spent += 1
@@ -242,12 +303,37 @@ class CompleteSearch:
                     continue
                 target = unknown[0]
                 before = self.live[target]
-                after = self._admitted(target, before, [state.constraints[ci]])
+                c = state.constraints[ci]
+                if target in self._transfers_at_root:
+                    # Not the values its root transfer checks already ruled out (all of
+                    # them first where this check asks the lowering too).
+                    if _asks_the_lowering(c):
+                        self._live_count(target, len(before))
+                    verdicts = self._verdicts[target]
+                    candidates = [v for v in before if verdicts.get(id(v), True)]
+                else:
+                    candidates = before
+                after = self._admitted(target, candidates, [c])
                 if len(after) != len(before):
                     self.live_trail.append((target, before))
                     self.live[target] = after
-                    if not after:
+                    if not self._live_count(target, 1):
                         return False
+        return True
+
+    def _passes(self, slot: int, candidate: Const, judged: list[tuple[Judge, Constraint]]) -> bool:
+        """Whether ``slot`` holding ``candidate`` leaves every judged check held or closed."""
+        state = self.state
+        root, value_of = state.root, state.value
+
+        def lookup(v: int) -> Const | None:
+            r = root[v]
+            return candidate if r == slot else value_of[r]
+
+        for judge_kind, c in judged:
+            verdict = judge_kind(c, lookup)
+            if verdict is FAILS or verdict is OPEN:
+                return False
         return True
 
     def _admitted(self, slot: int, values: list[Const], checks: list[Constraint]) -> list[Const]:
