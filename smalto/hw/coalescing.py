@@ -15,6 +15,7 @@ through ``hw.schedule``, to the lowering's own schedule.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
@@ -79,13 +80,28 @@ def check_coalesced(
     ]
     if any(stride * bitwidth // 8 % _SECTOR_BYTES for _, stride in steps_out):
         raise fa.TransferPlanDerivationError("a step not aligned to a 32-byte sector")
+    # The warpgroup's sectors: the warp's, repeated at each tile and warp step. Kept as
+    # runs of consecutive sectors, a handful where there would be a thousand sectors.
+    runs = _runs((sector, sector + 1) for sector in sectors)
     for size, stride in steps_out:
         assert stride * bitwidth % (8 * _SECTOR_BYTES) == 0
         step = stride * bitwidth // (8 * _SECTOR_BYTES)
-        sectors = {sector + i * step for sector in sectors for i in range(size)}
-    lines = {sector // _SECTORS_PER_LINE for sector in sectors}
-    if len(sectors) != len(lines) * _SECTORS_PER_LINE:
+        runs = _runs((start + i * step, end + i * step) for start, end in runs for i in range(size))
+    # Whole lines exactly where every maximal run starts and ends on a line boundary.
+    if any(start % _SECTORS_PER_LINE or end % _SECTORS_PER_LINE for start, end in runs):
         raise fa.TransferPlanDerivationError("a warpgroup touches part of a 128-byte line")
+
+
+def _runs(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The maximal runs ``[start, end)`` that these spans of sectors cover together."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _per_thread_tiles(
