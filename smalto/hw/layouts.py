@@ -208,7 +208,7 @@ def _argmin(values: tuple[int, ...]) -> int:
 
 @cache
 def _tmem_native(layout: fa.TiledLayout) -> bool:
-    return layout == fa.tmem_native_layout(layout.vector_length)
+    return layout == tmem_native(layout.vector_length)
 
 
 # Element bitwidths whose (WGMMA|TCGEN05) <-> transposed relayout the lowering implements.
@@ -319,6 +319,13 @@ def reduce_tiled(layout: fa.TiledLayout, axes: tuple[int, ...]) -> fa.TiledLayou
 def tmem_native(vector_length: int) -> fa.TiledLayout:
     """``fa.tmem_native_layout`` (cached: JAX builds it anew)."""
     return fa.tmem_native_layout(vector_length)
+
+
+@cache
+def tmem_as_tiled(tmem: tcgen05.TMEMLayout) -> fa.TiledLayout:
+    """The register layout that mirrors a TMEM layout (cached: JAX builds it anew, and
+    checks it, each time it is asked)."""
+    return tmem.as_tiled_layout()
 
 
 @cache

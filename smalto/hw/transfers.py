@@ -217,7 +217,7 @@ def tmem_transfer_supported(
     default = hl.tmem_default(packing).layout
     if reg == fa.TCGEN05_LAYOUT and tmem == default:
         return True
-    if reg == tmem.as_tiled_layout() and packing * bitwidth == 32:
+    if reg == hl.tmem_as_tiled(tmem) and packing * bitwidth == 32:
         return True
     if (
         reg == fa.TMEM_NATIVE_LAYOUT

@@ -305,7 +305,7 @@ def _forced(
         tmem = values.get(constraint.tmem.id)
         if isinstance(tmem, Tmem):
             shape, bits = constraint.shape, constraint.bitwidth
-            for layout in (hl.TCGEN05, tmem.layout.as_tiled_layout()):
+            for layout in (hl.TCGEN05, hl.tmem_as_tiled(tmem.layout)):
                 if tmem_transfer_supported(tmem.layout, layout, shape, bits):
                     return Forces(constraint.reg.id, Reg(layout))
     if isinstance(constraint, Relayout) and constraint.strict:

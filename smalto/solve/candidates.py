@@ -164,7 +164,7 @@ def _tmem_register_values(tmem: Tmem, shape: tuple[int, ...], bitwidth: int) -> 
     registers are open, and each question would build JAX layouts afresh.
     """
     columns = shape[1]
-    layouts = [hl.TCGEN05, tmem.layout.as_tiled_layout(), hl.TMEM_NATIVE, hl.WGMMA]
+    layouts = [hl.TCGEN05, hl.tmem_as_tiled(tmem.layout), hl.TMEM_NATIVE, hl.WGMMA]
     if columns % 16 == 0:
         layouts.append(hl.m64_collective(columns))
     return tuple(

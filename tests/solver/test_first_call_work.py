@@ -1,9 +1,10 @@
 """What a process's first call asks of the lowering's transfer schedule (``hw.transfers``).
 
-Each question the schedule answers for the first time costs up to tens of
-milliseconds where an optimized SMEM transfer has no plan free of bank conflicts
-(JAX's planner tries every staggering), so a first call can be mostly these. A load and a store of one value ask the schedule once; the complete search
-asks it only about values that every cheaper check on a slot kept; and neither
+A question costs up to tens of milliseconds where an optimized SMEM transfer has
+no plan free of bank conflicts (JAX's planner tries every staggering), so a first
+call can be mostly these. A load and a store of one value ask the schedule once;
+the complete search asks it only about values that every cheaper check on a slot
+kept, and about a slot's values only as far as its choices need; and none of this
 changes an answer.
 """
 
@@ -75,3 +76,46 @@ def test_the_complete_search_asks_the_schedule_last_with_the_same_answer(
     message_in_order, questions_in_order = _refusal_and_questions()
     assert message == message_in_order
     assert questions < questions_in_order
+
+
+# Bundled corpus kernels where JAX's answer breaks a GMEM transfer, so the widened complete
+# search decides: it finds layouts for the first, and proves the second has none.
+WIDENED = [
+    "pallas_tests/PallasCallWGTest.test_subbyte_upcast8",
+    "pallas_tests/PallasCallWGTest.test_broadcast_in_dim11",
+]
+
+
+def _answer_and_questions(key: str) -> tuple[str, int]:
+    transfers._schedule_starts.cache_clear()
+    transfers.smem_transfer_supported.cache_clear()
+    transfers.gmem_transfer_supported.cache_clear()
+    entry = next(e for e in reference.bundled_entries() if e.key == key)
+    context = reference.make_context()
+    module = reference.parse(entry.path, context)
+    try:
+        with context:
+            smalto.infer_layout(module, arch=entry.arch)
+        answer = str(module)
+    except smalto.InferenceError as refusal:
+        answer = str(refusal)  # its diagnosis included
+    return answer, transfers._schedule_starts.cache_info().misses
+
+
+@pytest.mark.parametrize("key", WIDENED)
+def test_root_transfers_are_judged_as_the_search_needs_them(
+    key: str, empty_caches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The complete search counts a slot's live values only as far as the choice of the next
+    variable needs, and asks about the rest when they are tried: fewer questions than
+    judging every value at the root, and the same layouts."""
+    lazily, asked_lazily = _answer_and_questions(key)
+    counted = complete.CompleteSearch._live_count
+
+    def every_value_judged(search: complete.CompleteSearch, slot: int, enough: int) -> int:
+        return min(counted(search, slot, 1 << 30), enough)
+
+    monkeypatch.setattr(complete.CompleteSearch, "_live_count", every_value_judged)
+    eagerly, asked_eagerly = _answer_and_questions(key)
+    assert lazily == eagerly
+    assert asked_lazily < asked_eagerly
