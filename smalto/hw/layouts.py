@@ -45,6 +45,7 @@ TMA_INDICES = fa.TMA_INDICES_LAYOUT
 TMA_INDICES_4 = fa.TMA_INDICES_4_LAYOUT
 
 WARPGROUP_SIZE = fa.WARPGROUP_SIZE
+TMEM_ROWS = tcgen05.TMEM_ROWS  # lanes of tensor memory: one a thread of a warpgroup
 SWIZZLES = (128, 64, 32)  # widest first: wider swizzles avoid more bank conflicts
 
 

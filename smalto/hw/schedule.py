@@ -93,6 +93,8 @@ class _Ref(NamedTuple):
     tiled_strides: Nested
 
 
+# The loads and stores of one value, and its element types, share a ref: made once.
+@functools.lru_cache(maxsize=2048)
 def _scheduled_ref(
     tiling: tuple[int, ...],
     layout: fa.TiledLayout,

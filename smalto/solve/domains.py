@@ -130,7 +130,8 @@ def tmem_native_layouts(shape: tuple[int, ...], bitwidth: int | None) -> list[Re
     row a thread, as a TMEM load gives it, in vectors of up to 128 bits. The lowering
     converts between them, and a wider vector stores to swizzled SMEM where the default
     one has no plan (a reducing TMEM load's result stored as bf16)."""
-    if len(shape) != 2 or bitwidth is None:
+    if len(shape) != 2 or bitwidth is None or shape[0] % hl.TMEM_ROWS:
+        # A thread holds a TMEM row: none fits fewer rows than TMEM has (so none is built).
         return []
     out: list[Reg] = []
     vec = 1

@@ -10,7 +10,9 @@ Pallas kernels that need them are in ``test_lowering_valid.py``.
 
 from __future__ import annotations
 
+import pytest
 import reference
+from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 from rule_kit import (
     HOPPER,
@@ -56,6 +58,26 @@ def test_minor_only_tiles_the_minor_dim_and_reduces_over_rows_within_threads() -
     assert chunk.reduce([0]) == hl.minor_only(1, 1)
     assert hl.fits(Reg(chunk), (32, 128)) and not hl.fits(Reg(chunk), (32, 64))
     assert hl.minor_only(2, 2).base_tile_shape == (1, 256)
+
+
+@pytest.mark.parametrize("shape", [(64, 256), (128, 256), (192, 64), (256, 128), (32, 32)])
+@pytest.mark.parametrize("bitwidth", [4, 8, 16, 32])
+def test_the_tmem_native_layouts_offered_are_those_that_fit(
+    shape: tuple[int, int], bitwidth: int
+) -> None:
+    """``tmem_native_layouts`` builds none for fewer rows than TMEM has (a first call
+    need not make JAX's layouts it would throw away), and leaves out none that fits."""
+    fitting = [
+        Reg(fa.tmem_native_layout(vec))
+        for vec in (1, 2, 4, 8, 16, 32)
+        if vec * bitwidth <= 128 and hl.fits(Reg(fa.tmem_native_layout(vec)), shape)
+    ]
+    offered = domains.tmem_native_layouts(shape, bitwidth)
+    assert offered == [v for v in fitting if v.layout != fa.TMEM_NATIVE_LAYOUT]
+    if shape[0] % 128:
+        assert not fitting
+    else:
+        assert offered
 
 
 def test_a_tmem_layout_takes_vectors_of_one_or_a_whole_column() -> None:
