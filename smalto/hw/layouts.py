@@ -209,6 +209,9 @@ def _argmin(values: tuple[int, ...]) -> int:
 
 @cache
 def _tmem_native(layout: fa.TiledLayout) -> bool:
+    # One TMEM row a thread: a tile of any other height is not, and needs no layout built.
+    if layout.tiling.tiles[0][0] != TMEM_ROWS:
+        return False
     return layout == tmem_native(layout.vector_length)
 
 

@@ -68,9 +68,9 @@ def test_the_tmem_native_layouts_offered_are_those_that_fit(
     """``tmem_native_layouts`` builds none for fewer rows than TMEM has (a first call
     need not make JAX's layouts it would throw away), and leaves out none that fits."""
     fitting = [
-        Reg(fa.tmem_native_layout(vec))
-        for vec in (1, 2, 4, 8, 16, 32)
-        if vec * bitwidth <= 128 and hl.fits(Reg(fa.tmem_native_layout(vec)), shape)
+        Reg(fa.tmem_native_layout(vector))
+        for vector in (1, 2, 4, 8, 16, 32)
+        if vector * bitwidth <= 128 and hl.fits(Reg(fa.tmem_native_layout(vector)), shape)
     ]
     offered = domains.tmem_native_layouts(shape, bitwidth)
     assert offered == [v for v in fitting if v.layout != fa.TMEM_NATIVE_LAYOUT]
@@ -78,6 +78,16 @@ def test_the_tmem_native_layouts_offered_are_those_that_fit(
         assert not fitting
     else:
         assert offered
+
+
+def test_every_tmem_native_layout_has_a_tile_of_all_tmem_rows() -> None:
+    """What lets ``tmem_native_layouts`` and the relayout check skip building them."""
+    for vector in (1, 2, 4, 8, 16, 32, 64, 128):
+        assert fa.tmem_native_layout(vector).tiling.tiles[0][0] == hl.TMEM_ROWS
+    # And a relayout between two of them is still allowed, between others not.
+    native = [Reg(fa.tmem_native_layout(vector)) for vector in (1, 2, 4)]
+    assert hl.relayout_allowed(native[0], native[2], 16, strict=False)
+    assert not hl.relayout_allowed(native[0], Reg(hl.wide_rows(16)), 16, strict=False)
 
 
 def test_a_tmem_layout_takes_vectors_of_one_or_a_whole_column() -> None:
