@@ -254,14 +254,7 @@ class CompleteSearch:
 
     def _complete_step(self, part: list[int]) -> bool:
         state = self.state
-        best, best_size = -1, 1 << 30
-        for slot in part:
-            if state.value[slot] is None:
-                size = self._live_count(slot, best_size)
-                if size < best_size:
-                    best, best_size = slot, size
-                    if best_size <= 1:
-                        break
+        best = self._next_variable([slot for slot in part if state.value[slot] is None])
         if best < 0:
             # The part is complete: each of its constraints must have closed.
             return not any(state.open[ci] for slot in part for ci in state.watchers[slot])
@@ -288,6 +281,33 @@ class CompleteSearch:
                 slot, values = self.live_trail.pop()
                 self.live[slot] = values
         return False
+
+    def _next_variable(self, open_slots: list[int]) -> int:
+        """The variable to try next (-1 if none is open): the first with at most one live
+        value, else the first of those with the fewest.
+
+        Counted only as far as that choice needs: a slot whose transfers are still
+        to judge is counted up to the fewest found so far (one more where it comes
+        before the slot that has them, which it would displace on a tie).
+        """
+        if not open_slots:
+            return -1
+        for slot in open_slots:
+            if self._live_count(slot, 2) <= 1:
+                return slot
+        # Every slot has two live values or more: the first with the fewest.
+        deferred = self._transfers_at_root
+        best, fewest = -1, 1 << 30
+        for index, slot in enumerate(open_slots):
+            if slot not in deferred and len(self.live[slot]) < fewest:
+                best, fewest = index, len(self.live[slot])
+        for index, slot in enumerate(open_slots):
+            if slot in deferred:
+                enough = fewest + 1 if index < best else fewest
+                count = self._live_count(slot, enough)
+                if count < enough:  # counted in full: it has the fewest so far
+                    best, fewest = index, count
+        return open_slots[best]
 
     def _forward_check(self, mark: int) -> bool:
         """Narrows the live values of variables left alone in a constraint by the last step."""
