@@ -7,7 +7,10 @@ constrained variable first, over live values kept by forward checking (a
 value that leaves a constraint failed, or open with all its variables set,
 is dropped before it is tried), and part by part: variables no open
 constraint links are solved apart, so a part without a solution fails the
-search at once.
+search at once. A value's transfer checks at the root (each may ask the
+lowering's transfer schedule) are judged only as far as the order of parts and
+the next variable need, and for the rest when a value is tried: the same
+search, with fewer questions.
 """
 
 from __future__ import annotations
