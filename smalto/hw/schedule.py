@@ -14,7 +14,7 @@ So this module makes those decisions itself, in the generator's order, and
 calls JAX's planners (and its ``Tiling`` arithmetic) for the parts that carry
 the hardware knowledge. It answers what running the generator's first step on
 a throw-away ref inside a detached function answers, question for question:
-``tests/hw/test_schedule_model.py`` holds it to that probe on every question
+``tests/solver/test_schedule_model.py`` holds it to that probe on every question
 the corpus asks and on a grid of generated ones. Where the probe meets an
 exception other than "no plan" (the lowering would crash), the answer is no.
 """
