@@ -23,12 +23,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from smalto.pipeline.relayouts import Relayout
-from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span, apply_parts
+from smalto.source.fix_edits import (
+    MACHINE_APPLICABLE,
+    Part,
+    SourceEdit,
+    Span,
+    apply_parts,
+    pallas_gpu_alias,
+)
 
 # Candidates lowered with JAX's pass at most (each is a lowering).
 MAX_CANDIDATES = 6
 _STORES = ("vector.store", "mosaic_gpu.vector_store")
-_PALLAS_GPU = "jax.experimental.pallas.mosaic_gpu"
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ class _Text:
         self.file, self.text, self.tree = file, text, tree
         self.bom = 1 if text.startswith("\ufeff") else 0
         self.lines = text.removeprefix("\ufeff").splitlines(keepends=True)
-        self.module = _module_alias(tree)
+        self.module = pallas_gpu_alias(tree) or "plgpu"
 
     def casts_at_stores(self, relayouts: Sequence[Relayout]) -> list[tuple[str, list[Part]]]:
         """At each store whose value smalto's answer relayouts, the value cast to the
@@ -189,20 +195,6 @@ def _start(node: ast.expr | ast.keyword) -> tuple[int, int]:
 def _end(node: ast.expr | ast.keyword) -> tuple[int, int]:
     assert node.end_lineno is not None and node.end_col_offset is not None
     return node.end_lineno, node.end_col_offset
-
-
-def _module_alias(tree: ast.Module) -> str:
-    """The name the script gives Pallas' Mosaic GPU module (``plgpu``)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "jax.experimental.pallas":
-            for name in node.names:
-                if name.name == "mosaic_gpu":
-                    return name.asname or name.name
-        if isinstance(node, ast.Import):
-            for name in node.names:
-                if name.name == _PALLAS_GPU and name.asname:
-                    return name.asname
-    return "plgpu"
 
 
 __all__ = ["MAX_CANDIDATES", "Portable", "portable_edit"]

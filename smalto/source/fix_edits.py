@@ -233,16 +233,22 @@ class _Source:
 
     def alias(self) -> str | None:
         """The name the file imports Pallas' Mosaic GPU module under (``plgpu``)."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "jax.experimental.pallas":
-                for name in node.names:
-                    if name.name == "mosaic_gpu":
-                        return name.asname or name.name
-            if isinstance(node, ast.Import):
-                for name in node.names:
-                    if name.name == _PALLAS_GPU and name.asname:
-                        return name.asname
-        return None
+        return pallas_gpu_alias(self.tree)
+
+
+def pallas_gpu_alias(tree: ast.Module) -> str | None:
+    """The name a script imports Pallas' Mosaic GPU module under (``plgpu``); None where it
+    does not import it by a name of its own."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "jax.experimental.pallas":
+            for name in node.names:
+                if name.name == "mosaic_gpu":
+                    return name.asname or name.name
+        if isinstance(node, ast.Import):
+            for name in node.names:
+                if name.name == _PALLAS_GPU and name.asname:
+                    return name.asname
+    return None
 
 
 class DiagnosedEdit(Protocol):
@@ -835,5 +841,6 @@ __all__ = [
     "apply_parts",
     "in_kernel_words",
     "overlaps",
+    "pallas_gpu_alias",
     "source_edit",
 ]
