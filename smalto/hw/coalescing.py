@@ -34,7 +34,7 @@ def check_coalesced(
     ``tiled_shape``/``tiled_strides``: the ref's nested dims tiled by the
     layout's tiling, as the schedule has them.
     """
-    tiles_shape, tiles_strides = _per_thread_tiles(layout, tiled_shape, tiled_strides)
+    tiles_shape, tiles_strides = per_thread_tiles(layout, tiled_shape, tiled_strides)
     warp_shape, warp_strides = _spread(layout.warp_dims, tiled_shape, tiled_strides)
     lane_shape, lane_strides = _spread(layout.lane_dims, tiled_shape, tiled_strides)
     vector_length = layout.vector_length
@@ -104,7 +104,7 @@ def _runs(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _per_thread_tiles(
+def per_thread_tiles(
     layout: fa.TiledLayout, tiled_shape: Nested, tiled_strides: Nested
 ) -> tuple[list[int], list[int]]:
     """The tiles one thread steps over, flattened: every dim that warps, lanes or the

@@ -22,7 +22,6 @@ exception other than "no plan" (the lowering would crash), the answer is no.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -160,7 +159,7 @@ def _first_step(
             raise fa.UnsupportedTransferError("strides not a multiple of the vector length")
     if tiled_strides[vector_dim] != (1,):
         raise fa.UnsupportedTransferError("the vectors' dim is not contiguous")
-    tiles_shape = _tiles_shape(layout, tiled_shape)
+    tiles_shape, _ = coalescing.per_thread_tiles(layout, tiled_shape, tiled_strides)
     if vector_length * bitwidth % 8:
         raise _Crash("vectors of a fraction of a byte")
     if swizzle not in (16, 32, 64, 128):
@@ -259,15 +258,6 @@ def _col_txmatrix_layout(layout: fa.TiledLayout, bitwidth: int) -> fa.TiledLayou
         (col_major_lane, split.vector_dim, row_major_lane),
         row_minor_lane,
     )
-
-
-def _tiles_shape(layout: fa.TiledLayout, tiled_shape: Nested) -> list[int]:
-    """The tiles one thread steps over: the tiled shape with every dim that
-    warps, lanes or the vector split set to one, flattened."""
-    per_dim = list(tiled_shape)
-    for dim in (*layout.partitioned_warp_dims, *layout.partitioned_lane_dims, layout.vector_dim):
-        per_dim[dim] = (1,) * len(per_dim[dim])
-    return list(itertools.chain.from_iterable(per_dim))
 
 
 @functools.cache

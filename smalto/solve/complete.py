@@ -369,29 +369,13 @@ class CompleteSearch:
         keeps the complete search from enumerating assignments of unrelated
         variables around it.
         """
-        state = self.state
-        root, value_of = state.root, state.value
         # A value is kept where every check holds, whatever their order: the transfers,
         # which may run the lowering's schedule (0.5 to 50 ms the first time it is asked
         # about a layout), are judged last, only for values the others kept.
         if len(checks) > 1:
             checks = sorted(checks, key=_asks_the_lowering)
         judged = [(judge_of(c, True), c) for c in checks]
-        candidate: Const | None = None
-
-        def lookup(v: int) -> Const | None:
-            r = root[v]
-            return candidate if r == slot else value_of[r]
-
-        kept = []
-        for candidate in values:  # (``lookup`` reads it)
-            for judge_kind, c in judged:
-                verdict = judge_kind(c, lookup)
-                if verdict is FAILS or verdict is OPEN:
-                    break
-            else:
-                kept.append(candidate)
-        return kept
+        return [value for value in values if self._passes(slot, value, judged)]
 
 
 _TRANSFERS = (SmemTransfer, GmemTransfer, TmemTransfer)
