@@ -206,7 +206,8 @@ def summary_lines(kernels: Sequence[Measured], refusals: Sequence[Measured]) -> 
                 f"(*) JAX's answer does not lower; smalto's differs ({len(kernels) - len(same)} "
                 "modules)"
             )
-            lines += _ratio_lines(same, " (identical answers only)")
+            if same:
+                lines += _ratio_lines(same, " (identical answers only)")
     everything = [*kernels, *refusals]
     imports = [m.smalto_import for m in everything]
     jax_imports = [m.jax_import for m in everything]
