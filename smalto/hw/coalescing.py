@@ -41,10 +41,7 @@ def check_coalesced(
     transfer_bytes = vector_length * bitwidth // 8
     if transfer_bytes > _WIDEST_BYTES or transfer_bytes.bit_count() != 1:
         raise fa.TransferPlanDerivationError("GMEM vectors of this width do not coalesce")
-    lane_bytes = [
-        sum(i * s for i, s in zip(index, lane_strides, strict=True)) * bitwidth // 8
-        for index in itertools.product(*(range(size) for size in lane_shape))
-    ]
+    lane_bytes = [offset * bitwidth // 8 for offset in _offsets(lane_shape, lane_strides)]
     # Consecutive vectors along the fastest tile dim are merged where every lane's
     # address stays aligned to the merged width (LLVM vectorizes them).
     moving = [
@@ -90,6 +87,14 @@ def check_coalesced(
     # Whole lines exactly where every maximal run starts and ends on a line boundary.
     if any(start % _SECTORS_PER_LINE or end % _SECTORS_PER_LINE for start, end in runs):
         raise fa.TransferPlanDerivationError("a warpgroup touches part of a 128-byte line")
+
+
+def _offsets(shape: list[int], strides: list[int]) -> list[int]:
+    """The offsets of every index of ``shape`` (row-major order), ``strides`` apart."""
+    offsets = [0]
+    for size, stride in zip(shape, strides, strict=True):
+        offsets = [offset + i * stride for offset in offsets for i in range(size)]
+    return offsets
 
 
 def _runs(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -74,13 +74,50 @@ _DECODED_LIMIT = 4096
 _layouts_by_text: dict[str, fa.FragmentedLayout] = {}
 _transforms_by_text: dict[str, Smem] = {}
 
+# JAX's named register layouts by the text of their attribute, as jax 0.12.0.1
+# prints it: the layouts kernels name far more than any other. JAX's decoder
+# builds and canonicalizes a new layout each time (0.1-0.3 ms the first time in
+# a process); the text picks out JAX's own constant instead, the same value.
+# ``tests/hw/test_named_layout_texts.py`` holds each text to the attribute JAX
+# makes of its constant, and every named layout of JAX's to a text here.
+NAMED_LAYOUT_TEXTS: dict[str, fa.TiledLayout] = {
+    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[64, 16], [16, 16], [8, 16], [4]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT_8BIT,
+    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2], [1]], warp_dims = [-8], "
+    "lane_dims = [-4, -3], vector_dim = -1>": fa.WGMMA_LAYOUT_ACC_32BIT,
+    "#mosaic_gpu.TiledLayout<[[64, 16], [16, 16], [8, 16], [8], [4]], warp_dims = [-8], "
+    "lane_dims = [-4, -2, -3], vector_dim = -1>": fa.WGMMA_LAYOUT_UPCAST_2X,
+    "#mosaic_gpu.TiledLayout<[[64, 32], [16, 32], [8, 32], [8]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT_UPCAST_4X,
+    "#mosaic_gpu.TiledLayout<[[64], [16], [8], [1]], warp_dims = [-4], "
+    "lane_dims = [-2, #mosaic_gpu.Replicated<times = 4>], vector_dim = -1>": fa.WGMMA_ROW_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[8], [2]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 8>, -2], vector_dim = -1>": fa.WGMMA_COL_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2, 2], [2, 1]], warp_dims = [-10], "
+    "lane_dims = [-6, -3, -5], vector_dim = -2>": fa.WGMMA_TRANSPOSED_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2]], warp_dims = [-7], "
+    "lane_dims = [-3, -2], vector_dim = -1>": fa.TCGEN05_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[128], [32], [8], [1]], warp_dims = [-4], "
+    "lane_dims = [-2, #mosaic_gpu.Replicated<times = 4>], vector_dim = -1>": fa.TCGEN05_ROW_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2, 2], [2, 1]], warp_dims = [-10], "
+    "lane_dims = [-6, -3, -5], vector_dim = -2>": fa.TCGEN05_TRANSPOSED_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[128, 2], [32, 2]], warp_dims = [-4], lane_dims = [-2], "
+    "vector_dim = -1>": fa.TMEM_NATIVE_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[16], [4]], warp_dims = [-2], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_LAYOUT,
+    "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
+    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_4_LAYOUT,
+}
+
 
 def decode_layout(attr: ir.Attribute) -> fa.FragmentedLayout:
     """A register layout from its attribute (raises NotImplementedError if unknown)."""
     text = str(attr)
     layout = _layouts_by_text.get(text)
     if layout is None:
-        layout = jax_layouts.from_layout_attr(attr)
+        layout = NAMED_LAYOUT_TEXTS.get(text) or jax_layouts.from_layout_attr(attr)
         if len(_layouts_by_text) >= _DECODED_LIMIT:
             _layouts_by_text.clear()
         _layouts_by_text[text] = layout

@@ -23,6 +23,7 @@ from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as layouts_lib
 
 from smalto.basics.elementwise import CONVERSIONS
+from smalto.hw import building
 from smalto.hw.values import UNTILED, Const, Reg, Smem, Tmem
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def splat(shape: tuple[int, ...]) -> Reg:
 
 @cache
 def strided(shape: tuple[int, ...], vec_size: int) -> Reg:
-    return Reg(fa.WGStridedFragLayout(shape=shape, vec_size=vec_size))
+    return Reg(building.strided(shape, vec_size))
 
 
 @cache
@@ -85,10 +86,17 @@ def default_strided(shape: tuple[int, ...], bitwidth: int | None) -> Reg | None:
 
 @cache
 def _tiling_applies(tiling: fa.Tiling, shape: tuple[int, ...]) -> bool:
-    try:
-        tiling.tile_shape(shape)
-    except ValueError:
-        return False
+    """Whether ``tiling.tile_shape(shape)`` succeeds: each tile, in turn, divides the
+    trailing dims of what the tiles before it left. On integers: JAX's method
+    formats an error message for every shape it does not apply to."""
+    for tile in tiling.tiles:
+        rank = len(tile)
+        if rank > len(shape):
+            return False
+        tiled = shape[-rank:]
+        if any(size % t for size, t in zip(tiled, tile, strict=True)):
+            return False
+        shape = (*shape[:-rank], *(size // t for size, t in zip(tiled, tile, strict=True)), *tile)
     return True
 
 
@@ -315,8 +323,9 @@ def reduced_layout(value: Reg, axes: tuple[int, ...], rank: int, keep_dims: bool
 
 @cache
 def reduce_tiled(layout: fa.TiledLayout, axes: tuple[int, ...]) -> fa.TiledLayout:
-    """JAX's ``TiledLayout.reduce`` over tiled ``axes``, cached (it is slow)."""
-    return layout.reduce(list(axes))
+    """JAX's ``TiledLayout.reduce`` over tiled ``axes``: from the table where it has it,
+    else from JAX; cached (JAX's is slow)."""
+    return building.reduced(layout, tuple(sorted(axes))) or layout.reduce(list(axes))
 
 
 @cache
@@ -334,8 +343,17 @@ def tmem_as_tiled(tmem: tcgen05.TMEMLayout) -> fa.TiledLayout:
 
 @cache
 def m64_collective(columns: int) -> fa.TiledLayout:
-    """The register layout of a collective M=64 TMEM load (cached: JAX builds it anew)."""
-    return tcgen05.fa_m64_collective_layout(columns)
+    """The register layout of a collective M=64 TMEM load (``fa_m64_collective_layout``):
+    half the TMEM rows a warp pair, each warp's 32 rows split over 8 lanes x 8 columns,
+    pairs of columns a vector. Built here, canonical as it is, rather than by JAX anew."""
+    if columns % 16:
+        raise ValueError(f"Columns must be a multiple of 16, got: {columns}")
+    return building.canonical_tiled(
+        ((TMEM_ROWS // 2, columns), (fa.WARP_SIZE, columns // 2), (8, 8), (2,)),
+        warp_dims=(-6, -7),
+        lane_dims=(-3, -2),
+        vector_dim=-1,
+    )
 
 
 def reshaped_layout(
@@ -546,11 +564,8 @@ def wide_rows(bitwidth: int) -> fa.TiledLayout:
     elements) do not and the lowering rejects the transfer.
     """
     vec = 128 // bitwidth
-    return fa.TiledLayout(
-        fa.Tiling(((64, 2 * vec), (16, 2 * vec), (vec,))),
-        warp_dims=(-5,),
-        lane_dims=(-3, -2),
-        vector_dim=-1,
+    return building.canonical_tiled(
+        ((64, 2 * vec), (16, 2 * vec), (vec,)), warp_dims=(-5,), lane_dims=(-3, -2), vector_dim=-1
     )
 
 
@@ -565,8 +580,8 @@ def minor_only(rank: int, vec: int) -> fa.TiledLayout:
     rows) has no other tiled layout.
     """
     width = 128 * vec
-    return fa.TiledLayout(
-        fa.Tiling(((1,) * (rank - 1) + (width,), (32 * vec,), (vec,))),
+    return building.canonical_tiled(
+        ((1,) * (rank - 1) + (width,), (32 * vec,), (vec,)),
         warp_dims=(-3,),
         lane_dims=(-2,),
         vector_dim=-1,

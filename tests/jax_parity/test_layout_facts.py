@@ -1,0 +1,206 @@
+"""What smalto reads of JAX's layouts without JAX's classes, held to those classes.
+
+The first kernel of a process should not pay for building layouts JAX already has,
+or for JAX's general methods where a few integers answer:
+``hw.encode.NAMED_LAYOUT_TEXTS`` reads JAX's named register layouts off their
+attribute text. Each text must be exactly what JAX prints for its constant, and no
+named layout of JAX's may be missing (a kernel naming it would still decode, through
+JAX, but slowly). ``hw.layouts`` asks whether a tiling applies to a shape on
+integers.
+"""
+
+from __future__ import annotations
+
+import pytest
+import reduction_table
+import reference
+from hypothesis import given
+from hypothesis import strategies as st
+from jax._src.lib.mlir import ir
+from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
+from jax.experimental.mosaic.gpu import tcgen05
+
+from smalto.hw import building, encode
+from smalto.hw import layouts as hl
+
+NAMED = {
+    name: value
+    for name, value in vars(fa).items()
+    if name.isupper() and isinstance(value, fa.TiledLayout)
+}
+
+
+@pytest.fixture(scope="module")
+def context() -> ir.Context:
+    return reference.make_context()
+
+
+def test_jax_names_the_layouts_the_table_expects() -> None:
+    # A new JAX that adds or drops a named layout must be looked at here.
+    assert len(NAMED) == 15
+    assert {id(v) for v in encode.NAMED_LAYOUT_TEXTS.values()} <= {id(v) for v in NAMED.values()}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_every_named_layout_is_read_off_its_text(name: str, context: ir.Context) -> None:
+    with context:
+        text = str(jax_layouts.to_layout_attr(NAMED[name]))
+    assert text in encode.NAMED_LAYOUT_TEXTS
+    assert encode.NAMED_LAYOUT_TEXTS[text] == NAMED[name]
+
+
+@pytest.mark.parametrize("text", sorted(encode.NAMED_LAYOUT_TEXTS))
+def test_each_text_decodes_through_jax_to_its_layout(text: str, context: ir.Context) -> None:
+    with context:
+        attr = ir.Attribute.parse(text)
+        assert str(attr) == text  # printed back as written: the key a module's attribute has
+        decoded = jax_layouts.from_layout_attr(attr)
+    layout = encode.NAMED_LAYOUT_TEXTS[text]
+    assert decoded == layout
+    assert (decoded.tiling.tiles, decoded.warp_dims, decoded.lane_dims, decoded.vector_dim) == (
+        layout.tiling.tiles,
+        layout.warp_dims,
+        layout.lane_dims,
+        layout.vector_dim,
+    )
+
+
+def test_decoding_a_named_layout_gives_jax_constant(context: ir.Context) -> None:
+    encode._layouts_by_text.clear()
+    with context:
+        attr = jax_layouts.to_layout_attr(fa.WGMMA_LAYOUT_UPCAST_2X)
+        assert encode.decode_layout(attr) is fa.WGMMA_LAYOUT_UPCAST_2X
+        # Any other layout still decodes, through JAX.
+        other = fa.tmem_native_layout(8)
+        assert other not in NAMED.values()
+        assert encode.decode_layout(jax_layouts.to_layout_attr(other)) == other
+
+
+_TILE = st.lists(st.sampled_from([1, 2, 3, 4, 8, 16, 64]), min_size=1, max_size=3)
+
+
+@given(
+    tiles=st.lists(_TILE, min_size=1, max_size=4),
+    shape=st.lists(st.sampled_from([1, 2, 4, 6, 8, 16, 24, 64, 128, 256]), max_size=4),
+)
+def test_whether_a_tiling_applies_is_what_jax_says(
+    tiles: list[list[int]], shape: list[int]
+) -> None:
+    # Tiles of decreasing rank, as a Tiling requires.
+    tiles = sorted(tiles, key=len, reverse=True)
+    tiling = fa.Tiling(tuple(tuple(t) for t in tiles))
+    try:
+        tiling.tile_shape(tuple(shape))
+    except ValueError:
+        applies = False
+    else:
+        applies = True
+    assert hl._tiling_applies.__wrapped__(tiling, tuple(shape)) is applies
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_named_layouts_apply_where_jax_says(name: str) -> None:
+    tiling = NAMED[name].tiling
+    for shape in [(64,), (128,), (8, 8), (64, 256), (128, 8), (2, 128, 64), (16, 2), (3, 64, 16)]:
+        try:
+            tiling.tile_shape(shape)
+        except ValueError:
+            applies = False
+        else:
+            applies = True
+        assert hl._tiling_applies.__wrapped__(tiling, shape) is applies, shape
+
+
+# --- layouts built without JAX's re-checks (hw.building) ------------------------
+
+
+def _same(ours: object, jax_s: object) -> None:
+    assert ours == jax_s and hash(ours) == hash(jax_s) and repr(ours) == repr(jax_s)
+
+
+@given(
+    shape=st.lists(st.sampled_from([1, 2, 3, 8, 64, 128, 256, 384]), min_size=1, max_size=4),
+    vec=st.sampled_from([1, 2, 4, 8, 16]),
+)
+def test_strided_layouts_are_jax_s_and_refused_where_jax_refuses(
+    shape: list[int], vec: int
+) -> None:
+    try:
+        jax_s = fa.WGStridedFragLayout(tuple(shape), vec)
+    except ValueError:
+        with pytest.raises(ValueError):
+            building.strided(tuple(shape), vec)
+    else:
+        _same(building.strided(tuple(shape), vec), jax_s)
+
+
+def _checked(layout: fa.TiledLayout) -> fa.TiledLayout:
+    """The layout as JAX's constructor makes it, canonicalization checked."""
+    return fa.TiledLayout(layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim)
+
+
+@pytest.mark.parametrize("bitwidth", [4, 8, 16, 32, 64])
+def test_wide_rows_is_canonical(bitwidth: int) -> None:
+    layout = hl.wide_rows.__wrapped__(bitwidth)
+    _same(layout, _checked(layout))
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+@pytest.mark.parametrize("vec", [1, 2, 4, 8, 16, 32])
+def test_minor_only_is_canonical(rank: int, vec: int) -> None:
+    layout = hl.minor_only.__wrapped__(rank, vec)
+    _same(layout, _checked(layout))
+
+
+def test_the_m64_collective_layout_is_jax_s() -> None:
+    for columns in range(16, 2064, 16):
+        _same(hl.m64_collective.__wrapped__(columns), tcgen05.fa_m64_collective_layout(columns))
+    for columns in (8, 24, 100):
+        with pytest.raises(ValueError):
+            tcgen05.fa_m64_collective_layout(columns)
+        with pytest.raises(ValueError):
+            hl.m64_collective.__wrapped__(columns)
+
+
+def test_the_reduction_table_is_what_jax_gives_today() -> None:
+    assert reduction_table.TABLE.read_text() == reduction_table.source(), (
+        "smalto/hw/reduction_table.py is stale: run python -m tests.helpers.reduction_table"
+    )
+
+
+def test_every_row_of_the_reduction_table_is_jax_s_reduce() -> None:
+    rows = reduction_table.reductions()
+    assert len(rows) > 200
+    for (plain, axes), result in rows.items():
+        layout = building.from_fields(plain)
+        _same(building.reduced(layout, axes), layout.reduce(list(axes)))
+        assert building.fields(layout.reduce(list(axes))) == result
+    # Every named layout of rank 2 is in it, with each of its axes.
+    for layout in NAMED.values():
+        if len(layout.base_tile_shape) == 2:
+            for axis in (0, 1):
+                assert building.reduced(layout, (axis,)) is not None
+
+
+def test_reductions_come_from_the_table_and_others_from_jax(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outside = hl.lifted(fa.WGMMA_LAYOUT, 4)
+    assert outside is not None and building.reduced(outside, (3,)) is None
+    wide = hl.wide_rows(16)
+    expected = {(outside, (3,)): outside.reduce([3]), (wide, (0,)): wide.reduce([0])}
+    reduce = fa.TiledLayout.reduce
+
+    def jax_reduce(self: fa.TiledLayout, axes: list[int]) -> fa.TiledLayout:
+        assert self == outside, "a tabled reduction went to JAX"
+        return reduce(self, axes)
+
+    monkeypatch.setattr(fa.TiledLayout, "reduce", jax_reduce)
+    hl.reduce_tiled.cache_clear()
+    try:
+        assert hl.reduce_tiled(fa.WGMMA_LAYOUT, (1,)) == fa.WGMMA_ROW_LAYOUT
+        for (layout, axes), reduced in expected.items():
+            assert hl.reduce_tiled(layout, axes) == reduced
+    finally:
+        hl.reduce_tiled.cache_clear()
