@@ -79,14 +79,29 @@ def check_coalesced(
         raise fa.TransferPlanDerivationError("a step not aligned to a 32-byte sector")
     # The warpgroup's sectors: the warp's, repeated at each tile and warp step. Kept as
     # runs of consecutive sectors, a handful where there would be a thousand sectors.
+    # The union does not depend on the order of the steps; the shortest first merge the
+    # runs soonest, and a run at least one step long covers its repeats in one span.
     runs = _runs((sector, sector + 1) for sector in sectors)
-    for size, stride in steps_out:
+    for size, stride in sorted(steps_out, key=lambda step: abs(step[1])):
         assert stride * bitwidth % (8 * _SECTOR_BYTES) == 0
         step = stride * bitwidth // (8 * _SECTOR_BYTES)
-        runs = _runs((start + i * step, end + i * step) for start, end in runs for i in range(size))
+        runs = _runs(_repeated(runs, size, step))
     # Whole lines exactly where every maximal run starts and ends on a line boundary.
     if any(start % _SECTORS_PER_LINE or end % _SECTORS_PER_LINE for start, end in runs):
         raise fa.TransferPlanDerivationError("a warpgroup touches part of a 128-byte line")
+
+
+def _repeated(
+    runs: list[tuple[int, int]], size: int, step: int
+) -> Iterable[tuple[int, int]]:
+    """The spans ``runs`` cover repeated ``size`` times, ``step`` sectors apart."""
+    for start, end in runs:
+        if end - start >= abs(step):  # the repeats touch: one span
+            low, high = sorted((start, start + (size - 1) * step))
+            yield low, high + end - start
+        else:
+            for i in range(size):
+                yield start + i * step, end + i * step
 
 
 def _offsets(shape: list[int], strides: list[int]) -> list[int]:

@@ -92,8 +92,6 @@ class _Ref(NamedTuple):
     tiled_strides: Nested
 
 
-# The loads and stores of one value, and its element types, share a ref: made once.
-@functools.lru_cache(maxsize=2048)
 def _scheduled_ref(
     tiling: tuple[int, ...],
     layout: fa.TiledLayout,
@@ -101,7 +99,20 @@ def _scheduled_ref(
     strides: tuple[int, ...],
     untiled: bool,
 ) -> _Ref:
-    """What the schedule checks and derives of its ref before either path.
+    """What the schedule checks and derives of its ref before either path."""
+    nested_shape, nested_strides = _nested_ref(tiling, shape, strides, untiled)
+    tiled_shape, tiled_strides = _tiled_by(layout.tiling, nested_shape, nested_strides)
+    return _Ref(nested_shape, nested_strides, tiled_shape, tiled_strides)
+
+
+# The loads and stores of one value, its element types, and every layout the search
+# asks about share a ref: made once.
+@functools.lru_cache(maxsize=2048)
+def _nested_ref(
+    tiling: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...], untiled: bool
+) -> tuple[Nested, Nested]:
+    """The ref the lowering hands the schedule, each logical dim as its (tiles, within a
+    tile) pair, as the planners take it.
 
     Untiled with strides that are not row-major (a column, a window, a
     transposed ref), the lowering keeps the ref's strides and prepends unit
@@ -121,11 +132,14 @@ def _scheduled_ref(
     logical_rank = len(ref_shape) - tiling_rank
     if fa.Tiling((ref_shape[logical_rank:],)).untile_shape(ref_shape) != shape:
         raise _Crash("the ref does not hold the value's shape")
-    nested_shape, nested_strides = _nested_ref(ref_shape, ref_strides, tiling_rank)
-    tiled_shape, tiled_strides = layout.tiling.tile_nested_shape_strides(
-        nested_shape, nested_strides
-    )
-    return _Ref(nested_shape, nested_strides, tiled_shape, tiled_strides)
+    return _split_tiles(ref_shape, ref_strides, tiling_rank)
+
+
+@functools.lru_cache(maxsize=2048)
+def _tiled_by(tiling: fa.Tiling, shape: Nested, strides: Nested) -> tuple[Nested, Nested]:
+    """The nested ref tiled further by a register layout's tiling (layouts that share a
+    tiling share this)."""
+    return tiling.tile_nested_shape_strides(shape, strides)
 
 
 def _first_step(
@@ -179,7 +193,7 @@ def _first_step(
     return _txmatrix_steps_exist(layout, tiles_shape, tiled_shape, bitwidth)
 
 
-def _nested_ref(
+def _split_tiles(
     ref_shape: tuple[int, ...], ref_strides: tuple[int, ...], tiling_rank: int
 ) -> tuple[Nested, Nested]:
     """Each logical dim of the ref as its (tiles, within a tile) pair; unit tile dims dropped."""
