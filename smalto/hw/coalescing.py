@@ -91,9 +91,7 @@ def check_coalesced(
         raise fa.TransferPlanDerivationError("a warpgroup touches part of a 128-byte line")
 
 
-def _repeated(
-    runs: list[tuple[int, int]], size: int, step: int
-) -> Iterable[tuple[int, int]]:
+def _repeated(runs: list[tuple[int, int]], size: int, step: int) -> Iterable[tuple[int, int]]:
     """The spans ``runs`` cover repeated ``size`` times, ``step`` sectors apart."""
     for start, end in runs:
         if end - start >= abs(step):  # the repeats touch: one span
