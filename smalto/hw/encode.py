@@ -42,7 +42,11 @@ class AttributeCache:
             if kept is not None:
                 attr = ir.Attribute._CAPICreate(kept)
             else:
-                attr = jax_layouts.to_layout_attr(value.layout)
+                text = _NAMED_TEXTS.get(value.layout) if type(value) is Reg else None
+                if text is not None:  # parsing JAX's text is a tenth of building it
+                    attr = ir.Attribute.parse(text)
+                else:
+                    attr = jax_layouts.to_layout_attr(value.layout)
                 self._kept_layouts[value] = attr._CAPIPtr
             self._layouts[value] = attr
         return attr
@@ -109,6 +113,11 @@ NAMED_LAYOUT_TEXTS: dict[str, fa.TiledLayout] = {
     "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_LAYOUT,
     "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
     "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_4_LAYOUT,
+}
+
+# And the way back, for writing them.
+_NAMED_TEXTS: dict[fa.FragmentedLayout, str] = {
+    layout: text for text, layout in NAMED_LAYOUT_TEXTS.items()
 }
 
 

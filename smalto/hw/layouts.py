@@ -234,8 +234,23 @@ _TRANSPOSES = (
 )
 
 
+_UPCASTS = (
+    (fa.WGMMA_LAYOUT_UPCAST_2X, WGMMA),
+    (WGMMA, fa.WGMMA_LAYOUT_UPCAST_2X),
+    (fa.WGMMA_LAYOUT_UPCAST_4X, fa.WGMMA_LAYOUT_UPCAST_2X),
+    (fa.WGMMA_LAYOUT_UPCAST_4X, WGMMA),
+)
+# The tilings of the pairs above: a pair of layouts tiled otherwise is none of them,
+# told by comparing two tuples of ints rather than a dozen layouts field by field.
+_NAMED_RELAYOUT_TILINGS = frozenset(
+    (a.tiling.tiles, b.tiling.tiles) for a, b in (*_TRANSPOSES, *_UPCASTS)
+)
+
+
 def _tiled_relayout_supported(src: fa.TiledLayout, dst: fa.TiledLayout, bitwidth: int) -> bool:
     """Tiled-to-tiled relayouts the lowering implements (for explicit layout casts)."""
+    if (src.tiling.tiles, dst.tiling.tiles) not in _NAMED_RELAYOUT_TILINGS:
+        return _tmem_native(src) and _tmem_native(dst)
     # Compared, not hashed: hashing a layout walks all its fields in Python.
     for a, b in _TRANSPOSES:
         if src == a and dst == b:

@@ -23,6 +23,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw import building, encode
 from smalto.hw import layouts as hl
+from smalto.hw.values import Reg
 
 NAMED = {
     name: value
@@ -48,6 +49,10 @@ def test_every_named_layout_is_read_off_its_text(name: str, context: ir.Context)
         text = str(jax_layouts.to_layout_attr(NAMED[name]))
     assert text in encode.NAMED_LAYOUT_TEXTS
     assert encode.NAMED_LAYOUT_TEXTS[text] == NAMED[name]
+    # Written back as the same attribute JAX would make of it.
+    with context:
+        written = encode.AttributeCache(context).layout(Reg(NAMED[name]))
+        assert written == jax_layouts.to_layout_attr(NAMED[name])
 
 
 @pytest.mark.parametrize("text", sorted(encode.NAMED_LAYOUT_TEXTS))
