@@ -114,20 +114,26 @@ def _nested_ref(
     """The ref the lowering hands the schedule, each logical dim as its (tiles, within a
     tile) pair, as the planners take it.
 
-    Untiled with strides that are not row-major (a column, a window, a
-    transposed ref), the lowering keeps the ref's strides and prepends unit
-    dims (``memref_reshape``); the strides those get decide nothing, as every
+    Untiled (as GMEM and untiled SMEM are), the ref is one tile of its own
+    shape. Dense and row-major, its tile dims get the whole ref's size as
+    stride (what ``tile_strides`` gives them); with strides of its own (a
+    column, a window, a transposed ref), the lowering keeps them and prepends
+    unit dims (``memref_reshape``), whose strides decide nothing, as every
     check skips dims of size one. Otherwise the ref is tiled, each tile dense
     (``tile_strides``).
     """
     tiling_rank = len(tiling)
-    if untiled and tuple(strides) != row_major(shape):
-        ref_shape = (1,) * len(shape) + shape
-        ref_strides = (max(shape[0] * strides[0], 1),) * len(shape) + tuple(strides)
-    else:
-        ref_shape = tuple(utils.tile_shape(shape, tiling))
-        ref_strides = tuple(dialect_lowering.tile_strides(strides, tiling))
-    if not tiling_rank or tiling_rank > len(ref_shape) // 2:
+    if not tiling_rank:
+        raise _Crash("no tiling of this ref")
+    if untiled:
+        dense = tuple(strides) == row_major(shape)
+        if dense and not all(shape):
+            raise _Crash("a tile of size zero")  # ``tile_shape`` divides by it
+        outer = math.prod(shape) if dense else max(shape[0] * strides[0], 1)
+        return _split_tiles((1,) * len(shape) + shape, (outer,) * len(shape) + strides, len(shape))
+    ref_shape = tuple(utils.tile_shape(shape, tiling))
+    ref_strides = tuple(dialect_lowering.tile_strides(strides, tiling))
+    if tiling_rank > len(ref_shape) // 2:
         raise _Crash("the tiling rank does not fit the ref")
     logical_rank = len(ref_shape) - tiling_rank
     if fa.Tiling((ref_shape[logical_rank:],)).untile_shape(ref_shape) != shape:
