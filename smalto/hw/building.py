@@ -32,8 +32,8 @@ def strided(shape: tuple[int, ...], vec_size: int) -> fa.WGStridedFragLayout:
     vectors must split the elements evenly), judged on integers."""
     if math.prod(shape) % (vec_size * _WARPGROUP_SIZE):
         raise ValueError(f"{shape} does not split into vectors of {vec_size} over a warpgroup")
-    layout = object.__new__(fa.WGStridedFragLayout)
     # A frozen dataclass: its own __init__ sets its fields this way.
+    layout = object.__new__(fa.WGStridedFragLayout)
     object.__setattr__(layout, "shape", shape)
     object.__setattr__(layout, "vec_size", vec_size)
     return layout
@@ -45,11 +45,18 @@ def canonical_tiled(
     lane_dims: tuple[int | fa.Replicated, ...],
     vector_dim: int,
 ) -> fa.TiledLayout:
-    """A tiled layout whose fields are already canonical: JAX still checks its warps,
-    lanes and dims, but does not canonicalize it again."""
-    return fa.TiledLayout(
-        fa.Tiling(tiles), warp_dims, lane_dims, vector_dim, _check_canonical=False
-    )
+    """A tiled layout from fields known valid and canonical (the callers' formulas and
+    the table are tested to be): built as JAX's own constructor sets its fields, without
+    its checks, which tile the first tile and canonicalize the layout again."""
+    tiling = object.__new__(fa.Tiling)
+    object.__setattr__(tiling, "tiles", tiles)
+    layout = object.__new__(fa.TiledLayout)
+    object.__setattr__(layout, "tiling", tiling)
+    object.__setattr__(layout, "warp_dims", warp_dims)
+    object.__setattr__(layout, "lane_dims", lane_dims)
+    object.__setattr__(layout, "vector_dim", vector_dim)
+    object.__setattr__(layout, "unreduced_operation", None)
+    return layout
 
 
 def fields(layout: fa.TiledLayout) -> Fields:
