@@ -89,14 +89,17 @@ def _tiling_applies(tiling: fa.Tiling, shape: tuple[int, ...]) -> bool:
     """Whether ``tiling.tile_shape(shape)`` succeeds: each tile, in turn, divides the
     trailing dims of what the tiles before it left. On integers: JAX's method
     formats an error message for every shape it does not apply to."""
+    dims = list(shape)
     for tile in tiling.tiles:
         rank = len(tile)
-        if rank > len(shape):
+        if rank > len(dims):
             return False
-        tiled = shape[-rank:]
-        if any(size % t for size, t in zip(tiled, tile, strict=True)):
-            return False
-        shape = (*shape[:-rank], *(size // t for size, t in zip(tiled, tile, strict=True)), *tile)
+        first = len(dims) - rank
+        for i, t in enumerate(tile):
+            if dims[first + i] % t:
+                return False
+            dims[first + i] //= t
+        dims += tile
     return True
 
 

@@ -244,13 +244,13 @@ def _first_step(
             vector_dim = major_lane
 
     vector_length = layout.vector_length
-    for dim, (dim_strides, dim_shape) in fa.enumerate_negative(
-        list(zip(tiled_strides, tiled_shape, strict=False))
-    ):
-        if dim != vector_dim and any(
-            s % vector_length and d != 1 for s, d in zip(dim_strides, dim_shape, strict=False)
-        ):
-            raise fa.UnsupportedTransferError("strides not a multiple of the vector length")
+    # Every part of every dim but the vectors' moves by whole vectors (or is one long).
+    vector_index = vector_dim + len(tiled_shape)  # dims counted from the end, as JAX's
+    for index, (dim_strides, dim_shape) in enumerate(zip(tiled_strides, tiled_shape)):
+        if index != vector_index:
+            for s, d in zip(dim_strides, dim_shape):
+                if s % vector_length and d != 1:
+                    raise fa.UnsupportedTransferError("strides not a multiple of the vector length")
     if tiled_strides[vector_dim] != (1,):
         raise fa.UnsupportedTransferError("the vectors' dim is not contiguous")
     tiles_shape, _ = coalescing.per_thread_tiles(layout, tiled_shape, tiled_strides)
