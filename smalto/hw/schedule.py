@@ -246,9 +246,9 @@ def _first_step(
     vector_length = layout.vector_length
     # Every part of every dim but the vectors' moves by whole vectors (or is one long).
     vector_index = vector_dim + len(tiled_shape)  # dims counted from the end, as JAX's
-    for index, (dim_strides, dim_shape) in enumerate(zip(tiled_strides, tiled_shape)):
+    for index, (dim_strides, dim_shape) in enumerate(zip(tiled_strides, tiled_shape, strict=True)):
         if index != vector_index:
-            for s, d in zip(dim_strides, dim_shape):
+            for s, d in zip(dim_strides, dim_shape, strict=True):
                 if s % vector_length and d != 1:
                     raise fa.UnsupportedTransferError("strides not a multiple of the vector length")
     if tiled_strides[vector_dim] != (1,):
