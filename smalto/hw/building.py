@@ -39,18 +39,20 @@ def strided(shape: tuple[int, ...], vec_size: int) -> fa.WGStridedFragLayout:
     return layout
 
 
-def canonical_tiled(
+def canonical_tiled[L: fa.TiledLayout](
     tiles: tuple[tuple[int, ...], ...],
     warp_dims: tuple[int | fa.Replicated, ...],
     lane_dims: tuple[int | fa.Replicated, ...],
     vector_dim: int,
-) -> fa.TiledLayout:
-    """A tiled layout from fields known valid and canonical (the callers' formulas and
-    the table are tested to be): built as JAX's own constructor sets its fields, without
-    its checks, which tile the first tile and canonicalize the layout again."""
+    kind: type[L] = fa.TiledLayout,  # type: ignore[assignment]  # the default is an L
+) -> L:
+    """A tiled layout (or a TMEM layout: ``kind``) from fields known valid and canonical
+    (the callers' formulas and the table are tested to be): built as JAX's own
+    constructor sets its fields, without its checks, which tile the first tile and
+    canonicalize the layout again."""
     tiling = object.__new__(fa.Tiling)
     object.__setattr__(tiling, "tiles", tiles)
-    layout = object.__new__(fa.TiledLayout)
+    layout = object.__new__(kind)
     object.__setattr__(layout, "tiling", tiling)
     object.__setattr__(layout, "warp_dims", warp_dims)
     object.__setattr__(layout, "lane_dims", lane_dims)

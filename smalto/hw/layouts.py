@@ -488,27 +488,90 @@ def tiling_divides(tile: tuple[int, ...], multiple: tuple[int, ...]) -> bool:
 # --- TMEM ----------------------------------------------------------------------
 
 
+# JAX builds (and canonicalizes) a TMEM layout anew on every call, a quarter of a
+# millisecond each the first time: the layouts below are built here from the same
+# formulas (``tcgen05``'s, jax 0.12.0.1), canonical as they are, raising where JAX's
+# raise; ``tests/jax_parity/test_layout_facts.py`` holds each to JAX's over its range.
 @cache
 def tmem_for_shape(shape: tuple[int, ...], collective: bool, packing: int) -> Tmem:
-    """The TMEM layout an MMA operand or allocation of this shape uses."""
-    return Tmem(tcgen05._infer_tmem_layout(shape, collective, packing))
+    """The TMEM layout an MMA operand or allocation of this shape uses
+    (``tcgen05._infer_tmem_layout``): by its rows, all of TMEM's or half."""
+    if len(shape) != 2:
+        raise ValueError(f"TMEM can only represent 2D shapes, got {shape}")
+    if packing > 8 or packing.bit_count() != 1:
+        raise ValueError(f"Packing must be <= 8 and a power of 2, got: {packing}")
+    if shape[1] % packing:
+        raise ValueError(f"Minor dimension of shape must be divisible by packing, got: {shape}")
+    if shape[0] == TMEM_ROWS:
+        return tmem_default(packing)
+    if shape[0] == TMEM_ROWS // 2:
+        half = tmem_m64_collective if collective else tmem_half_lane
+        return Tmem(half(shape[1], packing))
+    raise ValueError(
+        f"Unsupported shape: {shape}. TMEM references must have either"
+        f" {TMEM_ROWS} or {TMEM_ROWS // 2} rows, but got {shape[0]}."
+    )
 
 
 @cache
 def tmem_default(packing: int) -> Tmem:
-    return Tmem(tcgen05.tmem_default_layout(packing))
+    """``tcgen05.tmem_default_layout``: a TMEM row a thread, ``packing`` elements a column."""
+    if packing.bit_count() != 1:
+        raise ValueError(f"Packing must be a power of 2, got: {packing}")
+    return Tmem(
+        building.canonical_tiled(
+            ((TMEM_ROWS, packing), (fa.WARP_SIZE, packing)),
+            warp_dims=(-4,),
+            lane_dims=(-2,),
+            vector_dim=-1,
+            kind=tcgen05.TMEMLayout,
+        )
+    )
 
 
-# JAX builds (and canonicalizes) a TMEM layout anew on every call, a quarter of a
-# millisecond each: the domains and the transfer tables ask for the same few.
 @cache
 def tmem_half_lane(columns: int, packing: int) -> tcgen05.TMEMLayout:
-    return tcgen05.tmem_half_lane_layout(columns, packing)
+    """``tcgen05.tmem_half_lane_layout``: 64 rows, each warp's 16 rows in half its lanes."""
+    if packing > (columns // 2) or packing.bit_count() != 1:
+        raise ValueError(f"Packing must be <= 8 and a power of 2, got: {packing}")
+    if columns % 16:
+        raise ValueError(f"Columns must be a multiple of 16, got: {columns}")
+    _refuse_redundant_packing(columns, packing)
+    return building.canonical_tiled(
+        ((TMEM_ROWS // 2, columns), (fa.WARP_SIZE // 2, columns // 2), (packing,)),
+        warp_dims=(-5,),
+        lane_dims=(-4, -3),
+        vector_dim=-1,
+        kind=tcgen05.TMEMLayout,
+    )
 
 
 @cache
 def tmem_m64_collective(columns: int, packing: int) -> tcgen05.TMEMLayout:
-    return tcgen05.tmem_m64_collective_layout(columns, packing)
+    """``tcgen05.tmem_m64_collective_layout``: 64 rows, a warp pair's halves of the columns."""
+    if packing > 8 or packing.bit_count() != 1:
+        raise ValueError(f"Packing must be <= 8 and a power of 2, got: {packing}")
+    if columns % 16:
+        raise ValueError(f"Columns must be a multiple of 16, got: {columns}")
+    _refuse_redundant_packing(columns, packing)
+    return building.canonical_tiled(
+        ((TMEM_ROWS // 2, columns), (fa.WARP_SIZE, columns // 2), (packing,)),
+        warp_dims=(-4, -5),
+        lane_dims=(-3,),
+        vector_dim=-1,
+        kind=tcgen05.TMEMLayout,
+    )
+
+
+def _refuse_redundant_packing(columns: int, packing: int) -> None:
+    """Where JAX's constructor refuses the half-row TMEM layouts' last tile: it must
+    divide the half of the columns it splits, and a tile as wide as them tiles nothing
+    (the layout would not be canonical)."""
+    half = columns // 2
+    if half % packing:
+        raise ValueError(f"a packing of {packing} does not divide {half} columns")
+    if packing == half:
+        raise ValueError(f"a packing of {packing} over {columns} columns is not canonical")
 
 
 def mma_layouts(element_type: ir.Type, m: int, n: int) -> MMALayouts:

@@ -12,6 +12,7 @@ integers.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 import reduction_table
@@ -25,7 +26,7 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw import building, encode
 from smalto.hw import layouts as hl
-from smalto.hw.values import Reg
+from smalto.hw.values import Reg, Tmem
 
 NAMED = {
     name: value
@@ -235,3 +236,54 @@ def test_reductions_come_from_the_table_and_others_from_jax(
             assert hl.reduce_tiled(layout, axes) == reduced
     finally:
         hl.reduce_tiled.cache_clear()
+
+
+def _outcome(make: Callable[..., object], *args: object) -> object:
+    """What a factory gives, or the kind of error it raises."""
+    try:
+        return make(*args)
+    except ValueError:
+        return ValueError
+
+
+_PACKINGS = (1, 2, 3, 4, 8, 16, 32, 64)
+_COLUMNS = tuple(range(8, 1040, 8))
+
+
+def test_tmem_layouts_are_jax_s_and_refused_where_jax_refuses() -> None:
+    for packing in _PACKINGS:
+        jax_s = _outcome(tcgen05.tmem_default_layout, packing)
+        ours = _outcome(hl.tmem_default.__wrapped__, packing)
+        if jax_s is ValueError:
+            assert ours is ValueError
+        else:
+            assert isinstance(ours, Tmem)
+            _same(ours.layout, jax_s)
+        for columns in _COLUMNS:
+            for mine, theirs in (
+                (hl.tmem_half_lane, tcgen05.tmem_half_lane_layout),
+                (hl.tmem_m64_collective, tcgen05.tmem_m64_collective_layout),
+            ):
+                jax_s = _outcome(theirs, columns, packing)
+                ours = _outcome(mine.__wrapped__, columns, packing)
+                if jax_s is ValueError:
+                    assert ours is ValueError, (mine, columns, packing)
+                else:
+                    _same(ours, jax_s)
+
+
+def test_the_tmem_layout_of_a_shape_is_jax_s() -> None:
+    for rows in (32, 64, 128, 256):
+        for columns in (8, 16, 24, 64, 100, 128, 256, 512):
+            for packing in _PACKINGS:
+                for collective in (False, True):
+                    shape = (rows, columns)
+                    jax_s = _outcome(tcgen05._infer_tmem_layout, shape, collective, packing)
+                    ours = _outcome(hl.tmem_for_shape.__wrapped__, shape, collective, packing)
+                    if jax_s is ValueError:
+                        assert ours is ValueError, (shape, collective, packing)
+                    else:
+                        assert isinstance(ours, Tmem)
+                        _same(ours.layout, jax_s)
+    with pytest.raises(ValueError):
+        hl.tmem_for_shape.__wrapped__((2, 64, 64), False, 1)
