@@ -105,10 +105,15 @@ def _tiling_applies(tiling: fa.Tiling, shape: tuple[int, ...]) -> bool:
 
 @cache
 def _smem_tiling_applies(tiling: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    try:
-        lc.TileTransform(tiling).transform_shape(shape)
-    except ValueError:
+    """Whether ``TileTransform(tiling).transform_shape(shape)`` succeeds: the tile divides
+    the trailing dims, one for one. On integers: JAX's method formats an error message
+    for every shape it refuses."""
+    tail = shape[-len(tiling) :] if tiling else shape
+    if len(tail) != len(tiling):
         return False
+    for size, tile in zip(tail, tiling, strict=True):
+        if size % tile:
+            return False
     return True
 
 
@@ -175,9 +180,7 @@ def smem_valid(
         if repeated_unit_stride:
             return False
         return shape[_argmin(strides)] % swizzle_elems == 0
-    try:
-        lc.TileTransform(tiling).transform_shape(shape)
-    except ValueError:
+    if not _smem_tiling_applies(tiling, shape):
         return False
     if repeated_unit_stride:
         return swizzle_elems is None

@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
@@ -287,3 +288,19 @@ def test_the_tmem_layout_of_a_shape_is_jax_s() -> None:
                         _same(ours.layout, jax_s)
     with pytest.raises(ValueError):
         hl.tmem_for_shape.__wrapped__((2, 64, 64), False, 1)
+
+
+@given(
+    tiling=st.lists(st.sampled_from([1, 2, 8, 16, 64, 128]), max_size=3),
+    shape=st.lists(st.sampled_from([1, 2, 8, 24, 64, 128, 256]), max_size=4),
+)
+def test_whether_an_smem_tiling_applies_is_what_jax_says(
+    tiling: list[int], shape: list[int]
+) -> None:
+    try:
+        lc.TileTransform(tuple(tiling)).transform_shape(tuple(shape))
+    except ValueError:
+        applies = False
+    else:
+        applies = True
+    assert hl._smem_tiling_applies.__wrapped__(tuple(tiling), tuple(shape)) is applies
