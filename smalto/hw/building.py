@@ -41,8 +41,8 @@ def strided(shape: tuple[int, ...], vec_size: int) -> fa.WGStridedFragLayout:
 
 def canonical_tiled[L: fa.TiledLayout](
     tiles: tuple[tuple[int, ...], ...],
-    warp_dims: tuple[int | fa.Replicated, ...],
-    lane_dims: tuple[int | fa.Replicated, ...],
+    warp_dims: tuple[int | fa.Replicated | fa.Unreduced, ...],
+    lane_dims: tuple[int | fa.Replicated | fa.Unreduced, ...],
     vector_dim: int,
     kind: type[L] = fa.TiledLayout,  # type: ignore[assignment]  # the default is an L
 ) -> L:

@@ -7,6 +7,8 @@ the bindings costs far more than a dictionary lookup.
 
 from __future__ import annotations
 
+import re
+
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
@@ -15,6 +17,8 @@ from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.basics import percontext
+from smalto.hw import building
+from smalto.hw import layouts as hl
 from smalto.hw.values import Reg, Smem, Tmem
 
 
@@ -121,12 +125,60 @@ _NAMED_TEXTS: dict[fa.FragmentedLayout, str] = {
 }
 
 
+# The families of layouts made by a formula, by the text of their attribute:
+# ``tcgen05``'s TMEM layouts and the register layout of a collective M=64 TMEM
+# load (most Blackwell kernels cast to one). Read off the text and made by
+# ``hw.layouts``, which refuses what JAX's constructor refuses (JAX's decoder
+# then says why).
+def _tiled_text(tiles: str, warps: str, lanes: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"#mosaic_gpu\.TiledLayout<\[{tiles}\], warp_dims = \[{warps}\], "
+        rf"lane_dims = \[{lanes}\], vector_dim = -1>"
+    )
+
+
+_TMEM_DEFAULT = _tiled_text(r"\[128, (\d+)\], \[32, (\d+)\]", "-4", "-2")
+_TMEM_HALF_LANE = _tiled_text(r"\[64, (\d+)\], \[16, (\d+)\], \[(\d+)\]", "-5", "-4, -3")
+_TMEM_M64_COLLECTIVE = _tiled_text(r"\[64, (\d+)\], \[32, (\d+)\], \[(\d+)\]", "-4, -5", "-3")
+_M64_COLLECTIVE = _tiled_text(r"\[64, (\d+)\], \[32, (\d+)\], \[8, 8\], \[2\]", "-6, -7", "-3, -2")
+
+
+def _family_layout(text: str) -> fa.TiledLayout | None:
+    """The register layout an attribute of one of those families names, else None."""
+    made: fa.TiledLayout | None = None
+    try:
+        if found := _TMEM_DEFAULT.fullmatch(text):
+            packing, again = map(int, found.groups())
+            made = hl.tmem_default(packing).layout if packing == again else None
+        elif found := _TMEM_HALF_LANE.fullmatch(text):
+            columns, half, packing = map(int, found.groups())
+            made = hl.tmem_half_lane(columns, packing) if half * 2 == columns else None
+        elif found := _TMEM_M64_COLLECTIVE.fullmatch(text):
+            columns, half, packing = map(int, found.groups())
+            made = hl.tmem_m64_collective(columns, packing) if half * 2 == columns else None
+        elif found := _M64_COLLECTIVE.fullmatch(text):
+            columns, half = map(int, found.groups())
+            made = hl.m64_collective(columns) if half * 2 == columns else None
+    except ValueError:
+        return None
+    if made is None:
+        return None
+    # Decoded as a register layout: a TMEM layout's mirror has its fields.
+    return building.canonical_tiled(
+        made.tiling.tiles, made.warp_dims, made.lane_dims, made.vector_dim
+    )
+
+
 def decode_layout(attr: ir.Attribute) -> fa.FragmentedLayout:
     """A register layout from its attribute (raises NotImplementedError if unknown)."""
     text = str(attr)
     layout = _layouts_by_text.get(text)
     if layout is None:
-        layout = NAMED_LAYOUT_TEXTS.get(text) or jax_layouts.from_layout_attr(attr)
+        layout = (
+            NAMED_LAYOUT_TEXTS.get(text)
+            or _family_layout(text)
+            or jax_layouts.from_layout_attr(attr)
+        )
         if len(_layouts_by_text) >= _DECODED_LIMIT:
             _layouts_by_text.clear()
         _layouts_by_text[text] = layout
