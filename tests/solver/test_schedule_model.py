@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 import reference
-from hypothesis import given
-from hypothesis import strategies as st
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu.mma import MMALayouts
@@ -206,58 +204,3 @@ def test_no_mlir_context_is_needed() -> None:
     question = ((8, 64), 128, fa.WGMMA_LAYOUT, (128, 64), (64, 1), 16, True)
     assert ir.Context.current is None
     assert schedule.schedule_starts(*question)
-
-
-_NESTED_DIM = st.lists(st.sampled_from([1, 2, 3, 4, 8, 16, 64]), min_size=1, max_size=3)
-
-
-@given(
-    dims=st.lists(_NESTED_DIM, min_size=1, max_size=4),
-    tiles=st.lists(
-        st.lists(st.sampled_from([1, 2, 4, 8, 16, 32, 64]), min_size=1, max_size=3),
-        min_size=1,
-        max_size=4,
-    ),
-    data=st.data(),
-)
-def test_the_nested_tiling_is_jax_s(
-    dims: list[list[int]], tiles: list[list[int]], data: st.DataObject
-) -> None:
-    """``schedule.tile_nested`` gives what ``Tiling.tile_nested_shape_strides`` gives,
-    and refuses what it refuses."""
-    shape = tuple(tuple(d) for d in dims)
-    strides = tuple(
-        tuple(data.draw(st.sampled_from([1, 2, 8, 64, 256, 4096])) for _ in d) for d in dims
-    )
-    tiling = tuple(tuple(t) for t in sorted(tiles, key=len, reverse=True))
-    try:
-        expected = fa.Tiling(tiling).tile_nested_shape_strides(shape, strides)
-    except ValueError:
-        with pytest.raises(ValueError):
-            schedule.tile_nested(tiling, shape, strides)
-    else:
-        assert schedule.tile_nested(tiling, shape, strides) == expected
-
-
-NAMED_TILINGS = {
-    value.tiling.tiles
-    for name, value in vars(fa).items()
-    if name.isupper() and isinstance(value, fa.TiledLayout)
-}
-
-
-@pytest.mark.parametrize("layout", sorted(NAMED_TILINGS, key=repr))
-def test_named_tilings_tile_refs_as_jax_does(layout: tuple[tuple[int, ...], ...]) -> None:
-    for shape, strides in [
-        (((1, 64), (1, 256)), ((16384, 256), (16384, 1))),
-        (((2, 64), (4, 64)), ((16384, 64), (4096, 1))),
-        (((128,), (8, 8)), ((64, 8), (8192, 1))),
-        (((4,), (2, 64), (1, 128)), ((16384, 8192), (128, 1), (1, 1))),
-    ]:
-        try:
-            expected = fa.Tiling(layout).tile_nested_shape_strides(shape, strides)
-        except ValueError:
-            with pytest.raises(ValueError):
-                schedule.tile_nested(layout, shape, strides)
-        else:
-            assert schedule.tile_nested(layout, shape, strides) == expected
