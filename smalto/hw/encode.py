@@ -46,7 +46,7 @@ class AttributeCache:
             if kept is not None:
                 attr = ir.Attribute._CAPICreate(kept)
             else:
-                text = _NAMED_TEXTS.get(value.layout) if type(value) is Reg else None
+                text = tiled_layout_text(value.layout)
                 if text is not None:  # parsing JAX's text is a tenth of building it
                     attr = ir.Attribute.parse(text)
                 else:
@@ -119,10 +119,24 @@ NAMED_LAYOUT_TEXTS: dict[str, fa.TiledLayout] = {
     "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_4_LAYOUT,
 }
 
-# And the way back, for writing them.
-_NAMED_TEXTS: dict[fa.FragmentedLayout, str] = {
-    layout: text for text, layout in NAMED_LAYOUT_TEXTS.items()
-}
+
+def tiled_layout_text(layout: fa.FragmentedLayout) -> str | None:
+    """The text of a tiled (or TMEM) layout's attribute, as JAX's ``to_layout_attr``
+    makes and the bindings print it; None for other layouts, and for dims of
+    a partial reduction (left to JAX)."""
+    if not isinstance(layout, fa.TiledLayout) or layout.unreduced_operation is not None:
+        return None
+    tiles = ", ".join("[" + ", ".join(map(str, tile)) + "]" for tile in layout.tiling.tiles)
+    return (
+        f"#mosaic_gpu.TiledLayout<[{tiles}], warp_dims = [{_dims_text(layout.warp_dims)}], "
+        f"lane_dims = [{_dims_text(layout.lane_dims)}], vector_dim = {layout.vector_dim}>"
+    )
+
+
+def _dims_text(dims: tuple[int | fa.Replicated | fa.Unreduced, ...]) -> str:
+    return ", ".join(
+        str(d) if isinstance(d, int) else f"#mosaic_gpu.Replicated<times = {d.times}>" for d in dims
+    )
 
 
 # The families of layouts made by a formula, by the text of their attribute:
