@@ -46,11 +46,9 @@ class AttributeCache:
             if kept is not None:
                 attr = ir.Attribute._CAPICreate(kept)
             else:
-                text = tiled_layout_text(value.layout)
-                if text is not None:  # parsing JAX's text is a tenth of building it
-                    attr = ir.Attribute.parse(text)
-                else:
-                    attr = jax_layouts.to_layout_attr(value.layout)
+                # (Not parsed from its text: the first parse in a process costs
+                # 0.2 ms, more than building a kernel's few layouts.)
+                attr = jax_layouts.to_layout_attr(value.layout)
                 self._kept_layouts[value] = attr._CAPIPtr
             self._layouts[value] = attr
         return attr
@@ -118,25 +116,6 @@ NAMED_LAYOUT_TEXTS: dict[str, fa.TiledLayout] = {
     "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
     "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_4_LAYOUT,
 }
-
-
-def tiled_layout_text(layout: fa.FragmentedLayout) -> str | None:
-    """The text of a tiled (or TMEM) layout's attribute, as JAX's ``to_layout_attr``
-    makes and the bindings print it; None for other layouts, and for dims of
-    a partial reduction (left to JAX)."""
-    if not isinstance(layout, fa.TiledLayout) or layout.unreduced_operation is not None:
-        return None
-    tiles = ", ".join("[" + ", ".join(map(str, tile)) + "]" for tile in layout.tiling.tiles)
-    return (
-        f"#mosaic_gpu.TiledLayout<[{tiles}], warp_dims = [{_dims_text(layout.warp_dims)}], "
-        f"lane_dims = [{_dims_text(layout.lane_dims)}], vector_dim = {layout.vector_dim}>"
-    )
-
-
-def _dims_text(dims: tuple[int | fa.Replicated | fa.Unreduced, ...]) -> str:
-    return ", ".join(
-        str(d) if isinstance(d, int) else f"#mosaic_gpu.Replicated<times = {d.times}>" for d in dims
-    )
 
 
 # The families of layouts made by a formula, by the text of their attribute:

@@ -27,7 +27,6 @@ from jax.experimental.mosaic.gpu import tcgen05
 
 from smalto.hw import building, encode
 from smalto.hw import layouts as hl
-from smalto.hw import reduction_table as hw_reduction_table
 from smalto.hw.values import Reg, Tmem
 
 NAMED = {
@@ -350,24 +349,3 @@ def test_layouts_of_a_family_decode_as_jax_decodes_them(context: ir.Context) -> 
             encode._layouts_by_text.clear()
             _same(encode.decode_layout(attr), jax_s)
     assert decoded_here > 100
-
-
-def test_tiled_layouts_are_written_as_jax_writes_them(context: ir.Context) -> None:
-    """``encode.tiled_layout_text`` is the text of JAX's attribute for every layout the
-    pass writes: named, offered, reduced, lifted, TMEM ones."""
-    layouts: list[fa.TiledLayout] = [*NAMED.values(), *reduction_table.catalog()]
-    layouts += [building.from_fields(plain) for plain in hw_reduction_table.LAYOUTS]
-    layouts += [hl.tmem_default(p).layout for p in (1, 2, 4, 8)]
-    layouts += [hl.tmem_half_lane(c, 1) for c in (32, 64, 128, 256)]
-    layouts += [hl.tmem_m64_collective(c, 2) for c in (32, 64, 128, 256)]
-    layouts += [hl.keep_dims(fa.WGMMA_LAYOUT, 1), hl.m64_collective(128)]
-    with context:
-        for layout in layouts:
-            text = encode.tiled_layout_text(layout)
-            assert text == str(jax_layouts.to_layout_attr(layout)), layout
-            assert ir.Attribute.parse(text) == jax_layouts.to_layout_attr(layout)
-        # Layouts that are not tiled are left to JAX.
-        assert encode.tiled_layout_text(fa.WGSplatFragLayout((64,))) is None
-        assert encode.tiled_layout_text(fa.WGStridedFragLayout((128,), 1)) is None
-        unreduced = fa.WGMMA_LAYOUT.reduce([1], local_only=True, op="add")
-        assert encode.tiled_layout_text(unreduced) is None
