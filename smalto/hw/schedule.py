@@ -31,7 +31,8 @@ from jax.experimental.mosaic.gpu import dialect_lowering, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-from smalto.hw import coalescing
+from smalto.hw import building, coalescing
+from smalto.hw.mma_operand_table import OPERANDS
 from smalto.hw.strides import row_major
 
 # What the generator raises for "this layout cannot move this way": the caller then
@@ -280,6 +281,19 @@ def _col_txmatrix_layout(layout: fa.TiledLayout, bitwidth: int) -> fa.TiledLayou
     )
 
 
+def _mma_operand(layout: fa.TiledLayout, bitwidth: int) -> str | None:
+    """Whether ``layout`` is an MMA operand layout whose ``ldmatrix`` order the schedule
+    keeps: "lhs", "rhs", or None. Read from the table made from JAX's ``MMALayouts``
+    (``hw.mma_operand_table``), else from JAX's layouts themselves."""
+    table = OPERANDS.get(bitwidth)
+    # (JAX's equality also asks for the same class; a partial reduction has no plain form.)
+    if table is None or type(layout) is not fa.TiledLayout or layout.unreduced_operation:
+        lhs, rhs = _mma_operands(bitwidth)
+        return "lhs" if layout in lhs else "rhs" if layout in rhs else None
+    plain = building.fields(layout)
+    return "lhs" if plain in table[0] else "rhs" if plain in table[1] else None
+
+
 @functools.cache
 def _mma_operands(bitwidth: int) -> tuple[tuple[fa.TiledLayout, ...], tuple[fa.TiledLayout, ...]]:
     """The MMA operand layouts (lhs, rhs) whose ``ldmatrix`` order the schedule keeps."""
@@ -297,13 +311,13 @@ def _txmatrix_steps_exist(
     The tiles are grouped by fours (or twos) along dims that divide so; an MMA
     operand's groups follow the order the MMA reads its registers in.
     """
-    lhs, rhs = _mma_operands(bitwidth)
+    operand = _mma_operand(layout, bitwidth)
     factored: list[tuple[int, int]]
-    if layout in lhs:
+    if operand == "lhs":
         assert tiled_shape[-6] == (2,) and tiled_shape[-5] == (2,)
         major = len(tiles_shape) - sum(len(s) for s in tiled_shape[-6:])
         factored = [(major, 2), (major + 1, 2)]
-    elif layout in rhs:
+    elif operand == "rhs":
         assert tiled_shape[-6] == (2,)
         factored = [(len(tiles_shape) - sum(len(s) for s in tiled_shape[-6:]), 2)]
     else:

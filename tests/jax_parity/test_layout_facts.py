@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import mma_operand_table
 import pytest
 import reduction_table
 import reference
@@ -25,8 +26,9 @@ from jax.experimental.mosaic.gpu import launch_context as lc
 from jax.experimental.mosaic.gpu import layouts as jax_layouts
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.hw import building, encode
+from smalto.hw import building, encode, schedule
 from smalto.hw import layouts as hl
+from smalto.hw import mma_operand_table as hw_mma_operand_table
 from smalto.hw.values import Reg, Tmem
 
 NAMED = {
@@ -349,3 +351,31 @@ def test_layouts_of_a_family_decode_as_jax_decodes_them(context: ir.Context) -> 
             encode._layouts_by_text.clear()
             _same(encode.decode_layout(attr), jax_s)
     assert decoded_here > 100
+
+
+def test_the_mma_operand_table_is_what_jax_gives_today() -> None:
+    assert mma_operand_table.TABLE.read_text() == mma_operand_table.source(), (
+        "smalto/hw/mma_operand_table.py is stale: run python -m tests.helpers.mma_operand_table"
+    )
+    assert {8, 16, 32} <= set(hw_mma_operand_table.OPERANDS)
+
+
+def test_mma_operands_are_told_as_jax_s_layouts_tell_them() -> None:
+    """``schedule._mma_operand`` (from the table) says of every layout what comparing it
+    with JAX's ``MMALayouts`` says."""
+    candidates: list[fa.TiledLayout] = [*NAMED.values(), *reduction_table.catalog()]
+    for bitwidth in (4, 8, 16, 32):
+        lhs, rhs = schedule._mma_operands(bitwidth)
+        candidates += [*lhs, *rhs]
+    tmem_mirror = tcgen05.TMEMLayout(
+        fa.WGMMA_LAYOUT.tiling, fa.WGMMA_LAYOUT.warp_dims, fa.WGMMA_LAYOUT.lane_dims, -1
+    )
+    candidates.append(tmem_mirror)
+    told = 0
+    for bitwidth in (4, 8, 16, 32):
+        lhs, rhs = schedule._mma_operands(bitwidth)
+        for layout in candidates:
+            expected = "lhs" if layout in lhs else "rhs" if layout in rhs else None
+            assert schedule._mma_operand(layout, bitwidth) == expected, (layout, bitwidth)
+            told += expected is not None
+    assert told >= 24

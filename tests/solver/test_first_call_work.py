@@ -10,15 +10,19 @@ changes an answer.
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import reference
+from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
+from jax.experimental.mosaic.gpu import layouts as jax_layouts
 
 import smalto
-from smalto.hw import transfers
+from smalto.hw import encode, transfers
 from smalto.hw.transfers import Transfer
 from smalto.solve import complete
 
@@ -119,3 +123,64 @@ def test_root_transfers_are_judged_as_the_search_needs_them(
     eagerly, asked_eagerly = _answer_and_questions(key)
     assert lazily == eagerly
     assert asked_lazily < asked_eagerly
+
+
+def _empty_every_cache() -> None:
+    """smalto's per-process caches as a fresh process has them (layouts, answers, texts)."""
+    for name, module in list(sys.modules.items()):
+        if name == "smalto" or name.startswith("smalto."):
+            for value in list(vars(module).values()):
+                if isinstance(value, functools._lru_cache_wrapper):
+                    value.cache_clear()
+    encode._layouts_by_text.clear()
+
+
+# Bundled kernels of the kinds a first call meets: a WGMMA matmul and a flash attention
+# (MMA operands in SMEM), row reductions, a 16-bit store that needs the widened search.
+FIRST_CALLS = [
+    "kernels/hopper_matmul_t128x128x64_s4_wgN",
+    "kernels/flash_attn_fwd_wg_hd128_b64x128",
+    "kernels/custom_softmax_rows_bcast_hint",
+    "pallas_tests/PallasCallWGTest.test_subbyte_upcast8",
+]
+
+
+@pytest.mark.parametrize("key", FIRST_CALLS)
+def test_a_first_call_builds_no_layout_through_jax(
+    key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JAX's named layouts are read off their text, the layouts smalto offers and their
+    reductions are built from data held to JAX (``hw.building``), and MMA operands are
+    told from a table: none goes through JAX's checking constructors, decoder or ``reduce``
+    (each 0.05-0.3 ms the first time in a process). The answer is the same as with them."""
+    entry = next(e for e in reference.bundled_entries() if e.key == key)
+    _empty_every_cache()
+    context = reference.make_context()
+    expected = reference.parse(entry.path, context)
+    with context:
+        smalto.infer_layout(expected, arch=entry.arch)
+    _empty_every_cache()
+    through_jax: list[str] = []
+    constructor, reduce = fa.TiledLayout.__post_init__, fa.TiledLayout.reduce
+    decode = jax_layouts.from_layout_attr
+
+    def counted_constructor(self: fa.TiledLayout, *args: object) -> None:
+        through_jax.append("constructor")
+        constructor(self, *args)
+
+    def counted_reduce(self: fa.TiledLayout, *args: object, **kwargs: object) -> fa.TiledLayout:
+        through_jax.append("reduce")
+        return reduce(self, *args, **kwargs)
+
+    def counted_decode(attr: ir.Attribute) -> fa.FragmentedLayout:
+        through_jax.append("decode")
+        return decode(attr)
+
+    monkeypatch.setattr(fa.TiledLayout, "__post_init__", counted_constructor)
+    monkeypatch.setattr(fa.TiledLayout, "reduce", counted_reduce)
+    monkeypatch.setattr(jax_layouts, "from_layout_attr", counted_decode)
+    module = reference.parse(entry.path, context)
+    with context:
+        smalto.infer_layout(module, arch=entry.arch)
+    assert through_jax == []
+    assert str(module) == str(expected)
