@@ -7,7 +7,6 @@ command, when the table in the package is not what this makes (a new JAX).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from jax._src.lib.mlir import ir
@@ -15,6 +14,7 @@ from jax.experimental.mosaic.gpu.mma import MMALayouts
 
 from smalto.hw import building
 from smalto.hw.reduction_table import Fields
+from tests.helpers.table_files import regenerate
 
 TABLE = Path(__file__).resolve().parents[2] / "smalto" / "hw" / "mma_operand_table.py"
 
@@ -69,11 +69,5 @@ def source() -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    TABLE.write_text(source())
-    print(f"wrote {TABLE}", file=sys.stderr)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(regenerate(TABLE, source))

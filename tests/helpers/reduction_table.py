@@ -15,7 +15,6 @@ their own rank and lifted to rank 3).
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
@@ -23,6 +22,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 from smalto.hw import building
 from smalto.hw import layouts as hl
 from smalto.hw.reduction_table import Fields
+from tests.helpers.table_files import regenerate
 
 TABLE = Path(__file__).resolve().parents[2] / "smalto" / "hw" / "reduction_table.py"
 
@@ -99,11 +99,5 @@ def source() -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    TABLE.write_text(source())
-    print(f"wrote {TABLE}", file=sys.stderr)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(regenerate(TABLE, source))
