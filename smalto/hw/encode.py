@@ -80,41 +80,48 @@ _DECODED_LIMIT = 4096
 _layouts_by_text: dict[str, fa.FragmentedLayout] = {}
 _transforms_by_text: dict[str, Smem] = {}
 
-# JAX's named register layouts by the text of their attribute, as jax 0.12.0.1
-# prints it: the layouts kernels name far more than any other. JAX's decoder
-# builds and canonicalizes a new layout each time (0.1-0.3 ms the first time in
-# a process); the text picks out JAX's own constant instead, the same value.
-# ``tests/hw/test_named_layout_texts.py`` holds each text to the attribute JAX
-# makes of its constant, and every named layout of JAX's to a text here.
+
+def attribute_text(layout: fa.TiledLayout) -> str:
+    """The text of a tiled layout's attribute, as JAX's ``to_layout_attr`` makes it and
+    the bindings print it (no dims of a partial reduction)."""
+
+    def dims(values: tuple[int | fa.Replicated | fa.Unreduced, ...]) -> str:
+        return ", ".join(
+            str(d) if isinstance(d, int) else f"#mosaic_gpu.Replicated<times = {d.times}>"
+            for d in values
+        )
+
+    tiles = ", ".join("[" + ", ".join(map(str, tile)) + "]" for tile in layout.tiling.tiles)
+    return (
+        f"#mosaic_gpu.TiledLayout<[{tiles}], warp_dims = [{dims(layout.warp_dims)}], "
+        f"lane_dims = [{dims(layout.lane_dims)}], vector_dim = {layout.vector_dim}>"
+    )
+
+
+# JAX's named register layouts by the text of their attribute: the layouts kernels
+# name far more than any other. JAX's decoder builds and canonicalizes a new layout
+# each time (0.1-0.3 ms the first time in a process); the text picks out JAX's own
+# constant instead, the same value. ``tests/jax_parity/test_layout_facts.py`` holds
+# each text to the attribute JAX makes of its constant, and every named layout of
+# JAX's to a text here.
 NAMED_LAYOUT_TEXTS: dict[str, fa.TiledLayout] = {
-    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2]], warp_dims = [-7], "
-    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[64, 16], [16, 16], [8, 16], [4]], warp_dims = [-7], "
-    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT_8BIT,
-    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2], [1]], warp_dims = [-8], "
-    "lane_dims = [-4, -3], vector_dim = -1>": fa.WGMMA_LAYOUT_ACC_32BIT,
-    "#mosaic_gpu.TiledLayout<[[64, 16], [16, 16], [8, 16], [8], [4]], warp_dims = [-8], "
-    "lane_dims = [-4, -2, -3], vector_dim = -1>": fa.WGMMA_LAYOUT_UPCAST_2X,
-    "#mosaic_gpu.TiledLayout<[[64, 32], [16, 32], [8, 32], [8]], warp_dims = [-7], "
-    "lane_dims = [-3, -2], vector_dim = -1>": fa.WGMMA_LAYOUT_UPCAST_4X,
-    "#mosaic_gpu.TiledLayout<[[64], [16], [8], [1]], warp_dims = [-4], "
-    "lane_dims = [-2, #mosaic_gpu.Replicated<times = 4>], vector_dim = -1>": fa.WGMMA_ROW_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[8], [2]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
-    "lane_dims = [#mosaic_gpu.Replicated<times = 8>, -2], vector_dim = -1>": fa.WGMMA_COL_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[64, 8], [16, 8], [8, 8], [2, 2], [2, 1]], warp_dims = [-10], "
-    "lane_dims = [-6, -3, -5], vector_dim = -2>": fa.WGMMA_TRANSPOSED_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2]], warp_dims = [-7], "
-    "lane_dims = [-3, -2], vector_dim = -1>": fa.TCGEN05_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[128], [32], [8], [1]], warp_dims = [-4], "
-    "lane_dims = [-2, #mosaic_gpu.Replicated<times = 4>], vector_dim = -1>": fa.TCGEN05_ROW_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[128, 8], [32, 8], [8, 8], [2, 2], [2, 1]], warp_dims = [-10], "
-    "lane_dims = [-6, -3, -5], vector_dim = -2>": fa.TCGEN05_TRANSPOSED_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[128, 2], [32, 2]], warp_dims = [-4], lane_dims = [-2], "
-    "vector_dim = -1>": fa.TMEM_NATIVE_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[16], [4]], warp_dims = [-2], "
-    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_LAYOUT,
-    "#mosaic_gpu.TiledLayout<[[4]], warp_dims = [#mosaic_gpu.Replicated<times = 4>], "
-    "lane_dims = [#mosaic_gpu.Replicated<times = 32>], vector_dim = -1>": fa.TMA_INDICES_4_LAYOUT,
+    attribute_text(layout): layout
+    for layout in (
+        fa.WGMMA_LAYOUT,
+        fa.WGMMA_LAYOUT_8BIT,
+        fa.WGMMA_LAYOUT_ACC_32BIT,
+        fa.WGMMA_LAYOUT_UPCAST_2X,
+        fa.WGMMA_LAYOUT_UPCAST_4X,
+        fa.WGMMA_ROW_LAYOUT,
+        fa.WGMMA_COL_LAYOUT,  # TCGEN05_COL_LAYOUT is the same layout
+        fa.WGMMA_TRANSPOSED_LAYOUT,
+        fa.TCGEN05_LAYOUT,
+        fa.TCGEN05_ROW_LAYOUT,
+        fa.TCGEN05_TRANSPOSED_LAYOUT,
+        fa.TMEM_NATIVE_LAYOUT,
+        fa.TMA_INDICES_LAYOUT,
+        fa.TMA_INDICES_4_LAYOUT,
+    )
 }
 
 

@@ -379,3 +379,9 @@ def test_mma_operands_are_told_as_jax_s_layouts_tell_them() -> None:
             assert schedule._mma_operand(layout, bitwidth) == expected, (layout, bitwidth)
             told += expected is not None
     assert told >= 24
+
+
+def test_attribute_texts_are_jax_s_for_the_layouts_smalto_offers(context: ir.Context) -> None:
+    with context:
+        for layout in reduction_table.catalog():
+            assert encode.attribute_text(layout) == str(jax_layouts.to_layout_attr(layout))
