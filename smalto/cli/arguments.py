@@ -266,6 +266,46 @@ def add_capture_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+SMEM_DESCRIPTION = (
+    "Show every SMEM allocation of a Mosaic GPU kernel (a module, or SCRIPT.py:FUNCTION "
+    "lowered without a GPU): its bytes with alignment padding, its source line, the ops it "
+    "is taken from and to; the peak, where it is, and the limit a block may have. The "
+    "offsets and sizes are those JAX's lowering allocates. Where the kernel is over the "
+    "limit: what uses the SMEM at the peak, and the changes that bring it under (fewer "
+    "pipeline stages, a scratch scoped tighter, a buffer reused), each verified. Exit "
+    "status: 0 within the limit, 1 over it, 2 on bad usage or input."
+)
+
+
+def add_smem_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="KERNEL",
+        help="an MLIR module ('-' for stdin), or SCRIPT.py:FUNCTION to lower",
+    )
+    parser.add_argument(
+        "--arg",
+        dest="args",
+        action="append",
+        default=[],
+        type=_dtype_and_shape,
+        metavar="DTYPE[SHAPE]",
+        help="one argument of FUNCTION, e.g. f16[256,128] (repeat, in order)",
+    )
+    _add_arch(parser)
+    parser.add_argument(
+        "--json", action="store_true", help="print the map (and the changes) as one JSON object"
+    )
+    parser.add_argument(
+        "--picture",
+        metavar="FILE",
+        help="draw the allocations over time to FILE (.png or .svg)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="write an HTML page with the map and its picture"
+    )
+
+
 FIX_DESCRIPTION = (
     "Lower a Pallas function with smalto as the layout-inference pass (no GPU needed); "
     "where its kernel has no layouts, apply the first verified fix of every problem to the "
@@ -361,12 +401,14 @@ def command_parser(command: str) -> argparse.ArgumentParser:
         "check": add_check_arguments,
         "capture": add_capture_arguments,
         "fix": add_fix_arguments,
+        "smem": add_smem_arguments,
     }
     descriptions = {
         "explain": EXPLAIN_DESCRIPTION,
         "check": CHECK_DESCRIPTION,
         "capture": CAPTURE_DESCRIPTION,
         "fix": FIX_DESCRIPTION,
+        "smem": SMEM_DESCRIPTION,
     }
     parser = CommandParser(
         prog=f"smalto {command}",

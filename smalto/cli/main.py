@@ -39,12 +39,14 @@ from smalto.cli.arguments import (
     CHECK_DESCRIPTION,
     EXPLAIN_DESCRIPTION,
     FIX_DESCRIPTION,
+    SMEM_DESCRIPTION,
     CommandParser,
     add_capture_arguments,
     add_check_arguments,
     add_explain_arguments,
     add_fix_arguments,
     add_infer_arguments,
+    add_smem_arguments,
     command_label,
     parse_arguments,
     positive_int,
@@ -89,6 +91,10 @@ def _runner(command: str) -> Runner:
         from smalto.cli.fix import run_fix
 
         return run_fix
+    if command == "smem":
+        from smalto.cli.smem import run_smem
+
+        return run_smem
     raise ValueError(f"no command {command!r}")
 
 
@@ -175,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
             "make a failing Pallas kernel lower: apply smalto's verified fixes to its source",
             FIX_DESCRIPTION,
             add_fix_arguments,
+        ),
+        (
+            "smem",
+            "show a kernel's SMEM: every allocation, the peak, the limit, what to cut",
+            SMEM_DESCRIPTION,
+            add_smem_arguments,
         ),
     ):
         command = commands.add_parser(

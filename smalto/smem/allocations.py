@@ -1,0 +1,450 @@
+"""Every SMEM allocation of a kernel, read off the module JAX hands to layout inference.
+
+A Mosaic GPU kernel's SMEM is one dynamic block: the ``dynamic_shared_memory_size``
+of its ``gpu.launch``. JAX 0.12.0.1 carves it at static offsets, and its dialect
+lowering slices it at exactly those (``dialect_lowering._slice_smem``: the slice's
+bytes from its type, ``offset + bytes`` within the launch's size):
+
+- ``mosaic_gpu.slice_smem`` ops with an ``alias_id``: Pallas' stack allocator
+  (``ModuleContext.scratch_view``) for a ``run_scoped`` scope, the kernel's
+  ``scratch_shapes`` and the pipeline's buffers (one row per stage, the leading
+  dimension); every one takes its bytes rounded up to 1024 (``SMEM_ALIGNMENT``),
+  sequential scopes reuse the same bytes, nested ones stack;
+- ``slice_smem`` ops without one: what the launch itself lays out for the whole
+  kernel (``core._construct_smem_reftree``): the barriers (8 bytes each), the
+  TMEM address slot (4 bytes), a Mosaic GPU kernel's own scratch buffers;
+- a reduction's ``offset`` and ``scratch_size`` attributes: the region Pallas
+  reserved for a cross-warp reduction (``vector.multi_reduction`` slices
+  ``scratch_size`` bytes there, ``vector.reduction`` four elements);
+- slices marked by staging through SMEM (``smalto.hw.memory.STAGED``).
+
+An allocation's extent is where, in program order, its bytes are taken: from
+its slice to the last use of the slice or of a view of it, widened to the
+whole op of the slice's block that holds that use (a loop, a ``warp_map``):
+the ops of a ``run_scoped`` body are inlined with no mark of the scope's end,
+so its uses bound it. What the launch lays out is taken the whole kernel
+long. This is where bytes are allocated, not where their data is live (an
+asynchronous copy may still read a buffer after its last use in the text).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from jax._src.lib.mlir import ir
+
+from smalto.basics.launch import LAUNCH, dynamic_smem
+from smalto.hw.memory import STAGED, smem_limit
+from smalto.source.locations import file_position
+
+ALIGNMENT = 1024  # Pallas' SMEM_ALIGNMENT: every scoped allocation's bytes round up to it
+BARRIER_BYTES = 8  # an mbarrier (``utils.MBARRIER_BYTES``)
+# Ops that carry a ref on in another type (a barrier array as LLVM's memref struct, its
+# pointer): their results are the ref still.
+_CARRIERS = frozenset(
+    {"builtin.unrealized_conversion_cast", "llvm.extractvalue", "llvm.getelementptr"}
+)
+_DYNAMIC = -9223372036854775808  # MLIR's dynamic offset in ``static_offsets``
+
+# What each kind of allocation is, in the order tables list kinds.
+PIPELINE = "pipeline buffer"
+SCRATCH = "scratch"
+REDUCTION = "reduction scratch"
+STAGED_BUFFER = "staged buffer"
+KERNEL_SCRATCH = "kernel scratch"
+BARRIERS = "barriers"
+TMEM_ADDRESS = "TMEM address"
+KINDS = (PIPELINE, SCRATCH, REDUCTION, STAGED_BUFFER, KERNEL_SCRATCH, BARRIERS, TMEM_ADDRESS)
+WHOLE_KERNEL_KINDS = frozenset({KERNEL_SCRATCH, BARRIERS, TMEM_ADDRESS})
+
+
+def align_up(size: int, alignment: int = ALIGNMENT) -> int:
+    return -(-size // alignment) * alignment
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One region of a kernel's SMEM: ``bytes`` at ``offset``, taken from op ``start`` to op
+    ``end`` (program order, both included); ``footprint`` counts the alignment padding the
+    allocator leaves after it."""
+
+    index: int  # the op that allocates it (its slice, or the reduction), in program order
+    kind: str
+    what: str  # its type: ``4x128x64xf16``, ``2x!mosaic_gpu.barrier``
+    offset: int
+    bytes: int
+    footprint: int
+    start: int
+    end: int
+    line: str | None  # ``kernel.py:42:7``: the source position of its op, where known
+    stages: int | None = None  # a pipeline buffer's stages (its leading dimension)
+
+    @property
+    def stop(self) -> int:
+        """The byte after it, padding included."""
+        return self.offset + self.footprint
+
+    @property
+    def padding(self) -> int:
+        return self.footprint - self.bytes
+
+    @property
+    def stage_bytes(self) -> int | None:
+        return None if not self.stages else self.bytes // self.stages
+
+    def live_at(self, point: int) -> bool:
+        return self.start <= point <= self.end
+
+    def overlaps_in_time(self, other: Allocation) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+    def overlaps_in_bytes(self, other: Allocation) -> bool:
+        return self.offset < other.offset + other.bytes and other.offset < self.offset + self.bytes
+
+
+@dataclass(frozen=True)
+class SmemMap:
+    """A kernel's SMEM: its allocations, what the launch asks for, the peak and the limit."""
+
+    kernel: str  # the launching function's name
+    size: int | None  # the launch's dynamic_shared_memory_size (None: not a constant)
+    limit: int  # what a block may have on the arch (232 448 bytes on sm_90 and sm_100)
+    allocations: tuple[Allocation, ...]
+    ops: tuple[str, ...] = field(repr=False)  # each op's name, in program order
+    lines: tuple[str | None, ...] = field(repr=False)  # each op's source position
+
+    @property
+    def scoped(self) -> tuple[Allocation, ...]:
+        return tuple(a for a in self.allocations if a.kind not in WHOLE_KERNEL_KINDS)
+
+    @property
+    def whole_kernel(self) -> tuple[Allocation, ...]:
+        return tuple(a for a in self.allocations if a.kind in WHOLE_KERNEL_KINDS)
+
+    @property
+    def reserved(self) -> int:
+        """The bytes the launch lays out for the whole kernel (barriers, the TMEM address
+        slot, a kernel's own scratch): the scoped allocations may have the rest."""
+        return sum(a.footprint for a in self.whole_kernel)
+
+    @property
+    def peak(self) -> tuple[int, int | None]:
+        """The most bytes in use at once (the scoped allocations' high-water mark, padding
+        included, plus what the launch reserves) and the op where it is first reached."""
+        best: tuple[int, int] = (0, 0)
+        where = None
+        for point in sorted({a.start for a in self.scoped}):
+            live = [a for a in self.scoped if a.live_at(point)]
+            # The high-water mark of the offsets in use decides the size; among the points
+            # that reach it, the one with the most bytes in use is where to look.
+            height = (max(a.stop for a in live), sum(a.footprint for a in live))
+            if height > best:
+                best, where = height, point
+        return best[0] + self.reserved, where
+
+    @property
+    def total(self) -> int:
+        """The dynamic SMEM the kernel takes: the launch's size, else its allocations' end."""
+        if self.size is not None:
+            return self.size
+        return max((a.offset + a.bytes for a in self.allocations), default=0)
+
+    @property
+    def over(self) -> int:
+        """By how many bytes the kernel exceeds the limit (0 within it)."""
+        return max(0, self.total - self.limit)
+
+    def overlaps(self) -> list[tuple[Allocation, Allocation]]:
+        """Allocations whose bytes overlap while both are taken (none in a sound layout,
+        save a reduction's scratch inside a region of the same reduction)."""
+        found = []
+        for i, a in enumerate(self.allocations):
+            for b in self.allocations[i + 1 :]:
+                if a.overlaps_in_time(b) and a.overlaps_in_bytes(b):
+                    found.append((a, b))
+        return found
+
+    def in_use_at(self, point: int | None) -> int:
+        """The bytes taken at op ``point``, padding included (the launch's too)."""
+        if point is None:
+            return self.reserved
+        return self.reserved + sum(a.footprint for a in self.scoped if a.live_at(point))
+
+    def top_users(self, count: int = 5) -> list[Allocation]:
+        """The largest allocations taken at the peak (else the largest of all), largest first."""
+        _, where = self.peak
+        live = [a for a in self.allocations if where is None or a.live_at(where)]
+        return sorted(live, key=lambda a: (-a.footprint, a.index))[:count]
+
+
+def read_smem_map(
+    module: ir.Module, arch: tuple[int, int] = (9, 0), *, stages: dict[int, int] | None = None
+) -> SmemMap:
+    """The SMEM map of ``module``'s kernel (its first ``gpu.launch``; a bare function's ops
+    where it has none). ``stages``: pipeline buffers (by op index) taken at fewer stages, as a
+    change to the kernel would leave them."""
+    launch = _first_launch(module)
+    walk = _walked(module, launch)
+    kernel = _kernel_name(launch) if launch is not None else "module"
+    allocations: list[Allocation] = []
+    laid_out: set[tuple[int, str]] = set()
+    for op, i in walk.allocating:
+        allocation = _allocation(walk, op, i, stages or {})
+        if allocation is None:
+            continue
+        if allocation.kind in WHOLE_KERNEL_KINDS:
+            # The launch's regions are sliced again where used (the TMEM address slot by
+            # the TMEM allocation): one region, however many slices.
+            key = (allocation.offset, allocation.what)
+            if key in laid_out:
+                continue
+            laid_out.add(key)
+        allocations.append(allocation)
+    allocations.sort(key=lambda a: (a.start, a.offset, a.index))
+    return SmemMap(
+        kernel=kernel,
+        size=dynamic_smem(launch) if launch is not None else None,
+        limit=smem_limit(arch),
+        allocations=tuple(allocations),
+        ops=tuple(walk.names),
+        lines=tuple(walk.lines),
+    )
+
+
+def operations_in_order(module: ir.Module) -> list[ir.Operation]:
+    """The ops a map of ``module`` numbers, in its program order (by a map's op indices)."""
+    return _walked(module, _first_launch(module)).operations
+
+
+def _walked(module: ir.Module, launch: ir.Operation | None) -> _Walk:
+    walk = _Walk()
+    root = launch if launch is not None else module.operation
+    for region in root.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                walk.visit(op.operation, -1)
+    return walk
+
+
+class _Walk:
+    """Program order: every op's index, the index its subtree ends at, its parent's index."""
+
+    def __init__(self) -> None:
+        self.index: dict[ir.Operation, int] = {}
+        self.operations: list[ir.Operation] = []
+        self.names: list[str] = []
+        self.lines: list[str | None] = []
+        self.parents: list[int] = []
+        self.ends: list[int] = []
+        self.allocating: list[tuple[ir.Operation, int]] = []
+
+    def visit(self, op: ir.Operation, parent: int) -> None:
+        i = len(self.names)
+        self.index[op] = i
+        self.operations.append(op)
+        self.names.append(op.name)
+        position = file_position(op.location)
+        self.lines.append(str(position) if position is not None else None)
+        self.parents.append(parent)
+        self.ends.append(i)
+        if op.name == "mosaic_gpu.slice_smem" or (
+            op.name in ("vector.multi_reduction", "vector.reduction") and "offset" in op.attributes
+        ):
+            self.allocating.append((op, i))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    self.visit(inner.operation, i)
+        self.ends[i] = len(self.names) - 1
+
+    def last_use(self, op: ir.Operation, i: int) -> int:
+        """The last op, in program order, that uses the slice ``op`` or a view of it, widened
+        to the op of the slice's own block that holds it."""
+        last = i
+        seen: set[ir.Operation] = set()
+        pending = list(op.results)
+        while pending:
+            value = pending.pop()
+            for use in value.uses:
+                user = use.owner
+                if user in seen:
+                    continue
+                seen.add(user)
+                j = self.index.get(user)
+                if j is None:
+                    continue
+                last = max(last, self._holder_end(j, self.parents[i]))
+                if user.name in _CARRIERS:
+                    pending.extend(user.results)
+                else:
+                    pending.extend(r for r in user.results if isinstance(r.type, ir.MemRefType))
+        return last
+
+    def _holder_end(self, j: int, block_parent: int) -> int:
+        """The end of the op holding ``j`` among the children of ``block_parent``."""
+        while self.parents[j] != block_parent and self.parents[j] != -1:
+            j = self.parents[j]
+        return self.ends[j]
+
+    def whole(self, i: int) -> tuple[int, int]:
+        """The extent of the region ``i`` sits in (the whole kernel at the top)."""
+        parent = self.parents[i]
+        return (0, len(self.names) - 1) if parent == -1 else (parent, self.ends[parent])
+
+
+def _allocation(
+    walk: _Walk, op: ir.Operation, i: int, stages: dict[int, int]
+) -> Allocation | None:
+    line = walk.lines[i] or _near(walk, i)
+    if op.name != "mosaic_gpu.slice_smem":
+        return _reduction(op, i, line)
+    if "offset" not in op.attributes or not op.results:
+        return None
+    offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+    ref = ir.MemRefType(op.results[0].type)
+    what = str(ref).removeprefix("memref<").split(", #gpu")[0].rstrip(">")
+    size = _ref_bytes(ref)
+    if size is None:
+        return None
+    element = str(ref.element_type)
+    if "mosaic_gpu.barrier" in element:
+        start, end = walk.whole(i)
+        if i in stages:  # a pipeline's barriers, one a stage, taken at fewer stages
+            size = BARRIER_BYTES * stages[i]
+            what = f"{stages[i]}x" + what.split("x", 1)[1]
+        return Allocation(i, BARRIERS, what, offset, size, size, start, end, line)
+    if "alias_id" not in op.attributes and STAGED not in op.attributes:
+        start, end = walk.whole(i)
+        kind = TMEM_ADDRESS if _holds_tmem_address(op, ref) else KERNEL_SCRATCH
+        return Allocation(i, kind, what, offset, size, size, start, end, line)
+    end = walk.last_use(op, i)
+    if STAGED in op.attributes:
+        return Allocation(i, STAGED_BUFFER, what, offset, size, align_up(size), i, end, line)
+    count = _stage_count(op, ref)
+    if count is None:
+        return Allocation(i, SCRATCH, what, offset, size, align_up(size), i, end, line)
+    taken = stages.get(i, count)
+    size = size // count * taken
+    if taken != count:
+        what = f"{taken}x" + what.split("x", 1)[1]
+    return Allocation(i, PIPELINE, what, offset, size, align_up(size), i, end, line, taken)
+
+
+def _near(walk: _Walk, i: int) -> str | None:
+    """Where the kernel's source is nearest after op ``i`` (a pipeline's buffers come from
+    Pallas' own ``run_scoped``, whose location names no line of the kernel's): ``near
+    kernel.py:34:12``."""
+    _, last = walk.whole(i)
+    following = (line for line in walk.lines[i + 1 : last + 1] if line)
+    line = next(following, None)
+    return None if line is None else f"near {line}"
+
+
+def _reduction(op: ir.Operation, i: int, line: str | None) -> Allocation | None:
+    offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+    element = ir.VectorType(op.operands[0].type).element_type
+    bits = _bits(element)
+    if bits is None:
+        return None
+    if op.name == "vector.reduction":
+        size = 4 * bits // 8  # the lowering slices four elements
+        reserved = size
+    else:
+        if "scratch_size" not in op.attributes:
+            return None
+        reserved = int(ir.IntegerAttr(op.attributes["scratch_size"]).value)
+        size = reserved * 8 // bits * bits // 8
+    what = f"{reserved // max(1, bits // 8)}x{element}"
+    return Allocation(i, REDUCTION, what, offset, size, align_up(reserved), i, i, line)
+
+
+def _stage_count(op: ir.Operation, ref: ir.MemRefType) -> int | None:
+    """The stages of a pipeline buffer: its leading dimension, where some view of it picks
+    one row by a computed index (the pipeline's slot); None for anything else."""
+    shape = list(ref.shape)
+    if len(shape) < 2 or shape[0] < 2:
+        return None
+    pending = list(op.results)
+    seen = 0
+    while pending and seen < 256:
+        value = pending.pop()
+        for use in value.uses:
+            user = use.owner
+            seen += 1
+            if user.name == "memref.subview" and use.operand_number == 0:
+                offsets = list(ir.DenseI64ArrayAttr(user.attributes["static_offsets"]))
+                sizes = list(ir.DenseI64ArrayAttr(user.attributes["static_sizes"]))
+                if offsets and offsets[0] == _DYNAMIC and sizes[0] == 1:
+                    return shape[0]
+            elif user.name in ("mosaic_gpu.with_transforms", "memref.cast"):
+                pending.extend(user.results)
+            else:
+                pending.extend(_region_arguments(user, use.operand_number))
+    return None
+
+
+def _region_arguments(user: ir.Operation, operand: int) -> list[ir.Value]:
+    """The block arguments a value passed as ``operand`` of ``user`` becomes inside its
+    regions (a ``warp_map``'s or ``custom_primitive``'s operands, one argument each; a loop's
+    carried values), where that correspondence is plain."""
+    found: list[ir.Value] = []
+    for region in user.regions:
+        for block in region.blocks:
+            arguments = list(block.arguments)
+            if user.name == "scf.for":
+                index = operand - 3 + 1  # (lower, upper, step, carried...) -> (iv, carried...)
+            elif len(arguments) == len(user.operands):
+                index = operand
+            else:
+                index = -1
+            if 0 <= index < len(arguments):
+                found.append(arguments[index])
+            break  # the entry block only
+    return found
+
+
+def _holds_tmem_address(op: ir.Operation, ref: ir.MemRefType) -> bool:
+    if ref.rank != 0 or str(ref.element_type) != "i32":
+        return False
+    return any("tmem_alloc" in use.owner.name for use in op.results[0].uses)
+
+
+def _bits(element: ir.Type) -> int | None:
+    if isinstance(element, ir.IntegerType):
+        return int(ir.IntegerType(element).width)
+    if isinstance(element, ir.FloatType):
+        return int(ir.FloatType(element).width)
+    if "mosaic_gpu.barrier" in str(element):
+        return BARRIER_BYTES * 8
+    return None
+
+
+def _ref_bytes(ref: ir.MemRefType) -> int | None:
+    """The bytes JAX's lowering slices for ``ref``: its elements times their width."""
+    bits = _bits(ref.element_type)
+    if bits is None or any(d < 0 for d in ref.shape):
+        return None
+    return math.prod(ref.shape) * bits // 8
+
+
+def _first_launch(module: ir.Module) -> ir.Operation | None:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == LAUNCH:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[0] if found else None
+
+
+def _kernel_name(launch: ir.Operation) -> str:
+    parent = launch.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    if parent is None or "sym_name" not in parent.attributes:
+        return "kernel"
+    return ir.StringAttr(parent.attributes["sym_name"]).value
