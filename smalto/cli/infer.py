@@ -41,6 +41,8 @@ from smalto.report.printed import PrintedModule
 from smalto.source.files import Sources, searching_beside
 
 if TYPE_CHECKING:
+    from jax._src.lib.mlir import ir
+
     from smalto.report.summary import Summary
 
 DEFAULT_ARCH = (9, 0)
@@ -153,6 +155,9 @@ def _infer_in(
             # The diagnosis is on stdout; stderr says what failed, in one line.
             return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
         return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
+    over = _over_smem_limit(module, arch)
+    if over is not None:
+        warning(f"{source.name}: {over}")
     writing: str | None = None  # the file being written (None: stdout), for its error
     try:
         printed = None
@@ -193,6 +198,28 @@ def _infer_in(
     except OSError as error:  # a file checked writable at the start, yet not written
         return fail(_cannot_write(writing, error), EXIT_USAGE)
     return EXIT_OK
+
+
+def _over_smem_limit(module: ir.Module, arch: tuple[int, int]) -> str | None:
+    """Where the kernel asks for more SMEM than a block may have (JAX refuses it before its
+    pass runs): what uses it at the peak, at the kernel's lines, and the verified changes
+    that bring it under. None within the limit (told by the launch's size alone)."""
+    from smalto.basics.launch import dynamic_smem
+    from smalto.hw.memory import smem_limit
+    from smalto.smem.allocations import first_launch
+
+    launch = first_launch(module)
+    size = dynamic_smem(launch) if launch is not None else None
+    if size is None or size <= smem_limit(arch):
+        return None
+    from smalto.report.smem_map import lowered_cuts, over_limit_text
+    from smalto.smem.allocations import read_smem_map
+    from smalto.smem.cuts import smem_cuts
+
+    with in_context(module):
+        smem = read_smem_map(module, arch)
+        cuts = smem_cuts(smem, module, arch)
+        return over_limit_text(smem, cuts, lowered_cuts(cuts, arch))
 
 
 class RescueOptions(TypedDict):

@@ -25,6 +25,7 @@ from smalto.jax.capture import (
     rejected_after_inference,
 )
 from smalto.jax.hooks import Pass, jax_infer_arch
+from smalto.jax.smem_room import overrun_explained
 
 Stage = Literal["before inference", "inference", "after inference", "no kernel"]
 
@@ -89,8 +90,14 @@ def lower(
         except Exception as raised:
             kernels = tuple(recorder.captured)
             stage = _failed_stage(raised, recorder)
+            message = _message(stage, kernels, by, target, raised)
+            if stage == "before inference":
+                # JAX's SMEM limit says only by how much; the map says what to cut.
+                explained = overrun_explained(fn, args, arch, raised)
+                if explained is not None:
+                    message = f"{message}\n{explained}"
             raise KernelLoweringError(
-                _message(stage, kernels, by, target, raised),
+                message,
                 stage=stage,
                 kernels=kernels,
                 by=by,

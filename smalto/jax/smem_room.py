@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -83,3 +83,41 @@ def smem_limit_of_device() -> int:
     limit = int(getattr(device, "shared_memory_per_block_optin", 227 * 1024))
     bound = getattr(core, "_SMEM_SIZE_BOUND", None)
     return limit if bound is None else min(limit, int(bound))
+
+
+def overrun_explained(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    raised: BaseException,
+) -> str | None:
+    """Where ``raised`` is JAX's ``Mosaic GPU kernel exceeds available shared memory``:
+    ``fn(*args)`` lowered again past the check, and the first kernel over the limit
+    explained (what uses its SMEM at the peak, at its lines; the verified changes that
+    bring it under). None for any other failure, or where the lowering again fails."""
+    from smalto.report.smem_map import JAX_PHRASE
+
+    if JAX_PHRASE not in str(raised):
+        return None
+    from smalto.basics.mlir import in_context
+    from smalto.jax.capture import capture
+    from smalto.report.smem_map import lowered_cuts, over_limit_text
+    from smalto.smem.allocations import read_smem_map
+    from smalto.smem.cuts import smem_cuts
+
+    try:
+        with room_for_any_smem():
+            captured = capture(fn, *args, arch=arch, by="smalto")
+    except Exception:  # noqa: BLE001 -- the explanation is extra; JAX's error stands
+        return None
+    for kernel in captured:
+        module = kernel.module()
+        with in_context(module):
+            smem = read_smem_map(module, kernel.arch)
+            if not smem.over:
+                continue
+            cuts = smem_cuts(smem, module, kernel.arch)
+            # (The first line is JAX's own, which the caller shows already.)
+            text = over_limit_text(smem, cuts, lowered_cuts(cuts, kernel.arch))
+            return text.split("\n", 1)[1]
+    return None

@@ -1,6 +1,6 @@
 """``smalto infer --report out.html``: one page that shows what inference chose.
 
-Sections: a summary; every distinct layout, transform and TMEM layout the
+Sections: a summary; the kernel's SMEM (``smalto.report.smem_map``); every distinct layout, transform and TMEM layout the
 kernel uses, each with a picture (PNG, embedded as a data URI) and the values
 that use it; every op with its in/out layouts and transforms, the relayouts
 that cost something marked (a splat used in another layout is a free
@@ -37,6 +37,7 @@ from smalto.infer import Inference
 from smalto.program.view import Kind
 from smalto.report.printed import PrintedModule
 from smalto.report.reasons import Explainer
+from smalto.report.smem_map import module_section
 from smalto.report.summary import Conversion, conversions, layout_name
 from smalto.source.locations import location_name
 
@@ -92,6 +93,7 @@ class _Page:
         self.rewritten: list[str] = []  # the unit-dim rewrite's changes, as it said them
         self.unoptimized: list[str] = []  # the transfers made unoptimized, as warned
         self.staged: list[str] = []  # the transfers staged through SMEM, as warned
+        self.smem = ""  # the section on the kernel's SMEM (``smalto.report.smem_map``)
         self.conversions: dict[int, list[Conversion]] = {}
         for conversion in conversions(inference):
             self.conversions.setdefault(conversion.op, []).append(conversion)
@@ -319,6 +321,7 @@ def _html(page: _Page, title: str) -> str:
     for vid in page.explainer.values():
         out.append(html.escape(page.explainer.explain_value(vid).text(detailed=False)))
     out.append("</div></section>")
+    out.append(page.smem)
     out.append('<section id="module"><h2>The module</h2><details><summary>as `smalto infer` ')
     out.append(f"prints it ({len(page.printed.text.splitlines())} lines)</summary>")
     out.append(listing_html(page.printed.text, set()))
@@ -396,8 +399,8 @@ def write_report(
     said it (a line per op the unit-dim rewrite changed, one per transfer made
     unoptimized or staged through SMEM): the page says so first.
     """
-    del module  # the inference holds the ops; the parameter keeps the call site explicit
     page = _Page(inference, source_name, printed)
+    page.smem = module_section(module)
     page.collect()
     page.rewritten, page.unoptimized = list(rewritten), list(unoptimized)
     page.staged = list(staged)

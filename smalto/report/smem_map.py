@@ -71,8 +71,20 @@ def _kib(size: int) -> str:
 def _where(smem: SmemMap, op: int | None) -> str:
     if op is None:
         return "nowhere"
-    line = smem.lines[op]
+    line = smem.lines[op] or next((a.line for a in smem.allocations if a.index == op), None)
     return f"{line} (op {op}, {smem.ops[op]})" if line else f"op {op} ({smem.ops[op]})"
+
+
+def _at_op(smem: SmemMap, op: int | None) -> str:
+    where = _where(smem, op)
+    return where if where.startswith("near ") else f"at {where}"
+
+
+def _at(a: Allocation) -> str:
+    """``at kernel.py:42:7``, ``near kernel.py:34:12``, or ``at op 40``."""
+    if a.line is None:
+        return f"at op {a.index}"
+    return a.line if a.line.startswith("near ") else f"at {a.line}"
 
 
 def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
@@ -90,9 +102,11 @@ def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
     lines = [
         f"{smem.kernel}: {size}; limit {smem.limit} bytes a block on "
         f"sm_{arch[0]}{arch[1]}: {room}",
-        f"peak: the allocations reach byte {peak} at {_where(smem, where)}, with "
+        f"peak: the allocations reach byte {peak} {_at_op(smem, where)}, with "
         f"{smem.in_use_at(where)} bytes in use there ({smem.reserved} of them laid out by "
-        "the launch for the whole kernel)",
+        "the launch for the whole kernel)"
+        if where is not None
+        else f"peak: {peak} bytes, all laid out by the launch for the whole kernel",
     ]
     unused = smem.total - peak
     if smem.size is not None and unused > 0:
@@ -123,7 +137,7 @@ def top_users_lines(smem: SmemMap, count: int = 5) -> list[str]:
     for a in smem.top_users(count):
         stages = f", {a.stages} stages of {a.stage_bytes}" if a.stages else ""
         out.append(
-            f"  {a.footprint:>7} bytes  {a.kind}: {a.what}{stages} at {a.line or f'op {a.index}'}"
+            f"  {a.footprint:>7} bytes  {a.kind}: {a.what}{stages} {_at(a)}"
         )
     return out
 
@@ -166,7 +180,7 @@ def over_limit_text(
     peak, where = smem.peak
     lines = [
         f"{JAX_PHRASE}: smem_bytes={smem.total} > max_smem_bytes={smem.limit}",
-        f"the allocations reach byte {peak} at {_where(smem, where)}, where "
+        f"the allocations reach byte {peak} {_at_op(smem, where)}, where "
         f"{smem.in_use_at(where)} bytes are in use; the largest there:",
         *top_users_lines(smem),
     ]
@@ -291,3 +305,17 @@ def html_page(
             "</body></html>",
         ]
     )
+
+
+def module_section(module: ir.Module) -> str:
+    """The SMEM section of ``smalto infer --report``'s page, for ``module`` (its cuts
+    verified on the map, not lowered: the page is written on every report)."""
+    from smalto.basics.mlir import in_context, module_arch
+    from smalto.smem.allocations import read_smem_map
+    from smalto.smem.cuts import smem_cuts
+
+    arch = module_arch(module) or (9, 0)
+    with in_context(module):
+        smem = read_smem_map(module, arch)
+        cuts = smem_cuts(smem, module, arch) if smem.over else []
+    return html_section(smem, arch, cuts)

@@ -184,7 +184,7 @@ def read_smem_map(
     """The SMEM map of ``module``'s kernel (its first ``gpu.launch``; a bare function's ops
     where it has none). ``stages``: pipeline buffers (by op index) taken at fewer stages, as a
     change to the kernel would leave them."""
-    launch = _first_launch(module)
+    launch = first_launch(module)
     walk = _walked(module, launch)
     kernel = _kernel_name(launch) if launch is not None else "module"
     allocations: list[Allocation] = []
@@ -214,7 +214,7 @@ def read_smem_map(
 
 def operations_in_order(module: ir.Module) -> list[ir.Operation]:
     """The ops a map of ``module`` numbers, in its program order (by a map's op indices)."""
-    return _walked(module, _first_launch(module)).operations
+    return _walked(module, first_launch(module)).operations
 
 
 def _walked(module: ir.Module, launch: ir.Operation | None) -> _Walk:
@@ -428,7 +428,7 @@ def _ref_bytes(ref: ir.MemRefType) -> int | None:
     return math.prod(ref.shape) * bits // 8
 
 
-def _first_launch(module: ir.Module) -> ir.Operation | None:
+def first_launch(module: ir.Module) -> ir.Operation | None:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:

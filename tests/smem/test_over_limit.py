@@ -1,0 +1,122 @@
+"""A kernel over the SMEM limit (a pipeline one stage too deep: ``deep_pipeline.py``): JAX
+says only by how much; the map says what uses it, at the kernel's lines, and which verified
+changes bring it under: fewer stages (the kernel lowered again with them takes exactly what
+the change predicts) and a scratch scoped tighter (the changed module lowered again by JAX's
+own lowering). The route's error and ``smalto infer`` say so."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from cli_run import run
+
+import smalto.jax
+from smalto.basics.mlir import in_context
+from smalto.hw.memory import SMEM_PER_BLOCK
+from smalto.jax.capture import capture
+from smalto.jax.smem_room import room_for_any_smem, smem_limit_of_device
+from smalto.report.smem_map import JAX_PHRASE, lowered_cuts
+from smalto.smem.allocations import PIPELINE, SmemMap, read_smem_map
+from smalto.smem.cuts import APPLICABILITY, FEWER_STAGES, SCOPED_TIGHTER, Cut, _verified, smem_cuts
+
+KERNELS = Path(__file__).resolve().parents[1] / "smem_kernels"
+sys.path.insert(0, str(KERNELS))
+import deep_pipeline  # noqa: E402
+
+ARGS = (jax.ShapeDtypeStruct((256, 512), jnp.float16), jax.ShapeDtypeStruct((512, 256), jnp.float16))
+
+
+@pytest.fixture(scope="module")
+def deep_text() -> str:
+    with room_for_any_smem():
+        (kernel,) = capture(deep_pipeline.matmul, *ARGS, by="smalto")
+    return kernel.text
+
+
+@pytest.fixture(scope="module")
+def deep(deep_text: str) -> tuple[SmemMap, list[Cut], object]:
+    from smalto.basics.mlir import parse_module
+
+    module = parse_module(deep_text)
+    with in_context(module):
+        smem = read_smem_map(module)
+        return smem, smem_cuts(smem, module), module
+
+
+def test_the_room_is_only_inside_the_block() -> None:
+    with room_for_any_smem():  # (the stand-in is in place from here on)
+        pass
+    assert smem_limit_of_device() == SMEM_PER_BLOCK
+    with pytest.raises(ValueError, match=JAX_PHRASE):
+        jax.jit(deep_pipeline.matmul).trace(*ARGS).lower(lowering_platforms=("cuda",))
+
+
+def test_the_map_of_a_kernel_over_the_limit(deep: tuple[SmemMap, list[Cut], object]) -> None:
+    smem, _, _ = deep
+    assert (smem.total, smem.limit, smem.over) == (294944, SMEM_PER_BLOCK, 294944 - SMEM_PER_BLOCK)
+    top = smem.top_users(2)
+    assert [(a.kind, a.what, a.stages) for a in top] == [(PIPELINE, "4x128x128xf16", 4)] * 2
+    # Pallas' own run_scoped names no kernel line: the nearest line of the kernel stands in.
+    assert all(a.line and a.line.startswith("near ") and "deep_pipeline.py" in a.line for a in top)
+
+
+def test_fewer_stages_predicts_the_kernel_lowered_with_fewer(
+    deep: tuple[SmemMap, list[Cut], object],
+) -> None:
+    _, cuts, _ = deep
+    stages = next(c for c in cuts if c.kind == FEWER_STAGES)
+    assert stages.enough and stages.applicability == APPLICABILITY == "MaybeIncorrect"
+    assert "4 -> 3" in stages.text
+    assert stages.parameter is not None
+    assert stages.parameter.startswith("max_concurrent_steps=") and "deep_pipeline.py:" in stages.parameter
+    # The kernel lowered again with three stages asks for exactly what the change predicts.
+    (shallow,) = smalto.jax.capture(deep_pipeline.shallow, *ARGS, by="smalto")
+    module = shallow.module()
+    with in_context(module):
+        lowered = read_smem_map(module)
+    assert stages.total == lowered.total == lowered.size == 229400
+    assert stages.saves == 294944 - 229400
+    assert [a.stages for a in stages.changed.allocations if a.kind == PIPELINE] == [3, 3]
+
+
+def test_a_scratch_scoped_tighter_is_lowered_again_by_jax(
+    deep: tuple[SmemMap, list[Cut], object],
+) -> None:
+    smem, cuts, _ = deep
+    scoped = next(c for c in cuts if c.kind == SCOPED_TIGHTER)
+    assert scoped.subject.what == "128x128xf16" and "deep_pipeline.py:47" in (scoped.subject.line or "")
+    assert (scoped.saves, scoped.total, scoped.enough) == (32768, smem.total - 32768, False)
+    assert not scoped.changed.overlaps()
+    (verdict,) = lowered_cuts([scoped], (9, 0))
+    assert verdict.lowered is True, verdict.why
+
+
+def test_a_move_onto_bytes_in_use_is_refused(deep: tuple[SmemMap, list[Cut], object]) -> None:
+    smem, _, module = deep
+    first, second = sorted((a for a in smem.allocations if a.kind == PIPELINE), key=lambda a: a.offset)
+    with in_context(module):  # type: ignore[arg-type]
+        assert _verified(smem, module, (9, 0), {second.index: first.offset}, {}) is None  # type: ignore[arg-type]
+
+
+def test_the_routes_error_says_what_to_cut() -> None:
+    with pytest.raises(smalto.jax.KernelLoweringError) as raised:
+        smalto.jax.lower(deep_pipeline.matmul, *ARGS)
+    message = str(raised.value)
+    assert message.count(JAX_PHRASE) == 1
+    assert "pipeline buffer: 4x128x128xf16, 4 stages of 32768 near" in message
+    assert "4 -> 3 pipeline stages" in message and "brings it under" in message
+    assert "max_concurrent_steps=" in message
+
+
+def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None:
+    path = tmp_path / "deep.mlir"
+    path.write_text(deep_text)
+    ran = run("infer", path)
+    assert ran.status == 0, ran.err
+    assert f"warning: {path}: {JAX_PHRASE}: smem_bytes=294944 > max_smem_bytes=232448" in ran.err
+    assert "fewer pipeline stages" in ran.err and "JAX's lowering accepts the change" in ran.err
+    assert "mosaic_gpu.slice_smem" in ran.out  # the module is still inferred and printed
