@@ -62,9 +62,7 @@ def smem_map_scene(smem: SmemMap) -> Scene:
         return TOP + PLOT_HEIGHT - byte / top_bytes * PLOT_HEIGHT
 
     over = f", {smem.over} bytes over the limit" if smem.over else ""
-    picture.items.append(
-        Text(LEFT, 22, f"SMEM of {smem.kernel}: {smem.total} bytes{over}", 15.0)
-    )
+    picture.items.append(Text(LEFT, 22, f"SMEM of {smem.kernel}: {smem.total} bytes{over}", 15.0))
     picture.items.append(Box(LEFT, TOP, plot_width, PLOT_HEIGHT, None, "#000000", 1.0))
     for allocation in sorted(smem.allocations, key=lambda a: -a.footprint):
         _allocation_box(picture, allocation, x, y)
@@ -89,7 +87,9 @@ def smem_map_scene(smem: SmemMap) -> Scene:
         picture.items.append(Lines(np.array([[LEFT - 3, y(byte), LEFT, y(byte)]]), "#000000", 1.0))
     bottom = TOP + PLOT_HEIGHT
     picture.items.append(Text(LEFT, bottom + 16, "op 0", FONT - 1))
-    picture.items.append(Text(LEFT + plot_width, bottom + 16, f"op {ops - 1}", FONT - 1, anchor="end"))
+    picture.items.append(
+        Text(LEFT + plot_width, bottom + 16, f"op {ops - 1}", FONT - 1, anchor="end")
+    )
     picture.items.append(
         Text(LEFT + plot_width / 2, bottom + 16, "program order", FONT - 1, anchor="middle")
     )
@@ -116,9 +116,7 @@ def _allocation_box(picture: Scene, allocation: Allocation, x: Scale, y: Scale) 
     picture.items.append(Box(left, base - height, width, height, color, "#ffffff", 0.5))
     label = allocation.what
     if base - top >= FONT + 2 and sans_width(label, FONT - 1) + 6 <= width:
-        picture.items.append(
-            Text(left + 3, top + FONT, label, FONT - 1, color="white", halo=0.0)
-        )
+        picture.items.append(Text(left + 3, top + FONT, label, FONT - 1, color="white", halo=0.0))
 
 
 def _level(

@@ -27,7 +27,15 @@ import jax
 
 _ROOM = 1 << 31  # more than any kernel asks for
 _LOCK = threading.Lock()
-_INSIDE = threading.local()
+
+
+class _Inside(threading.local):
+    """How deep the calling thread is in ``room_for_any_smem`` blocks."""
+
+    depth = 0
+
+
+_INSIDE = _Inside()
 
 
 class _RoomyDevice:
@@ -50,7 +58,7 @@ class _JaxForLaunch(ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(jax, name)
-        if name == "local_devices" and getattr(_INSIDE, "depth", 0):
+        if name == "local_devices" and _INSIDE.depth:
             return lambda *args, **kwargs: [_RoomyDevice(d) for d in value(*args, **kwargs)]
         return value
 
@@ -60,14 +68,14 @@ def _install() -> None:
 
     with _LOCK:
         if not isinstance(core.jax, _JaxForLaunch):
-            core.jax = _JaxForLaunch()  # type: ignore[attr-defined]
+            core.jax = _JaxForLaunch()
 
 
 @contextlib.contextmanager
 def room_for_any_smem() -> Iterator[None]:
     """Within the block, this thread's lowerings pass JAX's SMEM limit check."""
     _install()
-    _INSIDE.depth = getattr(_INSIDE, "depth", 0) + 1
+    _INSIDE.depth = _INSIDE.depth + 1
     try:
         yield
     finally:

@@ -1,11 +1,12 @@
 """``smalto infer --report out.html``: one page that shows what inference chose.
 
-Sections: a summary; the kernel's SMEM (``smalto.report.smem_map``); every distinct layout, transform and TMEM layout the
+Sections: a summary; every distinct layout, transform and TMEM layout the
 kernel uses, each with a picture (PNG, embedded as a data URI) and the values
 that use it; every op with its in/out layouts and transforms, the relayouts
 that cost something marked (a splat used in another layout is a free
 broadcast: noted, not marked; see ``smalto.report.summary.conversions``); why each
-value has its layout (``smalto explain --all``); and the module as ``smalto
+value has its layout (``smalto explain --all``); the kernel's SMEM
+(``smalto.report.smem_map``); and the module as ``smalto
 infer`` prints it, whose lines the page names.
 
 When inference fails, ``write_failure_report`` writes the page that helps

@@ -100,8 +100,7 @@ def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
         else f"{smem.limit - smem.total} bytes to spare"
     )
     lines = [
-        f"{smem.kernel}: {size}; limit {smem.limit} bytes a block on "
-        f"sm_{arch[0]}{arch[1]}: {room}",
+        f"{smem.kernel}: {size}; limit {smem.limit} bytes a block on sm_{arch[0]}{arch[1]}: {room}",
         f"peak: the allocations reach byte {peak} {_at_op(smem, where)}, with "
         f"{smem.in_use_at(where)} bytes in use there ({smem.reserved} of them laid out by "
         "the launch for the whole kernel)"
@@ -136,9 +135,7 @@ def top_users_lines(smem: SmemMap, count: int = 5) -> list[str]:
     out = []
     for a in smem.top_users(count):
         stages = f", {a.stages} stages of {a.stage_bytes}" if a.stages else ""
-        out.append(
-            f"  {a.footprint:>7} bytes  {a.kind}: {a.what}{stages} {_at(a)}"
-        )
+        out.append(f"  {a.footprint:>7} bytes  {a.kind}: {a.what}{stages} {_at(a)}")
     return out
 
 
@@ -172,9 +169,7 @@ def text_report(
     return "\n".join(lines)
 
 
-def over_limit_text(
-    smem: SmemMap, cuts: list[Cut], verdicts: list[Verdict] | None = None
-) -> str:
+def over_limit_text(smem: SmemMap, cuts: list[Cut], verdicts: list[Verdict] | None = None) -> str:
     """JAX's phrase for a kernel over the limit, then what uses the SMEM at the peak, then
     the changes that bring it under (the error of the route, ``smalto infer``'s note)."""
     peak, where = smem.peak
@@ -275,13 +270,19 @@ def html_section(
 
 
 def _rows(smem: SmemMap) -> list[tuple[str, ...]]:
-    rows: list[tuple[str, ...]] = [
-        ("offset", "bytes", "padded", "kind", "type", "ops", "line")
-    ]
+    rows: list[tuple[str, ...]] = [("offset", "bytes", "padded", "kind", "type", "ops", "line")]
     for a in smem.allocations:
         what = a.what + (f" ({a.stages} stages)" if a.stages else "")
         rows.append(
-            (str(a.offset), str(a.bytes), str(a.footprint), a.kind, what, f"{a.start}-{a.end}", a.line or "")
+            (
+                str(a.offset),
+                str(a.bytes),
+                str(a.footprint),
+                a.kind,
+                what,
+                f"{a.start}-{a.end}",
+                a.line or "",
+            )
         )
     return rows
 

@@ -263,11 +263,11 @@ class _Walk:
         to the op of the slice's own block that holds it."""
         last = i
         seen: set[ir.Operation] = set()
-        pending = list(op.results)
+        pending: list[ir.Value] = list(op.results)
         while pending:
             value = pending.pop()
             for use in value.uses:
-                user = use.owner
+                user = use.owner.operation
                 if user in seen:
                     continue
                 seen.add(user)
@@ -293,9 +293,7 @@ class _Walk:
         return (0, len(self.names) - 1) if parent == -1 else (parent, self.ends[parent])
 
 
-def _allocation(
-    walk: _Walk, op: ir.Operation, i: int, stages: dict[int, int]
-) -> Allocation | None:
+def _allocation(walk: _Walk, op: ir.Operation, i: int, stages: dict[int, int]) -> Allocation | None:
     line = walk.lines[i] or _near(walk, i)
     if op.name != "mosaic_gpu.slice_smem":
         return _reduction(op, i, line)
@@ -365,12 +363,12 @@ def _stage_count(op: ir.Operation, ref: ir.MemRefType) -> int | None:
     shape = list(ref.shape)
     if len(shape) < 2 or shape[0] < 2:
         return None
-    pending = list(op.results)
+    pending: list[ir.Value] = list(op.results)
     seen = 0
     while pending and seen < 256:
         value = pending.pop()
         for use in value.uses:
-            user = use.owner
+            user = use.owner.operation
             seen += 1
             if user.name == "memref.subview" and use.operand_number == 0:
                 offsets = list(ir.DenseI64ArrayAttr(user.attributes["static_offsets"]))

@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
-from jax._src.lib.mlir.dialects import arith
 
 from smalto.basics.launch import dynamic_smem_operand
 from smalto.basics.mlir import clone_module
@@ -62,7 +61,9 @@ class Cut:
     changed: SmemMap
     module: ir.Module  # the changed copy (offsets and size rewritten)
     lowerable: bool  # whether the copy is the whole change (a stage count is not in it)
-    parameter: str | None = None  # the kernel's own parameter for it (``max_concurrent_steps=4 at kernel.py:88``)
+    parameter: str | None = (
+        None  # the kernel's own parameter for it (``max_concurrent_steps=4 at kernel.py:88``)
+    )
     applicability: str = APPLICABILITY
 
     @property
@@ -122,7 +123,9 @@ def _fewer_stages(
     for stages in range(stages_now - 1, 0, -1):
         moves: dict[int, int] = {}
         # Each buffer shrinks; what was stacked above it moves down by what it freed.
-        shrinks = {b.index: b.footprint - align_up(b.bytes // stages_now * stages) for b in pipeline}
+        shrinks = {
+            b.index: b.footprint - align_up(b.bytes // stages_now * stages) for b in pipeline
+        }
         for allocation in smem.scoped:
             below = sum(
                 shrink
@@ -162,7 +165,9 @@ def _stage_barriers(smem: SmemMap, pipeline: list[Allocation]) -> list[Allocatio
     if sum(1 for p in pipelines(smem) if p[0].stages == stages) != 1:
         return []
     return [
-        a for a in smem.whole_kernel if a.kind == BARRIERS and a.bytes == BARRIER_BYTES * (stages or 0)
+        a
+        for a in smem.whole_kernel
+        if a.kind == BARRIERS and a.bytes == BARRIER_BYTES * (stages or 0)
     ]
 
 
@@ -290,7 +295,9 @@ def _high_water(smem: SmemMap) -> int:
     return max((a.stop for a in smem.scoped), default=0)
 
 
-def _set_offsets(module: ir.Module, operations: list[ir.Operation], offsets: dict[int, int]) -> None:
+def _set_offsets(
+    module: ir.Module, operations: list[ir.Operation], offsets: dict[int, int]
+) -> None:
     with module.context:
         for index, offset in offsets.items():
             operation = operations[index]
@@ -306,7 +313,11 @@ def _set_launch_size(module: ir.Module, size: int) -> None:
         if number is not None:
             with module.context, op.location, ir.InsertionPoint(op):
                 i32 = ir.IntegerType.get_signless(32)
-                constant = arith.ConstantOp(i32, ir.IntegerAttr.get(i32, size))
+                constant = ir.Operation.create(
+                    "arith.constant",
+                    results=[i32],
+                    attributes={"value": ir.IntegerAttr.get(i32, size)},
+                )
             op.operands[number] = constant.result
         return ir.WalkResult.INTERRUPT
 

@@ -26,7 +26,9 @@ from smalto.smem.allocations import (
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 BLACKWELL_MATMUL = CORPUS / "kernels" / "blackwell_matmul_t128x128x64_s4.mlir"
 SOFTMAX = CORPUS / "kernels" / "custom_softmax_rows_bcast_hint.mlir"
-MOSAIC_WGMMA = CORPUS / "mosaic_tests" / "MosaicGpuDialectSm90ATest.test_wgmma_kernel_with_tma16.mlir"
+MOSAIC_WGMMA = (
+    CORPUS / "mosaic_tests" / "MosaicGpuDialectSm90ATest.test_wgmma_kernel_with_tma16.mlir"
+)
 SCALAR_REDUCE = CORPUS / "pallas_tests" / "PallasCallWGTest.test_scalar_reduce10.mlir"
 BROADCAST = CORPUS / "pallas_tests" / "PallasCallWGTest.test_broadcast_in_dim11.mlir"
 

@@ -38,8 +38,12 @@ def matmul(a: jax.Array, b: jax.Array, max_concurrent_steps: int = STAGES) -> ja
             step,
             grid=(k // TILE,),
             in_specs=[
-                plgpu.BlockSpec((TILE, TILE), lambda ki: (0, ki), transforms=_transforms(dtype), delay_release=1),
-                plgpu.BlockSpec((TILE, TILE), lambda ki: (ki, 0), transforms=_transforms(dtype), delay_release=1),
+                plgpu.BlockSpec(
+                    (TILE, TILE), lambda ki: (0, ki), transforms=_transforms(dtype), delay_release=1
+                ),
+                plgpu.BlockSpec(
+                    (TILE, TILE), lambda ki: (ki, 0), transforms=_transforms(dtype), delay_release=1
+                ),
             ],
             max_concurrent_steps=max_concurrent_steps,
         )(a_gmem.at[m_slice, :], b_gmem.at[:, n_slice])
