@@ -87,8 +87,13 @@ def run_capture_command(args: argparse.Namespace) -> int:
     try:
         captured = smalto.jax.capture(function, *arguments, arch=arch, by=by)
     except Exception as error:  # the user's kernel failed to lower: their error, ours to report
+        from smalto.jax.smem_room import overrun_explained
+
+        # Over the SMEM limit, JAX says only by how much: what uses it, and what to cut.
+        explained = overrun_explained(function, tuple(arguments), arch, error)
         return fail(
-            f"lowering {args.target} failed before layout inference: {one_line(error)}",
+            f"lowering {args.target} failed before layout inference: {one_line(error)}"
+            + (f"\n{explained}" if explained else ""),
             EXIT_FAILED,
         )
     if not captured:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,19 +27,27 @@ from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 if TYPE_CHECKING:
     from jax._src.lib.mlir import ir
 
+    from smalto.report.smem_map import Verdict
+    from smalto.smem.cuts import Cut
+
 
 def run_smem(args: argparse.Namespace) -> int:
     """Runs ``smalto smem`` on parsed arguments (see ``smalto.cli.main``); returns the status."""
     from smalto.source.files import searching_beside
 
-    kernels = _kernels(args)
+    kernels, relower = _kernels(args)
     many = len(kernels) > 1
     status = EXIT_OK
     for n, (name, module, arch) in enumerate(kernels):
         near = [args.target] if not _is_script(args.target) else [args.target.rpartition(":")[0]]
         with searching_beside(*near):
-            status = max(status, _show(name, module, arch, args, n if many else None))
+            status = max(status, _show(name, module, arch, args, n if many else None, relower))
     return status
+
+
+# Where the kernel is a function: its cuts' verdicts, with those it can make itself (fewer
+# stages, where it takes them as a keyword) lowered again.
+Relower = Callable[[list["Cut"], list["Verdict"]], list["Verdict"]]
 
 
 def _is_script(target: str) -> bool:
@@ -46,8 +55,11 @@ def _is_script(target: str) -> bool:
     return bool(sep) and script.endswith(".py") and name.isidentifier()
 
 
-def _kernels(args: argparse.Namespace) -> list[tuple[str, ir.Module, tuple[int, int]]]:
-    """Each kernel to map: its name, its module, its arch."""
+def _kernels(
+    args: argparse.Namespace,
+) -> tuple[list[tuple[str, ir.Module, tuple[int, int]]], Relower | None]:
+    """Each kernel to map (its name, its module, its arch), and how to lower its function
+    again with a change (None for a module)."""
     from smalto.basics.mlir import MlirInputError, module_arch
 
     if _is_script(args.target):
@@ -66,10 +78,12 @@ def _kernels(args: argparse.Namespace) -> list[tuple[str, ir.Module, tuple[int, 
             f"{source.name}: the module targets architecture {arch[0]}.{arch[1]}, which smalto "
             "does not support (9.0 or 10.0); pass --arch to override"
         )
-    return [(source.name, source.module, arch)]
+    return [(source.name, source.module, arch)], None
 
 
-def _captured(args: argparse.Namespace) -> list[tuple[str, ir.Module, tuple[int, int]]]:
+def _captured(
+    args: argparse.Namespace,
+) -> tuple[list[tuple[str, ir.Module, tuple[int, int]]], Relower]:
     """The kernels ``SCRIPT.py:FUNCTION`` builds, lowered past JAX's SMEM limit check."""
     from smalto.cli.targets import load_function, shape_dtype
     from smalto.jax.capture import capture
@@ -90,11 +104,21 @@ def _captured(args: argparse.Namespace) -> list[tuple[str, ir.Module, tuple[int,
             f"{args.target} built no Mosaic GPU kernel in warpgroup semantics "
             "(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)"
         )
-    return [(kernel.name, kernel.module(), kernel.arch) for kernel in captured]
+    from smalto.jax.smem_room import relowered
+
+    def relower(cuts: list[Cut], verdicts: list[Verdict]) -> list[Verdict]:
+        return relowered(function, tuple(arguments), args.arch, cuts, verdicts)
+
+    return [(kernel.name, kernel.module(), kernel.arch) for kernel in captured], relower
 
 
 def _show(
-    name: str, module: ir.Module, arch: tuple[int, int], args: argparse.Namespace, n: int | None
+    name: str,
+    module: ir.Module,
+    arch: tuple[int, int],
+    args: argparse.Namespace,
+    n: int | None,
+    relower: Relower | None,
 ) -> int:
     from smalto.basics.mlir import in_context
     from smalto.report.smem_map import html_page, lowered_cuts, smem_json, text_report
@@ -105,6 +129,8 @@ def _show(
         smem = read_smem_map(module, arch)
         cuts = smem_cuts(smem, module, arch) if smem.over else []
         verdicts = lowered_cuts(cuts, arch)
+    if relower is not None and cuts:
+        verdicts = relower(cuts, verdicts)
     if args.json:
         print(json.dumps({"file": name, **smem_json(smem, arch, cuts, verdicts)}))
     else:

@@ -18,12 +18,18 @@ inside ``room_for_any_smem``, and is ``jax`` itself for everything else.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
+
+if TYPE_CHECKING:
+    from smalto.report.smem_map import Verdict
+    from smalto.smem.cuts import Cut
 
 _ROOM = 1 << 31  # more than any kernel asks for
 _LOCK = threading.Lock()
@@ -125,7 +131,70 @@ def overrun_explained(
             if not smem.over:
                 continue
             cuts = smem_cuts(smem, module, kernel.arch)
+            verdicts = relowered(fn, args, arch, cuts, lowered_cuts(cuts, kernel.arch))
             # (The first line is JAX's own, which the caller shows already.)
-            text = over_limit_text(smem, cuts, lowered_cuts(cuts, kernel.arch))
+            text = over_limit_text(smem, cuts, verdicts)
             return text.split("\n", 1)[1]
+    return None
+
+
+_STEPS = "max_concurrent_steps"
+
+
+def relowered(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    cuts: list[Cut],
+    verdicts: list[Verdict],
+) -> list[Verdict]:
+    """``verdicts``, where a cut of stages could be made on ``fn`` itself (it takes
+    ``max_concurrent_steps``), replaced by the kernel lowered again with it."""
+    return [
+        _lowered_with_fewer_stages(fn, args, arch, cut, cut.changed.limit) or verdict
+        for cut, verdict in zip(cuts, verdicts, strict=True)
+    ]
+
+
+def _lowered_with_fewer_stages(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    cut: Cut,
+    limit: int,
+) -> Verdict | None:
+    """Where ``fn`` takes the pipeline's stages as a keyword (``max_concurrent_steps``): the
+    kernel lowered again with the cut's stages, and whether it then takes what the cut says.
+    None where ``fn`` takes no such keyword, or the cut is of another kind."""
+    from smalto.basics.mlir import in_context
+    from smalto.jax.capture import capture
+    from smalto.report.smem_map import Verdict
+    from smalto.smem.allocations import read_smem_map
+    from smalto.smem.cuts import FEWER_STAGES
+
+    if cut.kind != FEWER_STAGES or cut.stages is None:
+        return None
+    try:
+        takes = _STEPS in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        return None
+    changed = functools.partial(fn, **{_STEPS: cut.stages})
+    try:
+        with room_for_any_smem():
+            captured = capture(changed, *args, arch=arch, by="smalto")
+    except Exception:  # noqa: BLE001 -- the map's verdict stands
+        return None
+    for kernel in captured:
+        module = kernel.module()
+        with in_context(module):
+            total = read_smem_map(module, kernel.arch).total
+        if total == cut.total:
+            fits = "within" if total <= limit else "still over"
+            return Verdict(
+                True,
+                relowered=f"the kernel lowered again with {_STEPS}={cut.stages} takes "
+                f"{total} bytes, {fits} the limit",
+            )
     return None

@@ -30,8 +30,11 @@ class Verdict:
 
     lowered: bool | None  # True: JAX's lowering accepts the changed copy; None: not run
     why: str = ""  # what JAX's lowering said, where it refused
+    relowered: str = ""  # how the kernel itself was lowered again with the change, if it was
 
     def words(self) -> str:
+        if self.relowered:
+            return f"verified: {self.relowered}"
         if self.lowered is True:
             return "verified: the map computed again, and JAX's lowering accepts the change"
         if self.lowered is False:
@@ -237,6 +240,7 @@ def smem_json(
                 "parameter": cut.parameter,
                 "applicability": cut.applicability,
                 "jax_lowering": None if verdicts is None else verdicts[n].lowered,
+                "verified": None if verdicts is None else verdicts[n].words(),
             }
             for n, cut in enumerate(cuts)
         ],

@@ -61,9 +61,9 @@ class Cut:
     changed: SmemMap
     module: ir.Module  # the changed copy (offsets and size rewritten)
     lowerable: bool  # whether the copy is the whole change (a stage count is not in it)
-    parameter: str | None = (
-        None  # the kernel's own parameter for it (``max_concurrent_steps=4 at kernel.py:88``)
-    )
+    stages: int | None = None  # the stages a pipeline is left with (fewer stages)
+    # The kernel's own parameter for it: ``max_concurrent_steps=4 at kernel.py:88``.
+    parameter: str | None = None
     applicability: str = APPLICABILITY
 
     @property
@@ -150,6 +150,7 @@ def _fewer_stages(
             changed,
             copy,
             lowerable=False,
+            stages=stages,
             parameter=_steps_parameter(pipeline),
         )
         if changed.total <= changed.limit or smem.total <= smem.limit:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FLASH = ROOT / "examples" / "flash_attention_fwd.mlir"
 TCGEN05 = ROOT / "tests" / "corpus" / "kernels" / "custom_tcgen05_mma_tmem_epilogue.mlir"
 UNSAT = ROOT / "tests" / "unsat" / "cast_strided_then_wgmma.mlir"
-SECTIONS = ("summary", "layouts", "ops", "why", "module")
+SECTIONS = ("summary", "layouts", "ops", "why", "smem", "module")
 
 
 class _Outline(HTMLParser):

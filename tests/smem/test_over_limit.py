@@ -136,6 +136,7 @@ def test_the_routes_error_says_what_to_cut() -> None:
     assert "pipeline buffer: 4x128x128xf16, 4 stages of 32768 near" in message
     assert "4 -> 3 pipeline stages" in message and "brings it under" in message
     assert "max_concurrent_steps=" in message
+    assert "lowered again with max_concurrent_steps=3 takes 229400 bytes" in message
 
 
 def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None:
