@@ -111,3 +111,20 @@ def test_a_pallas_function_over_the_limit(tmp_path: Path) -> None:
     )
     scoped = next(c for c in document["cuts"] if c["kind"] == "a scratch scoped tighter")
     assert scoped["jax_lowering"] is True
+
+
+def test_the_documented_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/cli.md's ``smalto smem`` example: its lines are what it prints."""
+    import re
+
+    text = (TESTS.parent / "docs" / "cli.md").read_text()
+    found = re.search(r"^\$ (smalto smem \S+)\s+# in (\S+)\n(.*?)\n```", text, re.M | re.S)
+    assert found is not None
+    command, folder, shown = found.groups()
+    monkeypatch.chdir(TESTS.parent / folder)
+    ran = run(*command.split()[1:])
+    assert ran.status == 0, ran.err
+    printed = ran.out.splitlines()
+    shown_lines = shown.splitlines()
+    assert printed[:2] == shown_lines[:2]
+    assert all(line in printed for line in shown_lines if line.strip() != "...")
