@@ -83,13 +83,6 @@ def _at_op(smem: SmemMap, op: int | None) -> str:
     return where if where.startswith("near ") else f"at {where}"
 
 
-def _at(a: Allocation) -> str:
-    """``at kernel.py:42:7``, ``near kernel.py:34:12``, or ``at op 40``."""
-    if a.line is None:
-        return f"at op {a.index}"
-    return a.line if a.line.startswith("near ") else f"at {a.line}"
-
-
 def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
     peak, where = smem.peak
     size = (
@@ -135,11 +128,7 @@ def table(smem: SmemMap) -> list[str]:
 
 def top_users_lines(smem: SmemMap, count: int = 5) -> list[str]:
     """The largest allocations taken at the peak, at the kernel's lines."""
-    out = []
-    for a in smem.top_users(count):
-        stages = f", {a.stages} stages of {a.stage_bytes}" if a.stages else ""
-        out.append(f"  {a.footprint:>7} bytes  {a.kind}: {a.what}{stages} {_at(a)}")
-    return out
+    return [f"  {a.summary()}" for a in smem.top_users(count)]
 
 
 def cut_lines(cuts: list[Cut], verdicts: list[Verdict] | None = None) -> list[str]:

@@ -17,11 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jax._src.lib.mlir import ir
+
 from smalto.basics.mlir import clone_module
 from smalto.errors import StagedThroughSmemWarning
 from smalto.pipeline.steps import Failure, solve_copy
 from smalto.rescue.attempt import Attempt, Rescued, warn_at
-from smalto.rewrite.staging import STAGED_OPS, StagedOp, StagingNotPossible, stage
+from smalto.rewrite.staging import (
+    STAGED_OPS,
+    OverSmemLimit,
+    StagedOp,
+    StagingNotPossible,
+    stage,
+)
+from smalto.smem.allocations import read_smem_map
 
 
 def rescue(attempt: Attempt) -> Rescued | None:
@@ -48,6 +57,7 @@ def rescue(attempt: Attempt) -> Rescued | None:
         attempt.notes.append(
             f"smalto did not stage the {len(ops)} transfer(s) with no optimized plan through "
             f"SMEM (stage_through_smem): {why}"
+            + (_smem_users(attempt.module) if isinstance(why, OverSmemLimit) else "")
         )
         return None
     try:
@@ -59,6 +69,16 @@ def rescue(attempt: Attempt) -> Rescued | None:
         )
         return None
     return Rescued(inference, changed, lambda module: stage(module, ops), _warn)
+
+
+def _smem_users(module: ir.Module) -> str:
+    """What already takes the kernel's SMEM, largest first (``smalto smem`` shows it all)."""
+    smem = read_smem_map(module)
+    users = sorted(smem.allocations, key=lambda a: (-a.footprint, a.index))[:4]
+    if not users:
+        return ""
+    lines = "".join(f"\n    {a.summary()}" for a in users)
+    return f"; the kernel's SMEM ({smem.total} bytes) is taken already by:{lines}"
 
 
 def warning_message(staged: StagedOp, count: int) -> str:

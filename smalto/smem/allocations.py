@@ -93,6 +93,15 @@ class Allocation:
     def stage_bytes(self) -> int | None:
         return None if not self.stages else self.bytes // self.stages
 
+    def summary(self) -> str:
+        """``131072 bytes  pipeline buffer: 4x128x128xf16, 4 stages of 32768 near k.py:34:12``."""
+        stages = f", {self.stages} stages of {self.stage_bytes}" if self.stages else ""
+        if self.line is None:
+            where = f"at op {self.index}"
+        else:
+            where = self.line if self.line.startswith("near ") else f"at {self.line}"
+        return f"{self.footprint:>7} bytes  {self.kind}: {self.what}{stages} {where}"
+
     def live_at(self, point: int) -> bool:
         return self.start <= point <= self.end
 

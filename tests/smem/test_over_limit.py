@@ -147,3 +147,26 @@ def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None
     assert f"warning: {path}: {JAX_PHRASE}: smem_bytes=294944 > max_smem_bytes=232448" in ran.err
     assert "fewer pipeline stages" in ran.err and "JAX's lowering accepts the change" in ran.err
     assert "mosaic_gpu.slice_smem" in ran.out  # the module is still inferred and printed
+
+
+def test_staging_over_the_limit_names_what_takes_the_smem() -> None:
+    """A kernel whose staging would go past the limit (a big table in SMEM beside a
+    tcgen05 product): the note of the refusal names what takes the SMEM already."""
+    import functools
+
+    from rule_kit import parse
+    from user_kernels_staging import tcgen05_narrow_out_beside_a_big_table
+    from user_kernels_unoptimized import BLACKWELL, sds
+
+    fn = functools.partial(tcgen05_narrow_out_beside_a_big_table, out_dtype=jnp.bfloat16)
+    bf16 = jnp.bfloat16
+    args = (sds((128, 64), bf16), sds((64, 128), bf16), sds((2, 180, 256), bf16))
+    (captured,) = smalto.jax.capture(fn, *args, by="smalto")
+    module = parse(captured.text)
+    with pytest.raises(smalto.InferenceError) as error:
+        smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
+    (note,) = error.value.__notes__
+    assert "over the 232448 a block may have; the kernel's SMEM (" in note
+    table = next(line for line in note.splitlines() if "2x180x256xbf16" in line)
+    assert table.split()[:4] == ["184320", "bytes", "scratch:", "2x180x256xbf16"]
+    assert "user_kernels_staging.py:" in table
