@@ -72,12 +72,12 @@ def smem_map_scene(smem: SmemMap) -> Scene:
     if where is not None:
         segment = np.array([[x(where + 0.5), TOP, x(where + 0.5), TOP + PLOT_HEIGHT]])
         picture.items.append(Lines(segment, _PEAK_COLOR, 1.0))
-        line = smem.lines[where] or f"op {where}"
+        line = _short(smem.line_at(where)) or f"at op {where}"
         picture.items.append(
             Text(
                 x(where + 0.5) + 3,
                 TOP + PLOT_HEIGHT - 6,
-                f"peak {peak} at {line}",
+                f"peak {peak} {line}",
                 FONT - 1,
                 color=_PEAK_COLOR,
             )
@@ -133,6 +133,17 @@ def _level(
     level = y(byte)
     picture.items.append(Lines(np.array([[x(0), level, x(ops), level]]), color, 1.5))
     picture.items.append(Text(at, level - 4, label, FONT - 1, anchor=anchor, color=color))
+
+
+def _short(line: str | None) -> str | None:
+    """``near kernel.py:34:12`` or ``at kernel.py:34:12``: the file's name without its folder."""
+    if line is None:
+        return None
+    where = line.removeprefix("near ")
+    parts = where.rsplit(":", 2)
+    if len(parts) == 3:
+        parts[0] = Path(parts[0]).name
+    return ("near " if line.startswith("near ") else "at ") + ":".join(parts)
 
 
 def _ticks(top: float) -> list[int]:

@@ -74,7 +74,7 @@ def _kib(size: int) -> str:
 def _where(smem: SmemMap, op: int | None) -> str:
     if op is None:
         return "nowhere"
-    line = smem.lines[op] or next((a.line for a in smem.allocations if a.index == op), None)
+    line = smem.line_at(op)
     return f"{line} (op {op}, {smem.ops[op]})" if line else f"op {op} ({smem.ops[op]})"
 
 
@@ -101,7 +101,9 @@ def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
         f"{smem.in_use_at(where)} bytes in use there ({smem.reserved} of them laid out by "
         "the launch for the whole kernel)"
         if where is not None
-        else f"peak: {peak} bytes, all laid out by the launch for the whole kernel",
+        else f"peak: {peak} bytes, all laid out by the launch for the whole kernel"
+        if smem.allocations
+        else "no SMEM allocation",
     ]
     unused = smem.total - peak
     if smem.size is not None and unused > 0:

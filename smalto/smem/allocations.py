@@ -174,6 +174,10 @@ class SmemMap:
                     found.append((a, b))
         return found
 
+    def line_at(self, op: int) -> str | None:
+        """Op ``op``'s source line, else (an allocation whose op names none) the nearest."""
+        return self.lines[op] or next((a.line for a in self.allocations if a.index == op), None)
+
     def in_use_at(self, point: int | None) -> int:
         """The bytes taken at op ``point``, padding included (the launch's too)."""
         if point is None:
