@@ -191,6 +191,7 @@ def allocation_json(a: Allocation) -> dict[str, object]:
         "padded_bytes": a.footprint,
         "stages": a.stages,
         "first_op": a.start,
+        "first_use_op": a.used_from,
         "last_op": a.end,
         "line": a.line,
     }

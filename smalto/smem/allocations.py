@@ -22,9 +22,11 @@ An allocation's extent is where, in program order, its bytes are taken: from
 its slice to the last use of the slice or of a view of it, widened to the
 whole op of the slice's block that holds that use (a loop, a ``warp_map``):
 the ops of a ``run_scoped`` body are inlined with no mark of the scope's end,
-so its uses bound it. What the launch lays out is taken the whole kernel
-long. This is where bytes are allocated, not where their data is live (an
-asynchronous copy may still read a buffer after its last use in the text).
+so its uses bound it; a TMA store from it holds it until the wait that
+follows. Its first use is kept too (a kernel's scratch is sliced at the
+start, used later). What the launch lays out is taken the whole kernel long.
+This is where bytes are allocated, not a liveness analysis of their data (an
+asynchronous MMA reading a buffer is not followed to its wait).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ BARRIER_BYTES = 8  # an mbarrier (``utils.MBARRIER_BYTES``)
 _CARRIERS = frozenset(
     {"builtin.unrealized_conversion_cast", "llvm.extractvalue", "llvm.getelementptr"}
 )
+# Ops that read SMEM after they return (a TMA store to GMEM), and the waits that end it.
+_ASYNC_READS = frozenset({"mosaic_gpu.async_store"})
+_WAITS = frozenset({"nvvm.cp.async.bulk.wait_group"})
 _DYNAMIC = -9223372036854775808  # MLIR's dynamic offset in ``static_offsets``
 
 # What each kind of allocation is, in the order tables list kinds.
@@ -79,6 +84,7 @@ class Allocation:
     end: int
     line: str | None  # ``kernel.py:42:7``: the source position of its op, where known
     stages: int | None = None  # a pipeline buffer's stages (its leading dimension)
+    first_use: int | None = None  # the first op that uses it (None: from its start)
 
     @property
     def stop(self) -> int:
@@ -107,6 +113,14 @@ class Allocation:
 
     def overlaps_in_time(self, other: Allocation) -> bool:
         return self.start <= other.end and other.start <= self.end
+
+    @property
+    def used_from(self) -> int:
+        return self.start if self.first_use is None else self.first_use
+
+    def used_with(self, other: Allocation) -> bool:
+        """Whether the two are both in use at some op (from first use to last)."""
+        return self.used_from <= other.end and other.used_from <= self.end
 
     def overlaps_in_bytes(self, other: Allocation) -> bool:
         return self.offset < other.offset + other.bytes and other.offset < self.offset + self.bytes
@@ -164,13 +178,15 @@ class SmemMap:
         """By how many bytes the kernel exceeds the limit (0 within it)."""
         return max(0, self.total - self.limit)
 
-    def overlaps(self) -> list[tuple[Allocation, Allocation]]:
-        """Allocations whose bytes overlap while both are taken (none in a sound layout,
-        save a reduction's scratch inside a region of the same reduction)."""
+    def overlaps(self, *, in_use: bool = False) -> list[tuple[Allocation, Allocation]]:
+        """Allocations whose bytes overlap while both are taken (none as JAX lays a kernel
+        out); ``in_use``: while both are in use, from first use to last (none in a sound
+        kernel)."""
         found = []
         for i, a in enumerate(self.allocations):
             for b in self.allocations[i + 1 :]:
-                if a.overlaps_in_time(b) and a.overlaps_in_bytes(b):
+                meet = a.used_with(b) if in_use else a.overlaps_in_time(b)
+                if meet and a.overlaps_in_bytes(b):
                     found.append((a, b))
         return found
 
@@ -271,10 +287,12 @@ class _Walk:
                     self.visit(inner.operation, i)
         self.ends[i] = len(self.names) - 1
 
-    def last_use(self, op: ir.Operation, i: int) -> int:
-        """The last op, in program order, that uses the slice ``op`` or a view of it, widened
-        to the op of the slice's own block that holds it."""
-        last = i
+    def uses(self, op: ir.Operation, i: int) -> tuple[int, int]:
+        """The first and the last op, in program order, that use the slice ``op`` or a view
+        of it, each widened to the op of the slice's own block that holds it (its start, its
+        end); an asynchronous store from it (a TMA) holds it until the wait that follows.
+        ``(i, i)`` where nothing uses it."""
+        first, last = None, i
         seen: set[ir.Operation] = set()
         pending: list[ir.Value] = list(op.results)
         while pending:
@@ -287,18 +305,35 @@ class _Walk:
                 j = self.index.get(user)
                 if j is None:
                     continue
-                last = max(last, self._holder_end(j, self.parents[i]))
+                holder = self._holder(j, self.parents[i])
+                first = holder if first is None else min(first, holder)
+                end = self.ends[holder]
+                if user.name in _ASYNC_READS:
+                    end = max(end, self._wait_after(j))
+                last = max(last, end)
                 if user.name in _CARRIERS:
                     pending.extend(user.results)
                 else:
                     pending.extend(r for r in user.results if isinstance(r.type, ir.MemRefType))
-        return last
+        return (i if first is None else first), last
 
-    def _holder_end(self, j: int, block_parent: int) -> int:
-        """The end of the op holding ``j`` among the children of ``block_parent``."""
+    def _holder(self, j: int, block_parent: int) -> int:
+        """The op holding ``j`` among the children of ``block_parent``."""
         while self.parents[j] != block_parent and self.parents[j] != -1:
             j = self.parents[j]
-        return self.ends[j]
+        return j
+
+    def _wait_after(self, j: int) -> int:
+        """The first wait for asynchronous copies after op ``j`` in its block (the end of its
+        region where none follows)."""
+        parent = self.parents[j]
+        stop = self.ends[parent] if parent != -1 else len(self.names) - 1
+        k = self.ends[j] + 1
+        while k <= stop:
+            if self.names[k] in _WAITS:
+                return k
+            k = self.ends[k] + 1  # the next op of the block
+        return stop
 
     def whole(self, i: int) -> tuple[int, int]:
         """The extent of the region ``i`` sits in (the whole kernel at the top)."""
@@ -329,25 +364,34 @@ def _allocation(walk: _Walk, op: ir.Operation, i: int, stages: dict[int, int]) -
         start, end = walk.whole(i)
         kind = TMEM_ADDRESS if _holds_tmem_address(op, ref) else KERNEL_SCRATCH
         return Allocation(i, kind, what, offset, size, size, start, end, line)
-    end = walk.last_use(op, i)
+    first, end = walk.uses(op, i)
+    line = walk.lines[i] or _near(walk, i, first)
     if STAGED in op.attributes:
-        return Allocation(i, STAGED_BUFFER, what, offset, size, align_up(size), i, end, line)
+        return Allocation(
+            i, STAGED_BUFFER, what, offset, size, align_up(size), i, end, line, first_use=first
+        )
     count = _stage_count(op, ref)
     if count is None:
-        return Allocation(i, SCRATCH, what, offset, size, align_up(size), i, end, line)
+        return Allocation(
+            i, SCRATCH, what, offset, size, align_up(size), i, end, line, first_use=first
+        )
     taken = stages.get(i, count)
     size = size // count * taken
     if taken != count:
         what = f"{taken}x" + what.split("x", 1)[1]
-    return Allocation(i, PIPELINE, what, offset, size, align_up(size), i, end, line, taken)
+    return Allocation(
+        i, PIPELINE, what, offset, size, align_up(size), i, end, line, taken, first_use=first
+    )
 
 
-def _near(walk: _Walk, i: int) -> str | None:
-    """Where the kernel's source is nearest after op ``i`` (a pipeline's buffers come from
-    Pallas' own ``run_scoped``, whose location names no line of the kernel's): ``near
-    kernel.py:34:12``."""
+def _near(walk: _Walk, i: int, start: int | None = None) -> str | None:
+    """Where the kernel's source is nearest op ``i``'s use: the first line from op ``start``
+    (its first use; default: the op after it) on, in its region (a pipeline's buffers and a
+    kernel's scratch come from Pallas' own ``run_scoped``, whose location names no line of
+    the kernel's): ``near kernel.py:34:12``."""
     _, last = walk.whole(i)
-    following = (line for line in walk.lines[i + 1 : last + 1] if line)
+    first = i + 1 if start is None or start <= i else start
+    following = (line for line in walk.lines[first : last + 1] if line)
     line = next(following, None)
     return None if line is None else f"near {line}"
 

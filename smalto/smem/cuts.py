@@ -190,7 +190,7 @@ def _moved_down(
         moved = [a for a in region if a.index in moves]
         if any(
             a.index not in moves
-            and a.overlaps_in_time(m)
+            and a.used_with(m)
             and a.offset < moves[m.index] + m.footprint
             and moves[m.index] < a.stop
             for a in region
@@ -205,7 +205,7 @@ def _moved_down(
             a
             for a in region
             if a.index not in moves
-            and not a.overlaps_in_time(subject)
+            and not a.used_with(subject)
             and a.offset < offset + subject.footprint
             and offset < a.stop
         ]
@@ -227,7 +227,7 @@ def _reuse_cut(
     if other is None:
         text = f"{subject.what} ({_at(subject)}) placed lower, in bytes free while it is taken"
         return Cut(REUSED, subject, text, saves, changed, copy, lowerable=True)
-    if other.end < subject.start:
+    if other.end < subject.used_from:
         scope = f"close its scope after its last use ({_end_at(changed, other)})"
     else:
         scope = (
@@ -287,7 +287,7 @@ def _verified(
     if smem.size is not None:
         _set_launch_size(copy, smem.size - saves - whole_saves)
     changed = read_smem_map(copy, arch, stages=stages)
-    if len(changed.overlaps()) > len(smem.overlaps()):
+    if len(changed.overlaps(in_use=True)) > len(smem.overlaps(in_use=True)):
         return None
     return changed, copy, smem.total - changed.total
 
@@ -346,8 +346,7 @@ def _at(allocation: Allocation) -> str:
 
 
 def _start_at(smem: SmemMap, allocation: Allocation) -> str:
-    line = smem.lines[allocation.start] if allocation.start < len(smem.lines) else None
-    return line or f"op {allocation.start}"
+    return smem.lines[allocation.used_from] or f"op {allocation.used_from}"
 
 
 def _end_at(smem: SmemMap, allocation: Allocation) -> str:

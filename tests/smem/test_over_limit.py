@@ -22,7 +22,15 @@ from smalto.jax.capture import capture
 from smalto.jax.smem_room import room_for_any_smem, smem_limit_of_device
 from smalto.report.smem_map import JAX_PHRASE, lowered_cuts
 from smalto.smem.allocations import PIPELINE, SmemMap, read_smem_map
-from smalto.smem.cuts import APPLICABILITY, FEWER_STAGES, SCOPED_TIGHTER, Cut, _verified, smem_cuts
+from smalto.smem.cuts import (
+    APPLICABILITY,
+    FEWER_STAGES,
+    REUSED,
+    SCOPED_TIGHTER,
+    Cut,
+    _verified,
+    smem_cuts,
+)
 
 KERNELS = Path(__file__).resolve().parents[1] / "smem_kernels"
 
@@ -170,3 +178,26 @@ def test_staging_over_the_limit_names_what_takes_the_smem() -> None:
     table = next(line for line in note.splitlines() if "2x180x256xbf16" in line)
     assert table.split()[:4] == ["184320", "bytes", "scratch:", "2x180x256xbf16"]
     assert "user_kernels_staging.py:" in table
+
+
+def test_two_buffers_never_in_use_at_once_share_one() -> None:
+    """Two whole-kernel scratch buffers of one shape, one for each phase (``two_phases.py``):
+    one buffer serves both; JAX's lowering accepts the changed module."""
+    two_phases = script_module(KERNELS / "two_phases.py")
+    x = jax.ShapeDtypeStruct((256, 128), jnp.float32)
+    with room_for_any_smem():
+        (kernel,) = capture(two_phases.two_phases, x, by="smalto")
+    module = kernel.module()
+    with in_context(module):
+        smem = read_smem_map(module)
+        cuts = smem_cuts(smem, module)
+    assert smem.total == 2 * 131072 > SMEM_PER_BLOCK
+    first, second = sorted(smem.allocations, key=lambda a: a.offset)
+    assert first.overlaps_in_time(second)  # both allocated for the whole kernel...
+    assert not first.used_with(second)  # ...never both in use
+    (reused,) = cuts
+    assert reused.kind == REUSED and reused.enough
+    assert (reused.saves, reused.total) == (131072, 131072)
+    assert not reused.changed.overlaps(in_use=True)
+    (verdict,) = lowered_cuts(cuts, (9, 0))
+    assert verdict.lowered is True, verdict.why
