@@ -105,7 +105,7 @@ def headline(smem: SmemMap, arch: tuple[int, int]) -> list[str]:
         if smem.allocations
         else "no SMEM allocation",
     ]
-    unused = smem.total - peak
+    unused = smem.unused
     if smem.size is not None and unused > 0:
         lines.append(
             f"{unused} bytes of the launch's are never in use (Pallas sizes its scratch "
@@ -211,6 +211,7 @@ def smem_json(
         "limit_bytes": smem.limit,
         "over_limit_bytes": smem.over,
         "launch_reserved_bytes": smem.reserved,
+        "unused_bytes": smem.unused,
         "peak": {
             "bytes": peak,
             "in_use_bytes": smem.in_use_at(where),

@@ -153,18 +153,20 @@ class SmemMap:
 
     @property
     def peak(self) -> tuple[int, int | None]:
-        """The most bytes in use at once (the scoped allocations' high-water mark, padding
-        included, plus what the launch reserves) and the op where it is first reached."""
-        best: tuple[int, int] = (0, 0)
+        """The highest byte in use (padding included), and the op where it is reached with
+        the most bytes in use (None where only the launch's own regions are: all the kernel
+        long)."""
+        whole = max((a.stop for a in self.whole_kernel), default=0)
+        best: tuple[int, int] = (whole, -1)
         where = None
         for point in sorted({a.start for a in self.scoped}):
             live = [a for a in self.scoped if a.live_at(point)]
-            # The high-water mark of the offsets in use decides the size; among the points
-            # that reach it, the one with the most bytes in use is where to look.
-            height = (max(a.stop for a in live), sum(a.footprint for a in live))
+            # The highest byte decides the size; among the points that reach it, the one
+            # with the most bytes in use is where to look.
+            height = (max(whole, *(a.stop for a in live)), sum(a.footprint for a in live))
             if height > best:
                 best, where = height, point
-        return best[0] + self.reserved, where
+        return best[0], where
 
     @property
     def total(self) -> int:
@@ -172,6 +174,19 @@ class SmemMap:
         if self.size is not None:
             return self.size
         return max((a.offset + a.bytes for a in self.allocations), default=0)
+
+    @property
+    def unused(self) -> int:
+        """The bytes of the kernel's SMEM no allocation ever takes (padding counts as taken):
+        what Pallas reserved beyond its slices (its estimate counts a reduction's scratch
+        where the reduction may need none)."""
+        covered, reach = 0, 0
+        for a in sorted(self.allocations, key=lambda a: a.offset):
+            start, stop = max(a.offset, reach), min(a.stop, self.total)
+            if stop > start:
+                covered += stop - start
+            reach = max(reach, a.stop)
+        return max(0, self.total - covered)
 
     @property
     def over(self) -> int:

@@ -109,8 +109,11 @@ def test_reduction_scratch_from_the_reductions_attributes() -> None:
 
 
 def test_a_scalar_reduction_slices_four_elements() -> None:
-    (scratch,) = _of(_map(SCALAR_REDUCE), REDUCTION)
+    smem = _map(SCALAR_REDUCE)
+    (scratch,) = _of(smem, REDUCTION)
     assert (scratch.what, scratch.bytes, scratch.footprint) == ("4xi32", 16, 1024)
+    # Pallas reserved its reduction scratch (2048 bytes) by estimate: half is never taken.
+    assert (smem.total, smem.unused) == (2048, 1024)
 
 
 def test_a_mosaic_gpu_kernels_own_scratch_is_laid_out_by_the_launch() -> None:
