@@ -326,19 +326,24 @@ def _set_launch_size(module: ir.Module, size: int) -> None:
 
 
 def _steps_parameter(pipeline: list[Allocation]) -> str | None:
-    """Where the kernel's source sets its pipeline's stages (``max_concurrent_steps``)."""
+    """Where the kernel's source sets its pipeline's stages (``max_concurrent_steps``): the
+    setting nearest the pipeline's line, in its file."""
     line = next((b.line for b in pipeline if b.line), None)
     if line is None:
         return None
-    file = line.removeprefix("near ").rsplit(":", 2)[0]
+    file, row, _ = (line.removeprefix("near ").rsplit(":", 2) + ["0", "0"])[:3]
     lines = Sources().lines(file)
     if not lines:
         return None
-    for number, text in enumerate(lines, start=1):
-        match = _STEPS.search(text)
-        if match:
-            return f"max_concurrent_steps={match.group(1)} at {file}:{number}"
-    return None
+    found = [
+        (abs(number - int(row) if row.isdigit() else 0), number, match.group(1))
+        for number, text in enumerate(lines, start=1)
+        if (match := _STEPS.search(text))
+    ]
+    if not found:
+        return None
+    _, number, value = min(found)
+    return f"max_concurrent_steps={value} at {file}:{number}"
 
 
 def _at(allocation: Allocation) -> str:
