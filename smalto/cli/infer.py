@@ -206,7 +206,7 @@ def _over_smem_limit(module: ir.Module, arch: tuple[int, int]) -> str | None:
     that bring it under. None within the limit (told by the launch's size alone)."""
     from smalto.basics.launch import dynamic_smem
     from smalto.hw.memory import smem_limit
-    from smalto.smem.allocations import first_launch
+    from smalto.smem.program_order import first_launch
 
     launch = first_launch(module)
     size = dynamic_smem(launch) if launch is not None else None

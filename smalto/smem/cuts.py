@@ -37,9 +37,9 @@ from smalto.smem.allocations import (
     Allocation,
     SmemMap,
     align_up,
-    operations_in_order,
     read_smem_map,
 )
+from smalto.smem.program_order import operations_in_order
 from smalto.source.files import Sources
 
 FEWER_STAGES = "fewer pipeline stages"
