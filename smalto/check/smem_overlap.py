@@ -1,0 +1,45 @@
+"""Two SMEM buffers over the same bytes, one overwriting what the other still holds: an
+error of the module, whoever reused the bytes (a pass, Pallas, a hand edit).
+
+Staging through SMEM reuses bytes it proves dead (``smalto.rewrite.staging``); this
+check does not trust that proof. It reads the module's SMEM accesses again with the
+liveness analysis of the program layer (``smalto.program.smem_liveness``) and reports
+every op that writes bytes of one buffer while another buffer over them still holds
+data read later (before a write of all of it), or while a TMA copy out of the other
+may still be reading them (before ``wait_smem_to_gmem(0)``). Accesses ordered by an
+mbarrier (TMA loads, MMA operands) count where they are made, so that what is
+reported is a certain overlap in the thread's program order.
+"""
+
+from __future__ import annotations
+
+from smalto.check.core import Checker
+from smalto.program.smem_liveness import Allocation, SmemLiveness
+
+_LAUNCH = "gpu.launch"
+
+
+def check_smem_overlaps(c: Checker) -> None:
+    for op in c.annotated:
+        if op.name != _LAUNCH:
+            continue
+        liveness = SmemLiveness(op.operation)
+        ops = {hash(o.operation): o for o in c.annotated}
+        for clobber in liveness.clobbers():
+            writer_op = liveness.ops[clobber.node]
+            where = ops.get(hash(writer_op)) if writer_op is not None else None
+            c.report(
+                where if where is not None else op,
+                f"writes SMEM bytes {_bytes(clobber.writer)} of {_name(clobber.writer)} "
+                f"while {_name(clobber.holder)} over bytes {_bytes(clobber.holder)} still "
+                f"holds data there: {clobber.why} (two buffers overlap while both are live)",
+            )
+
+
+def _bytes(allocation: Allocation) -> str:
+    return f"{allocation.interval.start}-{allocation.interval.end}"
+
+
+def _name(allocation: Allocation) -> str:
+    return f"the buffer `{allocation.type}`"
+
