@@ -215,8 +215,9 @@ def _dead_regions(
     no access whose end is unknown, no TMA copy out of it in flight there, no read of it
     after the round trip before a write of all of it; and only one warpgroup touches it
     (a block of one warpgroup, or every access to it under the same ``warpgroup == c``
-    as the op: then one buffer serves, not one per warpgroup). Each region serves one
-    staged op; the others share the region past the end."""
+    as the op: then one buffer serves, not one per warpgroup). Staged ops of the same
+    warpgroup may share a region (each round trip ends before the next begins, with its
+    barrier); the ops with none share the region past the end."""
     liveness = SmemLiveness(launch.op)
     starts = sorted(
         {_aligned(a.interval.start) for a in liveness.allocations if not a.unknown}
@@ -231,8 +232,11 @@ def _dead_regions(
             region = Interval(start, start + size)
             if region.end > launch.smem_bytes:
                 break
-            if any(region.overlaps(taken) for taken in found.values()):
-                continue
+            if any(
+                region.overlaps(taken) and liveness.guard_of(staged[j]) != guard
+                for j, taken in found.items()
+            ):
+                continue  # (staged buffers of one warpgroup may share: never live at once)
             if launch.warpgroups > 1 and not liveness.guarded_to(region, min(guard)):
                 continue
             if liveness.dead_around(operation, region, after=load):

@@ -1,0 +1,190 @@
+"""Staging reuses dead SMEM, and ``smalto check`` catches a wrong reuse (issue #50, items 3
+and 4).
+
+A staging buffer takes bytes of the kernel's own SMEM that the liveness analysis
+(``smalto.program.smem_liveness``) proves dead around the staged op; staged buffers
+never live at once share them. Every staged module here is checked by smalto's
+checker and lowered by JAX's own dialect lowering (with a launch context); where the
+evaluator runs the kernel, it proves the staged module leaves every buffer as the
+module as written does, with SMEM modelled as one block of bytes (so that a buffer
+placed over bytes still needed changes what the kernel computes).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from typing import Any
+
+import jax.numpy as jnp
+import pytest
+from corpus_lowering import lower_with_jax
+from rule_kit import parse
+from staging_kit import assert_staging_exact
+from user_kernels_ragged import BLACKWELL, ragged_dot_args, ragged_dot_f32
+from user_kernels_staging import tcgen05_three_epilogues
+from user_kernels_unoptimized import sds
+
+import smalto
+import smalto.jax
+from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
+from smalto.program.smem_liveness import SmemLiveness
+from smalto.rewrite.staging import ALIGNMENT
+
+UNOPTIMIZED = "optimized = false"
+_SMEM_SIZE = re.compile(r"dynamic_shared_memory_size %c(\d+)_i32")
+_STAGED_SLICE = re.compile(
+    r'"mosaic_gpu.slice_smem"\(\) <\{offset = (\d+) : i32\}> \{[^}]*' + re.escape(STAGED)
+)
+
+_WAITS = re.compile(r"^ *nvvm\.cp\.async\.bulk\.wait_group 0.*$", re.MULTILINE)
+
+
+def _smem_size(text: str) -> int:
+    (size,) = {int(s) for s in _SMEM_SIZE.findall(text)}
+    return size
+
+
+def _staged(text: str) -> tuple[Any, list[Any]]:
+    module = parse(text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
+    return module, [w for w in caught if issubclass(w.category, smalto.StagedThroughSmemWarning)]
+
+
+def _three_epilogues(*, f32_first: bool) -> str:
+    args = (sds((128, 64), jnp.bfloat16), sds((64, 128), jnp.bfloat16))
+    fn = functools.partial(tcgen05_three_epilogues, f32_first=f32_first)
+    (captured,) = smalto.jax.capture(fn, *args)
+    return captured.text
+
+
+@pytest.fixture(scope="module")
+def three_epilogues() -> str:
+    return _three_epilogues(f32_first=False)
+
+
+@pytest.fixture(scope="module")
+def scratch_held_across() -> str:
+    return _three_epilogues(f32_first=True)
+
+
+@pytest.fixture(scope="module")
+def ragged_dot() -> str:
+    (captured,) = smalto.jax.capture(ragged_dot_f32, *ragged_dot_args())
+    return captured.text
+
+
+def test_staged_buffers_never_live_at_once_share_the_dead_bytes_of_a_scratch(
+    three_epilogues: str,
+) -> None:
+    """Two bf16 epilogues staged (32 KiB each) before the f32 epilogue's scratch is written:
+    both buffers take the scratch's bytes, SMEM does not grow (past the end it would have
+    grown by 32 KiB, and by the sum, 64 KiB, without sharing)."""
+    text = three_epilogues
+    module, warned = _staged(text)
+    staged = str(module)
+    assert len(warned) == 2
+    for warning in warned:
+        assert "reuses SMEM the kernel does not need there (bytes 32768 to 65536" in str(
+            warning.message
+        )
+        assert warning.message.staged.dead_region == (32768, 65536)
+    assert _smem_size(staged) == _smem_size(text)
+    scratch = re.search(r'alias_id = \d+ : i64, offset = (\d+) : i32\}> : \(\) -> memref<128x128xf32', text)
+    assert scratch is not None
+    assert _STAGED_SLICE.findall(staged) == [scratch.group(1)] * 2
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+    lower_with_jax(module)  # (last: it lowers the module in place)
+
+
+def test_the_ragged_dot_stages_within_what_a_block_may_have(ragged_dot: str) -> None:
+    """The sm_100 ragged dot with an f32 output (the public library's block sizes): past
+    the end, its staging buffer (one per warpgroup: 2 x 32 KiB) would need 295 936 bytes;
+    the epilogue buffer is dead between the wait at the top of the epilogue and the
+    store, and only the store warpgroup touches it: the staging buffer takes it, every
+    transfer optimized, SMEM as written."""
+    text = ragged_dot
+    before = _smem_size(text)
+    past_the_end = -(-before // ALIGNMENT) * ALIGNMENT + 2 * 64 * 128 * 4
+    assert before <= SMEM_PER_BLOCK < past_the_end == 295_936
+    module, warned = _staged(text)
+    staged = str(module)
+    (warning,) = warned
+    assert warning.message.staged.warpgroups == 1
+    assert _smem_size(staged) == before <= SMEM_PER_BLOCK
+    (offset,) = _STAGED_SLICE.findall(staged)
+    epilogue = re.search(r'offset = (\d+) : i32\}> : \(\) -> memref<64x128xf32', text)
+    assert epilogue is not None and offset == epilogue.group(1)
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    lower_with_jax(module)
+
+
+def test_the_checker_catches_a_buffer_over_bytes_still_needed(ragged_dot: str) -> None:
+    """Two wrong reuses the rewrite never makes, made by hand on the staged ragged dot: the
+    staging buffer moved over the pipeline's operand buffers (read by the next tile's
+    MMA), and the epilogue's waits for its TMA copies removed (the copies out of the
+    bytes the buffer takes may still be reading them)."""
+    module, _ = _staged(ragged_dot)
+    staged = str(module)
+    (offset,) = _STAGED_SLICE.findall(staged)
+    moved = parse(staged.replace(f"<{{offset = {offset} : i32}}> {{", "<{offset = 0 : i32}> {"))
+    (violation,) = smalto.check.check(moved, BLACKWELL)
+    assert "two buffers overlap while both are live" in violation.message
+    assert "its data there is read later" in violation.message
+    assert violation.op == "mosaic_gpu.vector_store"
+    unwaited = parse(_WAITS.sub("", staged))
+    (violation,) = smalto.check.check(unwaited, BLACKWELL)
+    assert "a TMA copy out of it may still be reading those bytes" in violation.message
+    # The module as written, without its waits, has no two buffers over the same bytes.
+    assert not [
+        v
+        for v in smalto.check.check(
+            parse(_WAITS.sub("", ragged_dot)),
+            BLACKWELL,
+        )
+        if "overlap" in v.message
+    ]
+
+
+def test_bytes_held_across_the_op_are_not_taken(scratch_held_across: str) -> None:
+    """The f32 scratch written before the bf16 epilogues and copied out after them holds
+    data across both; the MMA operands are under accesses whose end an mbarrier signals:
+    no dead bytes, the buffers go past the end (one region for both: +32 KiB, not 64)."""
+    text = scratch_held_across
+    module, warned = _staged(text)
+    assert len(warned) == 2 and all(w.message.staged.dead_region is None for w in warned)
+    start = -(-_smem_size(text) // ALIGNMENT) * ALIGNMENT
+    assert _smem_size(str(module)) == start + 128 * 128 * 2
+    assert _STAGED_SLICE.findall(str(module)) == [str(start)] * 2
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+
+
+def test_a_rewrite_that_reuses_live_bytes_is_caught_by_check_and_the_evaluator(
+    scratch_held_across: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutant of the rewrite whose proof forgets the reads after the op: the buffers land
+    on the f32 scratch, which holds ``acc`` until its TMA copy; the checker and the
+    evaluator both refuse the result."""
+    monkeypatch.setattr(SmemLiveness, "read_before_kill", lambda *_, **__: False)
+    module, _ = _staged(scratch_held_across)
+    scratch = re.search(
+        r'alias_id = \d+ : i64, offset = (\d+) : i32\}> : \(\) -> memref<128x128xf32',
+        scratch_held_across,
+    )
+    assert scratch is not None
+    assert _STAGED_SLICE.findall(str(module)) == [scratch.group(1)] * 2
+    violations = smalto.check.check(module, BLACKWELL)
+    assert any(
+        "two buffers overlap while both are live" in v.message
+        and "its data there is read later" in v.message
+        for v in violations
+    )
+    with pytest.raises(AssertionError, match="differs"):
+        assert_staging_exact(parse(scratch_held_across), module)
