@@ -42,4 +42,3 @@ def _bytes(allocation: Allocation) -> str:
 
 def _name(allocation: Allocation) -> str:
     return f"the buffer `{allocation.type}`"
-

@@ -115,7 +115,9 @@ class Access(enum.IntEnum):
 
 
 # Accesses whose end the analysis does not know.
-UNENDED = frozenset({Access.TRACKED, Access.TRACKED_READ, Access.TRACKED_WRITE, Access.TRACKED_KILL})
+UNENDED = frozenset(
+    {Access.TRACKED, Access.TRACKED_READ, Access.TRACKED_WRITE, Access.TRACKED_KILL}
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -188,7 +190,9 @@ class SmemLiveness:
 
     # --- building ------------------------------------------------------------------------
 
-    def _node(self, op: ir.Operation | None, events: Iterable[Event] = (), wait: bool = False) -> int:
+    def _node(
+        self, op: ir.Operation | None, events: Iterable[Event] = (), wait: bool = False
+    ) -> int:
         self.ops.append(op)
         self.events.append(tuple(events))
         self.waits.append(wait)
@@ -289,7 +293,9 @@ class SmemLiveness:
             committed = "commit_group" not in op.attributes or bool(
                 ir.BoolAttr(op.attributes["commit_group"]).value
             )
-            events = [] if root is None else [Event(Access.BULK if committed else Access.TRACKED, root)]
+            events = (
+                [] if root is None else [Event(Access.BULK if committed else Access.TRACKED, root)]
+            )
             return events + self._others(op, operands[1:])
         if name in _REDUCTIONS and "offset" in op.attributes:
             offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
@@ -303,9 +309,11 @@ class SmemLiveness:
         if name == "mosaic_gpu.async_load" and len(operands) > 1:
             root = self.root(operands[1])
             whole = operands[1] in self._whole
-            events = [] if root is None else [
-                Event(Access.TRACKED_KILL if whole else Access.TRACKED_WRITE, root)
-            ]
+            events = (
+                []
+                if root is None
+                else [Event(Access.TRACKED_KILL if whole else Access.TRACKED_WRITE, root)]
+            )
             return events + self._others(op, [operands[0], *operands[2:]])
         if name in _MMA:
             events = []
@@ -478,19 +486,17 @@ class SmemLiveness:
 
     def clobbers(self) -> list[Clobber]:
         """Every op that writes bytes of one buffer while another buffer over those bytes
-        still holds data (written before, read after with no write of all of it between),
-        or while a TMA copy out of the other may still be reading them. Accesses whose
-        end is unknown count where they are made: what an mbarrier orders is not
-        followed, so nothing is reported of it (a report is a certain overlap)."""
+        still holds data (written before, read after with no write of it between), or
+        while a TMA copy out of the other may still be reading them. Accesses whose end
+        is unknown count where they are made: what an mbarrier orders is not followed,
+        so nothing is reported of it (a report is a certain overlap)."""
         if self.unsound_carry:
             return []
         known = [a for a in self.allocations if not a.unknown]
         found: list[Clobber] = []
         reported: set[tuple[Allocation, Allocation]] = set()
         for held in known:
-            others = [
-                a for a in known if a != held and a.interval.overlaps(held.interval)
-            ]
+            others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
             if not others:
                 continue
             live, written, in_flight = self._holding(held)
@@ -513,19 +519,23 @@ class SmemLiveness:
         return found
 
     def _holding(self, held: Allocation) -> tuple[set[int], set[int], set[int]]:
-        """For one buffer: the nodes from which a read of it comes before a write of all of
-        it; the nodes a write of it reaches; the nodes a TMA copy out of it may be in
-        flight at."""
-        reads, kills, writes, bulks = set(), set(), set(), set()
+        """For one buffer: the nodes from which a read of it comes before a write of it; the
+        nodes a write of it reaches; the nodes a TMA copy out of it may be in flight at."""
+        reads: set[int] = set()
+        kills: set[int] = set()
+        writes: set[int] = set()
+        bulks: set[int] = set()
         for node, events in enumerate(self.events):
             for event in events:
                 if event.allocation != held:
                     continue
                 if event.access in (Access.READ, Access.BULK, Access.TRACKED_READ):
                     reads.add(node)
-                if event.access in (Access.KILL, Access.TRACKED_KILL):
-                    kills.add(node)
                 if event.access in _WRITING:
+                    # (Any write of the buffer counts as new data: a pipeline fills its
+                    # stages a part at a time, through views the analysis cannot tell
+                    # apart, so that what is reported is certain.)
+                    kills.add(node)
                     writes.add(node)
                 if event.access == Access.BULK:
                     bulks.add(node)
@@ -539,9 +549,9 @@ class SmemLiveness:
             live.add(node)
             stack.extend(p for p in predecessors[node] if p not in kills or p in reads)
         written = _reached(self.successors, writes, stop=frozenset())
-        in_flight = _reached(self.successors, bulks, stop=frozenset(
-            n for n, wait in enumerate(self.waits) if wait
-        ))
+        in_flight = _reached(
+            self.successors, bulks, stop=frozenset(n for n, wait in enumerate(self.waits) if wait)
+        )
         return live, written, in_flight
 
     # --- staging's question ---------------------------------------------------------------
@@ -688,7 +698,7 @@ def _defining(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     if isinstance(owner, ir.Block):
         return None
-    return owner.operation if hasattr(owner, "operation") else owner
+    return owner.operation
 
 
 def _through(value: ir.Value, names: tuple[str, ...]) -> ir.Value:

@@ -219,9 +219,7 @@ def _dead_regions(
     warpgroup may share a region (each round trip ends before the next begins, with its
     barrier); the ops with none share the region past the end."""
     liveness = SmemLiveness(launch.op)
-    starts = sorted(
-        {_aligned(a.interval.start) for a in liveness.allocations if not a.unknown}
-    )
+    starts = sorted({_aligned(a.interval.start) for a in liveness.allocations if not a.unknown})
     found: dict[int, Interval] = {}
     for i, (operation, size) in enumerate(zip(staged, sizes, strict=True)):
         guard = liveness.guard_of(operation)

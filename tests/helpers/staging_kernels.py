@@ -9,9 +9,11 @@ from typing import Any
 
 import jax.numpy as jnp
 from user_kernels_lowering import tmem_row_sums
+from user_kernels_ragged import ragged_dot_args, ragged_dot_f32
 from user_kernels_staging import (
     collective_narrow_out,
     tcgen05_plus_bias_row,
+    tcgen05_three_epilogues,
     two_warpgroups_narrow_out,
 )
 from user_kernels_unoptimized import (
@@ -69,3 +71,11 @@ STAGED_KERNELS = [
 
 # The kernels whose staging buffer takes SMEM of the kernel's own that is dead around the op.
 REUSES_DEAD_SMEM = {"tcgen05 plus a bf16 bias row", "tcgen05 shift by a table column"}
+
+# Kernels whose staging reuses the kernel's own dead SMEM (issue #50), for ``bench.staging``
+# (``tests/beyond_jax/test_smem_reuse.py`` tests them): (name, arch, kernel, args).
+SMEM_REUSE_KERNELS = [
+    ("three epilogues (bf16, bf16, f32)", BLACKWELL, tcgen05_three_epilogues,
+     (_a(), _b())),
+    ("ragged dot, f32 out (sm_100)", BLACKWELL, ragged_dot_f32, ragged_dot_args()),
+]  # fmt: skip

@@ -5,12 +5,12 @@ inputs (``equivalence``'s trials) and asserts they leave the same bits in every
 buffer of the module as written. SMEM is modelled as what it is, one block of
 bytes (``SmemArena``): every ``slice_smem`` is a view of it at its offset, the same
 random bytes in both runs, so that a staging buffer placed in SMEM the kernel
-still needs overwrites what the kernel reads there, and the runs differ. The ops staging adds carry ``smalto.staged``:
-the evaluator runs them (the store into the staging buffer, the load back), but
-their buffer is no buffer of the kernel (not compared, and not counted in the
-order that seeds the kernel's own buffers), and the scalars they make up (the
-thread index) come from streams of their own, so that both modules see the same
-inputs and the same scalars everywhere else.
+still needs overwrites what the kernel reads there, and the runs differ. The ops
+staging adds carry ``smalto.staged``: the evaluator runs them (the store into the
+staging buffer, the load back), but their buffer is no buffer of the kernel (not
+compared, and not counted in the order that seeds the kernel's own buffers), and
+the scalars they make up (the thread index) come from streams of their own, so
+that both modules see the same inputs and the same scalars everywhere else.
 """
 
 from __future__ import annotations

@@ -71,9 +71,8 @@ def ragged_dot_f32(
                 def _tile() -> None:
                     @pl.when(wg == COMPUTE_WG)
                     def _compute() -> None:
-                        @pl.core_map(plgpu.WarpMesh(axis_name="warp"))
-                        def _warps() -> None:
-                            warp = lax.axis_index("warp")
+                        @plgpu.warp_map
+                        def _warps(warp: Any) -> None:
 
                             @pl.when(warp == TMA_WARP)
                             def _load() -> None:

@@ -188,7 +188,9 @@ def tcgen05_three_epilogues(a: jax.Array, b: jax.Array, *, f32_first: bool = Fal
     while the bf16 epilogues run, and no buffer may take its bytes."""
     (m, _), (_, n) = a.shape, b.shape
 
-    def body(a_gmem, b_gmem, o_gmem, o2_gmem, o3_gmem, a_smem, b_smem, acc_tmem, loaded, done, o3_smem):
+    def body(
+        a_gmem, b_gmem, o_gmem, o2_gmem, o3_gmem, a_smem, b_smem, acc_tmem, loaded, done, o3_smem
+    ):
         acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
         if f32_first:
             o3_smem[...] = acc
@@ -203,6 +205,4 @@ def tcgen05_three_epilogues(a: jax.Array, b: jax.Array, *, f32_first: bool = Fal
 
     out = (sds((m, n), jnp.bfloat16), sds((m, n), jnp.bfloat16), sds((m, n), jnp.float32))
     scratch = [*tcgen05_scratch(a, b), plgpu.SMEM((m, n), jnp.float32)]
-    return plgpu.kernel(body, out_type=out, scratch_types=scratch, compiler_params=WARPGROUP)(
-        a, b
-    )
+    return plgpu.kernel(body, out_type=out, scratch_types=scratch, compiler_params=WARPGROUP)(a, b)

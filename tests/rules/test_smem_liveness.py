@@ -37,7 +37,7 @@ def _body(lines: list[str], arguments: str = "") -> tuple[Any, SmemLiveness, dic
     (function,) = [op.operation for op in module.body.operations]
     liveness = SmemLiveness(function)
     tagged = {}
-    for op, node in liveness.node_of.items():
+    for op in liveness.node_of:
         if "tag" in op.attributes:
             tagged[str(op.attributes["tag"]).strip('"')] = op
     return module, liveness, tagged
@@ -177,8 +177,7 @@ def test_two_scopes_at_one_offset_are_apart_and_unknown_bytes_are_never_dead() -
         _slice("c", 0, INTS),  # the next scope, the same bytes as another type
         f'"mosaic_gpu.vector_store"(%w, %c) <{{optimized = true}}> {{tag = "scope 2"}} : '
         f"(vector<64x64xi32>, {INTS}) -> ()",
-        f'%y = "mosaic_gpu.vector_load"(%c) <{{optimized = true}}> : ({INTS}) -> '
-        "vector<64x64xi32>",
+        f'%y = "mosaic_gpu.vector_load"(%c) <{{optimized = true}}> : ({INTS}) -> vector<64x64xi32>',
         # A ref the analysis cannot trace (an argument) may be any byte: TMA-loaded into.
         '"mosaic_gpu.async_load"(%g, %u, %bar, %n, %n) <{collective = [], oob_fill_mode = '
         "2 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, slice_lengths = "
