@@ -17,13 +17,22 @@ import re
 import warnings
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from corpus_lowering import lower_with_jax
+from jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call import (
+    reset_gpu_interpret_mode_state,
+)
+from jax.experimental.pallas import mosaic_gpu as plgpu
 from rule_kit import parse
 from staging_kit import assert_staging_exact
 from user_kernels_ragged import BLACKWELL, ragged_dot_args, ragged_dot_f32
-from user_kernels_staging import tcgen05_three_epilogues
+from user_kernels_staging import (
+    tcgen05_three_epilogues,
+    tcgen05_three_epilogues_staged_in_place,
+)
 from user_kernels_unoptimized import sds
 
 import smalto
@@ -180,3 +189,43 @@ def test_a_rewrite_that_reuses_live_bytes_is_caught_by_check_and_the_evaluator(
     )
     with pytest.raises(AssertionError, match="differs"):
         assert_staging_exact(parse(scratch_held_across), module)
+
+
+def _interpreted(fn: Any, *args: Any) -> list[Any]:
+    """The kernel's outputs as JAX's Mosaic GPU interpreter computes them, its race
+    detector on (a race raises)."""
+    try:
+        with plgpu.force_gpu_interpret_mode(plgpu.InterpretGPUParams(detect_races=True)):
+            return [np.asarray(x) for x in jax.jit(fn)(*args)]
+    finally:
+        reset_gpu_interpret_mode_state()
+
+
+def test_the_pallas_form_of_the_reuse_computes_the_same_in_jaxs_interpreter() -> None:
+    """The three epilogues staged in place, written in Pallas (the bf16 values through a
+    buffer over the f32 scratch's bytes: ``plgpu.RefUnion``), run in JAX's interpreter
+    with its race detector on: bit for bit what the kernel as written computes (inputs
+    in quarters: the products are exact). Through the route (``smalto.jax``), it lowers
+    with every transfer optimized and no more SMEM than as written; JAX's own pass
+    finds it no layouts that lower. The oracle is not blind: the same buffer while the
+    scratch holds its data for its TMA copy (``f32_first``) is a race it reports."""
+    a = (jnp.arange(128 * 64) % 7 / 4).reshape(128, 64).astype(jnp.bfloat16)
+    b = (jnp.arange(64 * 128) % 5 / 4 - 0.5).reshape(64, 128).astype(jnp.bfloat16)
+    as_written = _interpreted(tcgen05_three_epilogues, a, b)
+    in_place = _interpreted(tcgen05_three_epilogues_staged_in_place, a, b)
+    for x, y in zip(as_written, in_place, strict=True):
+        np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
+    specs = (sds(a.shape, a.dtype), sds(b.shape, b.dtype))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lowering = smalto.jax.lower(
+            tcgen05_three_epilogues_staged_in_place, *specs, arch=BLACKWELL, by="smalto"
+        )
+    assert any(issubclass(w.category, smalto.SmaltoOnlyWarning) for w in caught)
+    (kernel,) = lowering.kernels
+    assert kernel.inferred_text is not None and UNOPTIMIZED not in kernel.inferred_text
+    (captured,) = smalto.jax.capture(tcgen05_three_epilogues, *specs)
+    assert _smem_size(kernel.text) == _smem_size(captured.text)
+    wrong = functools.partial(tcgen05_three_epilogues_staged_in_place, f32_first=True)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="RACE DETECTED"):
+        _interpreted(wrong, a, b)
