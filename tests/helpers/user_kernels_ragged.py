@@ -44,9 +44,14 @@ def ragged_dot_f32(
     block_n: int = 128,
     block_k: int = 256,
     stages: int = 2,
+    staged_in_place: bool = False,
 ) -> Any:
     """``out[rows of group g] = x[rows] @ w[g].T`` for the M blocks the metadata lists, f32
-    out (``x``: (m, k) bf16, ``w``: (groups, n, k) bf16)."""
+    out (``x``: (m, k) bf16, ``w``: (groups, n, k) bf16).
+
+    ``staged_in_place``: the kernel as staging through SMEM makes it, written in Pallas:
+    the accumulator stored into a plain buffer over the epilogue buffer's bytes (a
+    ``plgpu.RefUnion``), reloaded, and stored into the epilogue buffer."""
     (m, k), (_, n, _) = x.shape, w.shape
     m_blocks, n_blocks = group_id.shape[0], n // block_n
     k_steps = k // block_k
@@ -54,8 +59,14 @@ def ragged_dot_f32(
     operand = (plgpu.TilingTransform((8, swizzle // 2)), plgpu.SwizzleTransform(swizzle))
     rows_of_32 = (plgpu.TilingTransform((1, 32)), plgpu.SwizzleTransform(128))
 
+    epilogue = plgpu.SMEM((block_m, block_n), jnp.float32, transforms=rows_of_32)
+    if staged_in_place:
+        epilogue = plgpu.RefUnion(epilogue, plgpu.SMEM((block_n, block_m), jnp.float32))
+
     def kernel(x_gmem, w_gmem, gid_gmem, start_gmem, size_gmem, row0_gmem, out_gmem):
-        def scoped(x_smem, w_smem, acc_smem, acc_tmem, loaded, consumed, mma_done, stored):
+        def scoped(x_smem, w_smem, epilogue, acc_tmem, loaded, consumed, mma_done, stored):
+            acc_smem, staging = epilogue if staged_in_place else (epilogue, None)
+
             @plgpu.nd_loop((m_blocks * n_blocks,), collective_axes="sm", init_carry=0)
             def tiles(info: Any, carry: Any) -> Any:
                 done_tiles = carry
@@ -126,9 +137,13 @@ def ragged_dot_f32(
                         plgpu.barrier_wait(mma_done.at[slot])
                         acc = plgpu.async_load_tmem(acc_tmem.at[:, pl.ds(slot * block_m, block_m)])
                         plgpu.wait_load_tmem()
-                        acc_smem.T[...] = plgpu.layout_cast(
+                        acc = plgpu.layout_cast(
                             acc.astype(jnp.float32), plgpu.Layout.TCGEN05_TRANSPOSED
                         )
+                        if staging is not None:
+                            staging[...] = acc
+                            acc = staging[...]
+                        acc_smem.T[...] = acc
                         plgpu.commit_smem()
                         offset = first
                         piece = 1 << (block_m.bit_length() - 1)
@@ -154,7 +169,7 @@ def ragged_dot_f32(
             scoped,
             plgpu.SMEM((stages, block_m, block_k), x.dtype, transforms=operand),
             plgpu.SMEM((stages, block_n, block_k), w.dtype, transforms=operand),
-            plgpu.SMEM((block_m, block_n), jnp.float32, transforms=rows_of_32),
+            epilogue,
             plgpu.TMEM((block_n, 2 * block_m), jnp.float32),
             plgpu.Barrier(num_arrivals=2, num_barriers=stages),
             plgpu.Barrier(num_barriers=stages, orders_tensor_core=True),
