@@ -82,7 +82,7 @@ _WHOLE_VIEWS = frozenset(
 _READS = {
     "mosaic_gpu.vector_load": 0,
     "memref.load": 0,
-    "vector.load": 1,
+    "vector.load": 0,
     "vector.transfer_read": 0,
     "vector.maskedload": 0,
     "vector.gather": 0,

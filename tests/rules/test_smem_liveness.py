@@ -246,3 +246,25 @@ def test_warpgroup_conditions_are_recognised_as_pallas_writes_them() -> None:
     assert liveness.guard_of(ops["other"]) == frozenset()
     assert liveness.guard_of(ops["any"]) == frozenset()
     assert not liveness.guarded_to(A, 1)
+
+
+def test_the_upstream_dialects_reads_and_writes_of_smem_are_accesses() -> None:
+    """``vector.load``/``vector.store`` and ``memref.load``/``memref.store`` on an SMEM ref
+    read and write its bytes (the ref is their first, resp. second operand)."""
+    lines = [
+        "%c0 = arith.constant 0 : index",
+        _slice("a", 0),
+        f'%x = vector.load %a[%c0, %c0] {{tag = "vector load"}} : {TILE}, vector<64x64xf32>',
+        f'vector.store %x, %a[%c0, %c0] {{tag = "vector store"}} : {TILE}, vector<64x64xf32>',
+        f'%s = memref.load %a[%c0, %c0] {{tag = "memref load"}} : {TILE}',
+        f'memref.store %s, %a[%c0, %c0] {{tag = "memref store"}} : {TILE}',
+    ]
+    _, liveness, ops = _body(lines)
+    for tag, access in [
+        ("vector load", Access.READ),
+        ("vector store", Access.WRITE),
+        ("memref load", Access.READ),
+        ("memref store", Access.WRITE),
+    ]:
+        (event,) = liveness.events[liveness.node_of[ops[tag]]]
+        assert event.access == access and event.interval == A, tag
