@@ -184,6 +184,10 @@ class SmemLiveness:
         self.node_of: dict[ir.Operation, int] = {}
         self.allocations: dict[Allocation, list[ir.Operation]] = {}
         self._guard: list[frozenset[int]] = [frozenset()]
+        self._predecessor_lists: list[list[int]] | None = None
+        # A loop carrying another buffer than it started with: what the carry views is not
+        # known where it is used, so no byte is proven dead.
+        self.unsound_carry = False
         (region,) = launch.regions
         entry, self.exit = self._block(region.blocks[0])
         self.entry = entry
@@ -381,8 +385,8 @@ class SmemLiveness:
                 self._set(result, UNKNOWN)
 
     def _carry(self, terminator: ir.Operation) -> None:
-        """A yield that carries another buffer than the loop started with: the carry may
-        be any byte (set before the body's later uses were read: checked by ``sound``)."""
+        """A yield that carries another buffer than the loop started with (the carry was
+        taken to view the first: ``unsound_carry`` says the analysis proves nothing)."""
         parent = terminator.parent
         if parent is None or parent.name != "scf.for" or terminator.name != "scf.yield":
             return
@@ -390,8 +394,6 @@ class SmemLiveness:
         for argument, yielded in zip(list(body.arguments)[1:], terminator.operands, strict=False):
             if self.root(argument) != self.root(yielded):
                 self.unsound_carry = True
-
-    unsound_carry = False
 
     # --- queries ---------------------------------------------------------------------------
 
@@ -473,14 +475,13 @@ class SmemLiveness:
         return False
 
     def _predecessors(self) -> list[list[int]]:
-        cached = getattr(self, "_predecessor_lists", None)
-        if cached is None:
-            cached = [[] for _ in self.ops]
+        if self._predecessor_lists is None:
+            lists: list[list[int]] = [[] for _ in self.ops]
             for node, successors in enumerate(self.successors):
                 for successor in successors:
-                    cached[successor].append(node)
-            self._predecessor_lists = cached
-        return cached
+                    lists[successor].append(node)
+            self._predecessor_lists = lists
+        return self._predecessor_lists
 
     # --- the checker's question ------------------------------------------------------------
 
