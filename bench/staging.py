@@ -21,9 +21,9 @@ in the first of the repeats (the median hides it: ``--repeat 1`` shows it).
 
 Then the SMEM per block of each kernel, and of the kernels whose staging reuses
 dead SMEM (issue #50: several epilogues, the sm_100 ragged dot with an f32
-output): as written, staged with every buffer past the end (as staging did before
-it reused dead SMEM: ``_dead_regions`` finding none), and staged now; a kernel
-that does not fit in what a block may have says so.
+output): as written, staged with every buffer past the end (``_dead_regions``
+finding none), and staged now; a kernel that does not fit in what a block may have
+says so.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def _smem_totals(kernels: list[tuple[str, Any, Callable[..., Any], Any]]) -> Non
         text = captured.text
         written = _launch_smem(parse_module(text))
         keep = staging._dead_regions
-        staging._dead_regions = lambda *_: {}  # staging as it was: every buffer past the end
+        staging._dead_regions = lambda *_: {}  # every buffer past the end
         try:
             before = staged_smem(text, arch)
         finally:

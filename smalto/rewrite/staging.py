@@ -37,7 +37,11 @@ one region: the kernel grows by the largest, not their sum. Every op staging add
 carries ``smalto.staged`` (a discardable attribute), so that the checker and the
 tests know them. Where the block has several warpgroups, each gets a buffer of its
 own (a leading dim of the slice, viewed at the warpgroup's index as Pallas views
-``smem_ref.at[i]``), since any of them may run the op. The per-block limit
+``smem_ref.at[i]``), since any of them may run the op; unless every op past the end
+runs under the same ``warpgroup == c`` branch (a warp-specialized kernel's store
+warpgroup): one buffer then. Before any of that, a buffer takes SMEM of the
+kernel's own where ``smalto.program.smem_liveness`` proves it dead around the op
+(``_dead_regions``): SMEM does not grow for it. The per-block limit
 (``SMEM_LIMIT``) is checked here: JAX checks it before its pass, not after.
 """
 
@@ -164,8 +168,14 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
     launch = _launch(staged)
     sizes = [_buffer_bytes(_staged_type(operation)) for operation in staged]
     # Every decision is made on the module as it came (the analysis reads it), then applied.
-    dead = _dead_regions(launch, staged, sizes)
-    rest = [size for i, size in enumerate(sizes) if i not in dead]
+    liveness = SmemLiveness(launch.op)
+    dead = _dead_regions(liveness, launch, staged, sizes)
+    past_the_end = [i for i in range(len(staged)) if i not in dead]
+    rest = [sizes[i] for i in past_the_end]
+    # One buffer per warpgroup past the end, unless one warpgroup runs every op there.
+    guards = {liveness.guard_of(staged[i]) for i in past_the_end}
+    one_runs_them = len(guards) == 1 and len(next(iter(guards))) == 1
+    buffers = 1 if one_runs_them else launch.warpgroups
     scratch = _reduction_scratch(launch)
     reused = (
         bool(rest) and scratch is not None and launch.warpgroups == 1 and max(rest) <= scratch[1]
@@ -176,7 +186,7 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
         offset = scratch[0]
     elif rest:
         offset = _aligned(launch.smem_bytes)
-        total = offset + max(rest) * launch.warpgroups
+        total = offset + max(rest) * buffers
         if total > limit:
             raise OverSmemLimit(total, limit)
         _grow_smem(launch, total)
@@ -187,7 +197,7 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
         if region is not None:
             _round_trip(operation, region.start, 1, barrier_first=True)
         else:
-            _round_trip(operation, offset, launch.warpgroups, barrier_first=reused)
+            _round_trip(operation, offset, buffers, barrier_first=reused)
         where = place(operation.location)
         changed.append(
             StagedOp(
@@ -198,7 +208,7 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
                 size,
                 total - launch.smem_bytes,
                 total,
-                1 if region is not None else launch.warpgroups,
+                1 if region is not None else buffers,
                 reused and region is None,
                 where.position,
                 None if region is None else (region.start, region.end),
@@ -208,7 +218,7 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
 
 
 def _dead_regions(
-    launch: Launch, staged: Sequence[ir.Operation], sizes: Sequence[int]
+    liveness: SmemLiveness, launch: Launch, staged: Sequence[ir.Operation], sizes: Sequence[int]
 ) -> dict[int, Interval]:
     """For each staged op that can have one, SMEM of the kernel's own that is dead around it
     (``smalto.program.smem_liveness``): 1024-aligned, within the kernel's SMEM, touched by
@@ -218,7 +228,6 @@ def _dead_regions(
     as the op: then one buffer serves, not one per warpgroup). Staged ops of the same
     warpgroup may share a region (each round trip ends before the next begins, with its
     barrier); the ops with none share the region past the end."""
-    liveness = SmemLiveness(launch.op)
     starts = sorted({_aligned(a.interval.start) for a in liveness.allocations if not a.unknown})
     found: dict[int, Interval] = {}
     for i, (operation, size) in enumerate(zip(staged, sizes, strict=True)):

@@ -115,14 +115,14 @@ def test_staged_buffers_never_live_at_once_share_the_dead_bytes_of_a_scratch(
 
 def test_the_ragged_dot_stages_within_what_a_block_may_have(ragged_dot: str) -> None:
     """The sm_100 ragged dot with an f32 output (the public library's block sizes): past
-    the end, its staging buffer (one per warpgroup: 2 x 32 KiB) would need 295 936 bytes;
-    the epilogue buffer is dead between the wait at the top of the epilogue and the
-    store, and only the store warpgroup touches it: the staging buffer takes it, every
-    transfer optimized, SMEM as written."""
+    the end, its 32 KiB staging buffer would need 263 168 bytes (295 936 with one per
+    warpgroup, as staging had before); the epilogue buffer is dead between the wait at
+    the top of the epilogue and the store, and only the store warpgroup touches it: the
+    staging buffer takes it, every transfer optimized, SMEM as written."""
     text = ragged_dot
     before = _smem_size(text)
-    past_the_end = -(-before // ALIGNMENT) * ALIGNMENT + 2 * 64 * 128 * 4
-    assert before <= SMEM_PER_BLOCK < past_the_end == 295_936
+    past_the_end = -(-before // ALIGNMENT) * ALIGNMENT + 64 * 128 * 4
+    assert before <= SMEM_PER_BLOCK < past_the_end == 263_168
     module, warned = _staged(text)
     staged = str(module)
     (warning,) = warned
@@ -256,3 +256,27 @@ def test_the_pallas_form_of_the_ragged_dots_reuse_computes_the_same_in_jaxs_inte
     (kernel,) = lowering.kernels
     assert kernel.inferred_text is not None and UNOPTIMIZED not in kernel.inferred_text
     assert _smem_size(kernel.text) <= SMEM_PER_BLOCK
+
+
+def test_past_the_end_one_buffer_serves_an_op_only_one_warpgroup_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without dead SMEM to take (the search for it stubbed out), the ragged dot's staging
+    buffer goes past the end; only its store warpgroup runs the staged store (under
+    ``warpgroup == 1``), so one buffer serves, not one per warpgroup of the block."""
+    from smalto.rewrite import staging
+
+    monkeypatch.setattr(staging, "_dead_regions", lambda *_: {})
+    fn = functools.partial(ragged_dot_f32, block_k=128)
+    (captured,) = smalto.jax.capture(fn, *ragged_dot_args())
+    text = captured.text
+    module, warned = _staged(text)
+    (warning,) = warned
+    assert warning.message.staged.warpgroups == 1
+    start = -(-_smem_size(text) // ALIGNMENT) * ALIGNMENT
+    assert _smem_size(str(module)) == start + 64 * 128 * 4
+    assert "memref.subview" not in "".join(
+        line for line in str(module).splitlines() if STAGED in line
+    )
+    assert not smalto.check.check(module, BLACKWELL)
+    lower_with_jax(module)
