@@ -25,20 +25,22 @@ def check_smem_overlaps(c: Checker) -> None:
             continue
         liveness = SmemLiveness(op.operation)
         ops = {hash(o.operation): o for o in c.annotated}
+
+        def name(allocation: Allocation) -> str:
+            """The buffer by its type and where it is first sliced."""
+            slices = liveness.allocations.get(allocation, [])
+            where = ops.get(hash(slices[0])) if slices else None
+            sliced = f" sliced at {c.location(where)}" if where is not None else ""
+            kind = allocation.type.replace(", #gpu.address_space<workgroup>", "")
+            start, end = allocation.interval.start, allocation.interval.end
+            return f"the buffer `{kind}`{sliced} (bytes {start}-{end})"
+
         for clobber in liveness.clobbers():
             writer_op = liveness.ops[clobber.node]
             where = ops.get(hash(writer_op)) if writer_op is not None else None
             c.report(
                 where if where is not None else op,
-                f"writes SMEM bytes {_bytes(clobber.writer)} of {_name(clobber.writer)} "
-                f"while {_name(clobber.holder)} over bytes {_bytes(clobber.holder)} still "
-                f"holds data there: {clobber.why} (two buffers overlap while both are live)",
+                f"writes SMEM of {name(clobber.writer)} while {name(clobber.holder)} over "
+                f"the same bytes still holds data there: {clobber.why} (two buffers overlap "
+                "while both are live)",
             )
-
-
-def _bytes(allocation: Allocation) -> str:
-    return f"{allocation.interval.start}-{allocation.interval.end}"
-
-
-def _name(allocation: Allocation) -> str:
-    return f"the buffer `{allocation.type}`"
