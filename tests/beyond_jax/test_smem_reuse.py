@@ -234,9 +234,9 @@ def test_the_pallas_form_of_the_reuse_computes_the_same_in_jaxs_interpreter() ->
 def test_the_pallas_form_of_the_ragged_dots_reuse_computes_the_same_in_jaxs_interpreter() -> None:
     """The ragged dot with its epilogue staged in place, written in Pallas (the accumulator
     through a plain buffer over the epilogue buffer's bytes), run in JAX's interpreter
-    with its race detector on, on an M block split between two groups: bit for bit what
-    the kernel as written computes, and the ragged product itself. Through the route, it
-    lowers with every transfer optimized, within what a block may have."""
+    with its race detector on, on an M block split between two groups: bit for bit the
+    ragged product (exact: inputs in quarters), every row. Through the route, it lowers
+    with every transfer optimized, within what a block may have."""
     m, k, n = 64, 256, 128
     x = (jnp.arange(m * k) % 7 / 4).reshape(m, k).astype(jnp.bfloat16)
     w = (jnp.arange(2 * n * k) % 5 / 4 - 0.5).reshape(2, n, k).astype(jnp.bfloat16)
@@ -245,9 +245,7 @@ def test_the_pallas_form_of_the_ragged_dots_reuse_computes_the_same_in_jaxs_inte
     size, row0 = jnp.array([40, 24], jnp.int32), jnp.array([0, 0], jnp.int32)
     meta = (group_id, start, size, row0)
     in_place = functools.partial(ragged_dot_f32, staged_in_place=True)
-    (as_written,) = _interpreted(lambda *a: (ragged_dot_f32(*a),), x, w, *meta)
     (staged,) = _interpreted(lambda *a: (in_place(*a),), x, w, *meta)
-    np.testing.assert_array_equal(as_written.view(np.uint8), staged.view(np.uint8))
     xf, wf = np.asarray(x, np.float32), np.asarray(w, np.float32)
     np.testing.assert_array_equal(staged[:40], xf[:40] @ wf[0].T)
     np.testing.assert_array_equal(staged[40:], xf[40:] @ wf[1].T)
