@@ -493,53 +493,57 @@ class SmemLiveness:
         so nothing is reported of it (a report is a certain overlap)."""
         if self.unsound_carry:
             return []
-        known = [a for a in self.allocations if not a.unknown]
-        found: list[Clobber] = []
-        reported: set[tuple[Allocation, Allocation]] = set()
-        for held in known:
-            others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
-            if not others:
-                continue
-            live, written, in_flight = self._holding(held)
-            for node, events in enumerate(self.events):
-                for event in events:
-                    other = event.allocation
-                    if other not in others or (held, other) in reported:
-                        continue
-                    if event.access not in _WRITING and event.access != Access.TRACKED:
-                        continue
-                    after = self.successors[node]
-                    if node in in_flight:
-                        why = "a TMA copy out of it may still be reading those bytes"
-                    elif node in written and any(s in live for s in after):
-                        why = "its data there is read later"
-                    else:
-                        continue
-                    reported.add((held, other))
-                    found.append(Clobber(node, other, held, why))
-        return found
-
-    def _holding(self, held: Allocation) -> tuple[set[int], set[int], set[int]]:
-        """For one buffer: the nodes from which a read of it comes before a write of it; the
-        nodes a write of it reaches; the nodes a TMA copy out of it may be in flight at."""
-        reads: set[int] = set()
-        kills: set[int] = set()
-        writes: set[int] = set()
-        bulks: set[int] = set()
+        accesses: dict[Allocation, list[tuple[int, Access]]] = {}
         for node, events in enumerate(self.events):
             for event in events:
-                if event.allocation != held:
+                accesses.setdefault(event.allocation, []).append((node, event.access))
+        known = [a for a in self.allocations if not a.unknown]
+        waits = frozenset(n for n, wait in enumerate(self.waits) if wait)
+        found: list[Clobber] = []
+        for held in known:
+            others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
+            writing = [
+                (node, other)
+                for other in others
+                for node, access in accesses.get(other, [])
+                if access in _WRITING or access == Access.TRACKED
+            ]
+            if not writing:
+                continue
+            live, written, in_flight = self._holding(accesses.get(held, []), waits)
+            reported: set[Allocation] = set()
+            for node, other in sorted(writing, key=lambda write: write[0]):
+                if other in reported:
                     continue
-                if event.access in (Access.READ, Access.BULK, Access.TRACKED_READ):
-                    reads.add(node)
-                if event.access in _WRITING:
-                    # (Any write of the buffer counts as new data: a pipeline fills its
-                    # stages a part at a time, through views the analysis cannot tell
-                    # apart, so that what is reported is certain.)
-                    kills.add(node)
-                    writes.add(node)
-                if event.access == Access.BULK:
-                    bulks.add(node)
+                if node in in_flight:
+                    why = "a TMA copy out of it may still be reading those bytes"
+                elif node in written and any(s in live for s in self.successors[node]):
+                    why = "its data there is read later"
+                else:
+                    continue
+                reported.add(other)
+                found.append(Clobber(node, other, held, why))
+        return sorted(found, key=lambda clobber: clobber.node)
+
+    def _holding(
+        self, accesses: list[tuple[int, Access]], waits: frozenset[int]
+    ) -> tuple[set[int], set[int], set[int]]:
+        """For one buffer (its accesses): the nodes from which a read of it comes before a
+        write of it; the nodes a write of it reaches; the nodes a TMA copy out of it may
+        be in flight at."""
+        reads: set[int] = set()
+        writes: set[int] = set()
+        bulks: set[int] = set()
+        for node, access in accesses:
+            if access in (Access.READ, Access.BULK, Access.TRACKED_READ):
+                reads.add(node)
+            if access in _WRITING:
+                # (Any write of the buffer counts as new data: a pipeline fills its stages
+                # a part at a time, through views the analysis cannot tell apart, so that
+                # what is reported is certain.)
+                writes.add(node)
+            if access == Access.BULK:
+                bulks.add(node)
         predecessors = self._predecessors()
         live: set[int] = set()
         stack = list(reads)
@@ -548,11 +552,9 @@ class SmemLiveness:
             if node in live:
                 continue
             live.add(node)
-            stack.extend(p for p in predecessors[node] if p not in kills or p in reads)
+            stack.extend(p for p in predecessors[node] if p not in writes or p in reads)
         written = _reached(self.successors, writes, stop=frozenset())
-        in_flight = _reached(
-            self.successors, bulks, stop=frozenset(n for n, wait in enumerate(self.waits) if wait)
-        )
+        in_flight = _reached(self.successors, bulks, stop=waits)
         return live, written, in_flight
 
     # --- staging's question ---------------------------------------------------------------
