@@ -23,6 +23,7 @@ from smalto.check.core import (
 from smalto.check.decode import decode
 from smalto.check.flow import check_aliases, check_free_refs, check_uses
 from smalto.check.smem_budget import check_smem_budget
+from smalto.check.smem_overlap import check_smem_overlaps
 from smalto.program.reader import read_program
 from smalto.program.view import Op, Program
 
@@ -73,6 +74,7 @@ def run(c: Checker) -> None:
     check_aliases(c)
     check_free_refs(c)
     check_smem_budget(c)
+    check_smem_overlaps(c)
     tmem.check_collective(c)
 
 

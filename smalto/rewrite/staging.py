@@ -37,7 +37,11 @@ one region: the kernel grows by the largest, not their sum. Every op staging add
 carries ``smalto.staged`` (a discardable attribute), so that the checker and the
 tests know them. Where the block has several warpgroups, each gets a buffer of its
 own (a leading dim of the slice, viewed at the warpgroup's index as Pallas views
-``smem_ref.at[i]``), since any of them may run the op. The per-block limit
+``smem_ref.at[i]``), since any of them may run the op; unless every op past the end
+runs under the same ``warpgroup == c`` branch (a warp-specialized kernel's store
+warpgroup): one buffer then. Before any of that, a buffer takes SMEM of the
+kernel's own where ``smalto.program.smem_liveness`` proves it dead around the op
+(``_dead_regions``): SMEM does not grow for it. The per-block limit
 (``SMEM_LIMIT``) is checked here: JAX checks it before its pass, not after.
 """
 
@@ -56,6 +60,7 @@ from smalto.basics.launch import (
     enclosing_launch,
 )
 from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
+from smalto.program.smem_liveness import Interval, SmemLiveness
 from smalto.program.view import ops_in_order
 from smalto.source.locations import FilePosition, place
 
@@ -101,6 +106,8 @@ class StagedOp:
     warpgroups: int = 1  # the buffers: one per warpgroup of the block
     reused: bool = False  # the buffer is the reductions' scratch: SMEM did not grow
     position: FilePosition | None = None
+    # The kernel's own SMEM, dead around the op, the buffer took (bytes [start, end)).
+    dead_region: tuple[int, int] | None = None
 
     @property
     def store(self) -> bool:
@@ -116,12 +123,20 @@ class StagedOp:
             else "no layout it may take has a conflict-free plan under its ref's transforms"
         )
         each = f", one for each of {self.warpgroups} warpgroups" if self.warpgroups > 1 else ""
-        cost = (
-            f"it reuses the reductions' SMEM scratch: SMEM did not grow ({self.smem_bytes} "
-            "bytes per block)"
-            if self.reused
-            else f"SMEM grew by {self.added_bytes} bytes to {self.smem_bytes} per block"
-        )
+        if self.dead_region is not None:
+            start, end = self.dead_region
+            cost = (
+                f"it reuses SMEM the kernel does not need there (bytes {start} to {end}, "
+                f"proven dead around it); SMEM grew by {self.added_bytes} bytes in all, to "
+                f"{self.smem_bytes} per block"
+            )
+        elif self.reused:
+            cost = (
+                f"it reuses the reductions' SMEM scratch: SMEM did not grow ({self.smem_bytes} "
+                "bytes per block)"
+            )
+        else:
+            cost = f"SMEM grew by {self.added_bytes} bytes to {self.smem_bytes} per block"
         return (
             f"{self.location}: this {self.memory} {kind} (`{self.op}`{named}) goes through a "
             f"{self.buffer_bytes}-byte SMEM buffer{each} ({why}): {cost}"
@@ -152,20 +167,37 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
             raise StagingNotPossible(f"{operation.name} is no transfer staging reroutes")
     launch = _launch(staged)
     sizes = [_buffer_bytes(_staged_type(operation)) for operation in staged]
+    # Every decision is made on the module as it came (the analysis reads it), then applied.
+    liveness = SmemLiveness(launch.op)
+    dead = _dead_regions(liveness, launch, staged, sizes)
+    past_the_end = [i for i in range(len(staged)) if i not in dead]
+    rest = [sizes[i] for i in past_the_end]
+    # One buffer per warpgroup past the end, unless one warpgroup runs every op there.
+    guards = {liveness.guard_of(staged[i]) for i in past_the_end}
+    one_runs_them = len(guards) == 1 and len(next(iter(guards))) == 1
+    buffers = 1 if one_runs_them else launch.warpgroups
     scratch = _reduction_scratch(launch)
-    reused = scratch is not None and launch.warpgroups == 1 and max(sizes) <= scratch[1]
+    reused = (
+        bool(rest) and scratch is not None and launch.warpgroups == 1 and max(rest) <= scratch[1]
+    )
+    total = launch.smem_bytes
+    offset = 0
     if scratch is not None and reused:
-        offset, total = scratch[0], launch.smem_bytes
-    else:
+        offset = scratch[0]
+    elif rest:
         offset = _aligned(launch.smem_bytes)
-        total = offset + max(sizes) * launch.warpgroups
+        total = offset + max(rest) * buffers
         if total > limit:
             raise OverSmemLimit(total, limit)
         _grow_smem(launch, total)
     changed = []
-    for operation, size in zip(staged, sizes, strict=True):
+    for i, (operation, size) in enumerate(zip(staged, sizes, strict=True)):
         memory = "SMEM" if _ref(operation).type.memory_space is not None else "GMEM"
-        _round_trip(operation, offset, launch.warpgroups, barrier_first=reused)
+        region = dead.get(i)
+        if region is not None:
+            _round_trip(operation, region.start, 1, barrier_first=True)
+        else:
+            _round_trip(operation, offset, buffers, barrier_first=reused)
         where = place(operation.location)
         changed.append(
             StagedOp(
@@ -176,12 +208,48 @@ def stage(module: ir.Module, op_ids: Sequence[int], limit: int = SMEM_LIMIT) -> 
                 size,
                 total - launch.smem_bytes,
                 total,
-                launch.warpgroups,
-                reused,
+                1 if region is not None else buffers,
+                reused and region is None,
                 where.position,
+                None if region is None else (region.start, region.end),
             )
         )
     return changed
+
+
+def _dead_regions(
+    liveness: SmemLiveness, launch: Launch, staged: Sequence[ir.Operation], sizes: Sequence[int]
+) -> dict[int, Interval]:
+    """For each staged op that can have one, SMEM of the kernel's own that is dead around it
+    (``smalto.program.smem_liveness``): 1024-aligned, within the kernel's SMEM, touched by
+    no access whose end is unknown, no TMA copy out of it in flight there, no read of it
+    after the round trip before a write of all of it; and only one warpgroup touches it
+    (a block of one warpgroup, or every access to it under the same ``warpgroup == c``
+    as the op: then one buffer serves, not one per warpgroup). Staged ops of the same
+    warpgroup may share a region (each round trip ends before the next begins, with its
+    barrier); the ops with none share the region past the end."""
+    starts = sorted({_aligned(a.interval.start) for a in liveness.allocations if not a.unknown})
+    found: dict[int, Interval] = {}
+    for i, (operation, size) in enumerate(zip(staged, sizes, strict=True)):
+        guard = liveness.guard_of(operation)
+        if launch.warpgroups > 1 and len(guard) != 1:
+            continue
+        load = operation.name == "mosaic_gpu.vector_load"
+        for start in starts:
+            region = Interval(start, start + size)
+            if region.end > launch.smem_bytes:
+                break
+            if any(
+                region.overlaps(taken) and liveness.guard_of(staged[j]) != guard
+                for j, taken in found.items()
+            ):
+                continue  # (staged buffers of one warpgroup may share: never live at once)
+            if launch.warpgroups > 1 and not liveness.guarded_to(region, min(guard)):
+                continue
+            if liveness.dead_around(operation, region, after=load):
+                found[i] = region
+                break
+    return found
 
 
 def _reduction_scratch(launch: Launch) -> tuple[int, int] | None:

@@ -9,9 +9,11 @@ from typing import Any
 
 import jax.numpy as jnp
 from user_kernels_lowering import tmem_row_sums
+from user_kernels_ragged import ragged_dot_args, ragged_dot_f32
 from user_kernels_staging import (
     collective_narrow_out,
     tcgen05_plus_bias_row,
+    tcgen05_three_epilogues,
     two_warpgroups_narrow_out,
 )
 from user_kernels_unoptimized import (
@@ -37,7 +39,8 @@ def _b(dtype: Any = BF16) -> Any:
 
 
 # (name, arch, kernel, args, staged ops, the largest staging buffer in bytes (0: it reuses
-# the reductions' scratch), warpgroups)
+# SMEM the kernel has: the reductions' scratch, or a buffer dead around the op; in
+# ``REUSES_DEAD_SMEM``), warpgroups)
 STAGED_KERNELS = [
     ("tcgen05 bf16 out", BLACKWELL, functools.partial(tcgen05_narrow_out, out_dtype=BF16),
      (_a(), _b()), 1, 128 * 128 * 2, 1),
@@ -58,9 +61,21 @@ STAGED_KERNELS = [
      out_dtype=BF16), (sds((256, 64), BF16), _b()), 1, 128 * 128 * 2, 1),
     ("two warpgroups fp8 out", HOPPER, functools.partial(two_warpgroups_narrow_out,
      out_dtype=F8), (_a(), _b()), 1, 64 * 128, 2),
-    # GMEM loads: a bf16 row vector broadcast over the rows, an f32 column of a table.
+    # GMEM loads: a bf16 row vector broadcast over the rows, an f32 column of a table (each
+    # buffer in the output scratch, dead until the result is stored into it).
     ("tcgen05 plus a bf16 bias row", BLACKWELL, tcgen05_plus_bias_row,
-     (_a(), _b(), sds((128,), BF16)), 1, 128 * 2, 1),
+     (_a(), _b(), sds((128,), BF16)), 1, 0, 1),
     ("tcgen05 shift by a table column", BLACKWELL, tcgen05_shift_by_table_column,
-     (_a(), _b(), sds((128, 2), F32)), 1, 128 * 4, 1),
+     (_a(), _b(), sds((128, 2), F32)), 1, 0, 1),
+]  # fmt: skip
+
+# The kernels whose staging buffer takes SMEM of the kernel's own that is dead around the op.
+REUSES_DEAD_SMEM = {"tcgen05 plus a bf16 bias row", "tcgen05 shift by a table column"}
+
+# Kernels whose staging reuses the kernel's own dead SMEM (issue #50), for ``bench.staging``
+# (``tests/beyond_jax/test_smem_reuse.py`` tests them): (name, arch, kernel, args).
+SMEM_REUSE_KERNELS = [
+    ("three epilogues (bf16, bf16, f32)", BLACKWELL, tcgen05_three_epilogues,
+     (_a(), _b())),
+    ("ragged dot, f32 out (sm_100)", BLACKWELL, ragged_dot_f32, ragged_dot_args()),
 ]  # fmt: skip

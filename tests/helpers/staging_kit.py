@@ -2,12 +2,15 @@
 
 ``assert_staging_exact(before, after)`` runs both modules on the same random
 inputs (``equivalence``'s trials) and asserts they leave the same bits in every
-buffer of the module as written. The ops staging adds carry ``smalto.staged``:
-the evaluator runs them (the store into the staging buffer, the load back), but
-their buffer is no buffer of the kernel (not compared, and not counted in the
-order that seeds the kernel's own buffers), and the scalars they make up (the
-thread index) come from streams of their own, so that both modules see the same
-inputs and the same scalars everywhere else.
+buffer of the module as written. SMEM is modelled as what it is, one block of
+bytes (``SmemArena``): every ``slice_smem`` is a view of it at its offset, the same
+random bytes in both runs, so that a staging buffer placed in SMEM the kernel
+still needs overwrites what the kernel reads there, and the runs differ. The ops
+staging adds carry ``smalto.staged``: the evaluator runs them (the store into the
+staging buffer, the load back), but their buffer is no buffer of the kernel (not
+compared, and not counted in the order that seeds the kernel's own buffers), and
+the scalars they make up (the thread index) come from streams of their own, so
+that both modules see the same inputs and the same scalars everywhere else.
 """
 
 from __future__ import annotations
@@ -33,7 +36,45 @@ def staged(op: ir.Operation) -> bool:
     return STAGED in op.attributes
 
 
-class StagingAwareEvaluator(Evaluator):
+_ARENA_BYTES = 1 << 19  # past any block's SMEM (227 KiB) and what staging may add
+
+
+class SmemArena(Evaluator):
+    """The reference evaluator with SMEM as one block of random bytes (the same in every
+    run of a trial): each ``slice_smem`` a view of it at its offset."""
+
+    def __init__(self, module: ir.Module, seed: int = 0, *, specials: bool = True) -> None:
+        super().__init__(module, seed, specials=specials)
+        rng = np.random.default_rng([seed, 7_000_000])
+        self.arena = rng.integers(0, 256, _ARENA_BYTES, dtype=np.uint8)
+
+    def smem_view(self, op: ir.Operation, ty: ir.Type) -> np.ndarray | None:
+        """The bytes a slice views, as its elements (None: not data, e.g. barriers)."""
+        try:
+            shape, dtype = shape_and_dtype(ty)
+        except NotImplementedError:
+            return None
+        offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        assert offset + size <= _ARENA_BYTES, "a slice past the modelled SMEM"
+        return self.arena[offset : offset + size].view(dtype).reshape(shape)
+
+    def fresh(self, op: Any, ty: ir.Type, index: int = 0) -> np.ndarray:
+        if isinstance(op, ir.Value) or op.name != "mosaic_gpu.slice_smem":
+            return super().fresh(op, ty, index)
+        made = self._made.setdefault(op, [])
+        if index < len(made):
+            return made[index]
+        view = self.smem_view(op, ty)
+        if view is None:
+            return super().fresh(op, ty, index)
+        if not staged(op):
+            self.buffers.append(view)  # the kernel's own buffers are compared
+        made.append(view)
+        return view
+
+
+class StagingAwareEvaluator(SmemArena):
     """The reference evaluator, with the ops staging added kept apart (see the module)."""
 
     def __init__(self, module: ir.Module, seed: int = 0, *, specials: bool = True) -> None:
@@ -48,7 +89,7 @@ class StagingAwareEvaluator(Evaluator):
         self.staging_buffers: list[np.ndarray] = []
 
     def fresh(self, op: Any, ty: ir.Type, index: int = 0) -> np.ndarray:
-        if isinstance(op, ir.Value) or not staged(op):
+        if isinstance(op, ir.Value) or not staged(op) or op.name == "mosaic_gpu.slice_smem":
             return super().fresh(op, ty, index)
         made = self._made.setdefault(op, [])
         if index < len(made):
@@ -73,7 +114,7 @@ def assert_staging_exact(
     verdict = Verdict(0)
     for trial in range(max_trials):
         with before.context:
-            first = Evaluator(before, trial)
+            first = SmemArena(before, trial)
             first_buffers = first.run()
         with after.context:
             second_buffers = StagingAwareEvaluator(after, trial).run()

@@ -177,3 +177,69 @@ def column_sums_narrow_out(a: jax.Array, b: jax.Array, *, out_dtype: Any) -> Any
 
     scratch = [*mma_operands(a, b), plgpu.Barrier(num_arrivals=2)]
     return warpgroup_kernel(body, (n,), out_dtype, scratch)(a, b)
+
+
+def tcgen05_three_epilogues(a: jax.Array, b: jax.Array, *, f32_first: bool = False) -> Any:
+    """Three epilogues of one product (Blackwell): ``acc`` in bf16 and ``2 * acc`` in bf16
+    stored straight to GMEM (each staged through SMEM), and ``acc`` in f32 through an SMEM
+    scratch and a TMA copy. The two staging buffers are never live at once, and the f32
+    scratch holds nothing until its store: both buffers may take its bytes. With
+    ``f32_first``, the scratch is written first and copied out last: it holds ``acc``
+    while the bf16 epilogues run, and no buffer may take its bytes."""
+    (m, _), (_, n) = a.shape, b.shape
+
+    def body(
+        a_gmem, b_gmem, o_gmem, o2_gmem, o3_gmem, a_smem, b_smem, acc_tmem, loaded, done, o3_smem
+    ):
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+        if f32_first:
+            o3_smem[...] = acc
+            plgpu.commit_smem()
+        o_gmem[...] = acc.astype(jnp.bfloat16)
+        o2_gmem[...] = (acc * 2).astype(jnp.bfloat16)
+        if not f32_first:
+            o3_smem[...] = acc
+            plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o3_smem, o3_gmem)
+        plgpu.wait_smem_to_gmem(0)
+
+    out = (sds((m, n), jnp.bfloat16), sds((m, n), jnp.bfloat16), sds((m, n), jnp.float32))
+    scratch = [*tcgen05_scratch(a, b), plgpu.SMEM((m, n), jnp.float32)]
+    return plgpu.kernel(body, out_type=out, scratch_types=scratch, compiler_params=WARPGROUP)(a, b)
+
+
+def tcgen05_three_epilogues_staged_in_place(
+    a: jax.Array, b: jax.Array, *, f32_first: bool = False
+) -> Any:
+    """``tcgen05_three_epilogues`` as staging through SMEM makes it, written in Pallas: the
+    two bf16 values go through a buffer over the bytes of the f32 scratch (a
+    ``plgpu.RefUnion``: both refs start at the same byte), each stored, reloaded and
+    stored to GMEM before the f32 scratch is written. With ``f32_first``, the same
+    buffer while the scratch holds ``acc`` for its TMA copy: a wrong reuse."""
+    (m, _), (_, n) = a.shape, b.shape
+
+    def body(a_gmem, b_gmem, o_gmem, o2_gmem, o3_gmem, a_smem, b_smem, acc_tmem, loaded, done):
+        acc = tcgen05_acc(a_gmem, b_gmem, a_smem, b_smem, acc_tmem, loaded, done)
+
+        def epilogues(o3_smem: Any, staging: Any) -> None:
+            if f32_first:
+                o3_smem[...] = acc
+                plgpu.commit_smem()
+            staging[...] = acc.astype(jnp.bfloat16)
+            o_gmem[...] = staging[...]
+            staging[...] = (acc * 2).astype(jnp.bfloat16)
+            o2_gmem[...] = staging[...]
+            if not f32_first:
+                o3_smem[...] = acc
+                plgpu.commit_smem()
+            plgpu.copy_smem_to_gmem(o3_smem, o3_gmem)
+            plgpu.wait_smem_to_gmem(0)
+
+        pl.run_scoped(
+            lambda union: epilogues(*union),
+            plgpu.RefUnion(plgpu.SMEM((m, n), jnp.float32), plgpu.SMEM((m, n), jnp.bfloat16)),
+        )
+
+    out = (sds((m, n), jnp.bfloat16), sds((m, n), jnp.bfloat16), sds((m, n), jnp.float32))
+    scratch = tcgen05_scratch(a, b)
+    return plgpu.kernel(body, out_type=out, scratch_types=scratch, compiler_params=WARPGROUP)(a, b)

@@ -1,0 +1,768 @@
+"""Which bytes of a kernel's SMEM hold data still needed, at each point of the kernel: a
+liveness analysis over the ``gpu.launch`` body that respects asynchrony.
+
+SMEM is one dynamic block, carved by ``mosaic_gpu.slice_smem`` at static offsets;
+the same bytes may be sliced many times (a scratch re-sliced at each use, two
+sequential ``run_scoped`` scopes at one offset). So the analysis is over byte
+ranges, not SSA values. Every SMEM memref (and every pointer or integer made from
+one) is traced back to the allocation it views (``Allocation``: the slice's byte
+range, its type and ``alias_id``) through views (``subview``, ``transpose``,
+``with_transforms``, casts, reshapes), region arguments (``warp_map``, loop
+carries that pass the same ref) and pointer arithmetic (barriers). A value traced
+to no allocation is *unknown*: it may be any byte.
+
+Each op's accesses are one of:
+
+- ``READ``: a synchronous read (``vector_load``, ``memref.load``, ...);
+- ``WRITE``: a synchronous write of part of a buffer, ``KILL`` of all of it (a
+  ``vector_store`` through a view that covers the whole slice): after a kill the
+  bytes hold nothing older;
+- ``BULK``: a TMA copy out of SMEM (``async_store``, committed): it reads the
+  bytes until a ``nvvm.cp.async.bulk.wait_group 0`` (``wait_smem_to_gmem(0)``);
+  a wait for fewer than all groups completes nothing here (which group is which
+  is not tracked);
+- ``TRACKED``: any other access (TMA loads into SMEM, ``wgmma``, ``tcgen05_mma``
+  operands, barriers, the TMEM address slot, an op inside an opaque body, a
+  cross-warp reduction's scratch, an unknown op): its completion is signalled
+  through an mbarrier or not at all, so the analysis takes it as never complete:
+  those bytes are never proven dead.
+
+Control flow is structured: blocks run in order, an ``scf.if`` or
+``scf.index_switch`` runs one of its regions (or none where one is empty), and
+any other op with regions (loops, ``warp_map``) runs them in any order, any number
+of times (so a buffer live across a loop's back edge is live at its top). What
+holds at a point holds along every path through the module's ops, which is what
+a thread runs.
+
+Threads: the analysis follows one thread's program order. Staging uses it only
+where one warpgroup touches the bytes (a block of one warpgroup, or every access
+under the same ``warpgroup == c`` condition: ``guard``), with a warpgroup barrier
+before its first use of them and after its last, so that the other threads of the
+warpgroup are ordered with it. The checker (``smalto.check``) uses it to find two
+buffers whose bytes overlap while one still holds data the other overwrites.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from jax._src.lib.mlir import ir
+
+_EVERYWHERE_END = 1 << 62
+_BARRIER_BYTES = 8
+_WARPGROUP_SHIFT = 7  # log2 of the 128 threads of a warpgroup
+
+# Ops whose result views the bytes of their first operand (no access).
+_VIEWS = frozenset(
+    {
+        "memref.subview",
+        "memref.transpose",
+        "memref.collapse_shape",
+        "memref.expand_shape",
+        "memref.cast",
+        "memref.reinterpret_cast",
+        "memref.reshape",
+        "memref.view",
+        "mosaic_gpu.with_transforms",
+    }
+)
+# Views that keep every byte of their source (a store through them writes all of it).
+_WHOLE_VIEWS = frozenset(
+    {
+        "memref.transpose",
+        "memref.collapse_shape",
+        "memref.expand_shape",
+        "memref.cast",
+        "mosaic_gpu.with_transforms",
+    }
+)
+# Synchronous reads: the ref's operand number.
+_READS = {
+    "mosaic_gpu.vector_load": 0,
+    "memref.load": 0,
+    "vector.load": 0,
+    "vector.transfer_read": 0,
+    "vector.maskedload": 0,
+    "vector.gather": 0,
+}
+# Synchronous writes: the ref's operand number.
+_WRITES = {
+    "mosaic_gpu.vector_store": 1,
+    "memref.store": 1,
+    "vector.store": 1,
+    "vector.transfer_write": 1,
+    "vector.maskedstore": 0,
+}
+_BULK_WAIT = "nvvm.cp.async.bulk.wait_group"
+# Async ops whose SMEM operands the tensor cores read until an mbarrier says so.
+_MMA = frozenset({"mosaic_gpu.wgmma", "mosaic_gpu.tcgen05_mma", "mosaic_gpu.mma"})
+_BRANCHES = frozenset({"scf.if", "scf.index_switch"})
+_TERMINATORS = frozenset({"scf.yield", "scf.condition", "gpu.terminator", "gpu.yield"})
+_REDUCTIONS = frozenset({"vector.multi_reduction", "vector.reduction"})
+
+
+class Access(enum.IntEnum):
+    READ = 0
+    WRITE = 1
+    KILL = 2
+    BULK = 3
+    TRACKED = 4  # an async or unknown access: reads and writes, end unknown
+    TRACKED_READ = 5  # an async read whose end an mbarrier signals (MMA operands)
+    TRACKED_WRITE = 6  # an async write whose end an mbarrier signals (TMA loads)
+    TRACKED_KILL = 7  # a TRACKED_WRITE of a whole buffer
+
+
+# Accesses whose end the analysis does not know.
+UNENDED = frozenset(
+    {Access.TRACKED, Access.TRACKED_READ, Access.TRACKED_WRITE, Access.TRACKED_KILL}
+)
+
+
+@dataclass(frozen=True, order=True)
+class Interval:
+    """Bytes ``[start, end)`` of the kernel's SMEM."""
+
+    start: int
+    end: int
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.start < other.end and other.start < self.end
+
+    def covers(self, other: Interval) -> bool:
+        return self.start <= other.start and other.end <= self.end
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+EVERYWHERE = Interval(0, _EVERYWHERE_END)
+_WRITING = frozenset({Access.WRITE, Access.KILL, Access.TRACKED_WRITE, Access.TRACKED_KILL})
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One buffer of SMEM: a slice's bytes, its type and Pallas' ``alias_id`` (the same
+    scratch sliced at several places is one allocation)."""
+
+    interval: Interval
+    type: str
+    alias: int | None
+
+    @property
+    def unknown(self) -> bool:
+        return self.interval == EVERYWHERE
+
+
+UNKNOWN = Allocation(EVERYWHERE, "?", None)
+
+
+@dataclass(frozen=True)
+class Event:
+    access: Access
+    allocation: Allocation
+
+    @property
+    def interval(self) -> Interval:
+        return self.allocation.interval
+
+
+class SmemLiveness:
+    """The SMEM accesses of one ``gpu.launch`` body and the paths between them."""
+
+    def __init__(self, launch: ir.Operation) -> None:
+        self.launch = launch
+        self._roots: dict[ir.Value, Allocation] = {}
+        self._whole: set[ir.Value] = set()
+        self.ops: list[ir.Operation | None] = []  # node -> its op (None: a join)
+        self.events: list[tuple[Event, ...]] = []
+        self.waits: list[bool] = []  # node -> a wait for every bulk copy
+        self.guards: list[frozenset[int]] = []  # node -> warpgroups it is guarded to
+        self.successors: list[list[int]] = []
+        self.node_of: dict[ir.Operation, int] = {}
+        self.allocations: dict[Allocation, list[ir.Operation]] = {}
+        self._guard: list[frozenset[int]] = [frozenset()]
+        self._predecessor_lists: list[list[int]] | None = None
+        # A loop carrying another buffer than it started with: what the carry views is not
+        # known where it is used, so no byte is proven dead.
+        self.unsound_carry = False
+        (region,) = launch.regions
+        entry, self.exit = self._block(region.blocks[0])
+        self.entry = entry
+
+    # --- building ------------------------------------------------------------------------
+
+    def _node(
+        self, op: ir.Operation | None, events: Iterable[Event] = (), wait: bool = False
+    ) -> int:
+        self.ops.append(op)
+        self.events.append(tuple(events))
+        self.waits.append(wait)
+        self.guards.append(self._guard[-1])
+        self.successors.append([])
+        if op is not None:
+            self.node_of[op] = len(self.ops) - 1
+        return len(self.ops) - 1
+
+    def _edge(self, a: int, b: int) -> None:
+        self.successors[a].append(b)
+
+    def _block(self, block: ir.Block) -> tuple[int, int]:
+        entry = current = self._node(None)
+        for child in block.operations:
+            op = child.operation
+            if op.name in _TERMINATORS:
+                self._carry(op)
+                continue
+            if len(op.regions):
+                first, last = self._structured(op)
+            else:
+                first = last = self._node(op, self._accesses(op), _is_bulk_wait(op))
+            self._edge(current, first)
+            current = last
+        return entry, current
+
+    def _structured(self, op: ir.Operation) -> tuple[int, int]:
+        entry = self._node(op, self._accesses(op))
+        self._bind_region_arguments(op)
+        exit_ = self._node(None)
+        if op.name in _BRANCHES:
+            for number, region in enumerate(op.regions):
+                blocks = list(region.blocks)
+                if not blocks:
+                    self._edge(entry, exit_)
+                    continue
+                self._guard.append(self._guard[-1] | _branch_guard(op, number))
+                first, last = self._block(blocks[0])
+                self._guard.pop()
+                self._edge(entry, first)
+                self._edge(last, exit_)
+            return entry, exit_
+        # Loops and anything else: the regions in any order, any number of times.
+        bodies = [self._block(list(r.blocks)[0]) for r in op.regions if list(r.blocks)]
+        self._edge(entry, exit_)
+        for first, last in bodies:
+            self._edge(entry, first)
+            self._edge(last, exit_)
+            for other_first, _ in bodies:
+                self._edge(last, other_first)
+        return entry, exit_
+
+    # --- what a value views ---------------------------------------------------------------
+
+    def root(self, value: ir.Value) -> Allocation | None:
+        """The allocation ``value`` views (``UNKNOWN``: it may be any byte); None: no SMEM."""
+        if value in self._roots:
+            return self._roots[value]
+        if _is_smem(value.type):
+            return UNKNOWN
+        return None
+
+    def _set(self, value: ir.Value, allocation: Allocation | None, whole: bool = False) -> None:
+        if allocation is not None:
+            self._roots[value] = allocation
+            if whole:
+                self._whole.add(value)
+
+    def _accesses(self, op: ir.Operation) -> list[Event]:
+        """The op's SMEM accesses; also records what its results view."""
+        name = op.name
+        if name == "mosaic_gpu.slice_smem":
+            allocation = _slice_allocation(op)
+            self.allocations.setdefault(allocation, []).append(op)
+            self._set(op.results[0], allocation, whole=True)
+            return []
+        operands = list(op.operands)
+        if name in _VIEWS and operands:
+            root = self.root(operands[0])
+            whole = name in _WHOLE_VIEWS and operands[0] in self._whole
+            for result in op.results:
+                self._set(result, root, whole)
+            return []
+        if name in _READS and len(operands) > _READS[name]:
+            ref = operands[_READS[name]]
+            root = self.root(ref)
+            return [] if root is None else [Event(Access.READ, root)]
+        if name in _WRITES and len(operands) > _WRITES[name]:
+            ref = operands[_WRITES[name]]
+            root = self.root(ref)
+            if root is None:
+                return []
+            kill = name == "mosaic_gpu.vector_store" and ref in self._whole
+            return [Event(Access.KILL if kill else Access.WRITE, root)]
+        if name == "mosaic_gpu.async_store" and operands:
+            root = self.root(operands[0])
+            committed = "commit_group" not in op.attributes or bool(
+                ir.BoolAttr(op.attributes["commit_group"]).value
+            )
+            events = (
+                [] if root is None else [Event(Access.BULK if committed else Access.TRACKED, root)]
+            )
+            return events + self._others(op, operands[1:])
+        if name in _REDUCTIONS and "offset" in op.attributes:
+            offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+            size = (
+                int(ir.IntegerAttr(op.attributes["scratch_size"]).value)
+                if "scratch_size" in op.attributes
+                else _EVERYWHERE_END - offset
+            )
+            scratch = Allocation(Interval(offset, offset + size), "reduction scratch", None)
+            return [Event(Access.TRACKED, scratch)]
+        if name == "mosaic_gpu.async_load" and len(operands) > 1:
+            root = self.root(operands[1])
+            whole = operands[1] in self._whole
+            events = (
+                []
+                if root is None
+                else [Event(Access.TRACKED_KILL if whole else Access.TRACKED_WRITE, root)]
+            )
+            return events + self._others(op, [operands[0], *operands[2:]])
+        if name in _MMA:
+            events = []
+            for operand in operands:
+                root = self.root(operand)
+                if root is not None:
+                    barrier = "barrier" in str(operand.type)
+                    events.append(Event(Access.TRACKED if barrier else Access.TRACKED_READ, root))
+            return events
+        if name == "gpu.dynamic_shared_memory":
+            return [Event(Access.TRACKED, UNKNOWN)]
+        if name == "mosaic_gpu.warp_map":
+            return []  # (its operands become its region's arguments: _bind_region_arguments)
+        events = self._others(op, operands)
+        if len(op.regions) and name not in ("scf.for", "scf.while", *_BRANCHES):
+            events += self._opaque_body(op)
+        return events
+
+    def _others(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event]:
+        """An op analysed no further: every SMEM it is given is touched, its completion
+        unknown; what it makes of them views all of them."""
+        roots = [r for r in (self.root(v) for v in operands) if r is not None]
+        if op.name in ("scf.for", "scf.while", *_BRANCHES):
+            return []  # (carries and yields: _bind_region_arguments, _carry)
+        hull = _hull(roots)
+        for result in op.results:
+            if hull is not None or _is_smem(result.type):
+                self._set(result, hull if hull is not None else UNKNOWN)
+        return [Event(Access.TRACKED, r) for r in roots]
+
+    def _opaque_body(self, op: ir.Operation) -> list[Event]:
+        """An op whose regions the analysis does not enter: SMEM it reaches by itself
+        (the dynamic block) means any byte."""
+        for inner in _walk(op):
+            if inner.name == "gpu.dynamic_shared_memory":
+                return [Event(Access.TRACKED, UNKNOWN)]
+        return []
+
+    def _bind_region_arguments(self, op: ir.Operation) -> None:
+        """What the block arguments of a region op view: ``warp_map``'s are its operands;
+        ``scf.for``'s carries are their initial values (``_carry`` checks the yields)."""
+        if op.name == "mosaic_gpu.warp_map":
+            (region,) = op.regions
+            arguments = list(region.blocks[0].arguments)
+            for argument, operand in zip(arguments, op.operands, strict=False):
+                self._set(argument, self.root(operand), operand in self._whole)
+            return
+        if op.name == "scf.for":
+            body = op.regions[0].blocks[0]
+            carried = list(body.arguments)[1:]
+            for argument, initial, result in zip(
+                carried, list(op.operands)[3:], op.results, strict=False
+            ):
+                root = self.root(initial)
+                self._set(argument, root)
+                self._set(result, root)
+            return
+        for region in op.regions:
+            for block in region.blocks:
+                for argument in block.arguments:
+                    if _is_smem(argument.type):
+                        self._set(argument, UNKNOWN)
+        for result in op.results:
+            if _is_smem(result.type):
+                self._set(result, UNKNOWN)
+
+    def _carry(self, terminator: ir.Operation) -> None:
+        """A yield that carries another buffer than the loop started with (the carry was
+        taken to view the first: ``unsound_carry`` says the analysis proves nothing)."""
+        parent = terminator.parent
+        if parent is None or parent.name != "scf.for" or terminator.name != "scf.yield":
+            return
+        body = parent.regions[0].blocks[0]
+        for argument, yielded in zip(list(body.arguments)[1:], terminator.operands, strict=False):
+            if self.root(argument) != self.root(yielded):
+                self.unsound_carry = True
+
+    # --- queries ---------------------------------------------------------------------------
+
+    def touches(self, node: int, interval: Interval) -> Iterator[Event]:
+        for event in self.events[node]:
+            if event.interval.overlaps(interval):
+                yield event
+
+    def read_before_kill(self, start_nodes: Iterable[int], interval: Interval) -> bool:
+        """Whether some path from any of ``start_nodes`` (each included) reads a byte of
+        ``interval`` (or touches it otherwise than by a plain write) before a write that
+        covers all of it."""
+        seen: set[int] = set()
+        stack = list(start_nodes)
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            killed = False
+            for event in self.touches(node, interval):
+                if event.access in (Access.READ, Access.BULK) or event.access in UNENDED:
+                    return True
+                if event.access == Access.KILL and event.interval.covers(interval):
+                    killed = True
+            if not killed:
+                stack.extend(self.successors[node])
+        return False
+
+    def bulk_in_flight(self, node: int, interval: Interval) -> bool:
+        """Whether a TMA copy out of a byte of ``interval`` may still be reading it when
+        ``node`` runs: a path from such a copy to ``node`` with no wait for every group."""
+        predecessors = self._predecessors()
+        seen: set[int] = set()
+        stack = list(predecessors[node])
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if any(e.access == Access.BULK for e in self.touches(current, interval)):
+                return True
+            if not self.waits[current]:
+                stack.extend(predecessors[current])
+        return False
+
+    def tracked(self, interval: Interval) -> bool:
+        """Whether an access whose end is unknown (``TRACKED``) touches ``interval``."""
+        return any(
+            e.access in UNENDED and e.interval.overlaps(interval)
+            for events in self.events
+            for e in events
+        )
+
+    def guarded_to(self, interval: Interval, warpgroup: int) -> bool:
+        """Whether every access to a byte of ``interval`` runs under ``warpgroup == c``."""
+        return all(
+            warpgroup in self.guards[node]
+            for node, events in enumerate(self.events)
+            if any(e.interval.overlaps(interval) for e in events)
+        )
+
+    def written_before(self, node: int, allocation: Allocation) -> bool:
+        """Whether some path reaches ``node`` from a write of ``allocation`` (a value of it
+        may be held there)."""
+        predecessors = self._predecessors()
+        seen: set[int] = set()
+        stack = list(predecessors[node])
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if any(
+                e.allocation == allocation and e.access in _WRITING for e in self.events[current]
+            ):
+                return True
+            stack.extend(predecessors[current])
+        return False
+
+    def _predecessors(self) -> list[list[int]]:
+        if self._predecessor_lists is None:
+            lists: list[list[int]] = [[] for _ in self.ops]
+            for node, successors in enumerate(self.successors):
+                for successor in successors:
+                    lists[successor].append(node)
+            self._predecessor_lists = lists
+        return self._predecessor_lists
+
+    # --- the checker's question ------------------------------------------------------------
+
+    def clobbers(self) -> list[Clobber]:
+        """Every op that writes bytes of one buffer while another buffer over those bytes
+        still holds data (written before, read after with no write of it between), or
+        while a TMA copy out of the other may still be reading them. Accesses whose end
+        is unknown count where they are made: what an mbarrier orders is not followed,
+        so nothing is reported of it (a report is a certain overlap)."""
+        if self.unsound_carry:
+            return []
+        accesses: dict[Allocation, list[tuple[int, Access]]] = {}
+        for node, events in enumerate(self.events):
+            for event in events:
+                accesses.setdefault(event.allocation, []).append((node, event.access))
+        known = [a for a in self.allocations if not a.unknown]
+        waits = frozenset(n for n, wait in enumerate(self.waits) if wait)
+        found: list[Clobber] = []
+        for held in known:
+            others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
+            writing = [
+                (node, other)
+                for other in others
+                for node, access in accesses.get(other, [])
+                if access in _WRITING or access == Access.TRACKED
+            ]
+            if not writing:
+                continue
+            live, written, in_flight = self._holding(accesses.get(held, []), waits)
+            reported: set[Allocation] = set()
+            for node, other in sorted(writing, key=lambda write: write[0]):
+                if other in reported:
+                    continue
+                if node in in_flight:
+                    why = "a TMA copy out of it may still be reading those bytes"
+                elif node in written and any(s in live for s in self.successors[node]):
+                    why = "its data there is read later"
+                else:
+                    continue
+                reported.add(other)
+                found.append(Clobber(node, other, held, why))
+        return sorted(found, key=lambda clobber: clobber.node)
+
+    def _holding(
+        self, accesses: list[tuple[int, Access]], waits: frozenset[int]
+    ) -> tuple[set[int], set[int], set[int]]:
+        """For one buffer (its accesses): the nodes from which a read of it comes before a
+        write of it; the nodes a write of it reaches; the nodes a TMA copy out of it may
+        be in flight at."""
+        reads: set[int] = set()
+        writes: set[int] = set()
+        bulks: set[int] = set()
+        for node, access in accesses:
+            if access in (Access.READ, Access.BULK, Access.TRACKED_READ):
+                reads.add(node)
+            if access in _WRITING:
+                # (Any write of the buffer counts as new data: a pipeline fills its stages
+                # a part at a time, through views the analysis cannot tell apart, so that
+                # what is reported is certain.)
+                writes.add(node)
+            if access == Access.BULK:
+                bulks.add(node)
+        predecessors = self._predecessors()
+        live: set[int] = set()
+        stack = list(reads)
+        while stack:
+            node = stack.pop()
+            if node in live:
+                continue
+            live.add(node)
+            stack.extend(p for p in predecessors[node] if p not in writes or p in reads)
+        written = _reached(self.successors, writes, stop=frozenset())
+        in_flight = _reached(self.successors, bulks, stop=waits)
+        return live, written, in_flight
+
+    # --- staging's question ---------------------------------------------------------------
+
+    def dead_around(self, op: ir.Operation, interval: Interval, *, after: bool) -> bool:
+        """Whether ``interval`` may hold a buffer used only just before ``op`` (``after``:
+        just after it), by the warpgroup that runs it: nothing touches those bytes by an
+        access whose end is unknown, no TMA copy out of them is in flight there, and no
+        path from there reads them before writing all of them."""
+        if self.unsound_carry or self.tracked(interval):
+            return False
+        node = self.node_of[op]
+        if after:
+            starts = list(self.successors[node])
+            in_flight = any(self.bulk_in_flight(s, interval) for s in starts)
+        else:
+            starts = [node]
+            in_flight = self.bulk_in_flight(node, interval)
+        return not in_flight and not self.read_before_kill(starts, interval)
+
+    def guard_of(self, op: ir.Operation) -> frozenset[int]:
+        """The warpgroups ``op`` is guarded to (empty: any)."""
+        return self.guards[self.node_of[op]]
+
+
+@dataclass(frozen=True)
+class Clobber:
+    """An op (``node``) that writes bytes of ``writer`` that ``holder`` still needs."""
+
+    node: int
+    writer: Allocation
+    holder: Allocation
+    why: str
+
+
+def _reached(successors: list[list[int]], sources: set[int], stop: frozenset[int]) -> set[int]:
+    """The nodes some path reaches from a node of ``sources`` (after it), through no node
+    of ``stop`` (a stop node is reached, not passed)."""
+    reached: set[int] = set()
+    stack = [s for source in sources for s in successors[source]]
+    while stack:
+        node = stack.pop()
+        if node in reached:
+            continue
+        reached.add(node)
+        if node not in stop:
+            stack.extend(successors[node])
+    return reached
+
+
+# --- facts of ops ---------------------------------------------------------------------------
+
+
+def _is_smem(ty: ir.Type) -> bool:
+    if isinstance(ty, ir.MemRefType):
+        space = ir.MemRefType(ty).memory_space
+        return space is not None and "workgroup" in str(space)
+    return str(ty) == "!llvm.ptr<3>"
+
+
+def _is_bulk_wait(op: ir.Operation) -> bool:
+    if op.name != _BULK_WAIT or "group" not in op.attributes:
+        return False
+    return int(ir.IntegerAttr(op.attributes["group"]).value) == 0
+
+
+def slice_bytes(ref: ir.MemRefType) -> int:
+    """The bytes a slice of this type spans (a barrier is 8)."""
+    element = ref.element_type
+    count = 1
+    for dim in ref.shape:
+        count *= dim
+    if isinstance(element, ir.IntegerType):
+        bits = ir.IntegerType(element).width
+    elif isinstance(element, ir.FloatType):
+        bits = ir.FloatType(element).width
+    else:
+        bits = _BARRIER_BYTES * 8  # barriers (and anything else: counted as 8 bytes)
+    return -(-count * bits // 8)
+
+
+def _slice_allocation(op: ir.Operation) -> Allocation:
+    ref = ir.MemRefType(op.results[0].type)
+    if "offset" not in op.attributes or any(d < 0 for d in ref.shape):
+        return UNKNOWN
+    offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+    alias = (
+        int(ir.IntegerAttr(op.attributes["alias_id"]).value)
+        if "alias_id" in op.attributes
+        else None
+    )
+    return Allocation(Interval(offset, offset + slice_bytes(ref)), str(ref), alias)
+
+
+def _hull(roots: list[Allocation]) -> Allocation | None:
+    if not roots:
+        return None
+    if len(set(roots)) == 1:
+        return roots[0]
+    if any(r.unknown for r in roots):
+        return UNKNOWN
+    start = min(r.interval.start for r in roots)
+    end = max(r.interval.end for r in roots)
+    return Allocation(Interval(start, end), "pointer arithmetic", None)
+
+
+def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
+
+
+# --- warpgroup conditions ----------------------------------------------------------------------
+
+
+def _branch_guard(op: ir.Operation, region: int) -> frozenset[int]:
+    """The warpgroup the region of a branch runs for, where its condition is
+    ``warpgroup == c`` (an ``scf.if``'s then region; an ``scf.index_switch`` on the
+    condition as an index, whose default region is the true case)."""
+    condition = op.operands[0]
+    if op.name == "scf.index_switch":
+        cases = [int(c) for c in ir.DenseI64ArrayAttr(op.attributes["cases"])]
+        if cases != [0] or region != 0:
+            return frozenset()
+        condition = _through(condition, ("arith.index_cast", "arith.index_castui", "arith.extui"))
+    elif region != 0:
+        return frozenset()
+    compared = _defining(condition)
+    if compared is None or compared.name != "arith.cmpi":
+        return frozenset()
+    if int(ir.IntegerAttr(compared.attributes["predicate"]).value) != 0:  # eq
+        return frozenset()
+    left, right = compared.operands
+    for index, constant in ((left, right), (right, left)):
+        value = _constant(constant)
+        if value is not None and _is_warpgroup_index(index):
+            return frozenset({value})
+    return frozenset()
+
+
+def _defining(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation
+
+
+def _through(value: ir.Value, names: tuple[str, ...]) -> ir.Value:
+    op = _defining(value)
+    while op is not None and op.name in names:
+        value = op.operands[0]
+        op = _defining(value)
+    return value
+
+
+def _constant(value: ir.Value) -> int | None:
+    op = _defining(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attribute = op.attributes["value"]
+    return int(ir.IntegerAttr(attribute).value) if isinstance(attribute, ir.IntegerAttr) else None
+
+
+def _is_warpgroup_index(value: ir.Value) -> bool:
+    """``linear thread index >> 7`` (as Pallas computes ``warpgroup_idx``), possibly
+    broadcast from lane 0 of the warp (``nvvm.shfl.sync idx`` of it, lane 0)."""
+    op = _defining(value)
+    if op is not None and op.name == "nvvm.shfl.sync":
+        kind = str(op.attributes["kind"]) if "kind" in op.attributes else ""
+        if "idx" not in kind or _constant(op.operands[2]) != 0:
+            return False
+        value = op.operands[1]
+        op = _defining(value)
+    if op is None or op.name != "arith.shrui":
+        return False
+    if _constant(op.operands[1]) != _WARPGROUP_SHIFT:
+        return False
+    return _is_linear_thread_index(op.operands[0])
+
+
+def _is_linear_thread_index(value: ir.Value) -> bool:
+    """``thread_id.x`` (as i32), or ``x + y * dx + z * dx * dy`` where the block's y and z
+    are 1 (staging checks the block is a row of warpgroups): x then."""
+    value = _through(value, ("arith.index_cast", "arith.index_castui"))
+    op = _defining(value)
+    if op is None:
+        return False
+    if op.name == "gpu.thread_id":
+        return "x" in str(op.attributes["dimension"])
+    if op.name == "arith.addi":
+        left, right = op.operands
+        return (_is_linear_thread_index(left) and _is_y_or_z_term(right)) or (
+            _is_linear_thread_index(right) and _is_y_or_z_term(left)
+        )
+    return False
+
+
+def _is_y_or_z_term(value: ir.Value) -> bool:
+    """``thread_id.y`` or ``.z`` times anything: 0 in a block whose y and z are 1."""
+    op = _defining(value)
+    if op is None or op.name != "arith.muli":
+        return False
+    for factor in op.operands:
+        inner = _defining(_through(factor, ("arith.index_cast", "arith.index_castui")))
+        if inner is not None and inner.name == "gpu.thread_id":
+            dimension = str(inner.attributes["dimension"])
+            if "y" in dimension or "z" in dimension:
+                return True
+    return False

@@ -1,0 +1,280 @@
+"""Staging reuses dead SMEM, and ``smalto check`` catches a wrong reuse (issue #50, items 3
+and 4).
+
+A staging buffer takes bytes of the kernel's own SMEM that the liveness analysis
+(``smalto.program.smem_liveness``) proves dead around the staged op; staged buffers
+never live at once share them. Every staged module here is checked by smalto's
+checker and lowered by JAX's own dialect lowering (with a launch context); where the
+evaluator runs the kernel, it proves the staged module leaves every buffer as the
+module as written does, with SMEM modelled as one block of bytes (so that a buffer
+placed over bytes still needed changes what the kernel computes).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from corpus_lowering import lower_with_jax
+from jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call import (
+    reset_gpu_interpret_mode_state,
+)
+from jax.experimental.pallas import mosaic_gpu as plgpu
+from rule_kit import parse
+from staging_kit import assert_staging_exact
+from user_kernels_ragged import BLACKWELL, ragged_dot_args, ragged_dot_f32
+from user_kernels_staging import (
+    tcgen05_three_epilogues,
+    tcgen05_three_epilogues_staged_in_place,
+)
+from user_kernels_unoptimized import sds
+
+import smalto
+import smalto.jax
+from smalto.hw.memory import SMEM_PER_BLOCK, STAGED
+from smalto.program.smem_liveness import SmemLiveness
+from smalto.rewrite.staging import ALIGNMENT
+
+UNOPTIMIZED = "optimized = false"
+_SMEM_SIZE = re.compile(r"dynamic_shared_memory_size %c(\d+)_i32")
+_STAGED_SLICE = re.compile(
+    r'"mosaic_gpu.slice_smem"\(\) <\{offset = (\d+) : i32\}> \{[^}]*' + re.escape(STAGED)
+)
+
+_WAITS = re.compile(r"^ *nvvm\.cp\.async\.bulk\.wait_group 0.*$", re.MULTILINE)
+
+
+def _smem_size(text: str) -> int:
+    (size,) = {int(s) for s in _SMEM_SIZE.findall(text)}
+    return size
+
+
+def _staged(text: str) -> tuple[Any, list[Any]]:
+    module = parse(text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
+    return module, [w for w in caught if issubclass(w.category, smalto.StagedThroughSmemWarning)]
+
+
+def _three_epilogues(*, f32_first: bool) -> str:
+    args = (sds((128, 64), jnp.bfloat16), sds((64, 128), jnp.bfloat16))
+    fn = functools.partial(tcgen05_three_epilogues, f32_first=f32_first)
+    (captured,) = smalto.jax.capture(fn, *args)
+    return captured.text
+
+
+@pytest.fixture(scope="module")
+def three_epilogues() -> str:
+    return _three_epilogues(f32_first=False)
+
+
+@pytest.fixture(scope="module")
+def scratch_held_across() -> str:
+    return _three_epilogues(f32_first=True)
+
+
+@pytest.fixture(scope="module")
+def ragged_dot() -> str:
+    (captured,) = smalto.jax.capture(ragged_dot_f32, *ragged_dot_args())
+    return captured.text
+
+
+def test_staged_buffers_never_live_at_once_share_the_dead_bytes_of_a_scratch(
+    three_epilogues: str,
+) -> None:
+    """Two bf16 epilogues staged (32 KiB each) before the f32 epilogue's scratch is written:
+    both buffers take the scratch's bytes, SMEM does not grow (past the end it would have
+    grown by 32 KiB, and by the sum, 64 KiB, without sharing)."""
+    text = three_epilogues
+    module, warned = _staged(text)
+    staged = str(module)
+    assert len(warned) == 2
+    for warning in warned:
+        assert "reuses SMEM the kernel does not need there (bytes 32768 to 65536" in str(
+            warning.message
+        )
+        assert warning.message.staged.dead_region == (32768, 65536)
+    assert _smem_size(staged) == _smem_size(text)
+    scratch = re.search(
+        r"alias_id = \d+ : i64, offset = (\d+) : i32\}> : \(\) -> memref<128x128xf32", text
+    )
+    assert scratch is not None
+    assert _STAGED_SLICE.findall(staged) == [scratch.group(1)] * 2
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+    lower_with_jax(module)  # (last: it lowers the module in place)
+
+
+def test_the_ragged_dot_stages_within_what_a_block_may_have(ragged_dot: str) -> None:
+    """The sm_100 ragged dot with an f32 output (the public library's block sizes): past
+    the end, its 32 KiB staging buffer would need 263 168 bytes (295 936 with one per
+    warpgroup, as staging had before); the epilogue buffer is dead between the wait at
+    the top of the epilogue and the store, and only the store warpgroup touches it: the
+    staging buffer takes it, every transfer optimized, SMEM as written."""
+    text = ragged_dot
+    before = _smem_size(text)
+    past_the_end = -(-before // ALIGNMENT) * ALIGNMENT + 64 * 128 * 4
+    assert before <= SMEM_PER_BLOCK < past_the_end == 263_168
+    module, warned = _staged(text)
+    staged = str(module)
+    (warning,) = warned
+    assert warning.message.staged.warpgroups == 1
+    assert _smem_size(staged) == before <= SMEM_PER_BLOCK
+    (offset,) = _STAGED_SLICE.findall(staged)
+    epilogue = re.search(r"offset = (\d+) : i32\}> : \(\) -> memref<64x128xf32", text)
+    assert epilogue is not None and offset == epilogue.group(1)
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    lower_with_jax(module)
+
+
+def test_the_checker_catches_a_buffer_over_bytes_a_tma_copy_still_reads(
+    ragged_dot: str,
+) -> None:
+    """A wrong reuse the rewrite never makes, made by hand on the staged ragged dot: the
+    epilogue's waits for its TMA copies removed, the copies out of the epilogue buffer
+    (the previous tile's) may still be reading the bytes the staging buffer takes."""
+    module, _ = _staged(ragged_dot)
+    unwaited = parse(_WAITS.sub("", str(module)))
+    (violation,) = smalto.check.check(unwaited, BLACKWELL)
+    assert violation.op == "mosaic_gpu.vector_store"
+    assert "two buffers overlap while both are live" in violation.message
+    assert "a TMA copy out of it may still be reading those bytes" in violation.message
+    # The module as written, without its waits, has no two buffers over the same bytes.
+    plain = smalto.check.check(parse(_WAITS.sub("", ragged_dot)), BLACKWELL)
+    assert not [v for v in plain if "overlap" in v.message]
+
+
+def test_bytes_held_across_the_op_are_not_taken(scratch_held_across: str) -> None:
+    """The f32 scratch written before the bf16 epilogues and copied out after them holds
+    data across both; the MMA operands are under accesses whose end an mbarrier signals:
+    no dead bytes, the buffers go past the end (one region for both: +32 KiB, not 64)."""
+    text = scratch_held_across
+    module, warned = _staged(text)
+    assert len(warned) == 2 and all(w.message.staged.dead_region is None for w in warned)
+    start = -(-_smem_size(text) // ALIGNMENT) * ALIGNMENT
+    assert _smem_size(str(module)) == start + 128 * 128 * 2
+    assert _STAGED_SLICE.findall(str(module)) == [str(start)] * 2
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+
+
+def test_a_rewrite_that_reuses_live_bytes_is_caught_by_check_and_the_evaluator(
+    scratch_held_across: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutant of the rewrite whose proof forgets the reads after the op: the buffers land
+    on the f32 scratch, which holds ``acc`` until its TMA copy; the checker and the
+    evaluator both refuse the result."""
+    monkeypatch.setattr(SmemLiveness, "read_before_kill", lambda *_, **__: False)
+    module, _ = _staged(scratch_held_across)
+    scratch = re.search(
+        r"alias_id = \d+ : i64, offset = (\d+) : i32\}> : \(\) -> memref<128x128xf32",
+        scratch_held_across,
+    )
+    assert scratch is not None
+    assert _STAGED_SLICE.findall(str(module)) == [scratch.group(1)] * 2
+    violations = smalto.check.check(module, BLACKWELL)
+    assert any(
+        "two buffers overlap while both are live" in v.message
+        and "its data there is read later" in v.message
+        for v in violations
+    )
+    with pytest.raises(AssertionError, match="differs"):
+        assert_staging_exact(parse(scratch_held_across), module)
+
+
+def _interpreted(fn: Any, *args: Any) -> list[Any]:
+    """The kernel's outputs as JAX's Mosaic GPU interpreter computes them, its race
+    detector on (a race raises)."""
+    try:
+        with plgpu.force_gpu_interpret_mode(plgpu.InterpretGPUParams(detect_races=True)):
+            return [np.asarray(x) for x in jax.jit(fn)(*args)]
+    finally:
+        reset_gpu_interpret_mode_state()
+
+
+def test_the_pallas_form_of_the_reuse_computes_the_same_in_jaxs_interpreter() -> None:
+    """The three epilogues staged in place, written in Pallas (the bf16 values through a
+    buffer over the f32 scratch's bytes: ``plgpu.RefUnion``), run in JAX's interpreter
+    with its race detector on: bit for bit what the kernel as written computes (inputs
+    in quarters: the products are exact). Through the route (``smalto.jax``), it lowers
+    with every transfer optimized and no more SMEM than as written; JAX's own pass
+    finds it no layouts that lower. The oracle is not blind: the same buffer while the
+    scratch holds its data for its TMA copy (``f32_first``) is a race it reports."""
+    a = (jnp.arange(128 * 64) % 7 / 4).reshape(128, 64).astype(jnp.bfloat16)
+    b = (jnp.arange(64 * 128) % 5 / 4 - 0.5).reshape(64, 128).astype(jnp.bfloat16)
+    as_written = _interpreted(tcgen05_three_epilogues, a, b)
+    in_place = _interpreted(tcgen05_three_epilogues_staged_in_place, a, b)
+    for x, y in zip(as_written, in_place, strict=True):
+        np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
+    specs = (sds(a.shape, a.dtype), sds(b.shape, b.dtype))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lowering = smalto.jax.lower(
+            tcgen05_three_epilogues_staged_in_place, *specs, arch=BLACKWELL, by="smalto"
+        )
+    assert any(issubclass(w.category, smalto.SmaltoOnlyWarning) for w in caught)
+    (kernel,) = lowering.kernels
+    assert kernel.inferred_text is not None and UNOPTIMIZED not in kernel.inferred_text
+    (captured,) = smalto.jax.capture(tcgen05_three_epilogues, *specs)
+    assert _smem_size(kernel.text) == _smem_size(captured.text)
+    wrong = functools.partial(tcgen05_three_epilogues_staged_in_place, f32_first=True)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="RACE DETECTED"):
+        _interpreted(wrong, a, b)
+
+
+def test_the_pallas_form_of_the_ragged_dots_reuse_computes_the_same_in_jaxs_interpreter() -> None:
+    """The ragged dot with its epilogue staged in place, written in Pallas (the accumulator
+    through a plain buffer over the epilogue buffer's bytes), run in JAX's interpreter
+    with its race detector on, on an M block split between two groups: bit for bit the
+    ragged product (exact: inputs in quarters), every row. Through the route, it lowers
+    with every transfer optimized, within what a block may have."""
+    m, k, n = 64, 256, 128
+    x = (jnp.arange(m * k) % 7 / 4).reshape(m, k).astype(jnp.bfloat16)
+    w = (jnp.arange(2 * n * k) % 5 / 4 - 0.5).reshape(2, n, k).astype(jnp.bfloat16)
+    # One M block split between the groups: rows 0-39 of group 0, rows 40-63 of group 1.
+    group_id, start = jnp.array([0, 1], jnp.int32), jnp.array([0, 40], jnp.int32)
+    size, row0 = jnp.array([40, 24], jnp.int32), jnp.array([0, 0], jnp.int32)
+    meta = (group_id, start, size, row0)
+    in_place = functools.partial(ragged_dot_f32, staged_in_place=True)
+    (staged,) = _interpreted(lambda *a: (in_place(*a),), x, w, *meta)
+    xf, wf = np.asarray(x, np.float32), np.asarray(w, np.float32)
+    np.testing.assert_array_equal(staged[:40], xf[:40] @ wf[0].T)
+    np.testing.assert_array_equal(staged[40:], xf[40:] @ wf[1].T)
+    specs = ragged_dot_args()
+    lowering = smalto.jax.lower(in_place, *specs, arch=BLACKWELL, by="smalto")
+    (kernel,) = lowering.kernels
+    assert kernel.inferred_text is not None and UNOPTIMIZED not in kernel.inferred_text
+    assert _smem_size(kernel.text) <= SMEM_PER_BLOCK
+
+
+def test_past_the_end_one_buffer_serves_an_op_only_one_warpgroup_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without dead SMEM to take (the search for it stubbed out), the ragged dot's staging
+    buffer goes past the end; only its store warpgroup runs the staged store (under
+    ``warpgroup == 1``), so one buffer serves, not one per warpgroup of the block."""
+    from smalto.rewrite import staging
+
+    monkeypatch.setattr(staging, "_dead_regions", lambda *_: {})
+    fn = functools.partial(ragged_dot_f32, block_k=128)
+    (captured,) = smalto.jax.capture(fn, *ragged_dot_args())
+    text = captured.text
+    module, warned = _staged(text)
+    (warning,) = warned
+    assert warning.message.staged.warpgroups == 1
+    start = -(-_smem_size(text) // ALIGNMENT) * ALIGNMENT
+    assert _smem_size(str(module)) == start + 64 * 128 * 4
+    assert "memref.subview" not in "".join(
+        line for line in str(module).splitlines() if STAGED in line
+    )
+    assert not smalto.check.check(module, BLACKWELL)
+    lower_with_jax(module)
