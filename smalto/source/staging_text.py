@@ -278,15 +278,19 @@ class Staging:
         return None
 
     def _subscript_at(self, statement: ast.stmt, line: int, column: int) -> ast.Subscript | None:
+        """The innermost load ``REF[INDEX]`` starting at ``line``:``column`` (in
+        ``ref[...].astype(f32)[None, :]`` the ref's, not the value's)."""
+        found = None
         for node in ast.walk(statement):
             if (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.ctx, ast.Load)
                 and node.lineno == line
                 and node.col_offset == column
+                and _base_ref(node.value) is not None
             ):
-                return node
-        return None
+                found = node
+        return found
 
     def _segment(self, node: ast.AST) -> str:
         segment = ast.get_source_segment(self.text.removeprefix("\ufeff"), node)
