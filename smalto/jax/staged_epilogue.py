@@ -212,7 +212,8 @@ def _candidates(report: object, transfer: GmemTransfer) -> list[str]:
     """The scratch's transforms to try, best first: those the diagnosis found conflict-free
     for the value's layout, then each swizzle with its tile (then none: ``options``)."""
     found: list[str] = []
-    for note in getattr(report, "notes", []):
+    # (The diagnosis words the fast fix first among the fixes, or as a note.)
+    for note in [*getattr(report, "fixes", []), *getattr(report, "notes", [])]:
         match = _NOTED_TRANSFORMS.search(str(note))
         if match:
             found.append(match[1])
