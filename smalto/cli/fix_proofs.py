@@ -27,7 +27,10 @@ def said_run(outcome: FixOutcome, report: TextIO) -> None:
     were not run."""
     if outcome.run is None:
         return
-    print(f"proven by running: {outcome.run.said()}" if outcome.run.proven else outcome.run.said(), file=report)
+    print(
+        f"proven by running: {outcome.run.said()}" if outcome.run.proven else outcome.run.said(),
+        file=report,
+    )
 
 
 def refuted_words(outcome: FixOutcome) -> str:

@@ -31,11 +31,11 @@ from typing import Any
 from smalto.constraints.conflict_report import problems_of
 from smalto.errors import SmaltoOnlyWarning
 from smalto.jax.hooks import InferenceCall, Observer, Pass, observing
+from smalto.jax.interpreted import RunProof, run_both
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
-from smalto.jax.interpreted import RunProof, run_both
 from smalto.jax.staged_epilogue import STAGE, staged_epilogues
 from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.source.files import reading_as_edited

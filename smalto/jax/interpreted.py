@@ -211,7 +211,8 @@ def _difference(wanted: Any, got: Any) -> str:
     for number, (a, b) in enumerate(zip(wanted_leaves, got_leaves, strict=True)):
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {number} differs: {a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"
+            ours, theirs = f"{a.dtype}{list(a.shape)}", f"{b.dtype}{list(b.shape)}"
+            return f"output {number} differs: {ours} against {theirs}"
         if a.tobytes() != b.tobytes():
             flat_a = a.reshape(-1).view(np.uint8).reshape(a.size, -1)
             flat_b = b.reshape(-1).view(np.uint8).reshape(b.size, -1)

@@ -238,7 +238,9 @@ class Staging:
             node = parent
         return None
 
-    def _made(self, statement: ast.stmt, lines: list[str], end: str, *, store: bool) -> Staged | Refused:
+    def _made(
+        self, statement: ast.stmt, lines: list[str], end: str, *, store: bool
+    ) -> Staged | Refused:
         first, last = statement.lineno, _end_line(statement)
         kept = python_lines(self.text, keepends=True)[first - 1 : last]
         kept[-1] = self.lines[last - 1]  # (the span ends before the last line's end)
@@ -334,7 +336,9 @@ class Staging:
         if self.pallas is not None:
             return [], self.pallas
         pl = self._fresh("pl")
-        return ([f"{indent}from jax.experimental import pallas as {pl}"] if self._imports else []), pl
+        return (
+            [f"{indent}from jax.experimental import pallas as {pl}"] if self._imports else []
+        ), pl
 
     def _fresh(self, name: str) -> str:
         fresh, number = name, 1

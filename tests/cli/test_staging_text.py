@@ -8,7 +8,10 @@ import ast
 
 from smalto.source.staging_text import Refused, Staged, Staging
 
-HEAD = "from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import mosaic_gpu as plgpu\n\n"
+HEAD = (
+    "from jax.experimental import pallas as pl\n"
+    "from jax.experimental.pallas import mosaic_gpu as plgpu\n\n"
+)
 
 
 def _staged(body: str, line: int, column: int, store: bool = True) -> Staged | Refused:

@@ -3,7 +3,7 @@ in bf16 straight to the step's slab of a 3-D output (``o_gmem.at[i][...] = ...``
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
+from jax.experimental import pallas as pl  # noqa: F401 (the staged epilogue uses it)
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 SWIZZLED = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
