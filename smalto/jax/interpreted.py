@@ -206,7 +206,7 @@ def _difference(wanted: Any, got: Any) -> str:
 
     wanted_leaves, wanted_tree = jax.tree.flatten(wanted)
     got_leaves, got_tree = jax.tree.flatten(got)
-    if wanted_tree != got_tree:
+    if str(wanted_tree) != str(got_tree):
         return f"the outputs differ in structure ({wanted_tree} against {got_tree})"
     for number, (a, b) in enumerate(zip(wanted_leaves, got_leaves, strict=True)):
         a, b = np.asarray(a), np.asarray(b)

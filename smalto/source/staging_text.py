@@ -142,7 +142,7 @@ class Staging:
             return Refused(line, f"the store {cannot}: it cannot move into a nested function")
         if _binds(target):
             return Refused(line, "the store's index binds a name (a walrus)")
-        plgpu, indent, end = self.plgpu, self._indent(line), self._ending(statement.end_lineno)
+        plgpu, indent, end = self.plgpu, self._indent(line), self._ending(_end_line(statement))
         assert plgpu is not None
         head, pl = self._pallas_import(indent)
         function = self._fresh(f"_store_{base}_through_smem")
