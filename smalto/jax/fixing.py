@@ -256,8 +256,8 @@ def _prove_by_running(
         return
     if announce is not None:
         announce(
-            f"running {outcome.path}'s kernel as written and as fixed in JAX's Mosaic GPU "
-            "interpreter (on the CPU), on the same random inputs"
+            f"the kernel of {outcome.path}, as written and as fixed, run in JAX's Mosaic GPU "
+            "interpreter (on the CPU) on the same random inputs"
         )
     with reading_as_edited(Path(os.path.abspath(outcome.path)), outcome.text):
         outcome.run = run_both(original, fixed, args)
