@@ -123,14 +123,15 @@ def _staging(program: Program, c: GmemTransfer, value: Reg | None, who: str) -> 
         return None
     if program.ops[c.origin].name == STORE:
         return (
-            "the fast alternative: store it into an SMEM scratch ref (`o_smem[...] = "
+            "store it into an SMEM scratch ref (`o_smem[...] = "
             f"{_pallas_name(who)}`{_transforms(value, c)}), then `plgpu.commit_smem()` and "
-            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)` (a TMA copy)"
+            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)` (a TMA copy): every transfer stays "
+            "optimized (`smalto fix` writes it)"
         )
     return (
-        "the fast alternative: copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, "
+        "copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, "
         f"x_smem, barrier)`, then `plgpu.barrier_wait(barrier)`{_transforms(value, c)}) and "
-        "load it from there"
+        "load it from there: every transfer stays optimized (`smalto fix` writes it)"
     )
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from smalto.constraints.language import GmemTransfer
-from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
+from smalto.source.fix_edits import MACHINE_APPLICABLE, MAYBE_INCORRECT, Part, SourceEdit, Span
 from smalto.source.lines import python_lines
 from smalto.source.staging_text import Refused, Staged, Staging
 
@@ -213,8 +213,9 @@ def _candidates(report: object, transfer: GmemTransfer) -> list[str]:
     for the value's layout, then each swizzle with its tile (then none: ``options``)."""
     found: list[str] = []
     # (The diagnosis words the fast fix first among the fixes, or as a note.)
-    for note in [*getattr(report, "fixes", []), *getattr(report, "notes", [])]:
-        match = _NOTED_TRANSFORMS.search(str(note))
+    said = [getattr(report, "faster", None), *getattr(report, "fixes", [])]
+    for note in [*said, *getattr(report, "notes", [])]:
+        match = _NOTED_TRANSFORMS.search(str(note or ""))
         if match:
             found.append(match[1])
     if len(transfer.shape) >= 2:
@@ -223,3 +224,28 @@ def _candidates(report: object, transfer: GmemTransfer) -> list[str]:
                 tile = (8, 8 * swizzle // transfer.bitwidth)
                 found.append(f"(plgpu.TilingTransform({tile}), plgpu.SwizzleTransform({swizzle}))")
     return found
+
+
+def offered_staging(
+    report: object, read: Callable[[str], str | None]
+) -> tuple[SourceEdit | None, str | None]:
+    """The staged epilogue of ``report``'s transfers as an editor offers it, from the
+    module alone (``smalto infer --json``): built on the source (``read`` gives a file's
+    text), not lowered with JAX's pass, so ``MaybeIncorrect`` (``smalto fix`` verifies it
+    and proves it by running); else None and why not, in one line (None where no
+    source was found)."""
+    files = []
+    for requirement in getattr(report, "requirements", []):
+        if isinstance(getattr(requirement, "element", None), GmemTransfer):
+            match = _LOCATION.match(str(getattr(requirement, "location", "")))
+            if match:
+                files.append(match[1])
+    for file in dict.fromkeys(files):
+        text = read(file)
+        if text is None:
+            continue
+        found = staged_epilogues([report], text, file, lambda edited, ranges: True)
+        if found.edits:
+            return replace(found.edits[0], applicability=MAYBE_INCORRECT), None
+        return None, found.refusals[0] if found.refusals else None
+    return None, None
