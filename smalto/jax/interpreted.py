@@ -23,9 +23,12 @@ within the time limit is abandoned (its thread is a daemon) and said so.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,15 +123,15 @@ def run_both(
         wanted = _interpreted(original, inputs, time_limit_s)
     except _CannotRun as cannot:
         return RunProof(False, why_not=f"{cannot} (the kernel as written)")
-    except Exception as error:  # the kernel as written fails in the interpreter
-        return RunProof(False, why_not=f"the kernel as written fails there: {one_line(error)}")
+    except _Failed as error:  # the kernel as written fails in the interpreter
+        return RunProof(False, why_not=f"the kernel as written fails there: {error}")
     try:
         got = _interpreted(edited, inputs, time_limit_s)
     except _CannotRun as cannot:
         return RunProof(False, why_not=f"{cannot} (the kernel as edited)")
-    except Exception as error:  # the edit made it fail: a race, an out-of-bounds read...
+    except _Failed as error:  # the edit made it fail: a race, an out-of-bounds read...
         seconds = time.perf_counter() - start
-        return RunProof(True, False, f"the edited kernel fails: {one_line(error)}", seconds)
+        return RunProof(True, False, f"the edited kernel fails: {error}", seconds)
     seconds = time.perf_counter() - start
     difference = _difference(wanted, got)
     if difference:
@@ -156,10 +159,32 @@ def _interpreted(fn: Callable[..., Any], inputs: tuple[Any, ...], time_limit_s: 
         raise _CannotRun(f"the run did not end within {time_limit_s:.0f} s")
     if "error" in result:
         error = result["error"]
-        if isinstance(error, NotImplementedError) or _unsupported(error):
-            raise _CannotRun(f"the interpreter cannot run it: {one_line(error)}")
-        raise error
+        kind, said = _raised(error)
+        if kind == "NotImplementedError" or _unsupported(kind, said):
+            raise _CannotRun(f"the interpreter cannot run it: {kind}: {said}")
+        raise _Failed(f"{kind}: {said}")
     return result["value"]
+
+
+class _Failed(Exception):
+    """A run that raised: its exception's type and first line, in one line."""
+
+
+# The last line of a Python traceback an interpreter callback's error carries.
+_RAISED = re.compile(r"^(\w+(?:Error|Exception|Warning)): (.*)$", re.MULTILINE)
+
+
+def _raised(error: BaseException) -> tuple[str, str]:
+    """The exception a run raised, as its type's name and first line. The interpreter's
+    callbacks run on the host: what they raise reaches the caller wrapped in a runtime
+    error that carries its traceback; the error at that traceback's end is the one."""
+    said = str(error)
+    if "CpuCallback error" in said:
+        found = _RAISED.findall(said)
+        if found:
+            kind, line = found[-1]
+            return kind, line.strip()
+    return type(error).__name__, one_line(error).removeprefix(f"{type(error).__name__}: ")
 
 
 # What JAX 0.12.0.1's interpreter raises, other than NotImplementedError, for what it does
@@ -173,9 +198,8 @@ _UNSUPPORTED = (
 )
 
 
-def _unsupported(error: BaseException) -> bool:
-    said = str(error)
-    return isinstance(error, ValueError | TypeError) and any(w in said for w in _UNSUPPORTED)
+def _unsupported(kind: str, said: str) -> bool:
+    return kind in ("ValueError", "TypeError") and any(w in said for w in _UNSUPPORTED)
 
 
 _LOCK = threading.Lock()  # the interpreter's state is global: one run at a time
@@ -188,7 +212,9 @@ def _run(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
     )
     from jax.experimental.pallas import mosaic_gpu as plgpu
 
-    with _LOCK:
+    # (The interpreter's failures are told to the caller, not logged with their traceback.)
+    quiet = logging.getLogger("jax._src.callback")
+    with _LOCK, _quieter(quiet):
         try:
             params = plgpu.InterpretGPUParams(detect_races=True)
             with plgpu.force_gpu_interpret_mode(params):
@@ -198,6 +224,16 @@ def _run(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
         except BaseException:
             reset_gpu_interpret_mode_state()  # its docstring asks for it after a failure
             raise
+
+
+@contextlib.contextmanager
+def _quieter(logger: logging.Logger) -> Iterator[None]:
+    saved = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
 
 
 def _difference(wanted: Any, got: Any) -> str:

@@ -74,11 +74,27 @@ SHAPES = [
 ]
 
 
-@pytest.mark.parametrize(("script", "function", "statements"), SHAPES, ids=[s[0] for s in SHAPES])
+HOPPER = ("--arg", "f16[64,64]", "--arg", "f16[64,128]")
+SHAPES_HOPPER = [
+    (
+        "hopper_column_blocks_in_fori_loop.py",
+        "shifted_matmuls",
+        ["o_gmem.at[:, pl.ds(i * n, n)][...] = shifted.astype(jnp.float8_e4m3fn)"],
+    ),
+]
+ARGS = {script: BLACKWELL for script, _, _ in SHAPES} | {s: HOPPER for s, _, _ in SHAPES_HOPPER}
+
+
+@pytest.mark.parametrize(
+    ("script", "function", "statements"),
+    SHAPES + SHAPES_HOPPER,
+    ids=[s[0] for s in SHAPES + SHAPES_HOPPER],
+)
 def test_each_store_shape_is_staged_and_proven_by_running(
     tmp_path: Path, script: str, function: str, statements: list[str]
 ) -> None:
-    ran, copy, before = _fix(tmp_path, script, function, *BLACKWELL)
+    args = ARGS[script]
+    ran, copy, before = _fix(tmp_path, script, function, *args)
     assert ran.status == 0, ran.err
     made = json.loads(ran.out)
     assert made["written"] and not made["refuted"]
@@ -97,7 +113,55 @@ def test_each_store_shape_is_staged_and_proven_by_running(
     assert "optimized=False" not in after
     # The kernel then needs no smalto: JAX's own pass lowers it.
     fixed = runpy.run_path(str(copy))[function]
-    smalto.jax.lower(fixed, *_shapes(BLACKWELL), arch=(10, 0), by="jax")
+    arch = (10, 0) if args is BLACKWELL else (9, 0)
+    smalto.jax.lower(fixed, *_shapes(args), arch=arch, by="jax")
+
+
+def test_where_the_interpreter_cannot_run_the_kernel_the_trace_alone_proves_the_fix(
+    tmp_path: Path,
+) -> None:
+    """A wgmma whose left operand is in registers (an attention tail's ``p @ v``): JAX's
+    interpreter cannot run it. The wrong reduced layout's fix is written, proven by JAX's
+    trace, and the output says why the run was not possible."""
+    ran, copy, before = _fix(tmp_path, "hopper_register_lhs_row_sums.py", "attention_tail", *HOPPER)
+    assert ran.status == 0, ran.err
+    made = json.loads(ran.out)
+    assert [e["proofs"] for e in made["edits"]] == [["trace"]]
+    assert made["run"]["ran"] is False and made["written"]
+    assert made["run"]["why_not"] == (
+        "the interpreter cannot run it: ValueError: Expected shape (6,) but got (64, 64) "
+        "(the kernel as written)"
+    )
+    assert "not run in JAX's Mosaic GPU interpreter: the interpreter cannot run it" in ran.err
+    assert "Traceback" not in ran.err
+    assert "WGMMA.reduce(1))" in copy.read_text() and "WGMMA.reduce(0))" in before
+
+
+def test_the_fast_fix_comes_first_in_the_message_and_in_infer_json(tmp_path: Path) -> None:
+    """For a ``pl.ds`` view too: the route's message says the fast fix before the verified
+    unoptimized edit, and ``smalto infer --json`` gives it with its source edit, which,
+    applied as an editor would, lowers with JAX's own pass."""
+    copy = tmp_path / "blackwell_column_blocks.py"
+    shutil.copy(KERNELS / "blackwell_column_blocks.py", copy)
+    kernel = runpy.run_path(str(copy))["tiled_matmul"]
+    with pytest.raises(smalto.jax.KernelLoweringError) as failed:
+        smalto.jax.lower(kernel, *_shapes(BLACKWELL), arch=(10, 0), by="smalto")
+    message = str(failed.value.kernels[-1].error)
+    fast = message.index("fast fix: store it into an SMEM scratch ref")
+    assert fast < message.index("fix: make this transfer unoptimized where written")
+    captured = tmp_path / "captured"
+    assert run("capture", f"{copy}:tiled_matmul", *BLACKWELL, "-o", captured).status == 0
+    (module,) = captured.glob("*.mlir")
+    ran = run("infer", module, "--json")
+    problems = json.loads(ran.out)["problems"]
+    offered = problems[0]["fast_fix"]
+    assert offered["kind"] == "stage" and offered["why_not"] is None
+    assert offered["fix"]["applicability"] == "MaybeIncorrect"
+    (part,) = offered["fix"]["parts"]
+    assert part["original"] in copy.read_text()
+    copy.write_text(copy.read_text().replace(part["original"], part["replacement"]))
+    edited = runpy.run_path(str(copy))["tiled_matmul"]
+    smalto.jax.lower(edited, *_shapes(BLACKWELL), arch=(10, 0), by="jax")
 
 
 def test_a_store_whose_value_binds_a_walrus_keeps_the_name_the_kernels(tmp_path: Path) -> None:
