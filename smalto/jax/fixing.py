@@ -36,7 +36,7 @@ from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
-from smalto.jax.staged_epilogue import STAGE, staged_epilogues
+from smalto.jax.staged_epilogue import STAGE, offered_staging, staged_epilogues
 from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
@@ -545,7 +545,8 @@ def fix(
     where it lowers with smalto as the pass.
 
     Every problem's verified edits, best first (``SourceEdit.problem`` says whose; the
-    first of each is what ``smalto fix`` makes), each with the spans of the source
+    first of each is what ``smalto fix`` makes; for a GMEM transfer with no coalesced
+    plan, the staged epilogue comes first, ``MaybeIncorrect``), each with the spans of the source
     files it changes, the replacement texts and its applicability. Nothing is written;
     where an edit would be ``MachineApplicable``, the script, as edited (in memory), is
     run in its place to trace it (``Meanings``).
@@ -563,6 +564,12 @@ def fix(
     home = _source_file(fn)
     edits: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
+        if getattr(report, "faster", None):
+            # The fast fix first: the transfer staged through SMEM (not lowered here:
+            # ``MaybeIncorrect``; ``smalto fix`` verifies it and proves it by running).
+            staged, _ = offered_staging(report, read)
+            if staged is not None:
+                edits.append(replace(staged, problem=problem))
         suggested_edits: list[DiagnosedEdit] = list(report.edits)
         for suggested in suggested_edits:
             edits.append(source_edit(suggested, read, code=report.code, problem=problem, home=home))

@@ -149,6 +149,9 @@ def test_the_fast_fix_comes_first_in_the_message_and_in_infer_json(tmp_path: Pat
     message = str(failed.value.kernels[-1].error)
     fast = message.index("fast fix: store it into an SMEM scratch ref")
     assert fast < message.index("fix: make this transfer unoptimized where written")
+    # From Python too: smalto.jax.fix offers it first for each problem.
+    offered = smalto.jax.fix(kernel, *_shapes(BLACKWELL), arch=(10, 0))
+    assert [e.kind for e in offered if e.problem == 0][:2] == ["stage", "unoptimize"]
     captured = tmp_path / "captured"
     assert run("capture", f"{copy}:tiled_matmul", *BLACKWELL, "-o", captured).status == 0
     (module,) = captured.glob("*.mlir")
