@@ -132,8 +132,8 @@ def staged_epilogues(
         [
             *refusals,
             *(
-                f"{file}:{t.line}: not staged: JAX's pass lowers the kernel staged with no "
-                "transforms of the scratch that smalto tried"
+                f"{file}:{t.line}: not staged: with none of the scratch's transforms smalto "
+                "tried does the staged kernel lower"
                 for t in built
             ),
         ],
