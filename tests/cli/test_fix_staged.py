@@ -208,8 +208,8 @@ def test_a_staging_that_moves_a_walrus_is_refuted_by_running(
 
 
 def test_a_load_inside_a_generator_is_not_staged_and_says_why(tmp_path: Path) -> None:
-    args = ("--arch", "10.0", "--arg", "bf16[128,64]", "--arg", "bf16[64,128]")
-    args += ("--arg", "bf16[2,128]")
+    args = ("--arch", "10.0", *("--arg", "bf16[128,64]", "--arg", "bf16[64,128]"))
+    args = (*args, "--arg", "bf16[2,128]")
     ran, copy, before = _fix(
         tmp_path, "blackwell_bias_rows_in_generator.py", "matmul_two_biases", *args
     )
