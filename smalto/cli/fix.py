@@ -1,12 +1,14 @@
 """``smalto fix``: a failing Pallas kernel made to lower, its verified fixes written to its
 Python source (as ``ruff check --fix`` writes lint fixes).
 
-    smalto fix SCRIPT.py:FUNCTION --arg DTYPE[SHAPE]... [--arch 9.0|10.0] [--diff]
+    smalto fix SCRIPT.py:FUNCTION --arg DTYPE[SHAPE]... [--arch 9.0|10.0] [--diff | --json]
                [--allow-unoptimized] [--allow-smalto-only]
 
 Lowers FUNCTION with smalto as the pass (no GPU needed), makes the first
 verified fix of every problem in the source, lowers again, and repeats until
-it lowers or no fix is left (``smalto.jax.fixing``). Prints each change, line
+it lowers or no fix is left (``smalto.jax.fixing``), then runs the kernel as written
+and as fixed in JAX's Mosaic GPU interpreter (``smalto.jax.interpreted``): outputs that
+differ, or a race, and nothing is written. Prints each change, line
 by line, and why (on stderr with ``--diff``); notes on stderr say which fixes
 were not made and whether JAX's own pass rejects the kernel, and each time the
 script runs (in its own place, as ``python SCRIPT.py`` runs it). Writes the
