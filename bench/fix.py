@@ -13,7 +13,9 @@ the median over ``--repeat`` runs of
 - ``fix_script`` in this process (JAX imported once): every lowering, the
   diagnosis of each failure, the edits, JAX's trace of each edited script (the
   meaning check), the lowering that confirms, the lowering with JAX's own pass and,
-  where it rejects the kernel, the portable edits tried; wall and CPU seconds;
+  where it rejects the kernel, the portable edits tried, and the proof by running
+  (both kernels in JAX's Mosaic GPU interpreter: its seconds said in the result);
+  wall and CPU seconds;
 - with ``--process``, the command itself, ``smalto fix ... --diff`` in a new
   process (JAX's import included: what a person waits for).
 
@@ -99,6 +101,10 @@ def time_in_process(case: tuple[str, str, tuple[str, ...], str, bool], repeat: i
         result = "lowers as written" + (" with smalto only" if outcome.needs_smalto else "")
     elif outcome.lowers:
         result = f"fixed: {len(outcome.applied)} edit(s), {outcome.rounds} lowerings{portable}"
+        if outcome.run is not None:
+            # (The proof by running: both kernels in JAX's interpreter, its share of the wall.)
+            ran = "proven by running" if outcome.run.proven else "not run"
+            result += f"; {ran} ({outcome.run.seconds:.2f} s of it)"
     else:
         result = "no fix"
     return statistics.median(walls), statistics.median(cpus), result

@@ -339,6 +339,12 @@ def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
         help="write fixes even where JAX's own pass still rejects the fixed kernel (it then "
         "compiles with smalto as the pass only)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the edits made, each with its fix and the "
+        "proofs made of it, and the run in JAX's interpreter); the words go to stderr",
+    )
 
 
 def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:

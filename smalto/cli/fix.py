@@ -1,12 +1,14 @@
 """``smalto fix``: a failing Pallas kernel made to lower, its verified fixes written to its
 Python source (as ``ruff check --fix`` writes lint fixes).
 
-    smalto fix SCRIPT.py:FUNCTION --arg DTYPE[SHAPE]... [--arch 9.0|10.0] [--diff]
+    smalto fix SCRIPT.py:FUNCTION --arg DTYPE[SHAPE]... [--arch 9.0|10.0] [--diff | --json]
                [--allow-unoptimized] [--allow-smalto-only]
 
 Lowers FUNCTION with smalto as the pass (no GPU needed), makes the first
 verified fix of every problem in the source, lowers again, and repeats until
-it lowers or no fix is left (``smalto.jax.fixing``). Prints each change, line
+it lowers or no fix is left (``smalto.jax.fixing``), then runs the kernel as written
+and as fixed in JAX's Mosaic GPU interpreter (``smalto.jax.interpreted``): outputs that
+differ, or a race, and nothing is written. Prints each change, line
 by line, and why (on stderr with ``--diff``); notes on stderr say which fixes
 were not made and whether JAX's own pass rejects the kernel, and each time the
 script runs (in its own place, as ``python SCRIPT.py`` runs it). Writes the
@@ -46,6 +48,7 @@ from smalto.basics.writing import (
     snapshot,
     write_file,
 )
+from smalto.cli.fix_proofs import refuted_words, said_not_staged, said_run
 from smalto.cli.output import EXIT_FAILED, EXIT_OK, UsageError, fail, note
 from smalto.cli.targets import script_target, shape_dtype
 from smalto.source.lines import python_lines
@@ -56,7 +59,23 @@ if TYPE_CHECKING:
 
 def run_fix(args: argparse.Namespace) -> int:
     """``smalto fix`` on parsed arguments (see ``smalto.cli.main``, which reports a
-    ``UsageError`` with exit status 2); returns the exit status."""
+    ``UsageError`` with exit status 2); returns the exit status. With ``--json``, the
+    words go to stderr and stdout has one JSON object (``smalto.cli.fix_proofs``)."""
+    if not getattr(args, "json", False):
+        return _run_fix(args, {})
+    if args.diff:
+        raise UsageError("--json and --diff both print on stdout: give one of them")
+    done: dict[str, object] = {}
+    with contextlib.redirect_stdout(sys.stderr):
+        status = _run_fix(args, done)
+    from smalto.cli.fix_proofs import as_json
+
+    outcome = done.get("outcome")
+    print(as_json(outcome, args.target, status, bool(done.get("written"))))  # type: ignore[arg-type]
+    return status
+
+
+def _run_fix(args: argparse.Namespace, done: dict[str, object]) -> int:
     path, function = script_target(args.target)
     read = _read(path)
     text = _text(path, read)
@@ -80,6 +99,7 @@ def run_fix(args: argparse.Namespace) -> int:
             )
     except ScriptError as error:
         raise UsageError(f"{path}: {error}") from None
+    done["outcome"] = outcome
     report = sys.stderr if args.diff else sys.stdout
     target = f"{path}:{function}"
     if outcome.already:
@@ -102,6 +122,9 @@ def run_fix(args: argparse.Namespace) -> int:
         diagnosis = outcome.remaining or "(no diagnosis)"
         return fail(f"{target} still fails; {path} is unchanged:\n{diagnosis}", EXIT_FAILED)
     _changes(outcome, report)
+    said_run(outcome, report)
+    if outcome.refuted:
+        return fail(refuted_words(outcome), EXIT_FAILED)
     if outcome.needs_smalto:
         note(
             f"JAX's own pass still rejects the fixed kernel ({outcome.jax_says}); it "
@@ -138,6 +161,7 @@ def run_fix(args: argparse.Namespace) -> int:
         return fail(
             f"cannot write '{path}': {error.strerror or error}; {path} is unchanged", EXIT_FAILED
         )
+    done["written"] = True
     count = len(outcome.applied)
     print(f"fixed {path}: {count} edit{'s' if count != 1 else ''}; {target} lowers", file=report)
     return EXIT_OK
@@ -155,6 +179,7 @@ def _changes(outcome: FixOutcome, report: TextIO) -> None:
             for line in lines:
                 print(f"  {sign} {line[margin:].rstrip()}".rstrip(), file=report)
         print(f"  fix: {edit.text} [{edit.applicability}]", file=report)
+        print(f"  proven by: {applied.proven_by}", file=report)
     _held_back(outcome)
 
 
@@ -166,6 +191,7 @@ def _margin(lines: list[str]) -> int:
 
 def _held_back(outcome: FixOutcome) -> None:
     """A note per verified fix not made, and why (each said once)."""
+    said_not_staged(outcome)
     said: set[str] = set()
     for held in outcome.held_back:
         text = f"not made: {held.edit.text} ({held.reason})"

@@ -15,8 +15,8 @@ import json
 import re
 import sys
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -424,6 +424,22 @@ def _window(source: str, column: int) -> tuple[str, int]:
     return prefix + window + suffix, column - start + len(prefix)
 
 
+def _fast_fix(report: Any, read: Callable[[str], str | None], number: int) -> dict[str, Any]:
+    """The fast fix, offered first (a transfer staged through SMEM with a TMA copy): its
+    words, and its edit of the Python source where one can be built (``MaybeIncorrect``:
+    from the module alone it is not lowered with JAX's pass; ``smalto fix`` verifies it
+    and proves it by running), else why not."""
+    from smalto.jax.staged_epilogue import offered_staging
+
+    edit, why = offered_staging(report, read)
+    return {
+        "text": report.faster,
+        "kind": "stage",
+        "fix": replace(edit, problem=number).as_json() if edit is not None else None,
+        "why_not": why,
+    }
+
+
 def with_source_edits(
     document: dict[str, Any], error: BaseException, sources: Sources
 ) -> dict[str, Any]:
@@ -450,6 +466,8 @@ def with_source_edits(
         edits: list[DiagnosedEdit] = list(report.edits)
         for edit, edit_entry in zip(edits, entry.get("edits") or [], strict=False):
             edit_entry["fix"] = source_edit(edit, read, code=code, problem=number).as_json()
+        if getattr(report, "faster", None):
+            entry["fast_fix"] = _fast_fix(report, read, number)
     # (A refusal a rule makes outright has no problem of its own, its code on the error.)
     document["code"] = documents[0].get("code") if documents else getattr(error, "code", None)
     if documents:

@@ -84,6 +84,9 @@ class ConflictReport:
     # What else to say: what the lowering says of JAX's answer, a faster alternative,
     # hints where no edit was verified.
     notes: list[str] = field(default_factory=list)
+    # The fast fix where the verified ones make a transfer unoptimized: the transfer staged
+    # through SMEM with a TMA copy (said before them; ``smalto fix`` writes it).
+    faster: str | None = None
     # What is wrong, in smalto's words, said first where JAX's phrase blames layout casts
     # the kernel does not have (``s.max(axis=0)`` gives one value per column...).
     headline: str | None = None
@@ -133,6 +136,8 @@ class ConflictReport:
         """The verified fixes, each with the source line it changes (where found); the
         suggestion where none was verified."""
         lines: list[str] = []
+        if self.faster and self.fixes:
+            lines.append(f"fast fix: {self.faster}")
         # A fix with no edit of its own (the ``allow_unoptimized`` option) has no line:
         # each edit's line goes with the fix that words it.
         edits = iter(self.edits)
@@ -164,6 +169,8 @@ class ConflictReport:
         lines += [f"  - {r.text}" for r in self.requirements]
         said = self.suggestion or "" if not self.fixes and not self.choices else ""
         lines += [f"note: {note}" for note in self.notes if note not in said]
+        if self.faster and not self.fixes:
+            lines.append(f"note: the fast alternative: {self.faster}")
         if verbose and self.derivations:
             lines.append("where:")
             lines += [f"  - {d}" for d in self.derivations]

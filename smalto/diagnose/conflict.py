@@ -350,7 +350,7 @@ def diagnose(
     said_first = headline(program, system, core, namer, clue)
     if clue is not None and said_first is None:
         notes.insert(0, clue.text)
-    notes = [n for n in (said_by_lowering.why, *notes, said_by_lowering.faster) if n]
+    notes = [n for n in (said_by_lowering.why, *notes) if n]
     return ConflictReport(
         requirements,
         names,
@@ -366,6 +366,7 @@ def diagnose(
         choices=choices,
         notes=list(dict.fromkeys(notes)),
         headline=said_first,
+        faster=said_by_lowering.faster,
     )
 
 

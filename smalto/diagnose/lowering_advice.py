@@ -117,21 +117,31 @@ def _why(c: GmemTransfer, value: Reg, arch: tuple[int, int], who: str) -> str:
 
 
 def _staging(program: Program, c: GmemTransfer, value: Reg | None, who: str) -> str | None:
-    """The fast alternative: the value through SMEM and a TMA copy (none for a strided
-    GMEM view, which a TMA copy cannot take: it needs 16-byte strides)."""
-    if c.strides != row_major(c.shape):
+    """The fast alternative: the value through SMEM and a TMA copy (none for a GMEM view
+    a TMA copy cannot take: it needs a contiguous last dimension and 16-byte strides)."""
+    if not _tma_takes(c):
         return None
     if program.ops[c.origin].name == STORE:
         return (
-            "the fast alternative: store it into an SMEM scratch ref (`o_smem[...] = "
+            "store it into an SMEM scratch ref (`o_smem[...] = "
             f"{_pallas_name(who)}`{_transforms(value, c)}), then `plgpu.commit_smem()` and "
-            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)` (a TMA copy)"
+            "`plgpu.copy_smem_to_gmem(o_smem, o_ref)` (a TMA copy): every transfer stays "
+            "optimized (`smalto fix` writes it)"
         )
     return (
-        "the fast alternative: copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, "
+        "copy it into SMEM first (`plgpu.copy_gmem_to_smem(x_ref, "
         f"x_smem, barrier)`, then `plgpu.barrier_wait(barrier)`{_transforms(value, c)}) and "
-        "load it from there"
+        "load it from there: every transfer stays optimized (`smalto fix` writes it)"
     )
+
+
+def _tma_takes(c: GmemTransfer) -> bool:
+    """Whether a TMA copy takes the GMEM view: its last dimension contiguous and every
+    other stride a multiple of 16 bytes (a ``pl.ds`` block of columns, a row of a 3-D
+    ref), not a column of a table."""
+    if not c.strides or c.strides[-1] != 1 or c.shape[-1] * c.bitwidth < 128:
+        return False
+    return all((s * c.bitwidth) % 128 == 0 for s in c.strides[:-1])
 
 
 def _transforms(value: Reg | None, c: GmemTransfer) -> str:

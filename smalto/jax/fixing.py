@@ -31,11 +31,12 @@ from typing import Any
 from smalto.constraints.conflict_report import problems_of
 from smalto.errors import SmaltoOnlyWarning
 from smalto.jax.hooks import InferenceCall, Observer, Pass, observing
+from smalto.jax.interpreted import RunProof, run_both
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
-from smalto.jax.staged_epilogue import STAGE, staged_epilogue
+from smalto.jax.staged_epilogue import STAGE, offered_staging, staged_epilogues
 from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
@@ -68,6 +69,21 @@ class Applied:
     after: list[str]  # the same lines, edited
     why: str  # the failure it fixes: its code and title
 
+    @property
+    def proven_by(self) -> str:
+        """What proves, before any run, that the edit keeps what the kernel computes."""
+        if self.edit.kind == STAGE:
+            return CONSTRUCTION
+        return TRACE
+
+
+# The proofs an edit's meaning has before the run (``Applied.proven_by``).
+TRACE = "JAX's trace of the edited function equals the original's, layouts set aside"
+CONSTRUCTION = (
+    "its construction: the same value stored whole and copied whole to the same place, "
+    "no name changing binding"
+)
+
 
 @dataclass(frozen=True)
 class HeldBack:
@@ -94,6 +110,11 @@ class FixOutcome:
     needs_smalto: bool | None = None
     jax_says: str = ""  # what JAX's pass said, where it rejected it
     rounds: int = 0
+    not_staged: list[str] = field(default_factory=list)  # why a transfer was not staged
+    # Both kernels run in JAX's Mosaic GPU interpreter (None: no edit to prove).
+    run: RunProof | None = None
+    # The run showed the edits change what the kernel computes: nothing is written.
+    refuted: bool = False
 
 
 def fix_script(
@@ -160,14 +181,19 @@ def fix_script(
                 break
             others = OtherFunctions(function, args, arch, run)
 
-            def jax_lowers(edited: str) -> bool:
-                """Whether JAX's own pass lowers the function as ``edited``."""
+            def staged_lowers(edited: str, ranges: list[tuple[int, int]]) -> bool:
+                """Whether the function as ``edited`` (transfers staged at ``ranges``'
+                lines) lowers with JAX's own pass, or, where other problems remain,
+                smalto's finds none at the staged lines."""
                 try:
                     fn = load(edited, f"as staged, to lower {function} with JAX's pass")
                 except ScriptError:
                     return False
                 with reading_as_edited(script, edited):
-                    return lower_with(fn, args, arch, "jax")[0]
+                    if lower_with(fn, args, arch, "jax")[0]:
+                        return True
+                    ok, error = lower_with(fn, args, arch, "smalto")
+                return ok or _none_within(error, str(script), ranges)
 
             chosen = choose(
                 error,
@@ -177,7 +203,7 @@ def fix_script(
                 outcome,
                 meanings.keeps,
                 others=(others, namespace),
-                jax_lowers=jax_lowers,
+                staged_lowers=staged_lowers,
             )
             if not chosen:
                 break
@@ -201,10 +227,71 @@ def fix_script(
         outcome.jax_says = "" if ok else _named(_first_line(cause), script, path)
         if not ok:
             _make_portable(outcome, lowered, script, load, args, arch, meanings)
-    if not outcome.lowers:
+    if outcome.lowers and outcome.applied and meanings.original is not None:
+        _prove_by_running(outcome, meanings.original, load, args, announce)
+    if not outcome.lowers or outcome.refuted:
         outcome.text = original  # a kernel not fixed is left as it was
+    if not outcome.lowers:
         outcome.applied.clear()
     return outcome
+
+
+def _prove_by_running(
+    outcome: FixOutcome,
+    original: Callable[..., Any],
+    load: Loader,
+    args: tuple[Any, ...],
+    announce: Callable[[str], None] | None,
+) -> None:
+    """The whole of the edits proven by running: the original and the fixed function run
+    in JAX's Mosaic GPU interpreter on the same random inputs (``smalto.jax.interpreted``).
+    Where they differ, or the fixed kernel races, nothing is written (``refuted``); where
+    the interpreter cannot run the kernel, each edit stands on its own proof (JAX's trace,
+    or the staged epilogue's construction)."""
+    try:
+        fixed = load(outcome.text, "as fixed, to run it in JAX's Mosaic GPU interpreter")
+    except ScriptError as error:
+        outcome.run = RunProof(False, why_not=f"the fixed script does not load: {error}")
+        outcome.refuted = True
+        return
+    if announce is not None:
+        announce(
+            f"the kernel of {outcome.path}, as written and as fixed, run in JAX's Mosaic GPU "
+            "interpreter (on the CPU) on the same random inputs"
+        )
+    with reading_as_edited(Path(os.path.abspath(outcome.path)), outcome.text):
+        outcome.run = run_both(original, fixed, args)
+    outcome.refuted = outcome.run.refutes
+
+
+# The ops that move a value to or from memory: a staged block's own (its store into the
+# scratch, its load from it) are where a staging that does not hold would fail.
+_TRANSFERS = ("mosaic_gpu.vector_store", "mosaic_gpu.vector_load", "vector.store", "vector.load")
+
+
+def _none_within(error: BaseException | None, file: str, ranges: list[tuple[int, int]]) -> bool:
+    """Whether the inference ``error`` has problems, none of them the staged blocks' own:
+    a problem is theirs where every transfer its conflict holds is written at a line of
+    ``file`` within ``ranges`` (a conflict of a store not staged yet may hold the staged
+    blocks' transfers too, as uses of the same value)."""
+    problems = problems_of(error)
+    if not problems:
+        return False
+
+    def within(location: str) -> bool:
+        head, _, _ = location.rpartition(":")
+        name, _, line = head.rpartition(":")
+        return name == file and line.isdigit() and any(a <= int(line) <= b for a, b in ranges)
+
+    for report in problems:
+        transfers = [
+            str(getattr(r, "location", ""))
+            for r in getattr(report, "requirements", [])
+            if str(getattr(r, "op", "")).startswith(_TRANSFERS)
+        ]
+        if transfers and all(within(where) for where in transfers):
+            return False
+    return True
 
 
 def _why(round_number: int, function: str) -> str:
@@ -238,6 +325,10 @@ class Meanings:
     def original_function(self, fn: Callable[..., Any]) -> None:
         """The function as written (traced when an edit is first checked)."""
         self._original = fn
+
+    @property
+    def original(self) -> Callable[..., Any] | None:
+        return self._original
 
     def keeps(self, edited: str) -> bool:
         """Whether the script ``edited`` computes what the original does."""
@@ -321,15 +412,15 @@ def choose(
     keeps: Callable[[str], bool],
     *,
     others: tuple[OtherFunctions, dict[str, Any]] | None = None,
-    jax_lowers: Callable[[str], bool] | None = None,
+    staged_lowers: Callable[[str, list[tuple[int, int]]], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes (``keeps``: JAX's trace of the edited
     script is the original's, layouts set aside), and (made unoptimized) is allowed;
     among those, one that JAX's own pass takes too comes before one that needs smalto, and
     one that keeps the transfers optimized before one that makes them unoptimized. First
-    of all, for a GMEM store with no coalesced plan, the staged epilogue
-    (``smalto.jax.staged_epilogue``), where ``jax_lowers`` the text it makes. An
+    of all, for every GMEM store or load with no coalesced plan, the staged epilogue
+    (``smalto.jax.staged_epilogue``), where ``staged_lowers`` the text it makes. An
     edit outside the function being fixed is made only where the script's other
     functions that use what it changes still lower (``others``: them, and what the
     script as ``text`` defined)."""
@@ -339,14 +430,29 @@ def choose(
 
     chosen: list[SourceEdit] = []
     problems = problems_of(error)
+    staged_problems: set[int] = set()
+    if staged_lowers is not None:
+        # The fast fix first: every transfer with no coalesced plan staged through SMEM.
+        staged = staged_epilogues(problems, text, str(script), staged_lowers)
+        outcome.not_staged += [
+            _named(r, script, outcome.path)
+            for r in staged.refusals
+            if _named(r, script, outcome.path) not in outcome.not_staged
+        ]
+        kept = []
+        for edit in staged.edits:
+            reason = others[0].refusal(text, others[1], edit) if others is not None else None
+            if reason is not None:
+                outcome.held_back.append(HeldBack(_renamed(edit, script, outcome.path), reason))
+            else:
+                kept.append(edit)
+        if len(kept) == len(staged.edits):
+            chosen += kept
+            staged_problems = staged.problems
     for problem, report in enumerate(problems):
         code = report.code
-        # (Verified by lowering the whole kernel with JAX's pass: for a kernel's only problem.)
-        if jax_lowers is not None and len(problems) == 1:
-            staged = staged_epilogue(report, text, str(script), jax_lowers)
-            if staged is not None:
-                chosen.append(replace(staged, problem=problem))
-                continue
+        if problem in staged_problems:
+            continue
         # Best first, but a fix JAX's own pass takes too before one that needs smalto, and
         # one that keeps every transfer optimized (fast) before one that does not.
         suggested_edits: list[DiagnosedEdit] = list(report.edits)
@@ -452,7 +558,8 @@ def fix(
     where it lowers with smalto as the pass.
 
     Every problem's verified edits, best first (``SourceEdit.problem`` says whose; the
-    first of each is what ``smalto fix`` makes), each with the spans of the source
+    first of each is what ``smalto fix`` makes; for a GMEM transfer with no coalesced
+    plan, the staged epilogue comes first, ``MaybeIncorrect``), each with the spans of the source
     files it changes, the replacement texts and its applicability. Nothing is written;
     where an edit would be ``MachineApplicable``, the script, as edited (in memory), is
     run in its place to trace it (``Meanings``).
@@ -470,6 +577,12 @@ def fix(
     home = _source_file(fn)
     edits: list[SourceEdit] = []
     for problem, report in enumerate(problems_of(error)):
+        if getattr(report, "faster", None):
+            # The fast fix first: the transfer staged through SMEM (not lowered here:
+            # ``MaybeIncorrect``; ``smalto fix`` verifies it and proves it by running).
+            staged, _ = offered_staging(report, read)
+            if staged is not None:
+                edits.append(replace(staged, problem=problem))
         suggested_edits: list[DiagnosedEdit] = list(report.edits)
         for suggested in suggested_edits:
             edits.append(source_edit(suggested, read, code=report.code, problem=problem, home=home))

@@ -1,196 +1,200 @@
-"""The staged epilogue as a fix of the kernel's source: a GMEM store with no coalesced plan
-written through an SMEM scratch and a TMA copy, for ``smalto fix`` (and the mirror for a
-GMEM load: a TMA copy into a scratch, waited for, then the load from it).
+"""The staged epilogue as a fix of the kernel's source: each GMEM store with no coalesced
+plan written through an SMEM scratch and a TMA copy, for ``smalto fix`` (and the mirror
+for a GMEM load: a TMA copy into a scratch, waited for, then the load from it).
 
-Where a problem of the kernel is a GMEM store no layout coalesces (``SM005``;
+Where problems of the kernel are GMEM transfers no layout coalesces (``SM005``;
 ``o_ref[...] = acc.astype(jnp.bfloat16)``), the fast way out is the one kernel
 authors write by hand: store the value into an SMEM scratch ref, then copy it
-out with the TMA. At the store's line::
+out with the TMA. The text is built by ``smalto.source.staging_text``, so that
+no name changes binding (where it cannot be, the transfer is not staged, and
+one line says why). Every shape users write is taken: a whole ref, a view
+(``o_ref.at[i][...] = ...``, ``o_ref[:, pl.ds(j * bn, bn)] = ...``, slices),
+in a ``lax.fori_loop`` body, a Python loop (one store unrolled several times is
+one edit), a ``lax.cond`` or ``pl.when`` branch, in a helper; and every such
+store of the kernel at once (each is an edit; the whole is verified). A TMA copy
+takes a view whose last dimension is contiguous and whose other strides are
+multiples of 16 bytes; a column of a table (``w_ref[:, j]``) is none.
 
-    o_ref[...] = acc.astype(jnp.bfloat16)
-
-becomes, in the file's own names for Pallas and its Mosaic GPU module::
-
-    def _store_o_ref_through_smem(o_ref_smem):
-        o_ref_smem[...] = acc.astype(jnp.bfloat16)
-        plgpu.commit_smem()
-        plgpu.copy_smem_to_gmem(o_ref_smem, o_ref)
-        plgpu.wait_smem_to_gmem(0)
-
-    pl.run_scoped(
-        _store_o_ref_through_smem,
-        plgpu.SMEM(o_ref.shape, o_ref.dtype, transforms=(...)),
-    )
-
-Why it computes the same: the same expression is evaluated on the same values
-(the nested function reads them from the kernel's scope), stored whole into a
-scratch of the ref's shape and dtype, and copied whole to the same GMEM ref
-(``o_ref.at[idx]`` for ``o_ref[idx] = ...``); ``wait_smem_to_gmem(0)`` waits
-for the copy before the scratch is released. The kernel then needs no smalto:
-the edit is made only where JAX's own pass lowers the edited kernel (the
-caller verifies each candidate: ``verify``), trying the transforms the
-diagnosis found for the value's layout first. Only a store statement of one
-line, ``REF[INDEX] = EXPR``, or a load ``REF[INDEX]`` within one line, of a
-row-major GMEM view (a TMA copy takes no other), and only where it is the
-kernel's only problem (JAX's own pass must lower the whole kernel to verify
-it). Where the file has no name for Pallas itself, the block begins by
-importing it (one place of the file changes).
+Each set of candidates is verified by the caller (``verify``): JAX's own pass
+lowers the edited kernel, or, where the kernel has other problems still,
+smalto finds none at the staged lines. The scratch's transforms tried: those
+the diagnosis found for the value's layout first, then each swizzle, then none.
+What the edit computes is proven apart (the construction, and a run of both
+kernels in JAX's interpreter: ``smalto.jax.interpreted``).
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from smalto.constraints.language import GmemTransfer
-from smalto.hw.strides import row_major
-from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
+from smalto.source.fix_edits import MACHINE_APPLICABLE, MAYBE_INCORRECT, Part, SourceEdit, Span
 from smalto.source.lines import python_lines
+from smalto.source.staging_text import Refused, Staged, Staging
 
 STAGE = "stage"  # the kind of the edit (a ``SourceEdit.kind``)
 _CODE = "SM005"  # a GMEM transfer that cannot be coalesced
 _LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
 _NOTED_TRANSFORMS = re.compile(r"transforms=(\([^`]*\))` on the scratch ref")
-_PALLAS = "jax.experimental.pallas"
 _SWIZZLES = (128, 64, 32)
+_TMA_STRIDE_BYTES = 16
 
 
-def staged_epilogue(
-    report: object, text: str, file: str, verify: Callable[[str], bool]
-) -> SourceEdit | None:
-    """The staged epilogue (or prologue) for ``report``'s GMEM transfer (a problem of the
-    kernel in ``file``, whose text is ``text``), if one verifies (``verify``: whether
-    JAX's own pass lowers the kernel as edited); else None."""
-    if getattr(report, "code", None) != _CODE or getattr(report, "others", None):
-        return None
-    transfers = [
-        e
-        for e in getattr(report, "core", [])
-        if isinstance(e, GmemTransfer) and e.strides == row_major(e.shape)
-    ]
-    tree = _parsed(text)
-    if len(transfers) != 1 or tree is None:
-        return None
-    (transfer,) = transfers
-    where = _position_of(report, transfer, file)
-    plgpu, pallas = _aliases(tree)
-    if where is None or plgpu is None:
-        return None
-    line, column = where
-    written = python_lines(text)[line - 1]
-    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    indent = written[: len(written) - len(written.lstrip())]
-    # (Where the file has no name for Pallas, the block imports it: one place changes.)
-    head = [] if pallas is not None else [f"{indent}from jax.experimental import pallas as pl"]
-    made = _Made(plgpu, pallas or "pl", indent, names)
-    for transforms in _candidates(report, transfer, plgpu):
-        keyword = f", transforms={transforms}" if transforms else ""
-        lines = (
-            made.store(written, keyword) if transfer.store else made.load(written, column, keyword)
-        )
-        if lines is None:
-            return None
-        replacement = "\n".join([*head, *lines])
-        edited = _replaced(text, line, replacement)
-        if verify(edited):
-            moved, copy = (
-                ("store", "copy_smem_to_gmem") if transfer.store else ("load", "copy_gmem_to_smem")
-            )
-            return SourceEdit(
-                STAGE,
-                f"{moved} it through an SMEM scratch with a TMA copy (`{plgpu}.{copy}`) where "
-                "written: every transfer stays optimized, and JAX's own pass lowers it",
-                MACHINE_APPLICABLE,
-                (Part(Span(file, line, 1, line, len(written) + 1), written, replacement),),
-                code=_CODE,
-            )
-    return None
+@dataclass(frozen=True)
+class StagedEdits:
+    """The staged transfers of a kernel: an edit per statement, the problems they fix,
+    and, for each transfer not staged, why."""
+
+    edits: list[SourceEdit]
+    problems: set[int]  # the indices of the problems the edits fix
+    refusals: list[str]  # "FILE:LINE: why", one line each
 
 
-class _Made:
-    """The staged forms of a line, in the file's own names."""
-
-    def __init__(self, plgpu: str, pl: str, indent: str, names: set[str]) -> None:
-        self.plgpu, self.pl, self.indent, self.names = plgpu, pl, indent, names
-
-    def store(self, written: str, keyword: str) -> list[str] | None:
-        """``REF[INDEX] = EXPR`` through a scratch: store, fence, TMA copy out, wait."""
-        statement = _store_statement(written)
-        if statement is None:
-            return None
-        ref, index, expression = statement
-        plgpu, pl, indent = self.plgpu, self.pl, self.indent
-        function = _fresh(f"_store_{ref}_through_smem", self.names)
-        scratch = _fresh(f"{ref}_smem", self.names)
-        destination = ref if index == "..." else f"{ref}.at[{index}]"
-        return [
-            f"{indent}def {function}({scratch}):",
-            f"{indent}    {scratch}[...] = {expression}",
-            f"{indent}    {plgpu}.commit_smem()",
-            f"{indent}    {plgpu}.copy_smem_to_gmem({scratch}, {destination})",
-            f"{indent}    {plgpu}.wait_smem_to_gmem(0)",
-            "",
-            f"{indent}{pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({destination}.shape, {ref}.dtype{keyword}),",
-            f"{indent})",
-        ]
-
-    def load(self, written: str, column: int, keyword: str) -> list[str] | None:
-        """The load ``REF[INDEX]`` at ``column`` of the line, through a scratch: a TMA copy
-        in, waited for, then the load from SMEM; the line reads the loaded value."""
-        code = written.strip()
-        offset = len(written) - len(code)
-        found = _subscript_at(code, column - offset)
-        if found is None:
-            return None
-        ref, index, start, end = found
-        plgpu, pl, indent = self.plgpu, self.pl, self.indent
-        function = _fresh(f"_load_{ref}_through_smem", self.names)
-        scratch = _fresh(f"{ref}_smem", self.names)
-        barrier = _fresh(f"{ref}_copied", self.names)
-        loaded = _fresh(f"{ref}_loaded", self.names)
-        source = ref if index == "..." else f"{ref}.at[{index}]"
-        return [
-            f"{indent}def {function}({scratch}, {barrier}):",
-            f"{indent}    {plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
-            f"{indent}    {plgpu}.barrier_wait({barrier})",
-            f"{indent}    return {scratch}[...]",
-            "",
-            f"{indent}{loaded} = {pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({source}.shape, {ref}.dtype{keyword}),",
-            f"{indent}    {plgpu}.Barrier(),",
-            f"{indent})",
-            f"{indent}{code[:start]}{loaded}{code[end:]}",
-        ]
+# Whether the kernel as edited (a text) lowers, the staged statements' lines (first,
+# last, in the edited text) taken as fixed.
+Verify = Callable[[str, list[tuple[int, int]]], bool]
 
 
-def _subscript_at(code: str, column: int) -> tuple[str, str, int, int] | None:
-    """The load ``REF[INDEX]`` that starts at ``column`` of the statement ``code`` (one
-    line): its ref, index and span in the line; None where there is none, or the
-    statement writes it."""
+def staged_epilogues(
+    reports: Sequence[object], text: str, file: str, verify: Verify
+) -> StagedEdits:
+    """The staged epilogue (or prologue) of every GMEM transfer with no coalesced plan
+    among ``reports`` (the problems of the kernel in ``file``, whose text is ``text``),
+    where it can be built and one set of transforms verifies."""
+    nothing = StagedEdits([], set(), [])
+    wanted: dict[int, _Transfer] = {}  # by line: one store unrolled twice is one edit
+    refusals: list[str] = []
+    for number, report in enumerate(reports):
+        if getattr(report, "code", None) != _CODE:
+            continue
+        for transfer in getattr(report, "core", []):
+            if not isinstance(transfer, GmemTransfer):
+                continue
+            where = _position_of(report, transfer, file)
+            if where is None:
+                continue
+            if not _tma_takes(transfer):
+                refusals.append(
+                    f"{file}:{where[0]}: not staged: a TMA copy cannot take this view (its "
+                    "last dimension is not contiguous, or a stride is no multiple of 16 bytes)"
+                )
+                continue
+            found = wanted.setdefault(where[0], _Transfer(where[0], where[1], transfer, set()))
+            found.problems.add(number)
+            found.candidates.extend(_candidates(report, transfer))
+    if not wanted:
+        return StagedEdits([], set(), refusals)
     try:
-        module = ast.parse(code)
+        staging = Staging(text)
     except SyntaxError:
-        return None
-    if len(module.body) != 1:
-        return None
-    for node in ast.walk(module.body[0]):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and node.col_offset == column
-            and node.end_lineno == node.lineno == 1
-            and node.end_col_offset is not None
-        ):
-            index = ast.get_source_segment(code, node.slice)
-            if index is None:
-                return None
-            return node.value.id, index, node.col_offset, node.end_col_offset
-    return None
+        return nothing
+    plgpu = staging.plgpu or "plgpu"
+    built: list[_Transfer] = []
+    for transfer in wanted.values():
+        tried = staging.staged(transfer.line, transfer.column, transfer.element.store, "")
+        if isinstance(tried, Refused):
+            refusals.append(f"{file}:{tried.line}: not staged: {tried.reason}")
+        else:
+            built.append(transfer)
+    if not built:
+        return StagedEdits([], set(), refusals)
+    rounds = max(len(t.options(plgpu)) for t in built)
+    for attempt in range(rounds):
+        made: list[tuple[_Transfer, Staged]] = []
+        importing: set[int] = set()  # the functions whose first block imports Pallas
+        for transfer in sorted(built, key=lambda t: t.line):
+            options = transfer.options(plgpu)
+            transforms = options[min(attempt, len(options) - 1)]
+            scope = id(staging.function_at(transfer.line))
+            staged = staging.staged(
+                transfer.line,
+                transfer.column,
+                transfer.element.store,
+                transforms,
+                imports=scope not in importing,
+            )
+            importing.add(scope)
+            assert isinstance(staged, Staged)  # (it was built without transforms above)
+            made.append((transfer, staged))
+        edits = [
+            replace(_edit(staged, file, plgpu), problem=min(transfer.problems))
+            for transfer, staged in made
+        ]
+        edited, ranges = _applied(text, [staged for _, staged in made])
+        if verify(edited, ranges):
+            problems = {p for transfer, _ in made for p in transfer.problems}
+            return StagedEdits(edits, problems, refusals)
+    return StagedEdits(
+        [],
+        set(),
+        [
+            *refusals,
+            *(
+                f"{file}:{t.line}: not staged: with none of the scratch's transforms smalto "
+                "tried does the staged kernel lower"
+                for t in built
+            ),
+        ],
+    )
+
+
+@dataclass
+class _Transfer:
+    line: int
+    column: int
+    element: GmemTransfer
+    problems: set[int]
+    candidates: list[str] = field(default_factory=list)
+
+    def options(self, plgpu: str) -> list[str]:
+        """The scratch's transforms to try, best first, in the file's name for plgpu."""
+        named = [re.sub(r"\bplgpu\.", f"{plgpu}.", c) for c in self.candidates]
+        return list(dict.fromkeys([*named, ""]))
+
+
+def _edit(staged: Staged, file: str, plgpu: str) -> SourceEdit:
+    moved, copy = ("store", "copy_smem_to_gmem") if staged.store else ("load", "copy_gmem_to_smem")
+    last_line = python_lines(staged.original)[-1] if staged.original else ""
+    return SourceEdit(
+        STAGE,
+        f"{moved} it through an SMEM scratch with a TMA copy (`{plgpu}.{copy}`) where "
+        "written: every transfer stays optimized, and JAX's own pass lowers it",
+        MACHINE_APPLICABLE,
+        (
+            Part(
+                Span(file, staged.first, 1, staged.last, len(last_line) + 1),
+                staged.original,
+                staged.replacement,
+            ),
+        ),
+        code=_CODE,
+    )
+
+
+def _applied(text: str, made: list[Staged]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with each statement replaced, and the lines each replacement holds."""
+    lines = python_lines(text, keepends=True)
+    ranges: list[tuple[int, int]] = []
+    grown = 0
+    for staged in sorted(made, key=lambda s: s.first):
+        count = len(python_lines(staged.replacement))
+        ranges.append((staged.first + grown, staged.first + grown + count - 1))
+        grown += count - (staged.last - staged.first + 1)
+    for staged in sorted(made, key=lambda s: s.first, reverse=True):
+        ending = lines[staged.last - 1][len(lines[staged.last - 1].rstrip("\r\n")) :]
+        lines[staged.first - 1 : staged.last] = [staged.replacement + ending]
+    return "".join(lines), ranges
+
+
+def _tma_takes(transfer: GmemTransfer) -> bool:
+    """Whether a TMA copy can take the GMEM view: its last dimension contiguous, every
+    other stride a multiple of 16 bytes (and its rows at least 16 bytes)."""
+    strides, shape, bits = transfer.strides, transfer.shape, transfer.bitwidth
+    if not strides or strides[-1] != 1 or shape[-1] * bits < 8 * _TMA_STRIDE_BYTES:
+        return False
+    return all((s * bits) % (8 * _TMA_STRIDE_BYTES) == 0 for s in strides[:-1])
 
 
 def _position_of(report: object, transfer: GmemTransfer, file: str) -> tuple[int, int] | None:
@@ -204,86 +208,44 @@ def _position_of(report: object, transfer: GmemTransfer, file: str) -> tuple[int
     return None
 
 
-def _store_statement(written: str) -> tuple[str, str, str] | None:
-    """``REF[INDEX] = EXPR`` on one line as its three texts (INDEX ``...`` for all)."""
-    code = written.strip()
-    try:
-        module = ast.parse(code)
-    except SyntaxError:
-        return None
-    if len(module.body) != 1 or not isinstance(module.body[0], ast.Assign):
-        return None
-    assign = module.body[0]
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Subscript):
-        return None
-    target = assign.targets[0]
-    if not isinstance(target.value, ast.Name):
-        return None
-    index = ast.get_source_segment(code, target.slice)
-    expression = ast.get_source_segment(code, assign.value)
-    if index is None or expression is None:
-        return None
-    return target.value.id, index, expression
-
-
-def _parsed(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except SyntaxError:
-        return None
-
-
-def _aliases(tree: ast.Module) -> tuple[str | None, str | None]:
-    """The file's names for Pallas' Mosaic GPU module and for Pallas (None where not
-    imported)."""
-    plgpu = pallas = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == _PALLAS:
-            for name in node.names:
-                if name.name == "mosaic_gpu":
-                    plgpu = name.asname or name.name
-        elif isinstance(node, ast.ImportFrom) and node.module == "jax.experimental":
-            for name in node.names:
-                if name.name == "pallas":
-                    pallas = name.asname or name.name
-        elif isinstance(node, ast.Import):
-            for name in node.names:
-                if name.name == f"{_PALLAS}.mosaic_gpu" and name.asname:
-                    plgpu = name.asname
-                elif name.name == _PALLAS and name.asname:
-                    pallas = name.asname
-    return plgpu, pallas
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    fresh, number = name, 1
-    while fresh in taken:
-        number += 1
-        fresh = f"{name}_{number}"
-    return fresh
-
-
-def _candidates(report: object, transfer: GmemTransfer, plgpu: str) -> list[str]:
+def _candidates(report: object, transfer: GmemTransfer) -> list[str]:
     """The scratch's transforms to try, best first: those the diagnosis found conflict-free
-    for the value's layout, then each swizzle with its tile, then none."""
+    for the value's layout, then each swizzle with its tile (then none: ``options``)."""
     found: list[str] = []
-    for note in getattr(report, "notes", []):
-        match = _NOTED_TRANSFORMS.search(str(note))
+    # (The diagnosis words the fast fix first among the fixes, or as a note.)
+    said = [getattr(report, "faster", None), *getattr(report, "fixes", [])]
+    for note in [*said, *getattr(report, "notes", [])]:
+        match = _NOTED_TRANSFORMS.search(str(note or ""))
         if match:
-            found.append(re.sub(r"\bplgpu\.", f"{plgpu}.", match[1]))
+            found.append(match[1])
     if len(transfer.shape) >= 2:
         for swizzle in _SWIZZLES:
             if transfer.shape[-1] * transfer.bitwidth // 8 >= swizzle:
                 tile = (8, 8 * swizzle // transfer.bitwidth)
-                found.append(
-                    f"({plgpu}.TilingTransform({tile}), {plgpu}.SwizzleTransform({swizzle}))"
-                )
-    found.append("")
-    return list(dict.fromkeys(found))
+                found.append(f"(plgpu.TilingTransform({tile}), plgpu.SwizzleTransform({swizzle}))")
+    return found
 
 
-def _replaced(text: str, line: int, replacement: str) -> str:
-    lines = python_lines(text, keepends=True)
-    ending = "\n" if lines[line - 1].endswith("\n") else ""
-    lines[line - 1] = replacement + ending
-    return "".join(lines)
+def offered_staging(
+    report: object, read: Callable[[str], str | None]
+) -> tuple[SourceEdit | None, str | None]:
+    """The staged epilogue of ``report``'s transfers as an editor offers it, from the
+    module alone (``smalto infer --json``): built on the source (``read`` gives a file's
+    text), not lowered with JAX's pass, so ``MaybeIncorrect`` (``smalto fix`` verifies it
+    and proves it by running); else None and why not, in one line (None where no
+    source was found)."""
+    files = []
+    for requirement in getattr(report, "requirements", []):
+        if isinstance(getattr(requirement, "element", None), GmemTransfer):
+            match = _LOCATION.match(str(getattr(requirement, "location", "")))
+            if match:
+                files.append(match[1])
+    for file in dict.fromkeys(files):
+        text = read(file)
+        if text is None:
+            continue
+        found = staged_epilogues([report], text, file, lambda edited, ranges: True)
+        if found.edits:
+            return replace(found.edits[0], applicability=MAYBE_INCORRECT), None
+        return None, found.refusals[0] if found.refusals else None
+    return None, None

@@ -231,7 +231,11 @@ def _notes(problem: object) -> list[str]:
     the suggestion already says, where no fix was verified."""
     fixes = getattr(problem, "fixes", None) or []
     said = "" if fixes else str(getattr(problem, "suggestion", None) or "")
-    return [str(n) for n in getattr(problem, "notes", None) or [] if str(n) not in said]
+    notes = [str(n) for n in getattr(problem, "notes", None) or [] if str(n) not in said]
+    faster = getattr(problem, "faster", None)
+    if faster and not fixes:  # (else said first, among the fixes)
+        notes.append(f"the fast alternative: {faster}")
+    return notes
 
 
 def _diagnosis(conflict: object, listing: _FailureListing, suffix: str = "") -> list[str]:
