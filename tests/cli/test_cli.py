@@ -20,6 +20,7 @@ from cli_run import run
 
 import smalto
 from smalto.basics.mlir import parse_module
+from smalto.basics.version import JAX_PINNED
 from smalto.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -508,7 +509,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert smalto.__version__ == _pyproject_version()
     assert main(["--version"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"smalto {smalto.__version__} (jax 0.12.0.1")
+    assert out.startswith(f"smalto {smalto.__version__} (jax {JAX_PINNED}")
 
 
 # Each of these must answer without importing JAX (nor numpy, nor matplotlib).
