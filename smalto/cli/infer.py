@@ -18,12 +18,13 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import smalto
 from smalto.basics.inputs import STDIN, Input, read_input
 from smalto.basics.mlir import MlirInputError, in_context, module_arch, print_module
 from smalto.basics.writing import write_file
+from smalto.cli.arguments import solve_options
 from smalto.cli.output import (
     EXIT_INFERENCE_FAILED,
     EXIT_OK,
@@ -35,7 +36,7 @@ from smalto.cli.output import (
 )
 from smalto.diagnose.verify import lowering_fixes
 from smalto.errors import InferenceError
-from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
+from smalto.infer import Inference, infer_keeping_the_solution
 from smalto.pipeline.validate import SUPPORTED_ARCHS
 from smalto.report.printed import PrintedModule
 from smalto.source.files import Sources, searching_beside
@@ -110,19 +111,18 @@ def _infer_in(
         arch = args.arch or _arch_of(source)
     except (MlirInputError, UsageError) as error:
         return fail(str(error), EXIT_USAGE)
-    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    options = solve_options(args, fuel=args.fuel, arch=arch)
     module = source.module
     report = to.report_path(name)
     inference: Inference | None = None
-    rescues = rescue_options(args)
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
         with in_context(module), rescue_notes() as changes:
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = infer_keeping_the_solution(module, fuel, arch, dump_to, **rescues)
+                inference = infer_keeping_the_solution(module, options, dump_to)
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=arch, **rescues)
+                smalto.infer_layout(module, **options.keywords())
     except MlirInputError as error:  # values smalto cannot lay out (pipeline.validate)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
@@ -193,24 +193,6 @@ def _infer_in(
     except OSError as error:  # a file checked writable at the start, yet not written
         return fail(_cannot_write(writing, error), EXIT_USAGE)
     return EXIT_OK
-
-
-class RescueOptions(TypedDict):
-    """The keywords of ``smalto.infer_layout`` that turn the rescues on."""
-
-    rewrite: bool
-    allow_unoptimized: bool
-    stage_through_smem: bool
-
-
-def rescue_options(args: argparse.Namespace) -> RescueOptions:
-    """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``,
-    ``--stage-through-smem``), as keywords of ``smalto.infer_layout``."""
-    return {
-        "rewrite": not args.no_rewrite,
-        "allow_unoptimized": args.allow_unoptimized,
-        "stage_through_smem": args.stage_through_smem,
-    }
 
 
 @dataclass
