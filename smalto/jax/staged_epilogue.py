@@ -43,13 +43,13 @@ import ast
 import re
 from collections.abc import Callable
 
+from smalto.basics.codes import UNCOALESCED_GMEM
 from smalto.constraints.language import GmemTransfer
 from smalto.hw.strides import row_major
 from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
 from smalto.source.lines import python_lines
 
 STAGE = "stage"  # the kind of the edit (a ``SourceEdit.kind``)
-_CODE = "SM005"  # a GMEM transfer that cannot be coalesced
 _LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
 _NOTED_TRANSFORMS = re.compile(r"transforms=(\([^`]*\))` on the scratch ref")
 _PALLAS = "jax.experimental.pallas"
@@ -62,7 +62,7 @@ def staged_epilogue(
     """The staged epilogue (or prologue) for ``report``'s GMEM transfer (a problem of the
     kernel in ``file``, whose text is ``text``), if one verifies (``verify``: whether
     JAX's own pass lowers the kernel as edited); else None."""
-    if getattr(report, "code", None) != _CODE or getattr(report, "others", None):
+    if getattr(report, "code", None) != UNCOALESCED_GMEM or getattr(report, "others", None):
         return None
     transfers = [
         e
@@ -103,7 +103,7 @@ def staged_epilogue(
                 "written: every transfer stays optimized, and JAX's own pass lowers it",
                 MACHINE_APPLICABLE,
                 (Part(Span(file, line, 1, line, len(written) + 1), written, replacement),),
-                code=_CODE,
+                code=UNCOALESCED_GMEM,
             )
     return None
 
