@@ -126,33 +126,7 @@ def _infer_in(
     except MlirInputError as error:  # values smalto cannot lay out (pipeline.validate)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
-        if report is not None:
-            from smalto.report.failure_page import write_failure_report
-
-            try:
-                write_failure_report(source, error, report, arch=arch, sources=sources)
-            except OSError as write_error:
-                return fail(_cannot_write(report, write_error), EXIT_USAGE)
-        message = str(error) or "unsupported operation"
-        conflict = getattr(error, "conflict", None)
-        phrase = getattr(error, "phrase", None)
-        if args.verbose and conflict is not None and phrase:
-            # Also what each value was forced to, and where each is defined.
-            message = f"{phrase}\n{conflict.message(verbose=True)}"
-        # (The unit-dim rewrite, tried and failed, says so in a note.)
-        message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
-        if to.many:
-            message = f"{source.name}: {message}"
-        if args.json:
-            from smalto.report.failure_json import failure_json
-
-            document = with_source_edits(
-                failure_json(source.name, arch, error, sources), error, sources
-            )
-            stdout.print(json.dumps(document) + "\n", "")
-            # The diagnosis is on stdout; stderr says what failed, in one line.
-            return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
-        return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
+        return _failed(error, source, arch, args, to, stdout, sources, report)
     writing: str | None = None  # the file being written (None: stdout), for its error
     try:
         printed = None
@@ -240,6 +214,47 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
                     warning(str(message.staged), prog)
                 else:
                     warnings.showwarning(message, shown.category, shown.filename, shown.lineno)
+
+
+def _failed(
+    error: InferenceError | NotImplementedError,
+    source: Input,
+    arch: tuple[int, int],
+    args: argparse.Namespace,
+    to: Destinations,
+    stdout: _Stdout,
+    sources: Sources,
+    report: str | None,
+) -> int:
+    """What ``smalto infer`` says of a module with no layouts: its page, its message (or
+    its JSON), its exit status."""
+    if report is not None:
+        from smalto.report.failure_page import write_failure_report
+
+        try:
+            write_failure_report(source, error, report, arch=arch, sources=sources)
+        except OSError as write_error:
+            return fail(_cannot_write(report, write_error), EXIT_USAGE)
+    message = str(error) or "unsupported operation"
+    conflict = getattr(error, "conflict", None)
+    phrase = getattr(error, "phrase", None)
+    if args.verbose and conflict is not None and phrase:
+        # Also what each value was forced to, and where each is defined.
+        message = f"{phrase}\n{conflict.message(verbose=True)}"
+    # (The unit-dim rewrite, tried and failed, says so in a note.)
+    message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
+    if to.many:
+        message = f"{source.name}: {message}"
+    if args.json:
+        from smalto.report.failure_json import failure_json
+
+        document = with_source_edits(
+            failure_json(source.name, arch, error, sources), error, sources
+        )
+        stdout.print(json.dumps(document) + "\n", "")
+        # The diagnosis is on stdout; stderr says what failed, in one line.
+        return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
+    return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
 
 
 def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedModule:
