@@ -223,3 +223,20 @@ def test_each_row_of_the_code_table_decides_its_kernel(
 def test_the_last_row_holds_of_anything() -> None:
     last = conflict_report.CODE_ROWS[-1]
     assert conflict_report.deciding_row([], {}) is last and last.code == GENERIC
+
+
+def test_codes_are_named_only_in_the_catalogue() -> None:
+    """A code is a constant of ``smalto.basics.codes`` (``NO_SMEM_PLAN``), imported where it
+    is given: no other module of the package spells one as a bare string."""
+    import ast
+
+    spelled = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}"
+        for path in sorted((ROOT / "smalto").rglob("*.py"))
+        if path != ROOT / "smalto" / "basics" / "codes.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"SM\d{3}", node.value)
+    ]
+    assert not spelled, "codes spelled outside smalto/basics/codes.py:\n" + "\n".join(spelled)
