@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
+from typing import TextIO, Unpack
 
 from jax._src.lib.mlir import ir
 
@@ -44,6 +44,7 @@ from smalto.program.view import Program
 # (Imported with the pass, not at its first failure: a process's first refusal paid 2.4 ms
 # for the import, where JAX's pass raises in about 1 ms; importing smalto takes 800 ms.)
 from smalto.rescue import rescue, wants_a_rescue
+from smalto.solve.options import SolveKeywords
 from smalto.solve.search import Solver
 from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, file_position
@@ -52,6 +53,7 @@ from smalto.source.tracebacks import repoint_traceback, with_op_traceback
 __all__ = [
     "DEFAULT_FUEL",
     "Inference",
+    "SolveKeywords",
     "SolveOptions",
     "in_context",
     "infer_keeping_the_solution",
@@ -62,34 +64,22 @@ __all__ = [
 
 
 def solve_module(
-    module: ir.Module,
-    *,
-    fuel: int = DEFAULT_FUEL,
-    arch: tuple[int, int] = (9, 0),
-    dump_to: TextIO | None = None,
-    rewrite: bool = False,
-    allow_unoptimized: bool = False,
-    stage_through_smem: bool = False,
+    module: ir.Module, *, dump_to: TextIO | None = None, **keywords: Unpack[SolveKeywords]
 ) -> Inference:
     """Infers layouts without writing them; raises as ``infer_layout`` does.
 
-    Between the rules and the search, names the module for dumps and dumps
-    the system when asked (``dump_to``, or JAX's environment variables), as
-    JAX's pass does (see ``smalto.pipeline.dump``). With ``rewrite``, a module with no
-    layouts as written is tried again after the unit-dim rewrite
+    ``keywords``: those of ``infer_layout`` (``SolveOptions``' fields), but the unit-dim
+    rewrite is off unless asked for. Between the rules and the search, names the module
+    for dumps and dumps the system when asked (``dump_to``, or JAX's environment
+    variables), as JAX's pass does (see ``smalto.pipeline.dump``). With ``rewrite``, a
+    module with no layouts as written is tried again after the unit-dim rewrite
     (``smalto.rewrite``), and rewritten in place if that infers; with
     ``stage_through_smem``, then with the transfers in the way routed through SMEM;
     with ``allow_unoptimized``, then with the fewest transfers made unoptimized.
     Must run inside the module's context (``infer_layout`` takes care of it).
     """
-    options = SolveOptions(
-        fuel=fuel,
-        arch=arch,
-        rewrite=rewrite,
-        allow_unoptimized=allow_unoptimized,
-        stage_through_smem=stage_through_smem,
-    )
-    return solve_with(module, options, dump_to)
+    keywords.setdefault("rewrite", False)
+    return solve_with(module, SolveOptions.of(keywords, "solve_module"), dump_to)
 
 
 def solve_with(
@@ -234,39 +224,21 @@ def _where_it_failed(solver: Solver) -> int | None:
 
 
 def infer_keeping_the_solution(
-    module: ir.Module,
-    fuel: int,
-    arch: tuple[int, int],
-    dump_to: TextIO | None = None,
-    rewrite: bool = True,
-    allow_unoptimized: bool = False,
-    stage_through_smem: bool = False,
+    module: ir.Module, options: SolveOptions, dump_to: TextIO | None = None
 ) -> Inference:
     """``infer_layout``, keeping what the summary and the report show (the solved system);
     the system is also written to ``dump_to`` once derived, when given."""
-    inference = solve_module(
-        module,
-        fuel=fuel,
-        arch=arch,
-        dump_to=dump_to,
-        rewrite=rewrite,
-        allow_unoptimized=allow_unoptimized,
-        stage_through_smem=stage_through_smem,
-    )
+    inference = solve_with(module, options, dump_to)
     write(inference)
     return inference
 
 
-def infer_layout(
-    module: ir.Module,
-    *,
-    fuel: int = DEFAULT_FUEL,
-    arch: tuple[int, int] = (9, 0),
-    rewrite: bool = True,
-    allow_unoptimized: bool = False,
-    stage_through_smem: bool = False,
-) -> None:
+def infer_layout(module: ir.Module, **keywords: Unpack[SolveKeywords]) -> None:
     """Infers register layouts, SMEM transforms and TMEM layouts for ``module``.
+
+    ``keywords``: the fields of ``SolveOptions`` (``fuel=DEFAULT_FUEL``,
+    ``arch=(9, 0)``, ``rewrite=True``, ``allow_unoptimized=False``,
+    ``stage_through_smem=False``), keyword-only.
 
     Writes ``in_layouts``/``out_layouts``, ``in_transforms``/``out_transforms``
     and ``in_tmem_layouts``/``out_tmem_layouts`` on the ops, exactly as JAX's
@@ -309,14 +281,7 @@ def infer_layout(
     # unwinds through them, which costs a generator-made manager a throw each.)
     context = module.context
     with context, ir.Location.unknown(context), CyclicGcPaused():
-        result = solve_module(
-            module,
-            fuel=fuel,
-            arch=arch,
-            rewrite=rewrite,
-            allow_unoptimized=allow_unoptimized,
-            stage_through_smem=stage_through_smem,
-        )
+        result = solve_with(module, SolveOptions.of(keywords, "infer_layout"))
         write(result)
         if _SAY_SMALTO_ONLY.get() and result.solver.state.complete:
             _say_smalto_only(module)

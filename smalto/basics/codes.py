@@ -14,6 +14,23 @@ from dataclasses import dataclass
 _CODE = re.compile(r"^SM\d{3}$", re.IGNORECASE)
 
 
+# Each code by name: what the rules, the wording and the tools import (a bare "SM004"
+# elsewhere in the package is a code no reader can find).
+TWO_REGISTER_LAYOUTS = "SM001"
+NO_RELAYOUT = "SM002"
+REDUCTION_LAYOUT = "SM003"
+NO_SMEM_PLAN = "SM004"
+UNCOALESCED_GMEM = "SM005"
+TMEM_LAYOUT = "SM006"
+TMA_INDEX = "SM007"
+LAYOUT_FOR_SHAPE = "SM008"
+TWO_SMEM_TRANSFORMS = "SM009"
+TMA_GATHER = "SM010"
+MIXED_COLLECTIVE = "SM011"
+# The code where no more specific one applies.
+GENERIC = TWO_REGISTER_LAYOUTS
+
+
 @dataclass(frozen=True)
 class Code:
     """One kind of failure: its code, a title, an example, why it fails, and the fixes."""
@@ -29,7 +46,7 @@ CODES: dict[str, Code] = {
     code.code: code
     for code in (
         Code(
-            "SM001",
+            TWO_REGISTER_LAYOUTS,
             "a value is required to have two different register layouts",
             """\
 x = plgpu.layout_cast(x_smem[...], plgpu.Layout.WGMMA)
@@ -53,7 +70,7 @@ Failed to infer a possible set of layouts: expected register layouts ... to be e
             ),
         ),
         Code(
-            "SM002",
+            NO_RELAYOUT,
             "a relayout no lowering performs",
             """\
 acc = pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))    # WGMMA
@@ -73,7 +90,7 @@ Failed to infer a possible set of layouts: cannot relayout from register layout 
             ),
         ),
         Code(
-            "SM003",
+            REDUCTION_LAYOUT,
             "a reduction's layout does not match the axis it reduces",
             """\
 s = jnp.sum(x, axis=1)                                       # x is WGMMA
@@ -96,7 +113,7 @@ WGMMA_ROW to WGMMA_COL""",
             ),
         ),
         Code(
-            "SM004",
+            NO_SMEM_PLAN,
             "no SMEM transfer plan for the ref's transforms and the value's layout",
             """\
 plgpu.SMEM((64, 128), jnp.float16, transforms=(plgpu.TilingTransform((8, 64)),))
@@ -119,7 +136,7 @@ plan could be synthesized for register layout WGMMA and ref with transforms ..."
             ),
         ),
         Code(
-            "SM005",
+            UNCOALESCED_GMEM,
             "a GMEM transfer that cannot be coalesced",
             """\
 acc = ...                                                    # a wgmma or TMEM result, f32
@@ -148,7 +165,7 @@ plan for the GMEM store)""",
             ),
         ),
         Code(
-            "SM006",
+            TMEM_LAYOUT,
             "a TMEM layout the MMA or the TMEM transfer cannot take",
             """\
 acc = plgpu.TMEM((128, 128), jnp.float32,
@@ -170,7 +187,7 @@ layout casts are unsatisfiable. ...""",
             ),
         ),
         Code(
-            "SM007",
+            TMA_INDEX,
             "a TMA index not known to be a multiple of the tile",
             """\
 plgpu.copy_gmem_to_smem(x_gmem.at[pl.ds(i * 64, 64)], x_smem, barrier)
@@ -186,7 +203,7 @@ index 0 using pl.multiple_of.""",
             ),
         ),
         Code(
-            "SM008",
+            LAYOUT_FOR_SHAPE,
             "a layout the value's shape or element type cannot take",
             """\
 x = plgpu.layout_cast(v, plgpu.Layout.WG_STRIDED((64,), vec_size=2))    # 64 elements
@@ -202,7 +219,7 @@ Failed to infer a possible set of layouts: ...""",
             ),
         ),
         Code(
-            "SM009",
+            TWO_SMEM_TRANSFORMS,
             "an SMEM ref is required to have two different sets of transforms",
             """\
 a_smem: plgpu.SMEM((64, 64), jnp.float16, transforms=(plgpu.TilingTransform((8, 64)),
@@ -224,7 +241,7 @@ layout casts are unsatisfiable. ...""",
             ),
         ),
         Code(
-            "SM010",
+            TMA_GATHER,
             "a TMA gather or scatter the hardware cannot do",
             """\
 x_smem: plgpu.SMEM((64, 8), jnp.bfloat16)           # rows of 8 bf16: 16 bytes
@@ -242,7 +259,7 @@ indices since minor dim=8 is not divisible by divisor=16 bits. ...""",
             ),
         ),
         Code(
-            "SM011",
+            MIXED_COLLECTIVE,
             "collective and 1-CTA tensor-core ops mixed in one kernel",
             """\
 acc = plgpu.TMEM((128, 256), jnp.float32, collective=True)     # a 2-CTA allocation
@@ -264,9 +281,6 @@ operations in the kernel. ...""",
         ),
     )
 }
-
-# The code where no more specific one applies.
-GENERIC = "SM001"
 
 
 def code_line(code: str) -> str:

@@ -11,6 +11,10 @@ from pathlib import Path
 
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
+# The JAX (and jaxlib) smalto restates, and pyproject.toml pins: the one place code names
+# it. What to redo when it moves: docs/jax_upgrade.md.
+JAX_PINNED = "0.12.0.1"
+
 
 def version() -> str:
     """``0.1.0``; from a source checkout that was never installed, its pyproject's version."""

@@ -16,7 +16,10 @@ from typing import Any, NoReturn
 from smalto.basics.archs import parse_arch
 from smalto.basics.dtypes import AmbiguousDtype, dtype_name
 from smalto.cli.output import EXIT_USAGE
+from smalto.solve.options import SolveOptions, settings, switches
 
+# Each setting's declaration (``SolveOptions``' fields), by name.
+_SETTING = {field.name: setting for field, setting in settings()}
 # The commands whose lines on stderr start with their own name (docs/cli.md).
 _SELF_NAMED = frozenset({"explain", "draw"})
 
@@ -76,10 +79,7 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_arch(parser)
     parser.add_argument(
-        "--fuel",
-        type=positive_int,
-        metavar="N",
-        help="bound on the solver's search steps (default: smalto.DEFAULT_FUEL)",
+        _SETTING["fuel"].flag, type=positive_int, metavar="N", help=_SETTING["fuel"].help
     )
     parser.add_argument(
         "--generic", action="store_true", help="print the generic op form instead of pretty"
@@ -110,7 +110,7 @@ def add_infer_arguments(parser: argparse.ArgumentParser) -> None:
         "with its op and source position (MOSAIC_GPU_DUMP_CONSTRAINT_SYSTEM=1 writes it "
         "to stdout, as JAX's pass does)",
     )
-    _add_no_rewrite(parser, "prints the rewritten module and a note per changed op on stderr")
+    add_option_flags(parser, "prints the rewritten module and a note per changed op on stderr")
     parser.add_argument(
         "--verbose",
         action="store_true",
@@ -177,12 +177,14 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --draw and one value: the picture to write, .png or .svg (default: a "
         "name made from the value, its layout, shape and element type)",
     )
-    _add_no_rewrite(
+    add_option_flags(
         parser,
         "explains the values of the rewritten module (as `smalto infer` prints it) and prints "
         "a note per changed op on stderr",
     )
-    parser.add_argument("--fuel", type=positive_int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        _SETTING["fuel"].flag, type=positive_int, default=None, help=argparse.SUPPRESS
+    )
 
 
 CHECK_DESCRIPTION = (
@@ -360,33 +362,30 @@ def _dtype_and_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return match[1], tuple(int(d) for d in match[2].replace(" ", "").split(",") if d)
 
 
-def _add_no_rewrite(parser: argparse.ArgumentParser, then: str) -> None:
-    """``--no-rewrite``, ``--allow-unoptimized`` and ``--stage-through-smem``; ``then``: what
-    the command does with a changed module."""
-    parser.add_argument(
-        "--no-rewrite",
-        action="store_true",
-        help="where a module as written has no layouts, do not try the unit-dim rewrite "
-        f"(computing keepdims values without their unit dims); by default smalto tries it, {then}",
-    )
-    parser.add_argument(
-        "--allow-unoptimized",
-        action="store_true",
-        help="where a module has no layouts that lower because an optimized transfer has no "
-        "plan in any layout (a 16-bit WGMMA or TMEM value stored straight to GMEM, a column "
-        "of a GMEM table), make the fewest such transfers unoptimized (optimized = false: "
-        "uncoalesced or bank-conflicted, so slower) and warn for each; off by default, as "
-        "in Pallas",
-    )
-    parser.add_argument(
-        "--stage-through-smem",
-        action="store_true",
-        help="where a module has no layouts that lower because an optimized transfer has no "
-        "plan in any layout, route those transfers through a new SMEM buffer (a store in "
-        "the producer's layout, a load back in one that coalesces: every transfer stays "
-        "optimized, the kernel's SMEM grows) and warn for each; tried before "
-        "--allow-unoptimized; off by default, as in Pallas",
-    )
+def add_option_flags(parser: argparse.ArgumentParser, then: str) -> None:
+    """A flag for each setting of ``SolveOptions`` that is not per call, as its ``Setting``
+    declares it (``--no-rewrite``, ``--allow-unoptimized``, ``--stage-through-smem``): a
+    switch's flag turns it from its default, into the attribute named as the setting
+    (``solve_options`` reads them back). ``then``: what the command does with a changed
+    module."""
+    for field, setting in switches():
+        parser.add_argument(
+            setting.flag,
+            dest=field.name,
+            action="store_false" if field.default else "store_true",
+            help=setting.help.format(then=then),
+        )
+
+
+def solve_options(
+    args: argparse.Namespace, *, fuel: int | None, arch: tuple[int, int]
+) -> SolveOptions:
+    """The options a command's parsed arguments set (``add_option_flags``), with the
+    command's ``fuel`` (None: the default) and ``arch``."""
+    keywords = {field.name: getattr(args, field.name) for field, _ in switches()}
+    if fuel is not None:
+        keywords["fuel"] = fuel
+    return SolveOptions(arch=arch, **keywords)
 
 
 def _add_arch(parser: argparse.ArgumentParser) -> None:
@@ -394,8 +393,8 @@ def _add_arch(parser: argparse.ArgumentParser) -> None:
         "--arch",
         type=_arch,
         metavar="MAJOR.MINOR",
-        help="target architecture, 9.0 (Hopper) or 10.0 (Blackwell); default: the "
-        "module's mosaic_gpu.arch_major/arch_minor attributes, else 9.0",
+        help=f"{_SETTING['arch'].help}; default: the module's "
+        "mosaic_gpu.arch_major/arch_minor attributes, else 9.0",
     )
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from smalto.basics.archs import parse_arch
 from smalto.basics.writing import write_file
+from smalto.cli.arguments import add_option_flags
 from smalto.cli.output import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -45,6 +46,7 @@ from smalto.cli.output import (
     stdout_unwritable,
 )
 from smalto.cli.targets import load_function, shape_dtype
+from smalto.solve.options import switches
 from smalto.source.scripts import folder_on_path, one_line
 
 if TYPE_CHECKING:
@@ -236,8 +238,8 @@ def _write(
 def run_main(argv: Sequence[str] | None = None) -> int:
     """``python -m smalto.jax run``: runs a program with smalto as JAX's layout inference.
 
-    ``argv``: ``[--dump DIR] [--allow-unoptimized] [--stage-through-smem] SCRIPT.py
-    [ARGS...]`` or the same
+    ``argv``: ``[--dump DIR] [--no-rewrite] [--allow-unoptimized] [--stage-through-smem]
+    SCRIPT.py [ARGS...]`` (a flag per setting of ``SolveOptions``: ``add_option_flags``) or the same
     with ``-m MODULE [ARGS...]``. The program sees ``sys.argv`` as ``python`` would give it. An
     exception from the program propagates, traceback and all, as with ``python``.
     """
@@ -246,19 +248,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
         description="Run a Python program with smalto as JAX's Mosaic GPU layout inference.",
     )
     parser.add_argument("--dump", metavar="DIR", help="write every module to DIR, as .mlir")
-    parser.add_argument(
-        "--allow-unoptimized",
-        action="store_true",
-        help="where a kernel's optimized transfers have no plan in any layout, make the fewest "
-        "of them unoptimized (slower; a warning each) instead of failing",
-    )
-    parser.add_argument(
-        "--stage-through-smem",
-        action="store_true",
-        help="where a kernel's optimized transfers have no plan in any layout, route them "
-        "through a new SMEM buffer (every transfer optimized, more SMEM; a warning each), "
-        "before --allow-unoptimized",
-    )
+    add_option_flags(parser, "compiles the rewritten kernel and warns for each changed op")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT.py [ARGS...]")
     try:
@@ -277,13 +267,11 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
     import smalto.jax
 
+    # The settings the flags turned from their defaults, for every call.
     options = {
-        keyword: True
-        for keyword, wanted in (
-            ("allow_unoptimized", args.allow_unoptimized),
-            ("stage_through_smem", args.stage_through_smem),
-        )
-        if wanted
+        field.name: getattr(args, field.name)
+        for field, _ in switches()
+        if getattr(args, field.name) != field.default
     }
     smalto.jax.install(dump_to=args.dump, **options)
     saved_argv = sys.argv

@@ -89,7 +89,8 @@ def _explain_code(code: str) -> int:
 
 def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fuel: int) -> int:
     from smalto.basics.mlir import MlirInputError
-    from smalto.cli.infer import rescue_notes, rescue_options
+    from smalto.cli.arguments import solve_options
+    from smalto.cli.infer import rescue_notes
     from smalto.errors import InferenceError
 
     try:
@@ -98,7 +99,7 @@ def _explain(args: argparse.Namespace, source: Input, arch: tuple[int, int], fue
         with in_context(source.module), rescue_notes(PROG):
             # Written as `smalto infer` writes them, so that the printed module is its output.
             inference = infer_keeping_the_solution(
-                source.module, fuel, arch, **rescue_options(args)
+                source.module, solve_options(args, fuel=fuel, arch=arch)
             )
             printed = printed_module(
                 source.module,

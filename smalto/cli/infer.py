@@ -18,12 +18,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import smalto
 from smalto.basics.inputs import STDIN, Input, read_input
 from smalto.basics.mlir import MlirInputError, in_context, module_arch, print_module
 from smalto.basics.writing import write_file
+from smalto.cli.arguments import solve_options
 from smalto.cli.output import (
     EXIT_INFERENCE_FAILED,
     EXIT_OK,
@@ -35,7 +36,7 @@ from smalto.cli.output import (
 )
 from smalto.diagnose.verify import lowering_fixes
 from smalto.errors import InferenceError
-from smalto.infer import DEFAULT_FUEL, Inference, infer_keeping_the_solution
+from smalto.infer import Inference, infer_keeping_the_solution
 from smalto.pipeline.validate import SUPPORTED_ARCHS
 from smalto.report.printed import PrintedModule
 from smalto.source.files import Sources, searching_beside
@@ -112,49 +113,22 @@ def _infer_in(
         arch = args.arch or _arch_of(source)
     except (MlirInputError, UsageError) as error:
         return fail(str(error), EXIT_USAGE)
-    fuel = DEFAULT_FUEL if args.fuel is None else args.fuel
+    options = solve_options(args, fuel=args.fuel, arch=arch)
     module = source.module
     report = to.report_path(name)
     inference: Inference | None = None
-    rescues = rescue_options(args)
     try:
         # JAX's pass builds attributes from the ambient context; so may ours.
         with in_context(module), rescue_notes() as changes:
             if report or args.dump_system or args.summary:
                 dump_to = sys.stderr if args.dump_system else None
-                inference = infer_keeping_the_solution(module, fuel, arch, dump_to, **rescues)
+                inference = infer_keeping_the_solution(module, options, dump_to)
             else:
-                smalto.infer_layout(module, fuel=fuel, arch=arch, **rescues)
+                smalto.infer_layout(module, **options.keywords())
     except MlirInputError as error:  # values smalto cannot lay out (pipeline.validate)
         return fail(str(error), EXIT_USAGE)
     except (InferenceError, NotImplementedError) as error:
-        if report is not None:
-            from smalto.report.failure_page import write_failure_report
-
-            try:
-                write_failure_report(source, error, report, arch=arch, sources=sources)
-            except OSError as write_error:
-                return fail(_cannot_write(report, write_error), EXIT_USAGE)
-        message = str(error) or "unsupported operation"
-        conflict = getattr(error, "conflict", None)
-        phrase = getattr(error, "phrase", None)
-        if args.verbose and conflict is not None and phrase:
-            # Also what each value was forced to, and where each is defined.
-            message = f"{phrase}\n{conflict.message(verbose=True)}"
-        # (The unit-dim rewrite, tried and failed, says so in a note.)
-        message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
-        if to.many:
-            message = f"{source.name}: {message}"
-        if args.json:
-            from smalto.report.failure_json import failure_json
-
-            document = with_source_edits(
-                failure_json(source.name, arch, error, sources), error, sources
-            )
-            stdout.print(json.dumps(document) + "\n", "")
-            # The diagnosis is on stdout; stderr says what failed, in one line.
-            return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
-        return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
+        return _failed(error, source, arch, args, to, stdout, sources, report)
     over = _over_smem_limit(module, arch)
     if over is not None:
         warning(f"{source.name}: {over}")
@@ -222,24 +196,6 @@ def _over_smem_limit(module: ir.Module, arch: tuple[int, int]) -> str | None:
         return over_limit_text(smem, cuts, lowered_cuts(cuts, arch))
 
 
-class RescueOptions(TypedDict):
-    """The keywords of ``smalto.infer_layout`` that turn the rescues on."""
-
-    rewrite: bool
-    allow_unoptimized: bool
-    stage_through_smem: bool
-
-
-def rescue_options(args: argparse.Namespace) -> RescueOptions:
-    """The rescues the command line turns on (``--no-rewrite``, ``--allow-unoptimized``,
-    ``--stage-through-smem``), as keywords of ``smalto.infer_layout``."""
-    return {
-        "rewrite": not args.no_rewrite,
-        "allow_unoptimized": args.allow_unoptimized,
-        "stage_through_smem": args.stage_through_smem,
-    }
-
-
 @dataclass
 class RescueChanges:
     """What the rescues changed in a module, as they announced it: a line per op the
@@ -285,6 +241,47 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
                     warning(str(message.staged), prog)
                 else:
                     warnings.showwarning(message, shown.category, shown.filename, shown.lineno)
+
+
+def _failed(
+    error: InferenceError | NotImplementedError,
+    source: Input,
+    arch: tuple[int, int],
+    args: argparse.Namespace,
+    to: Destinations,
+    stdout: _Stdout,
+    sources: Sources,
+    report: str | None,
+) -> int:
+    """What ``smalto infer`` says of a module with no layouts: its page, its message (or
+    its JSON), its exit status."""
+    if report is not None:
+        from smalto.report.failure_page import write_failure_report
+
+        try:
+            write_failure_report(source, error, report, arch=arch, sources=sources)
+        except OSError as write_error:
+            return fail(_cannot_write(report, write_error), EXIT_USAGE)
+    message = str(error) or "unsupported operation"
+    conflict = getattr(error, "conflict", None)
+    phrase = getattr(error, "phrase", None)
+    if args.verbose and conflict is not None and phrase:
+        # Also what each value was forced to, and where each is defined.
+        message = f"{phrase}\n{conflict.message(verbose=True)}"
+    # (The unit-dim rewrite, tried and failed, says so in a note.)
+    message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
+    if to.many:
+        message = f"{source.name}: {message}"
+    if args.json:
+        from smalto.report.failure_json import failure_json
+
+        document = with_source_edits(
+            failure_json(source.name, arch, error, sources), error, sources
+        )
+        stdout.print(json.dumps(document) + "\n", "")
+        # The diagnosis is on stdout; stderr says what failed, in one line.
+        return fail(message.splitlines()[0], EXIT_INFERENCE_FAILED)
+    return fail(message + source_excerpts(error, sources), EXIT_INFERENCE_FAILED)
 
 
 def _printed(source: Input, inference: Inference, *, generic: bool) -> PrintedModule:

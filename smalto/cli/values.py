@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from smalto.basics.mlir import in_context, module_arch
 from smalto.draw.value import InferenceFailed, KernelValue, ValueLookupError
-from smalto.infer import DEFAULT_FUEL, infer_keeping_the_solution
+from smalto.infer import SolveOptions, infer_keeping_the_solution
 from smalto.report.printed import printed_module
 from smalto.report.reasons import Explainer
 
@@ -28,7 +28,7 @@ def kernel_value(path: str, name: str, arch: tuple[int, int] | None = None) -> K
     # (Errors of the diagnosis are cut to their first line: no source lines are read.)
     try:
         with in_context(source.module), rescue_notes("smalto draw"):
-            inference = infer_keeping_the_solution(source.module, DEFAULT_FUEL, target)
+            inference = infer_keeping_the_solution(source.module, SolveOptions(arch=target))
             printed = printed_module(
                 source.module,
                 inference.program,

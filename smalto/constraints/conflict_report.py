@@ -8,15 +8,27 @@ layout its value cannot take reports that one requirement alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from smalto.basics.codes import GENERIC, code_line
+from smalto.basics.codes import (
+    GENERIC,
+    LAYOUT_FOR_SHAPE,
+    NO_RELAYOUT,
+    NO_SMEM_PLAN,
+    REDUCTION_LAYOUT,
+    TMA_INDEX,
+    TMEM_LAYOUT,
+    TWO_SMEM_TRANSFORMS,
+    UNCOALESCED_GMEM,
+    code_line,
+)
 from smalto.constraints.language import (
     Broadcast,
     Divides,
     Element,
     Equal,
+    Fixed,
     FullyTiled,
     GmemTransfer,
     MinorTileDivisible,
@@ -183,69 +195,147 @@ class ConflictReport:
 
 def failure_code(elements: list[Element], op_names: Mapping[int, str]) -> str:
     """The code of a conflict, by what is wrong rather than by what the core merely holds
-    (a minimal core needs every element it has; the code names the one to change):
+    (a minimal core needs every element it has; the code names the one to change): the
+    code of the first row of ``CODE_ROWS`` that holds of the conflict's facts.
+    ``op_names``: the name of each element's op, by origin."""
+    return deciding_row(elements, op_names).code
 
-    a GMEM transfer with no plan; an SMEM transfer with no plan where the ref's transforms
-    are fixed or no cast converts the value (a cast's conversion, with the transfer only
-    keeping its value from being a splat, is a relayout); a TMEM ref's or an MMA's TMEM
-    layout; a TMA index; a reduction's layout; registers a TMEM transfer cannot take (not
-    converted by a cast on the way; where only loads meet a register layout stated
-    elsewhere, that is two layouts for one value); a cast to a layout its value cannot be
-    converted to; one SMEM ref with two sets of transforms; two layouts stated for one
-    value (a layout written where a broadcast needs the other axis's is one of them); a
-    layout the shape cannot take. ``op_names``: the name of each element's op, by origin."""
+
+def deciding_row(elements: list[Element], op_names: Mapping[int, str]) -> CodeRow:
+    """The first row of ``CODE_ROWS`` that holds of the conflict (the last always does)."""
+    facts = ConflictFacts.of(elements, op_names)
+    return next(row for row in CODE_ROWS if row.holds(facts))
+
+
+@dataclass(frozen=True)
+class ConflictFacts:
+    """What ``CODE_ROWS`` ask of a conflict, found once."""
+
+    elements: list[Element]
     # What ops impose outright, however a rule states it (fixed, or one option).
-    imposed = [f for e in elements if (f := fixed_layout(e)) is not None]
-    fixed_registers = [f for f in imposed if isinstance(f.value, Reg)]
-    fixed_smem = [f for f in imposed if isinstance(f.value, Smem)]
+    imposed: list[Fixed]
+    fixed_registers: list[Fixed]
+    fixed_smem: list[Fixed]
     # A cast's conversion to the layout it states (not the producer-to-consumer hand-over,
     # which is an equality but from a splat; nor a cast whose target the conflict leaves
     # free, as a ``layout=`` on a value that cannot be a splat is).
-    stated = {e.var for e in fixed_registers}
-    converted = any(
-        isinstance(e, Relayout) and not e.strict and stated.intersection(variables_of(e.target))
-        for e in elements
-    )
+    converted: bool
     # A reduction's layout equality, or a broadcast's (the same form: the source is the
     # result reduced).
-    equalities = [
-        e
-        for e in elements
-        if isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce))
-    ]
-    broadcast = any(op_names.get(e.origin) in _BROADCASTS for e in equalities)
-    reduced = any(op_names.get(e.origin) not in _BROADCASTS for e in equalities)
-    if any(isinstance(e, GmemTransfer) for e in elements):
-        return "SM005"
-    if any(isinstance(e, SmemTransfer) for e in elements) and (fixed_smem or not converted):
-        return "SM004"
-    if any(isinstance(f.value, Tmem) for f in imposed):
-        return "SM006"
-    if any(isinstance(e, Divides | MinorTileDivisible | TmaRows) for e in elements):
-        return "SM007"
-    if reduced:
-        return "SM003"
-    tmem_transfers = [e for e in elements if isinstance(e, TmemTransfer)]
-    if tmem_transfers and not converted:
-        if fixed_registers and all(e.load for e in tmem_transfers):
-            # The TMEM ref is fine: what a load gives is one register layout (as an MMA's
-            # result is), a layout stated elsewhere for the same value (a cast on a loop
-            # carry, a `layout=` where a broadcast of it needs the load's) is the other.
-            return GENERIC
-        return "SM006"
-    if converted:
-        return "SM002"
-    if len(fixed_smem) >= 2:
-        return "SM009"
-    if len(fixed_registers) >= 2 or (broadcast and fixed_registers):
-        return GENERIC  # two layouts stated for one value, or one and a broadcast's
-    alone = len(elements) == 1 and bool(imposed)
-    if alone or any(
-        isinstance(e, NotOfKind | FullyTiled | RegisterBits | StoreRegisters | Broadcast)
-        for e in elements
-    ):
-        return "SM008"
-    return GENERIC
+    reduced: bool
+    broadcast: bool
+    tmem_transfers: list[TmemTransfer]
+
+    @classmethod
+    def of(cls, elements: list[Element], op_names: Mapping[int, str]) -> ConflictFacts:
+        imposed = [f for e in elements if (f := fixed_layout(e)) is not None]
+        fixed_registers = [f for f in imposed if isinstance(f.value, Reg)]
+        stated = {f.var for f in fixed_registers}
+        converted = any(
+            isinstance(e, Relayout) and not e.strict and stated.intersection(variables_of(e.target))
+            for e in elements
+        )
+        equalities = [
+            e
+            for e in elements
+            if isinstance(e, Equal) and (isinstance(e.lhs, Reduce) or isinstance(e.rhs, Reduce))
+        ]
+        return cls(
+            elements=elements,
+            imposed=imposed,
+            fixed_registers=fixed_registers,
+            fixed_smem=[f for f in imposed if isinstance(f.value, Smem)],
+            converted=converted,
+            reduced=any(op_names.get(e.origin) not in _BROADCASTS for e in equalities),
+            broadcast=any(op_names.get(e.origin) in _BROADCASTS for e in equalities),
+            tmem_transfers=[e for e in elements if isinstance(e, TmemTransfer)],
+        )
+
+    def has(self, *kinds: type) -> bool:
+        return any(isinstance(e, kinds) for e in self.elements)
+
+
+@dataclass(frozen=True)
+class CodeRow:
+    """One row of ``CODE_ROWS``: where ``holds``, the conflict's code is ``code``, for
+    ``reason``."""
+
+    reason: str
+    holds: Callable[[ConflictFacts], bool]
+    code: str
+
+
+# The codes of a conflict, in order: the first row that holds decides. A row's place is
+# part of its meaning (a conflict with a GMEM transfer in it is SM005 whatever else it
+# holds): a new row goes where its reason says it overrides the rows below it, and
+# ``tests/diagnosis/test_codes.py`` holds every row to a kernel it decides.
+CODE_ROWS: tuple[CodeRow, ...] = (
+    CodeRow(
+        "a GMEM transfer with no plan: the transfer is what to change",
+        lambda f: f.has(GmemTransfer),
+        UNCOALESCED_GMEM,
+    ),
+    CodeRow(
+        "an SMEM transfer with no plan where the ref's transforms are fixed or no cast "
+        "converts the value (a cast's conversion, with the transfer only keeping its value "
+        "from being a splat, is a relayout)",
+        lambda f: f.has(SmemTransfer) and (bool(f.fixed_smem) or not f.converted),
+        NO_SMEM_PLAN,
+    ),
+    CodeRow(
+        "a TMEM layout imposed (a TMEM ref's, an MMA's)",
+        lambda f: any(isinstance(i.value, Tmem) for i in f.imposed),
+        TMEM_LAYOUT,
+    ),
+    CodeRow(
+        "a TMA index (a divisibility, a minor tile, the rows of a TMA)",
+        lambda f: f.has(Divides, MinorTileDivisible, TmaRows),
+        TMA_INDEX,
+    ),
+    CodeRow("a reduction's layout", lambda f: f.reduced, REDUCTION_LAYOUT),
+    CodeRow(
+        "only loads from TMEM meet a register layout stated elsewhere, no cast converting "
+        "it: the TMEM ref is fine, what a load gives is one register layout (as an MMA's "
+        "result is), the layout stated elsewhere (a cast on a loop carry, a `layout=` where "
+        "a broadcast of it needs the load's) is the other",
+        lambda f: (
+            bool(f.tmem_transfers)
+            and not f.converted
+            and bool(f.fixed_registers)
+            and all(e.load for e in f.tmem_transfers)
+        ),
+        GENERIC,
+    ),
+    CodeRow(
+        "registers a TMEM transfer cannot take, not converted by a cast on the way",
+        lambda f: bool(f.tmem_transfers) and not f.converted,
+        TMEM_LAYOUT,
+    ),
+    CodeRow(
+        "a cast to a layout its value cannot be converted to", lambda f: f.converted, NO_RELAYOUT
+    ),
+    CodeRow(
+        "one SMEM ref with two sets of transforms",
+        lambda f: len(f.fixed_smem) >= 2,
+        TWO_SMEM_TRANSFORMS,
+    ),
+    CodeRow(
+        "two layouts stated for one value, or one and a broadcast's (a layout written where "
+        "a broadcast needs the other axis's)",
+        lambda f: len(f.fixed_registers) >= 2 or (f.broadcast and bool(f.fixed_registers)),
+        GENERIC,
+    ),
+    CodeRow(
+        "a layout the shape cannot take: an imposed layout alone, or a requirement of the "
+        "shape or element type",
+        lambda f: (
+            (len(f.elements) == 1 and bool(f.imposed))
+            or f.has(NotOfKind, FullyTiled, RegisterBits, StoreRegisters, Broadcast)
+        ),
+        LAYOUT_FOR_SHAPE,
+    ),
+    CodeRow("none of the above: a value with two layouts", lambda f: True, GENERIC),
+)
 
 
 # Ops whose layout equality is a broadcast's (the source is the result reduced), not a

@@ -97,6 +97,18 @@ def _derivations(
 def _suggestion(
     program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
 ) -> str | None:
+    """The first hint of ``_HINTS`` that has something to say of the core."""
+    for hint in _HINTS:
+        said = hint(program, system, core, values, namer)
+        if said is not None:
+            return said
+    return None
+
+
+def _shape_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """A value no kind of layout but the one refused fits: its shape is what to change."""
     if len(core) == 1 and isinstance(core[0], NotOfKind):
         var = expr_var(core[0].expr)
         if var is not None:
@@ -107,6 +119,13 @@ def _suggestion(
                 "elements, tiled ones a shape their tile divides; give the value such a shape "
                 "(e.g. load it wider, or reshape it)"
             )
+    return None
+
+
+def _hand_over_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """A value handed from producer to consumer in a layout the consumer does not take."""
     for e in core:
         if isinstance(e, Relayout) and e.strict:
             s, t = expr_var(e.source), expr_var(e.target)
@@ -115,25 +134,33 @@ def _suggestion(
             a = values.get(s)
             wanted = _wanted_layouts(core, values, t)
             if isinstance(a, Reg) and wanted and a not in wanted:
-                consumer = program.ops[e.origin].name
-                reachable = [
-                    b for b in wanted if hl.relayout_allowed(a, b, e.bitwidth, strict=False)
-                ]
-                if reachable:
-                    return (
-                        f"convert {namer.var(s)} explicitly before `{consumer}`: "
-                        f"`plgpu.layout_cast(x, {describe_value(reachable[0])})` (a supported "
-                        f"relayout from {describe_value(a)})"
-                    )
-                between = "between them" if len(wanted) == 1 else "to any of them"
-                return (
-                    f"{namer.var(s)} is {describe_value(a)} but `{consumer}` needs "
-                    f"{describe_allowed(wanted)}, and no relayout {between} is supported: "
-                    "change one of the layout casts or the op that fixes one of them"
-                )
-    proof = _divisibility_hint(program, system, core)
-    if proof is not None:
-        return proof
+                return _convert_before(program, e, s, a, wanted, namer)
+    return None
+
+
+def _convert_before(
+    program: Program, e: Relayout, s: int, a: Reg, wanted: list[Reg], namer: Namer
+) -> str:
+    consumer = program.ops[e.origin].name
+    reachable = [b for b in wanted if hl.relayout_allowed(a, b, e.bitwidth, strict=False)]
+    if reachable:
+        return (
+            f"convert {namer.var(s)} explicitly before `{consumer}`: "
+            f"`plgpu.layout_cast(x, {describe_value(reachable[0])})` (a supported "
+            f"relayout from {describe_value(a)})"
+        )
+    between = "between them" if len(wanted) == 1 else "to any of them"
+    return (
+        f"{namer.var(s)} is {describe_value(a)} but `{consumer}` needs "
+        f"{describe_allowed(wanted)}, and no relayout {between} is supported: "
+        "change one of the layout casts or the op that fixes one of them"
+    )
+
+
+def _cast_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """A layout cast to a layout its value cannot be converted to."""
     for e in core:
         if isinstance(e, Relayout) and not e.strict:
             s, t = expr_var(e.source), expr_var(e.target)
@@ -153,11 +180,25 @@ def _suggestion(
                     f"cast to a layout reachable from {describe_value(a)}, "
                     "or produce the value in the layout you need"
                 )
+    return None
+
+
+def _transfer_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """An SMEM transfer with no plan: the transforms that would work."""
     for e in core:
         if isinstance(e, SmemTransfer):
             text = _transfer_alternatives(e, values, namer)
             if text:
                 return text
+    return None
+
+
+def _two_layouts_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """Two register layouts imposed on one value."""
     fixed = [f for e in core if (f := fixed_layout(e)) is not None and isinstance(f.value, Reg)]
     if len({f.value for f in fixed}) > 1:
         where = " and ".join(
@@ -169,13 +210,37 @@ def _suggestion(
             "(from splat to anything, WGMMA <-> WGMMA_TRANSPOSED and TCGEN05 <-> "
             "TCGEN05_TRANSPOSED for 16- and 32-bit elements, and the WGMMA upcast layouts)"
         )
-    for e in core:
-        if isinstance(e, SmemTransfer):
-            return (
-                "give the SMEM ref transforms that fit the register layout, or `layout_cast` "
-                "the value to a layout the ref supports"
-            )
     return None
+
+
+def _smem_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    """An SMEM transfer with no alternative found: what to change, in general."""
+    if any(isinstance(e, SmemTransfer) for e in core):
+        return (
+            "give the SMEM ref transforms that fit the register layout, or `layout_cast` "
+            "the value to a layout the ref supports"
+        )
+    return None
+
+
+def _proof_hint(
+    program: Program, system: System, core: list[Element], values: dict[int, Const], namer: Namer
+) -> str | None:
+    return _divisibility_hint(program, system, core)
+
+
+# The hints of ``_suggestion``, in order: the first with something to say is the one said.
+_HINTS = (
+    _shape_hint,
+    _hand_over_hint,
+    _proof_hint,
+    _cast_hint,
+    _transfer_hint,
+    _two_layouts_hint,
+    _smem_hint,
+)
 
 
 def _wanted_layouts(core: list[Element], values: dict[int, Const], var: int) -> list[Reg]:
@@ -277,24 +342,9 @@ def diagnose(
     # What ops impose outright first, then the rest in program order.
     core.sort(key=lambda e: (fixed_layout(e) is None, e.origin))
     namer = namer or Namer(program, system, Sources())
-    requirements: list[Requirement] = []
-    said: set[str] = set()
-    for e in core:
-        wording = describe_element(e, program, namer)
-        if wording not in said:  # one ref passed twice reads the same both times
-            said.add(wording)
-            requirements.append(Requirement(*_op_of(program, e), wording, e))
-    for wording, e in _type_requirements(program, system, core, namer):
-        requirements.append(Requirement(*_op_of(program, e), wording, e))
+    requirements = _requirements(program, system, core, namer)
     derivations, values = _derivations(program, system, arch, core, namer)
-    involved: dict[int, None] = {}
-    for e in core:
-        for v in element_variables(e):
-            involved.setdefault(v)
-    names = list(dict.fromkeys(namer.typed(v) for v in involved))
-    origins = Origins(program, namer.value)
-    defined = [defining_value(program, system, v) for v in involved]
-    lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
+    names, lines = _involved(program, system, core, namer)
     hint = _suggestion(program, system, core, values, namer)
     proof = _divisibility_hint(program, system, core) is not None
     names_of = {
@@ -305,35 +355,15 @@ def diagnose(
     )
     if hint is None:
         hint = said_by_lowering.remedy
-    text: str | None
-    edits: list[SuggestedEdit]
-    lowered: bool | None
-    try:
-        suggestion = suggest(
-            program,
-            system,
-            arch,
-            list(core),
-            values,
-            namer,
-            hint,
-            hint_first=proof,
-            unoptimize=core_transfers(program, system, core, arch),
-            background=background,
-        )
-        text, edits, tried = suggestion.text, suggestion.edits, suggestion.tried
-        lowered, complete = suggestion.lowered, suggestion.complete
-        fixes, notes = list(suggestion.fixes), list(suggestion.notes)
-    except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
-        text, edits, tried, lowered, fixes, notes = hint, [], 0, None, [], [hint] if hint else []
-        complete = False
+    made = _suggested(program, system, arch, core, values, namer, hint, proof, background)
+    text, edits, fixes, notes = made.text, made.edits, made.fixes, made.notes
     if edits and edits[0].kind == UNOPTIMIZE:
         # The same fix, made by smalto where the user asks for it (an option, no edit of
         # the kernel: so a fix with no edit beside it); then the edits that keep the
         # transfer optimized, or where none does, a word that none does.
         fixes.insert(1, f"{lowering_advice.OPTION} (verified with the same change)")
-        if len(edits) == 1 and complete:
-            notes.append(lowering_advice.none_keeps_it_fast(tried))
+        if len(edits) == 1 and made.complete:
+            notes.append(lowering_advice.none_keeps_it_fast(made.tried))
     # A reduction over the wrong axis: said as the author thinks of it, with the other axis
     # first where it is verified.
     clue = axis_clue(program, core, namer.sources or Sources())
@@ -358,15 +388,97 @@ def diagnose(
         text,
         minimal,
         core,
-        origins=list(dict.fromkeys(lines)),
+        origins=lines,
         edits=[*edits, *choice_edits],
-        edits_tried=tried,
-        edits_lowered=lowered,
+        edits_tried=made.tried,
+        edits_lowered=made.lowered,
         fixes=fixes,
         choices=choices,
         notes=list(dict.fromkeys(notes)),
         headline=said_first,
         faster=said_by_lowering.faster,
+    )
+
+
+def _requirements(
+    program: Program, system: System, core: list[Element], namer: Namer
+) -> list[Requirement]:
+    """The core's requirements in words, each said once (one ref passed twice reads the
+    same both times), then what the values' types require."""
+    requirements: list[Requirement] = []
+    said: set[str] = set()
+    for e in core:
+        wording = describe_element(e, program, namer)
+        if wording not in said:
+            said.add(wording)
+            requirements.append(Requirement(*_op_of(program, e), wording, e))
+    for wording, e in _type_requirements(program, system, core, namer):
+        requirements.append(Requirement(*_op_of(program, e), wording, e))
+    return requirements
+
+
+def _involved(
+    program: Program, system: System, core: list[Element], namer: Namer
+) -> tuple[list[str], list[str]]:
+    """The names of the core's values, typed, and a line for where each is defined."""
+    involved: dict[int, None] = {}
+    for e in core:
+        for v in element_variables(e):
+            involved.setdefault(v)
+    names = list(dict.fromkeys(namer.typed(v) for v in involved))
+    origins = Origins(program, namer.value)
+    defined = [defining_value(program, system, v) for v in involved]
+    lines = [origins.line(vid) for vid in sorted(dict.fromkeys(defined))]
+    return names, list(dict.fromkeys(lines))
+
+
+@dataclasses.dataclass
+class _Suggested:
+    """What ``suggest`` made of the core, or the hint alone where it failed."""
+
+    text: str | None
+    edits: list[SuggestedEdit]
+    tried: int
+    lowered: bool | None
+    complete: bool
+    fixes: list[str]
+    notes: list[str]
+
+
+def _suggested(
+    program: Program,
+    system: System,
+    arch: tuple[int, int],
+    core: list[Element],
+    values: dict[int, Const],
+    namer: Namer,
+    hint: str | None,
+    proof: bool,
+    background: tuple[Edit, ...],
+) -> _Suggested:
+    try:
+        suggestion = suggest(
+            program,
+            system,
+            arch,
+            list(core),
+            values,
+            namer,
+            hint,
+            hint_first=proof,
+            unoptimize=core_transfers(program, system, core, arch),
+            background=background,
+        )
+    except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
+        return _Suggested(hint, [], 0, None, False, [], [hint] if hint else [])
+    return _Suggested(
+        suggestion.text,
+        suggestion.edits,
+        suggestion.tried,
+        suggestion.lowered,
+        suggestion.complete,
+        list(suggestion.fixes),
+        list(suggestion.notes),
     )
 
 

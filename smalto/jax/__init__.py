@@ -34,7 +34,11 @@ module to DIR before and after inference; ``SMALTO_JAX_ALLOW_UNOPTIMIZED=1``
 installs it with ``allow_unoptimized=True`` (kernels whose optimized transfers
 have no plan compile with the fewest of them unoptimized, one warning each);
 ``SMALTO_JAX_STAGE_THROUGH_SMEM=1`` with ``stage_through_smem=True`` (those
-transfers routed through a new SMEM buffer instead, every transfer optimized).
+transfers routed through a new SMEM buffer instead, every transfer optimized);
+``SMALTO_JAX_REWRITE=0`` with ``rewrite=False``: each setting of ``SolveOptions`` that
+is not per call has its variable (``Setting.environment``). A variable whose value
+says neither on (1, true, yes, on) nor off (0, false, no, off) is refused: importing
+``smalto.jax`` raises ``ValueError`` naming it.
 
 ``capture(fn, *args)`` lowers ``fn`` for the GPU on any machine, GPU or not, and
 returns the modules JAX handed to layout inference (``CapturedModule``).
@@ -80,11 +84,10 @@ __all__ = [
 
 ENV_ENABLE = "SMALTO_JAX"
 ENV_DUMP = "SMALTO_JAX_DUMP"
-# With SMALTO_JAX: infer_layout(..., allow_unoptimized=True) on every call.
-ENV_ALLOW_UNOPTIMIZED = "SMALTO_JAX_ALLOW_UNOPTIMIZED"
-# With SMALTO_JAX: infer_layout(..., stage_through_smem=True) on every call.
-ENV_STAGE_THROUGH_SMEM = "SMALTO_JAX_STAGE_THROUGH_SMEM"
-_TRUE = frozenset({"1", "true", "yes", "on"})
+# With SMALTO_JAX, each setting's own variable (``SolveOptions``' ``Setting.environment``:
+# SMALTO_JAX_ALLOW_UNOPTIMIZED=1, ...) sets its keyword of infer_layout on every call.
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
 
 
 def install(*, dump_to: str | os.PathLike[str] | None = None, **options: object) -> None:
@@ -133,26 +136,44 @@ def enabled(*, dump_to: str | os.PathLike[str] | None = None, **options: object)
 
 
 def _install_from_environment() -> None:
-    wanted = _true(ENV_ENABLE)
+    wanted = _switch(ENV_ENABLE)
+    options = environment_options()  # (read whether wanted or not: a junk value is refused)
     dump_to = os.environ.get(ENV_DUMP) or None
     observers = (Dumper(dump_to),) if dump_to is not None else ()
     if wanted:
-        options = {
-            keyword: True
-            for keyword, variable in (
-                ("allow_unoptimized", ENV_ALLOW_UNOPTIMIZED),
-                ("stage_through_smem", ENV_STAGE_THROUGH_SMEM),
-            )
-            if _true(variable)
-        }
         set_installed(True, options=options, observers=observers)
     elif observers:
         # Dumping alone: JAX's pass stays, its modules are written.
         set_installed(False, observers=observers)
 
 
-def _true(variable: str) -> bool:
-    return os.environ.get(variable, "").strip().lower() in _TRUE
+def environment_options() -> dict[str, object]:
+    """The keywords of ``smalto.infer_layout`` the environment sets: each setting's variable
+    (``SolveOptions``' ``Setting.environment``) that is set, as its value says; unset or
+    empty, the setting keeps its default. Raises ``ValueError`` for a value that says
+    neither on nor off."""
+    from smalto.solve.options import switches
+
+    options: dict[str, object] = {}
+    for field, setting in switches():
+        variable = setting.environment
+        if variable is not None and os.environ.get(variable, "").strip():
+            options[field.name] = _switch(variable)
+    return options
+
+
+def _switch(variable: str) -> bool:
+    """Whether ``variable`` says on (1, true, yes, on) or off (0, false, no, off, unset or
+    empty), in any case; anything else is refused, naming the variable."""
+    text = os.environ.get(variable, "").strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(
+        f"{variable}={os.environ[variable]!r}: expected {', '.join(_TRUE)} (on) or "
+        f"{', '.join(_FALSE[:-1])} (off; unset or empty: off)"
+    )
 
 
 _install_from_environment()

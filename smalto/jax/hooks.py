@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import itertools
 import threading
 import warnings
@@ -269,14 +268,11 @@ def check_options(options: Mapping[str, object]) -> None:
 
 @functools.cache
 def pass_options() -> frozenset[str]:
-    """The keywords ``check_options`` accepts: ``smalto.infer_layout``'s keyword-only
-    parameters but ``fuel`` and ``arch`` (read once: ``enabled()`` asks on the way into
-    every block, in the time a refusal's caller waits for)."""
-    from smalto.infer import infer_layout
+    """The keywords ``check_options`` accepts: the settings of ``smalto.infer_layout`` that
+    are not per call (all but ``fuel`` and ``arch``: ``SolveOptions``' switches)."""
+    from smalto.solve.options import switches
 
-    parameters = inspect.signature(infer_layout).parameters.values()
-    keywords = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    return frozenset(keywords - {"fuel", "arch"})
+    return frozenset(f.name for f, _ in switches())
 
 
 def _route_from(

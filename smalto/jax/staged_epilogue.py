@@ -29,13 +29,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from smalto.basics.codes import UNCOALESCED_GMEM
 from smalto.constraints.language import GmemTransfer
 from smalto.source.fix_edits import MACHINE_APPLICABLE, MAYBE_INCORRECT, Part, SourceEdit, Span
 from smalto.source.lines import python_lines
 from smalto.source.staging_text import Refused, Staged, Staging
 
 STAGE = "stage"  # the kind of the edit (a ``SourceEdit.kind``)
-_CODE = "SM005"  # a GMEM transfer that cannot be coalesced
 _LOCATION = re.compile(r"^(.+):(\d+):(\d+)$")
 _NOTED_TRANSFORMS = re.compile(r"transforms=(\([^`]*\))` on the scratch ref")
 _SWIZZLES = (128, 64, 32)
@@ -67,7 +67,7 @@ def staged_epilogues(
     wanted: dict[int, _Transfer] = {}  # by line: one store unrolled twice is one edit
     refusals: list[str] = []
     for number, report in enumerate(reports):
-        if getattr(report, "code", None) != _CODE:
+        if getattr(report, "code", None) != UNCOALESCED_GMEM:
             continue
         for transfer in getattr(report, "core", []):
             if not isinstance(transfer, GmemTransfer):
@@ -169,7 +169,7 @@ def _edit(staged: Staged, file: str, plgpu: str) -> SourceEdit:
                 staged.replacement,
             ),
         ),
-        code=_CODE,
+        code=UNCOALESCED_GMEM,
     )
 
 

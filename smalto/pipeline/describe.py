@@ -6,7 +6,8 @@ the diagnosis of a conflict (``smalto.diagnose``) say requirements this way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from jax._src.lib.mlir import ir
 
@@ -192,6 +193,8 @@ def describe_allowed(layouts: Sequence[Const]) -> str:
 
 
 def describe_element(element: Element, program: Program, namer: Namer) -> str:
+    """A requirement in words, naming its values (``namer``) and its op: the words of its
+    kind (``_DESCRIBERS``), else "requirement of OP"."""
     at = op_text(program.ops[element.origin])
     allows = allowed_layouts(element)
     if allows is not None:
@@ -204,109 +207,164 @@ def describe_element(element: Element, program: Program, namer: Namer) -> str:
             )
         options = "; ".join(describe_value(layout) for layout in allows.layouts)
         return f"{namer.var(allows.var)} at {at} must be one of: {options}"
-    match element:
-        case Relayout(source=source, strict=True):
-            s = expr_var(source)
-            if s is not None and strict_cast(program, element.origin):
-                return (
-                    f"{namer.var(s)}{namer.producer(s)} is used by {at}: a strict layout "
-                    "cast converts only a splat"
-                )
-            if s is not None:
-                used = f"{namer.var(s)}{namer.producer(s)} is used by {at}"
-                if "relayout" in namer.explained:
-                    return f"{used}: it keeps its layout there (as above)"
-                namer.explained.add("relayout")
-                return (
-                    f"{used}: a value keeps its layout from producer to consumer, but where "
-                    "the lowering converts it (from a splat, a transpose, an upcast layout)"
-                )
-        case Relayout(source=source):
-            s = expr_var(source)
-            name = namer.var(s) if s is not None else "the operand"
-            return f"{name} must be convertible by the layout cast {at} (a supported relayout)"
-        case SmemTransfer(smem=smem, reg=reg):
-            s, r = expr_var(smem), expr_var(reg)
-            return (
-                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
-                f"and the SMEM ref {namer.var(s) if s is not None else ''}: the register "
-                f"layout and the ref's tiling and swizzle need a supported ({element.mode.value}) "
-                "transfer"
-            )
-        case TmemTransfer(tmem=tmem, reg=reg):
-            t, r = expr_var(tmem), expr_var(reg)
-            return (
-                f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
-                f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
-                "supported TMEM transfer"
-            )
-        case Divides(expr=expr, multiple=multiple):
-            v = expr_var(expr)
-            return (
-                f"the tiling of {namer.var(v) if v is not None else 'the value'} must divide "
-                f"{multiple} (the sizes and known offsets used by {at})"
-            )
-        case MinorTileDivisible(expr=expr, divisor=divisor):
-            ref = namer.expr(expr, "the ref")
-            return f"the minor tile of {ref} must be a multiple of {divisor} ({at})"
-        case TmaRows(expr=expr, bitwidth=bitwidth, cp_async=cp_async):
-            ref = namer.expr(expr, "the ref")
-            text = (
-                f"the rows {at} copies of {ref} (its minor tile, or minor dim, of "
-                f"{bitwidth}-bit elements) must be whole 16-byte rows, and exactly as wide as "
-                "its swizzle where swizzled"
-            )
-            if cp_async:
-                text += "; without a barrier (cp.async) it swizzles only a tiled ref"
-            return text
-        case NotOfKind(expr=expr, kind=kind):
-            v = expr_var(expr)
-            return f"{namer.var(v) if v is not None else 'the value'} cannot be {kind.value} ({at})"
-        case Equal(lhs=lhs, rhs=Reduce()) | Equal(lhs=Reduce(), rhs=lhs):
-            return f"{namer.var(expr_var(lhs) or 0)} must be the reduced layout of its input ({at})"
-        case Equal(lhs=lhs, rhs=Reshape()):
-            result = namer.expr(lhs, "the result")
-            return f"{result} must be a layout that reshaping its input keeps ({at})"
-        case Equal(lhs=lhs, rhs=rhs):
-            a, b = expr_var(lhs), expr_var(rhs)
-            if a is not None and b is not None and namer.var(a) == namer.var(b):
-                return f"{namer.var(a)} is one ref wherever {at} uses it: one set of transforms"
-            if a is not None and b is not None and a != b:
-                return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
-            return f"two layouts must agree ({at})"
-        case Broadcast():
-            return f"the broadcast {at} must be supported for its source and result layouts"
-        case FullyTiled(expr=expr, rank=rank, reduced=None):
-            return (
-                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims "
-                f"if tiled at all: {at} cannot take a row or column tile"
-            )
-        case FullyTiled(expr=expr, rank=rank, reduced=reduced):
-            return (
-                f"{namer.expr(expr, 'the value')} must be tiled over all {rank} of its dims, "
-                f"or leave the reduced dims {reduced} untiled ({at})"
-            )
-        case RegisterBits(expr=expr, bitwidth=bitwidth, multiple=multiple):
-            # 32-bit words for an optimization barrier, whole bytes for a conversion.
-            how = f"passes {at} as 32-bit words:" if multiple == 32 else f"is converted by {at}:"
-            return (
-                f"{namer.expr(expr, 'the value')} {how} {bitwidth}-bit elements need vector "
-                f"registers of a multiple of {multiple} bits"
-            )
-        case GmemTransfer(reg=reg, bitwidth=bitwidth, mode=Transfer.OPTIMIZED):
-            return (
-                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: an optimized "
-                f"transfer of {bitwidth}-bit elements must coalesce (at least 4 bytes a "
-                "thread, whole 32-byte sectors)"
-            )
-        case GmemTransfer(reg=reg):
-            return (
-                f"{namer.expr(reg, 'the value')} moves to or from GMEM by {at}: its "
-                "vectors must run along a contiguous dim of the ref"
-            )
-        case StoreRegisters(expr=expr):
-            return (
-                f"{namer.expr(expr, 'the value')} is stored by {at} one register at a time: "
-                "registers of 32 or 64 bits, each element held by one thread"
-            )
-    return f"requirement of {at}"
+    describe = _DESCRIBERS.get(type(element))
+    said = describe(element, at, program, namer) if describe is not None else None
+    return said if said is not None else f"requirement of {at}"
+
+
+# The words of each kind of requirement: (the element, its op's text, the program, the
+# namer) -> the words, or None where they have none for it ("requirement of OP").
+type _Describer = Callable[[Any, str, Program, Namer], str | None]
+
+
+def _relayout(element: Relayout, at: str, program: Program, namer: Namer) -> str | None:
+    s = expr_var(element.source)
+    if not element.strict:
+        name = namer.var(s) if s is not None else "the operand"
+        return f"{name} must be convertible by the layout cast {at} (a supported relayout)"
+    if s is None:
+        return None
+    if strict_cast(program, element.origin):
+        return (
+            f"{namer.var(s)}{namer.producer(s)} is used by {at}: a strict layout "
+            "cast converts only a splat"
+        )
+    used = f"{namer.var(s)}{namer.producer(s)} is used by {at}"
+    if "relayout" in namer.explained:
+        return f"{used}: it keeps its layout there (as above)"
+    namer.explained.add("relayout")
+    return (
+        f"{used}: a value keeps its layout from producer to consumer, but where "
+        "the lowering converts it (from a splat, a transpose, an upcast layout)"
+    )
+
+
+def _smem_transfer(element: SmemTransfer, at: str, program: Program, namer: Namer) -> str:
+    s, r = expr_var(element.smem), expr_var(element.reg)
+    return (
+        f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+        f"and the SMEM ref {namer.var(s) if s is not None else ''}: the register "
+        f"layout and the ref's tiling and swizzle need a supported ({element.mode.value}) "
+        "transfer"
+    )
+
+
+def _tmem_transfer(element: TmemTransfer, at: str, program: Program, namer: Namer) -> str:
+    t, r = expr_var(element.tmem), expr_var(element.reg)
+    return (
+        f"{at} moves {namer.var(r) if r is not None else 'a value'} between registers "
+        f"and TMEM {namer.var(t) if t is not None else ''}: the two layouts need a "
+        "supported TMEM transfer"
+    )
+
+
+def _divides(element: Divides, at: str, program: Program, namer: Namer) -> str:
+    v = expr_var(element.expr)
+    return (
+        f"the tiling of {namer.var(v) if v is not None else 'the value'} must divide "
+        f"{element.multiple} (the sizes and known offsets used by {at})"
+    )
+
+
+def _minor_tile(element: MinorTileDivisible, at: str, program: Program, namer: Namer) -> str:
+    ref = namer.expr(element.expr, "the ref")
+    return f"the minor tile of {ref} must be a multiple of {element.divisor} ({at})"
+
+
+def _tma_rows(element: TmaRows, at: str, program: Program, namer: Namer) -> str:
+    ref = namer.expr(element.expr, "the ref")
+    text = (
+        f"the rows {at} copies of {ref} (its minor tile, or minor dim, of "
+        f"{element.bitwidth}-bit elements) must be whole 16-byte rows, and exactly as wide as "
+        "its swizzle where swizzled"
+    )
+    if element.cp_async:
+        text += "; without a barrier (cp.async) it swizzles only a tiled ref"
+    return text
+
+
+def _not_of_kind(element: NotOfKind, at: str, program: Program, namer: Namer) -> str:
+    v = expr_var(element.expr)
+    value = namer.var(v) if v is not None else "the value"
+    return f"{value} cannot be {element.kind.value} ({at})"
+
+
+def _equal(element: Equal, at: str, program: Program, namer: Namer) -> str:
+    lhs, rhs = element.lhs, element.rhs
+    if isinstance(rhs, Reduce) or isinstance(lhs, Reduce):
+        source = lhs if isinstance(rhs, Reduce) else rhs
+        return f"{namer.var(expr_var(source) or 0)} must be the reduced layout of its input ({at})"
+    if isinstance(rhs, Reshape):
+        result = namer.expr(lhs, "the result")
+        return f"{result} must be a layout that reshaping its input keeps ({at})"
+    a, b = expr_var(lhs), expr_var(rhs)
+    if a is not None and b is not None and namer.var(a) == namer.var(b):
+        return f"{namer.var(a)} is one ref wherever {at} uses it: one set of transforms"
+    if a is not None and b is not None and a != b:
+        return f"{namer.var(a)} and {namer.var(b)} must have the same layout ({at})"
+    return f"two layouts must agree ({at})"
+
+
+def _broadcast(element: Broadcast, at: str, program: Program, namer: Namer) -> str:
+    return f"the broadcast {at} must be supported for its source and result layouts"
+
+
+def _fully_tiled(element: FullyTiled, at: str, program: Program, namer: Namer) -> str:
+    value, rank = namer.expr(element.expr, "the value"), element.rank
+    if element.reduced is None:
+        return (
+            f"{value} must be tiled over all {rank} of its dims "
+            f"if tiled at all: {at} cannot take a row or column tile"
+        )
+    return (
+        f"{value} must be tiled over all {rank} of its dims, "
+        f"or leave the reduced dims {element.reduced} untiled ({at})"
+    )
+
+
+def _register_bits(element: RegisterBits, at: str, program: Program, namer: Namer) -> str:
+    # 32-bit words for an optimization barrier, whole bytes for a conversion.
+    multiple = element.multiple
+    how = f"passes {at} as 32-bit words:" if multiple == 32 else f"is converted by {at}:"
+    return (
+        f"{namer.expr(element.expr, 'the value')} {how} {element.bitwidth}-bit elements need "
+        f"vector registers of a multiple of {multiple} bits"
+    )
+
+
+def _gmem_transfer(element: GmemTransfer, at: str, program: Program, namer: Namer) -> str:
+    value = namer.expr(element.reg, "the value")
+    if element.mode == Transfer.OPTIMIZED:
+        return (
+            f"{value} moves to or from GMEM by {at}: an optimized "
+            f"transfer of {element.bitwidth}-bit elements must coalesce (at least 4 bytes a "
+            "thread, whole 32-byte sectors)"
+        )
+    return (
+        f"{value} moves to or from GMEM by {at}: its "
+        "vectors must run along a contiguous dim of the ref"
+    )
+
+
+def _store_registers(element: StoreRegisters, at: str, program: Program, namer: Namer) -> str:
+    return (
+        f"{namer.expr(element.expr, 'the value')} is stored by {at} one register at a time: "
+        "registers of 32 or 64 bits, each element held by one thread"
+    )
+
+
+_DESCRIBERS: dict[type, _Describer] = {
+    Relayout: _relayout,
+    SmemTransfer: _smem_transfer,
+    TmemTransfer: _tmem_transfer,
+    Divides: _divides,
+    MinorTileDivisible: _minor_tile,
+    TmaRows: _tma_rows,
+    NotOfKind: _not_of_kind,
+    Equal: _equal,
+    Broadcast: _broadcast,
+    FullyTiled: _fully_tiled,
+    RegisterBits: _register_bits,
+    GmemTransfer: _gmem_transfer,
+    StoreRegisters: _store_registers,
+}

@@ -148,12 +148,7 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
     """Every layout an op imposes outright (a fixed one, or the one option it allows)
     followed alone through the requirements that force one layout from another (an
     equality, a reduction, a producer-to-consumer pass-through)."""
-    watching: dict[int, list[int]] = {}
-    for index, constraint in enumerate(system.constraints):
-        if fixed_layout(constraint) is not None:
-            continue  # a layout imposed outright is followed from, below, never reached
-        for var in constraint_variables(constraint):
-            watching.setdefault(var, []).append(index)
+    watching = _watching(system)
     # Values that cannot be splats: between producer and consumer such a value keeps its
     # layout, so a consumer's layout is its producer's too.
     never_splat = {
@@ -162,8 +157,38 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
         if isinstance(c, NotOfKind) and c.kind is LayoutKind.SPLAT
         for var in variables_of(c.expr)
     }
-    # A broadcast is a splat only where its source is: once the source's layout is known
-    # (a row max, say), the broadcast's consumer's layout is the broadcast's too.
+    broadcast_of = _broadcast_of(program, system)
+    for index, constraint in enumerate(system.constraints):
+        if isinstance(constraint, Relayout) and isinstance(constraint.source, Var):
+            source = broadcast_of.get(constraint.source.id)
+            if source is not None:
+                watching.setdefault(source, []).append(index)
+    found = _Conclusions()
+    _, imposed = as_solved([*system.fixed, *system.constraints])
+    never_splat |= _stated_tiled(system, imposed)
+    # In program order, however a rule states what it imposes (fixed, or one option): the
+    # pictures show a value's layouts in the order their annotations come.
+    for fixed in sorted(imposed, key=lambda f: f.origin):
+        _follow(program, system, fixed, watching, never_splat, broadcast_of, found)
+    return found
+
+
+def _watching(system: System) -> dict[int, list[int]]:
+    """The constraints on each variable, by index (but those that impose a layout outright:
+    followed from, never reached)."""
+    watching: dict[int, list[int]] = {}
+    for index, constraint in enumerate(system.constraints):
+        if fixed_layout(constraint) is not None:
+            continue
+        for var in constraint_variables(constraint):
+            watching.setdefault(var, []).append(index)
+    return watching
+
+
+def _broadcast_of(program: Program, system: System) -> dict[int, int]:
+    """A broadcast's result by its source. A broadcast is a splat only where its source
+    is: once the source's layout is known (a row max, say), the broadcast's consumer's
+    layout is the broadcast's too."""
     broadcast_of = {
         c.dst.id: c.src.id
         for c in system.constraints
@@ -180,52 +205,53 @@ def _follow_annotations(program: Program, system: System) -> _Conclusions:
             and program.ops[c.origin].name == "mosaic_gpu.broadcast_in_dim"
         ):
             broadcast_of.setdefault(c.rhs.expr.id, c.lhs.id)
-    for index, constraint in enumerate(system.constraints):
-        if isinstance(constraint, Relayout) and isinstance(constraint.source, Var):
-            source = broadcast_of.get(constraint.source.id)
-            if source is not None:
-                watching.setdefault(source, []).append(index)
-    found = _Conclusions()
-    _, imposed = as_solved([*system.fixed, *system.constraints])
-    never_splat |= _stated_tiled(system, imposed)
-    # In program order, however a rule states what it imposes (fixed, or one option): the
-    # pictures show a value's layouts in the order their annotations come.
-    for fixed in sorted(imposed, key=lambda f: f.origin):
-        annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
-        values: dict[int, Const] = {fixed.var: fixed.value}
-        # var -> the ops on the way from the annotation that changed the layout (a
-        # reduction, a reshape...): where the layout the picture shows comes from.
-        steps_to: dict[int, list[int]] = {fixed.var: []}
-        second: list[tuple[Forces, str]] = []  # a value reached a second way, in another layout
-        queue = [fixed.var]
-        steps = 0
-        not_splat = functools.partial(_not_splat, never_splat, broadcast_of, values)
-        while queue and steps < _MAX_STEPS:
-            var = queue.pop()
-            for index in watching.get(var, ()):
-                steps += 1
-                constraint = system.constraints[index]
-                forced = _forced(constraint, values, not_splat)
-                if forced is None:
-                    # One annotation reaching a value along two ways, in two layouts (a row
-                    # max over the wrong axis, then broadcast along rows): both sides of the
-                    # conflict, each with the ops it came through.
-                    for other in _would_force(constraint, values):
-                        path = steps_to[var] + [constraint.origin]
-                        second.append((other, _why(program, annotation, fixed, path)))
-                    continue
-                changed = forced.value != values[var]
-                path = steps_to[var] + ([constraint.origin] if changed else [])
-                if forced.var in values:
-                    continue
-                values[forced.var] = forced.value
-                steps_to[forced.var] = path
-                queue.append(forced.var)
-        for var, value in values.items():
-            found.add(var, value, _why(program, annotation, fixed, steps_to[var]))
-        for other, why in second:  # after the first way, so that pictures show it first
-            found.add(other.var, other.value, why)
-    return found
+    return broadcast_of
+
+
+def _follow(
+    program: Program,
+    system: System,
+    fixed: Fixed,
+    watching: dict[int, list[int]],
+    never_splat: set[int],
+    broadcast_of: dict[int, int],
+    found: _Conclusions,
+) -> None:
+    """One imposed layout followed alone, what it forces added to ``found``."""
+    annotation = f"{fixed.what} of {op_text(program.ops[fixed.origin])}"
+    values: dict[int, Const] = {fixed.var: fixed.value}
+    # var -> the ops on the way from the annotation that changed the layout (a
+    # reduction, a reshape...): where the layout the picture shows comes from.
+    steps_to: dict[int, list[int]] = {fixed.var: []}
+    second: list[tuple[Forces, str]] = []  # a value reached a second way, in another layout
+    queue = [fixed.var]
+    steps = 0
+    not_splat = functools.partial(_not_splat, never_splat, broadcast_of, values)
+    while queue and steps < _MAX_STEPS:
+        var = queue.pop()
+        for index in watching.get(var, ()):
+            steps += 1
+            constraint = system.constraints[index]
+            forced = _forced(constraint, values, not_splat)
+            if forced is None:
+                # One annotation reaching a value along two ways, in two layouts (a row
+                # max over the wrong axis, then broadcast along rows): both sides of the
+                # conflict, each with the ops it came through.
+                for other in _would_force(constraint, values):
+                    path = steps_to[var] + [constraint.origin]
+                    second.append((other, _why(program, annotation, fixed, path)))
+                continue
+            changed = forced.value != values[var]
+            path = steps_to[var] + ([constraint.origin] if changed else [])
+            if forced.var in values:
+                continue
+            values[forced.var] = forced.value
+            steps_to[forced.var] = path
+            queue.append(forced.var)
+    for var, value in values.items():
+        found.add(var, value, _why(program, annotation, fixed, steps_to[var]))
+    for other, why in second:  # after the first way, so that pictures show it first
+        found.add(other.var, other.value, why)
 
 
 def _stated_tiled(system: System, imposed: Sequence[Fixed]) -> set[int]:

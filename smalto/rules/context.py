@@ -14,6 +14,7 @@ from typing import Literal, cast, overload
 from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
+from smalto.basics.version import JAX_PINNED
 from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
@@ -272,7 +273,7 @@ class RuleContext:
             raise NotImplementedError(
                 f"No layout inference rule defined for the SMEM buffers of {owner.name} "
                 f"(used by {self.describe_op(op)}; its buffer is allocated at "
-                f"{owner.where}): JAX 0.12.0.1's pass fails on them too, and its lowering "
+                f"{owner.where}): JAX {JAX_PINNED}'s pass fails on them too, and its lowering "
                 f"has no rule for {owner.name}; allocate the buffer with the kernel's "
                 "scratch shapes instead"
             )

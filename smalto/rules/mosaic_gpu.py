@@ -13,7 +13,7 @@ from typing import cast
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
-from smalto.basics.codes import code_line
+from smalto.basics.codes import TMA_GATHER, code_line
 from smalto.constraints.language import (
     Broadcast,
     Divides,
@@ -45,9 +45,6 @@ from smalto.hw.values import Reg, Smem
 from smalto.program.view import Kind, Op
 from smalto.rules.context import RuleContext, rule
 from smalto.source.locations import op_text
-
-# The failure code of a gather (scatter) no layout makes possible (``smalto.basics.codes``).
-TMA_GATHER = "SM010"
 
 # The register layouts the WGMMA rule fixes, made once (making a Reg hashes its layout).
 _WGMMA = Reg(hl.WGMMA)

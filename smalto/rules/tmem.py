@@ -11,7 +11,7 @@ from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.basics.codes import code_line
+from smalto.basics.codes import MIXED_COLLECTIVE, code_line
 from smalto.constraints.language import Divides, Equal, LayoutKind, Reduce, TmemTransfer, Var
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
@@ -242,7 +242,6 @@ COLLECTIVE_OPS = frozenset(
         "mosaic_gpu.async_store_sparse_metadata_smem_to_tmem",
     }
 )
-MIXED_COLLECTIVE = "SM011"
 # JAX's lowering's words for it.
 _INCONSISTENT = "Collective attributes are inconsistent across operations in the kernel."
 

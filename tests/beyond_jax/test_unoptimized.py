@@ -316,7 +316,7 @@ def test_the_pallas_route_takes_the_option_from_the_environment(
     import smalto.jax as route
 
     monkeypatch.setenv(route.ENV_ENABLE, "1")
-    monkeypatch.setenv(route.ENV_ALLOW_UNOPTIMIZED, "1")
+    monkeypatch.setenv("SMALTO_JAX_ALLOW_UNOPTIMIZED", "1")
     try:
         route._install_from_environment()
         assert route.is_installed()

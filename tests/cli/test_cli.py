@@ -14,13 +14,16 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 from cli_run import run
 
 import smalto
 from smalto.basics.mlir import parse_module
+from smalto.basics.version import JAX_PINNED
 from smalto.cli.main import main
+from smalto.solve.options import SolveKeywords, SolveOptions
 
 REPO = Path(__file__).resolve().parents[2]
 MATMUL = REPO / "examples" / "hopper_matmul.mlir"
@@ -39,28 +42,19 @@ def tiny(attributes: str = "") -> str:
 
 
 class RecordingInfer:
-    """Stands in for ``smalto.infer_layout``; remembers how it was called."""
+    """Stands in for ``smalto.infer_layout``; remembers how it was called: ``calls``, the
+    fuel and arch of each, ``options``, the last call's whole ``SolveOptions`` (the
+    keywords ``infer_layout`` takes are their fields: ``SolveOptions.of`` refuses any
+    other, as ``infer_layout`` does)."""
 
     def __init__(self, error: Exception | None = None) -> None:
         self.calls: list[dict[str, object]] = []
+        self.options = SolveOptions()
         self.error = error
 
-    def __call__(
-        self,
-        module: object,
-        *,
-        fuel: int,
-        arch: tuple[int, int],
-        rewrite: bool = True,
-        allow_unoptimized: bool = False,
-        stage_through_smem: bool = False,
-    ) -> None:
-        self.calls.append({"fuel": fuel, "arch": arch})
-        self.rescues = {
-            "rewrite": rewrite,
-            "allow_unoptimized": allow_unoptimized,
-            "stage_through_smem": stage_through_smem,
-        }
+    def __call__(self, module: object, **keywords: Unpack[SolveKeywords]) -> None:
+        self.options = SolveOptions.of(keywords, "infer_layout")
+        self.calls.append({"fuel": self.options.fuel, "arch": self.options.arch})
         if self.error is not None:
             raise self.error
 
@@ -219,12 +213,11 @@ def test_flags_reach_infer_layout(tmp_path: Path, recorder: RecordingInfer) -> N
     path = write(tmp_path, TINY)
     assert main(["infer", str(path), "--arch", "10.0", "--fuel", "17"]) == 0
     assert recorder.calls[-1] == {"arch": (10, 0), "fuel": 17}
-    off = {"rewrite": True, "allow_unoptimized": False, "stage_through_smem": False}
-    assert recorder.rescues == off
+    assert recorder.options == SolveOptions(fuel=17, arch=(10, 0))
     assert main(["infer", str(path), "--no-rewrite", "--allow-unoptimized"]) == 0
-    assert recorder.rescues == {**off, "rewrite": False, "allow_unoptimized": True}
+    assert recorder.options == SolveOptions(rewrite=False, allow_unoptimized=True)
     assert main(["infer", str(path), "--stage-through-smem"]) == 0
-    assert recorder.rescues == {**off, "stage_through_smem": True}
+    assert recorder.options == SolveOptions(stage_through_smem=True)
 
 
 def test_arch_flag_overrides_the_module(recorder: RecordingInfer) -> None:
@@ -508,7 +501,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert smalto.__version__ == _pyproject_version()
     assert main(["--version"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"smalto {smalto.__version__} (jax 0.12.0.1")
+    assert out.startswith(f"smalto {smalto.__version__} (jax {JAX_PINNED}")
 
 
 # Each of these must answer without importing JAX (nor numpy, nor matplotlib).

@@ -7,11 +7,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_run import run
 
-from smalto.basics.codes import CODES, catalogue_markdown, entry_text
+import smalto
+from smalto.basics.codes import CODES, GENERIC, catalogue_markdown, entry_text
+from smalto.basics.inputs import read_input
+from smalto.basics.mlir import in_context, module_arch
+from smalto.constraints import conflict_report
+from smalto.errors import InferenceError
 
 ROOT = Path(__file__).resolve().parents[2]
 UNSAT = Path(__file__).resolve().parents[1] / "unsat"
@@ -162,3 +168,75 @@ def test_infer_json_gives_each_edit_a_span_and_applicability() -> None:
         assert fix["replacement"] == fix["parts"][0]["replacement"]
     assert retarget["fix"]["replacement"] == "plgpu.Layout.WGMMA.reduce(1)"
     assert drop["fix"]["replacement"] == "s"  # the cast removed, its operand kept
+
+
+def test_every_code_is_produced_by_a_kernel() -> None:
+    produced = {code for codes in KINDS.values() for code in codes}
+    assert produced == set(CODES), f"no failing kernel gets {sorted(set(CODES) - produced)}"
+
+
+# For each row of ``failure_code``'s table, a kernel it decides: the first row that holds
+# of the kernel's conflict (the rows above it do not). The last row, the catch-all, decides
+# a conflict of which nothing more specific holds (``test_the_last_row_holds_of_anything``).
+ROW_KERNELS = {
+    "a GMEM transfer with no plan": "fixes_tcgen05_fp8_out.mlir",
+    "an SMEM transfer with no plan": "pallas_epilogue_to_unswizzled_smem.mlir",
+    "a TMEM layout imposed": "pallas_tmem_acc_declared_collective.mlir",
+    "a TMA index": "async_load_index_not_divisible.mlir",
+    "a reduction's layout": "pallas_column_max_cast_to_rows.mlir",
+    "only loads from TMEM meet a register layout": "words_tcgen05_scale_loaded_as_wgmma_rows.mlir",
+    "registers a TMEM transfer cannot take": "pallas_tmem_store_strided.mlir",
+    "a cast to a layout its value cannot be": "relayout_unsupported.mlir",
+    "one SMEM ref with two sets of transforms": "custom_primitive_conflicting_transforms.mlir",
+    "two layouts stated for one value": "registers_not_equal.mlir",
+    "a layout the shape cannot take": "cast_does_not_fit.mlir",
+}
+
+
+def test_every_row_of_the_code_table_has_a_reason_and_a_kernel() -> None:
+    rows = [row.reason for row in conflict_report.CODE_ROWS[:-1]]
+    assert all(reason.strip() for reason in rows)
+    assert [next(r for r in rows if r.startswith(start)) for start in ROW_KERNELS] == rows
+
+
+@pytest.mark.parametrize(("start", "name"), ROW_KERNELS.items(), ids=list(ROW_KERNELS.values()))
+def test_each_row_of_the_code_table_decides_its_kernel(
+    start: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decided: list[conflict_report.CodeRow] = []
+    deciding = conflict_report.deciding_row
+
+    def spy(*args: Any) -> conflict_report.CodeRow:
+        decided.append(deciding(*args))
+        return decided[-1]
+
+    monkeypatch.setattr(conflict_report, "deciding_row", spy)
+    source = read_input(str(UNSAT / name))
+    with in_context(source.module), pytest.raises(InferenceError) as failed:
+        smalto.infer_layout(source.module, arch=module_arch(source.module) or (9, 0))
+    assert failed.value.conflict is not None
+    codes = [problem.code for problem in conflict_report.problems_of(failed.value)]
+    assert decided and decided[0].reason.startswith(start)
+    assert codes[0] == decided[0].code == KINDS[name][0]
+
+
+def test_the_last_row_holds_of_anything() -> None:
+    last = conflict_report.CODE_ROWS[-1]
+    assert conflict_report.deciding_row([], {}) is last and last.code == GENERIC
+
+
+def test_codes_are_named_only_in_the_catalogue() -> None:
+    """A code is a constant of ``smalto.basics.codes`` (``NO_SMEM_PLAN``), imported where it
+    is given: no other module of the package spells one as a bare string."""
+    import ast
+
+    spelled = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}"
+        for path in sorted((ROOT / "smalto").rglob("*.py"))
+        if path != ROOT / "smalto" / "basics" / "codes.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"SM\d{3}", node.value)
+    ]
+    assert not spelled, "codes spelled outside smalto/basics/codes.py:\n" + "\n".join(spelled)

@@ -70,6 +70,11 @@ class Candidate:
     # Where the rule, like JAX's inference, refuses a layout JAX's lowering takes
     # (and the checker, which states the lowering's requirements, accepts): why.
     stricter: str = ""
+    # The pins must hold at the op under test too, a splat's as well: the kind is asked of
+    # the op itself. A splat's producer relayouts it for free at any use, so without this
+    # the solver takes a pinned splat by converting it on the way and the checker is never
+    # asked about a splat at the op (a check loosened there would pass unseen).
+    at_op: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,10 +205,11 @@ def _sites(module: ir.Module, value: ir.Value) -> list[tuple[ir.Operation, str, 
     return found
 
 
-def pinned_sites_hold(module: ir.Module, pins: Sequence[Pin]) -> bool:
+def pinned_sites_hold(module: ir.Module, pins: Sequence[Pin], at_op: bool = False) -> bool:
     """Whether each pinned value carries its pin where it is made and at the op under test.
 
-    (A splat may reach any use converted: it need only be made a splat.)
+    (A splat may reach any use converted: it need only be made a splat; but ``at_op``,
+    where it must reach the op under test a splat.)
     """
     if not pins:
         return True
@@ -213,7 +219,7 @@ def pinned_sites_hold(module: ir.Module, pins: Sequence[Pin]) -> bool:
             wanted = ir.Attribute.parse(pin.layout)
             producer = tagged(module, pin.tag)
             value = producer.results[pin.index]
-            splat = pin.layout.startswith("#mosaic_gpu.WGSplatFragLayout")
+            splat = pin.layout.startswith("#mosaic_gpu.WGSplatFragLayout") and not at_op
             for op, name, entry in _sites(module, value):
                 # A splat may be converted at any use, the op under test's too.
                 if op != producer and (splat or op != under_test):
@@ -339,7 +345,7 @@ def judge_all(cases: Cases) -> list[Judged]:
     relayouted: dict[str, tuple[str, ...]] = {}
     for c in cases.candidates:
         module, error = _answer(c)
-        if module is not None and not pinned_sites_hold(module, c.pins):
+        if module is not None and not pinned_sites_hold(module, c.pins, c.at_op):
             relayouted[c.label] = _relayouted(c, module)
             module = None
         answers[c.label] = (module, error)

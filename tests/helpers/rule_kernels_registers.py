@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
-from rule_agreement import Candidate, Cases, Pin, tag
+from rule_agreement import OP_TAG, Candidate, Cases, Pin, tag
 from rule_kernel_parts import (
     ELEMENTWISE_SHAPE,
     F32_2D,
@@ -255,13 +255,19 @@ def multi_reduction(name: str) -> Cases:
                     f"reduction_dims = array<i64: {dims_text}>}}> : ({source}, {rows}) -> {rows}"
                 ),
             ]
-            candidates.append(
-                Candidate(
-                    f"{'x'.join(map(str, shape))}x{element} <{kind}> over [{dims_text}], {label}",
-                    kernel(lines),
-                    (Pin("p0", 0, layout),),
+            named = f"{'x'.join(map(str, shape))}x{element} <{kind}> over [{dims_text}], {label}"
+            candidates.append(Candidate(named, kernel(lines), (Pin("p0", 0, layout),)))
+            if label == "splat":
+                # The refused kind asked of the op itself (``Candidate.at_op``): a splat's
+                # producer relayouts it for free, so the case above never puts a splat at
+                # the op; here the source reaches it a splat, and the accumulator and the
+                # result are the splat reducing it gives, so that only the kind is wrong.
+                reduced = text_of(fa.WGSplatFragLayout(kept))
+                pins = (Pin("p0", 0, layout), Pin("acc", 0, reduced), Pin(OP_TAG, 0, reduced))
+                at_op = [tag(lines[0], "acc"), *lines[1:]]
+                candidates.append(
+                    Candidate(f"{named} (at the op)", kernel(at_op), pins, at_op=True)
                 )
-            )
     return Cases(name, tuple(candidates))
 
 

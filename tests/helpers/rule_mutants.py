@@ -1,11 +1,13 @@
-"""Deliberately wrong rules: what the agreement test (``tests/rules``) must catch.
+"""Deliberately wrong rules and checks: what the agreement test (``tests/rules``) must catch.
 
 Each mutant is one textual change to a module of ``smalto/rules/`` (the text
 must occur there exactly once), loosening or tightening one rule without its
-check. ``applied`` runs the changed module's text in place of the real one's
-for the duration of a ``with`` block: its rules register again over the real
-ones (``smalto.rules.RULES``), and its functions replace the real module's, so
-that the module's other code calls them too; everything is put back after.
+check (``RULE_MUTANTS``), or to a module of ``smalto/check/``, loosening one check
+without its rule (``CHECK_MUTANTS``). ``applied`` runs the changed module's text
+in place of the real one's for the duration of a ``with`` block: its rules (or checks)
+register again over the real ones (``smalto.rules.RULES``, ``smalto.check.core.RULES``),
+and its functions replace the real module's, so that the module's other code calls
+them too; everything is put back after.
 ``tests/rules/test_rule_mutants.py`` asserts that the agreement kit finds a
 problem with each (docs/testing.md lists them and the tests that catch them).
 """
@@ -41,14 +43,15 @@ def mutated_source(mutant: RuleMutant) -> str:
 
 @contextmanager
 def applied(mutant: RuleMutant) -> Iterator[None]:
-    """``mutant``'s rules in force, in this process, until the block ends."""
+    """``mutant``'s rules (or checks) in force, in this process, until the block ends."""
+    from smalto.check.core import RULES as CHECKS
     from smalto.rules import RULES
 
     path = ROOT / mutant.path
     name = ".".join(Path(mutant.path).with_suffix("").parts)
     name = name.removesuffix(".__init__")
     real = importlib.import_module(name)
-    rules = dict(RULES)
+    rules, checks = dict(RULES), dict(CHECKS)
     saved = dict(vars(real))
     saved_methods: list[tuple[type, str, object]] = []
     mutated = types.ModuleType(name)
@@ -72,6 +75,8 @@ def applied(mutant: RuleMutant) -> Iterator[None]:
     finally:
         RULES.clear()
         RULES.update(rules)
+        CHECKS.clear()
+        CHECKS.update(checks)
         for cls, method, function in saved_methods:
             setattr(cls, method, function)
         for attribute in list(vars(real)):
@@ -200,6 +205,125 @@ RULE_MUTANTS = [
     PARTIAL_TILING_REFUSED,
 ]
 
+# Checks loosened without their rules: the checker (smalto/check) takes a layout the op's
+# rule refuses, and JAX's lowering too. The agreement kit must find each: the solver
+# refuses the layout, the checker accepts the hand-annotated module. Where the op's
+# operand comes from a producer that relayouts it for free (a splat), the generator asks
+# the kind of the op itself (``Candidate.at_op``), or the check would never be asked.
+# (Loosenings the checker's other requirements still refuse are no mutants: a reduction
+# of a splat or of a strided slice, an asynchronous store of a strided value, a splat
+# load all fail on another requirement of the same op.)
+CHECK_MUTANTS = [
+    RuleMutant(
+        "check_reduction_takes_a_strided_source",
+        "the check takes a strided source of a multi-reduction (the lowering reduces tiled "
+        "sources only)",
+        "smalto/check/vector.py",
+        "    c.not_kinds(op, IN, 0, splat=True, strided=True)\n    c.same(op, [(IN, 1), (OUT, 0)]",
+        "    c.not_kinds(op, IN, 0, splat=True)\n    c.same(op, [(IN, 1), (OUT, 0)]",
+        ("vector.multi_reduction",),
+    ),
+    RuleMutant(
+        "check_reduction_takes_a_splat_source",
+        "the check takes a splat source of a multi-reduction; the splat's producer would "
+        "convert it for free, so only the case asked at the op finds it",
+        "smalto/check/vector.py",
+        "    c.not_kinds(op, IN, 0, splat=True, strided=True)\n    c.same(op, [(IN, 1), (OUT, 0)]",
+        "    c.not_kinds(op, IN, 0, splat=False, strided=True)\n    c.same(op, [(IN, 1), (OUT, 0)]",
+        ("vector.multi_reduction",),
+    ),
+    RuleMutant(
+        "check_slice_offsets_off_tile_boundaries",
+        "the check no longer needs a slice's offsets on tile boundaries",
+        "smalto/check/vector.py",
+        'c.divides(op, IN, 0, offsets, "the slice offsets")',
+        "pass",
+        ("vector.extract_strided_slice",),
+    ),
+    RuleMutant(
+        "check_sub_byte_conversion_without_whole_bytes",
+        "the check no longer needs whole bytes in each register of a conversion into 4-bit "
+        "elements",
+        "smalto/check/arith.py",
+        "if bitwidth and layout is not None and not hl.registers_hold_bits(layout, bitwidth, 8):",
+        "if False:",
+        ("arith.trunci",),
+    ),
+    RuleMutant(
+        "check_sub_byte_packing_from_a_splat",
+        "the check takes a splat into an i4 -> i8 conversion, whose registers it packs",
+        "smalto/check/arith.py",
+        "            and layout.is_splat\n",
+        "            and False\n",
+        ("arith.extsi", "arith.sitofp"),
+    ),
+    RuleMutant(
+        "check_scalar_broadcast_in_any_layout",
+        "the check takes a scalar broadcast in any layout (the lowering makes a splat)",
+        "smalto/check/vector.py",
+        'c.expect(op, OUT, 0, hl.splat(c.value(op, OUT, 0).shape), "a broadcast scalar")',
+        "pass",
+        ("vector.broadcast",),
+    ),
+    RuleMutant(
+        "check_dense_constant_as_a_splat",
+        "the check takes a dense constant as a splat",
+        "smalto/check/arith.py",
+        "    else:\n        c.not_kinds(op, OUT, 0, splat=True, strided=False)",
+        "    else:\n        pass",
+        ("arith.constant",),
+    ),
+    RuleMutant(
+        "check_splat_constant_in_any_layout",
+        "the check takes a splat constant in a tiled or strided layout",
+        "smalto/check/arith.py",
+        'c.expect(op, OUT, 0, hl.splat(shape), "a splat constant")',
+        "pass",
+        ("arith.constant",),
+    ),
+    RuleMutant(
+        "check_scalar_extracted_from_any_layout",
+        "the check takes a scalar extracted from a tiled or strided vector",
+        "smalto/check/vector.py",
+        'c.expect(op, IN, 0, hl.splat(source_shape), "a vector a scalar is extracted from")',
+        "pass",
+        ("vector.extract",),
+    ),
+    RuleMutant(
+        "check_iota_as_a_splat",
+        "the check takes an iota (or a multimem reduction) as a splat",
+        "smalto/check/mosaic_gpu.py",
+        "def _not_splat_result(c: Checker, op: Op) -> None:\n"
+        "    c.not_kinds(op, OUT, 0, splat=True, strided=False)",
+        "def _not_splat_result(c: Checker, op: Op) -> None:\n    pass",
+        ("mosaic_gpu.broadcasted_iota",),
+    ),
+    RuleMutant(
+        "check_window_ignores_its_known_divisors",
+        "the check takes a window's tiling whatever its sizes and offsets divide",
+        "smalto/check/memref.py",
+        'c.divides(op, IN, 0, multiple, "the window\'s sizes and offsets, known divisors")',
+        "pass",
+        ("memref.subview",),
+    ),
+    RuleMutant(
+        "check_m64_mma_b_tile_straddles_lane_groups",
+        "the check no longer keeps B's tile of an M = 64 tcgen05 MMA within a lane group",
+        "smalto/check/tmem.py",
+        'c.divides(op, IN, 2, tile, "the half-N lane group tile")',
+        "pass",
+        ("mosaic_gpu.tcgen05_mma",),
+    ),
+    RuleMutant(
+        "check_elementwise_operands_apart",
+        "the check takes an elementwise op's operands and result in different layouts",
+        "smalto/check/arith.py",
+        'c.same(op, c.vector_sites(op), "an elementwise op keeps one layout")',
+        "pass",
+        ("arith.addf",),
+    ),
+]
+
 
 def _failing_tests_of_tests_rules(mutant: RuleMutant) -> list[str]:
     """The tests of ``tests/rules`` that fail with ``mutant`` written into its file (put
@@ -243,7 +367,7 @@ if __name__ == "__main__":
     import sys
 
     chosen = sys.argv[1:]
-    for mutant in RULE_MUTANTS:
+    for mutant in [*RULE_MUTANTS, *CHECK_MUTANTS]:
         if chosen and mutant.name not in chosen:
             continue
         failing = _failing_tests_of_tests_rules(mutant)
