@@ -3,9 +3,9 @@
 Every refusal is an ``MlirInputError`` with a one-line message (the command
 line exits 2): a file (or stdin) that cannot be read, is not UTF-8 or is larger
 than ``MAX_INPUT_BYTES``, an empty one, text nested deeper than smalto takes
-(``smalto.basics.nesting``), text that does not parse or verify, and a module that is no Mosaic GPU kernel (a
-StableHLO module, say), named by what it holds, since inferring nothing and
-echoing it back would look like success.
+(``smalto.basics.nesting``), text that does not parse or verify, and a module that
+is no Mosaic GPU kernel (a StableHLO module, say), named by what it holds, since
+inferring nothing and echoing it back would look like success.
 """
 
 from __future__ import annotations

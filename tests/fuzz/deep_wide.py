@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from fuzz.strategies import SHAPES_2D, Builder, VType
-
 from smalto.basics.nesting import MAX_REGION_DEPTH
 
 # Depths at and about the limit, and far past it (MLIR's parser overflows its stack
