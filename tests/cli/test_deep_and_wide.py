@@ -3,31 +3,39 @@ every command answers, or says in one line why not (exit status 2, naming the de
 where the module nests deeper than smalto takes), never with a traceback; and every
 answer passes the checker.
 
-CI runs a small derandomized sample (a module 512 regions deep costs seconds); set
-``SMALTO_FUZZ_EXAMPLES`` for more, as ``make fuzz`` does.
+CI runs a small derandomized sample (a module 512 regions deep costs seconds): one module
+a depth; ``make fuzz`` sets ``SMALTO_FUZZ_EXAMPLES`` for more and ``SMALTO_FUZZ_SEED`` for
+fresh ones.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cli_run import run
 from fuzz.deep_wide import EDGE_DEPTHS, ShapedModule, deep_modules, wide_modules
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from smalto.basics.nesting import MAX_REGION_DEPTH, bracket_depth
 
 EXAMPLES = int(os.environ.get("SMALTO_FUZZ_EXAMPLES", "0"))
+# A fresh seed (``make fuzz``), or the same modules in every run (CI).
+FRESH_SEED = os.environ.get("SMALTO_FUZZ_SEED")
 SETTINGS = settings(
     max_examples=max(1, EXAMPLES),
     deadline=None,
-    derandomize=True,
+    derandomize=FRESH_SEED is None,
     database=None,
     suppress_health_check=list(HealthCheck),
 )
+
+
+def _seeded(test: Callable[..., None]) -> Callable[..., None]:
+    return test if FRESH_SEED is None else seed(int(FRESH_SEED))(test)
 
 
 def _arch(module: ShapedModule) -> str:
@@ -75,6 +83,7 @@ DEPTHS = (1, 2, 5, 40, *EDGE_DEPTHS)
 
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_deep_modules(depth: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    @_seeded
     @SETTINGS
     @given(deep_modules(st.just(depth)))
     def judged(module: ShapedModule) -> None:
@@ -88,6 +97,7 @@ def test_deep_modules(depth: int, tmp_path_factory: pytest.TempPathFactory) -> N
 
 @pytest.mark.parametrize("length", (300, 2_000))
 def test_wide_modules(length: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    @_seeded
     @SETTINGS
     @given(wide_modules(st.just(length)))
     def judged(module: ShapedModule) -> None:
