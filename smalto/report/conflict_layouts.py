@@ -498,8 +498,7 @@ def _broadcasts_with_no_layout(
         pair = _var_and_reduction(element)
         if pair is None:
             continue
-        src, reduction = pair
-        dst = reduction.expr.id  # type: ignore[attr-defined]
+        src, dst, reduction = pair
         has = found.only(src)
         if not isinstance(has, Reg) or has.is_splat or found.only(dst) is not None:
             continue
@@ -531,16 +530,15 @@ def _broadcasts_with_no_layout(
     return clashes
 
 
-def _var_and_reduction(element: Equal) -> tuple[int, Reduce] | None:
-    """``(v, Reduce(w))`` where ``element`` equates a variable with a reduction of another."""
+def _var_and_reduction(element: Equal) -> tuple[int, int, Reduce] | None:
+    """``(v, w, Reduce(w))`` where ``element`` equates a variable ``v`` with a reduction
+    of another, ``w``."""
     for var_side, other in ((element.lhs, element.rhs), (element.rhs, element.lhs)):
-        if (
-            isinstance(var_side, Var)
-            and isinstance(other, Reduce)
-            and isinstance(other.expr, Var)
-            and other.expr.id != var_side.id
-        ):
-            return var_side.id, other
+        if not (isinstance(var_side, Var) and isinstance(other, Reduce)):
+            continue
+        reduced = other.expr
+        if isinstance(reduced, Var) and reduced.id != var_side.id:
+            return var_side.id, reduced.id, other
     return None
 
 
