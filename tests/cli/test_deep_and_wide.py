@@ -15,12 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import reference
 from cli_run import run
 from fuzz.deep_wide import EDGE_DEPTHS, ShapedModule, deep_modules, wide_modules
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+import smalto
+from smalto.basics.mlir import MlirInputError
 from smalto.basics.nesting import MAX_REGION_DEPTH, bracket_depth
+from smalto.check import check
 
 EXAMPLES = int(os.environ.get("SMALTO_FUZZ_EXAMPLES", "0"))
 # A fresh seed (``make fuzz``), or the same modules in every run (CI).
@@ -115,3 +119,27 @@ def test_bracket_depth_ignores_strings_and_comments() -> None:
     assert bracket_depth("// }}}}\n({ })") == 2
     assert bracket_depth("(" * 5000) == 5000
     assert bracket_depth("") == 0
+
+
+def test_the_library_refuses_a_parsed_module_deeper_than_the_limit() -> None:
+    """A module parsed by the caller (MLIR's parser takes 600 regions) reaches the pass and
+    the checker: each refuses it in one line naming the depth, and leaves it as it came."""
+
+    @SETTINGS
+    @given(deep_modules(st.just(MAX_REGION_DEPTH + 88)))
+    def judged(module: ShapedModule) -> None:
+        parsed = reference.parse(module.text, reference.shared_context())
+        before = str(parsed)
+        for run_it in (
+            lambda: smalto.infer_layout(parsed, arch=module.arch),
+            lambda: check(parsed, module.arch),
+        ):
+            with pytest.raises(MlirInputError) as refused:
+                run_it()
+            assert str(refused.value).startswith(
+                f"the module nests regions {MAX_REGION_DEPTH + 88} deep"
+            )
+            assert "\n" not in str(refused.value)
+        assert str(parsed) == before
+
+    judged()
