@@ -2,10 +2,10 @@
 
 Every refusal is an ``MlirInputError`` with a one-line message (the command
 line exits 2): a file (or stdin) that cannot be read, is not UTF-8 or is larger
-than ``MAX_INPUT_BYTES``, an empty one, text
-that does not parse or verify, and a module that is no Mosaic GPU kernel (a
-StableHLO module, say), named by what it holds, since inferring nothing and
-echoing it back would look like success.
+than ``MAX_INPUT_BYTES``, an empty one, text nested deeper than smalto takes
+(``smalto.basics.nesting``), text that does not parse or verify, and a module that
+is no Mosaic GPU kernel (a StableHLO module, say), named by what it holds, since
+inferring nothing and echoing it back would look like success.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from pathlib import Path
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.file_names import is_printable, printable
 from smalto.basics.mlir import MlirInputError, parse_module
+from smalto.basics.nesting import text_too_deep
 
 STDIN = "-"
 # The most a command reads of one input: far above any kernel's module, and a bound on
@@ -44,6 +46,9 @@ def read_input(name: str, *, kernel: bool = True) -> Input:
     are located in it (``kernel.mlir:12:5``); stdin is located in ``-``.
     """
     text, source_name = _read_text(name)
+    # A name the file system holds but that is no UTF-8 (``k\xff.mlir``) cannot reach
+    # MLIR's parser as a path: its text is parsed instead, located in ``-`` as stdin is.
+    from_file = name != STDIN and is_printable(name) and Path(name).is_file()
     if name.endswith((".py", ".pyw")):
         raise MlirInputError(_python_source(source_name, text))
     if not _has_content(text):
@@ -51,7 +56,9 @@ def read_input(name: str, *, kernel: bool = True) -> Input:
             f"{source_name} is empty: expected a Mosaic GPU module (the .mlir files "
             "`smalto capture` writes)"
         )
-    from_file = name != STDIN and Path(name).is_file()
+    too_deep = text_too_deep(text, source_name)
+    if too_deep is not None:  # refused before MLIR's parser recurses off its stack
+        raise MlirInputError(too_deep)
     try:
         module = parse_module(text, source_name=source_name, path=name if from_file else None)
     except MlirInputError:
@@ -74,8 +81,10 @@ def _read_text(name: str) -> tuple[str, str]:
             # Read no further than the limit: a device (/dev/zero) or a pipe has no size.
             data = file.read(MAX_INPUT_BYTES + 1)
     except OSError as error:
-        raise MlirInputError(f"cannot read '{name}': {error.strerror or error}") from None
-    return _decoded(data, f"'{name}'"), name
+        shown = printable(name)
+        raise MlirInputError(f"cannot read '{shown}': {error.strerror or error}") from None
+    shown = printable(name)
+    return _decoded(data, f"'{shown}'"), shown
 
 
 def _decoded(data: bytes, subject: str) -> str:

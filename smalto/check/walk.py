@@ -78,14 +78,17 @@ def run(c: Checker) -> None:
     tmem.check_collective(c)
 
 
-def _collect(c: Checker, op: Op) -> None:
-    c.annotated.append(op)
-    if op.name in OPAQUE:
-        return
-    for region in op.regions:
-        for _, body in region:
-            for inner in body:
-                _collect(c, c.program.ops[inner])
+def _collect(c: Checker, top: Op) -> None:
+    """``top`` and the ops inside it, in pre-order (a stack, not recursion: a module may
+    nest hundreds of regions deep)."""
+    pending = [top]
+    while pending:
+        op = pending.pop()
+        c.annotated.append(op)
+        if op.name in OPAQUE:
+            continue
+        inner = [i for region in op.regions for _, body in region for i in body]
+        pending.extend(c.program.ops[i] for i in reversed(inner))
 
 
 # Every attribute that carries layouts.

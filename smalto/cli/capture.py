@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smalto.basics.archs import parse_arch
+from smalto.basics.file_names import printable
 from smalto.basics.writing import write_file
 from smalto.cli.arguments import add_option_flags
 from smalto.cli.output import (
@@ -231,7 +232,7 @@ def _write(
                 write_file(path, text)
             except OSError as error:  # (a full disk's names no file: this one)
                 raise UsageError(f"cannot write to '{path}': {error.strerror or error}") from None
-            print(path)
+            print(printable(str(path)))
     return written
 
 

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from smalto.basics.file_names import printable
 from smalto.cli.arguments import command_label
 from smalto.cli.output import (
     EXIT_FAILED,
@@ -224,7 +225,7 @@ def _run(args: argparse.Namespace, lookup: Lookup | None) -> int:
         if text:
             print(text)
         if not args.no_picture:
-            print(f"wrote {output}")
+            print(f"wrote {printable(str(output))}")
         sys.stdout.flush()
     except BrokenPipeError:  # the reader stopped early (| head): not an error
         return stdout_closed()

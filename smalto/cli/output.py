@@ -19,6 +19,8 @@ import sys
 import threading
 from collections.abc import Iterator
 
+from smalto.basics.file_names import printable
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INFERENCE_FAILED = EXIT_FAILED
@@ -86,15 +88,15 @@ def stdout_unwritable(error: OSError, prog: str = "smalto") -> int | None:
 
 def fail(message: str, status: int, prog: str = "smalto") -> int:
     """Prints ``prog: error: message`` on stderr; returns ``status``."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(f"{prog}: error: {printable(message)}", file=sys.stderr)
     return status
 
 
 def note(text: str, prog: str = "smalto") -> None:
     """Prints ``prog: note: text`` on stderr (what the answer alone does not say)."""
-    print(f"{prog}: note: {text}", file=sys.stderr)
+    print(f"{prog}: note: {printable(text)}", file=sys.stderr)
 
 
 def warning(text: str, prog: str = "smalto") -> None:
     """Prints ``prog: warning: text`` on stderr (done, at a cost the user should know)."""
-    print(f"{prog}: warning: {text}", file=sys.stderr)
+    print(f"{prog}: warning: {printable(text)}", file=sys.stderr)

@@ -6,11 +6,13 @@ JAX is imported only inside ``shape_dtype`` (the arguments are read without it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from smalto.basics.dtypes import AmbiguousDtype, dtype_name
+from smalto.basics.file_names import is_printable, printable
 from smalto.cli.output import UsageError
 from smalto.source.scripts import ScriptError, check_arguments, script_function
 
@@ -27,6 +29,15 @@ def script_target(target: str) -> tuple[Path, str]:
     if not path.is_file():
         what = "not a file" if path.exists() else "no such file"
         raise UsageError(f"cannot read '{script}': {what}")
+    where = os.path.abspath(path)
+    if not is_printable(where):
+        # The script's path names its code and every Pallas location in it, and MLIR takes
+        # only UTF-8 file names (JAX's lowering of it fails on a C++ std::bad_cast).
+        raise UsageError(
+            f"cannot lower functions of '{printable(where)}': its path is not UTF-8, and MLIR "
+            "locations (which Pallas names after the script) take only UTF-8 file names; "
+            "rename it (or its folder)"
+        )
     return path, name
 
 

@@ -156,6 +156,11 @@ def _check(
 ) -> None:
     if swizzle not in SWIZZLES:
         raise SmemSpecError(f"swizzle must be one of {', '.join(map(str, SWIZZLES))} bytes")
+    if not shape:
+        # A scalar ref (a barrier's, a TMEM address's): one element, no tile, no rows.
+        raise SmemSpecError(
+            "a 0-dimensional ref holds one element at its byte 0: there is no placement to draw"
+        )
     if tiling is None:
         # A swizzle alone (jax 0.12): the whole ref is one tile, swizzled.
         row_bytes = shape[-1] * bitwidth / 8

@@ -20,6 +20,8 @@ from typing import cast
 from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
+from smalto.basics.mlir import MlirInputError
+from smalto.basics.nesting import MAX_REGION_DEPTH, too_deep_message
 from smalto.program.type_facts import facts_by_text
 from smalto.program.view import (
     OPAQUE_REGIONS,
@@ -137,6 +139,7 @@ class _Reader:
         # values are classified by this one dictionary lookup.
         self.shaped_classes: dict[type, bool] = {}
         self.stack: list[_Frame] = []
+        self.deepest = 0  # regions inside regions, at the deepest
 
     def is_shaped(self, ty: ir.Type) -> bool:
         cls = ty.__class__
@@ -184,6 +187,10 @@ class _Reader:
             view.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
             if self.tables.collided:
                 raise _HashCollision
+        if self.deepest > MAX_REGION_DEPTH:
+            # Read whole (MLIR's walk is C++, off Python's stack), but too deep for
+            # the walks after it: refused as input smalto cannot take.
+            raise MlirInputError(too_deep_message("the module", self.deepest))
         return top
 
     def visitor(self) -> Callable[[ir.Operation], ir.WalkResult]:
@@ -375,6 +382,8 @@ class _Reader:
         self.regions[oid] = regions
         if blocks:
             self.stack.append(_Frame(oid, blocks, counts, opaque))
+            # (The module's body is the first frame: the rest are regions.)
+            self.deepest = max(self.deepest, len(self.stack) - 1)
 
     def check_uses(self) -> bool:
         """Whether the ops the walk read hold every use of every value needing a layout.

@@ -535,14 +535,24 @@ def within(program: Program, op: Op, names: frozenset[str], memo: dict[int, bool
     ``memo`` holds the answers per parent id, so that asking for every op of a
     program costs one step per op.
     """
+    # Up the parents to the first answered (or named, or the top), then the answer down
+    # again: a loop, not recursion (a module may nest hundreds of regions deep).
+    unanswered: list[int] = []
     parent = op.parent
-    if parent is None:
-        return False
-    inside = memo.get(parent)
-    if inside is None:
+    inside = False
+    while parent is not None:
+        known = memo.get(parent)
+        if known is not None:
+            inside = known
+            break
         owner = program.ops[parent]
-        inside = owner.name in names or within(program, owner, names, memo)
-        memo[parent] = inside
+        unanswered.append(parent)
+        if owner.name in names:
+            inside = True
+            break
+        parent = owner.parent
+    for oid in unanswered:
+        memo[oid] = inside
     return inside
 
 

@@ -65,7 +65,7 @@ from smalto.constraints.language import (
 )
 from smalto.errors import InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.names import describe_value
+from smalto.hw.names import REGISTER_LAYOUTS, describe_value
 from smalto.hw.transfers import tmem_transfer_supported
 from smalto.hw.values import Const, Reg, Tmem
 from smalto.pipeline.describe import describe_allowed
@@ -139,6 +139,7 @@ def conflict_clashes(
     clashes = _two_layouts(program, system, core, found)
     clashes += _failing_requirements(program, system, core, found)
     clashes += _unit_dim_broadcasts(program, system, core, found)
+    clashes += _broadcasts_with_no_layout(program, system, core, found, arch)
     if not clashes:
         clashes = _what_is_fixed(program, system, core, found)
     return _distinct(clashes)[:MAX_CLASHES]
@@ -492,6 +493,79 @@ def _unit_dim_broadcasts(
         )
         clashes.append(Clash(title, sides))
     return clashes
+
+
+# The register layouts a broadcast's result is tried in, where nothing forces it: the
+# MMA layouts a kernel's tiles have, in the order a user would reach for them.
+_BROADCAST_RESULTS = {
+    (9, 0): ("WGMMA", "WGMMA_TRANSPOSED"),
+    (10, 0): ("TCGEN05", "WGMMA", "TCGEN05_TRANSPOSED", "WGMMA_TRANSPOSED"),
+}
+
+
+def _broadcasts_with_no_layout(
+    program: Program,
+    system: System,
+    core: Sequence[Element],
+    found: _Conclusions,
+    arch: tuple[int, int],
+) -> list[Clash]:
+    """A value an annotation lays out, broadcast along an axis (its broadcast's result the
+    reduction of it: ``row[None, :]``) where nothing lays out the result: no layout of the
+    result reduces to the value's, so nothing fails between two forced layouts. Its clash
+    is the value in its layout, next to the layout the broadcast needs it in: the
+    reduction of the first named tile layout (``WGMMA``, ``TCGEN05``) that has one."""
+    clashes = []
+    constraints, _ = as_solved(core)
+    names = _BROADCAST_RESULTS.get(arch, _BROADCAST_RESULTS[(10, 0)])
+    for element in constraints:
+        if not isinstance(element, Equal):
+            continue
+        pair = _var_and_reduction(element)
+        if pair is None:
+            continue
+        src, dst, reduction = pair
+        has = found.only(src)
+        if not isinstance(has, Reg) or has.is_splat or found.only(dst) is not None:
+            continue
+        shape = tuple(system.variables[dst].shape)
+        needed: Reg | None = None
+        for name in names:
+            candidate = Reg(REGISTER_LAYOUTS[name])
+            if not hl.fits(candidate, shape):
+                continue
+            reduced = hl.reduced_layout(
+                candidate, reduction.axes, reduction.rank, reduction.keep_dims
+            )
+            if isinstance(reduced, Reg) and reduced != has:
+                needed = reduced
+                break
+        if needed is None:
+            continue
+        op = op_text(program.ops[element.origin])
+        axes = ", ".join(map(str, reduction.axes))
+        sides = [
+            _side(program, system, src, has, found.wanted[src][has]),
+            _side(program, system, src, needed, [f"{op}, broadcasting it along axis {axes}"]),
+        ]
+        title = (
+            f"{op} broadcasts {{1}} along axis {axes}, which needs it as "
+            f"{describe_value(needed)}; it is {describe_value(has)}"
+        )
+        clashes.append(Clash(title, sides))
+    return clashes
+
+
+def _var_and_reduction(element: Equal) -> tuple[int, int, Reduce] | None:
+    """``(v, w, Reduce(w))`` where ``element`` equates a variable ``v`` with a reduction
+    of another, ``w``."""
+    for var_side, other in ((element.lhs, element.rhs), (element.rhs, element.lhs)):
+        if not (isinstance(var_side, Var) and isinstance(other, Reduce)):
+            continue
+        reduced = other.expr
+        if isinstance(reduced, Var) and reduced.id != var_side.id:
+            return var_side.id, reduced.id, other
+    return None
 
 
 _MAX_HOPS = 64  # producer-to-consumer steps followed from a broadcast: far more than kernels have

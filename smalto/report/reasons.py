@@ -241,7 +241,9 @@ class Explainer(Places):
                 steps.append(step)
                 if not first_relation and change is None:
                     first_relation = relation_here
-                relation = relation_here
+                # A way that goes both with the flow and against it (a bias added to
+                # what comes from an accumulator) ties the value to the end of it.
+                relation = relation_here if first or relation == relation_here else "is tied to"
                 first = False
                 continue
             if reason.kind == "chosen" or reason.kind == "domain":
@@ -275,20 +277,52 @@ class Explainer(Places):
         return self.site_text(site, fixed.var)
 
     def _kept_by(self, reason: Reason, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
-        """``_kept`` for a layout the search chose (by the constraint it chose it for) or
-        the complete search picked from the slot's domain (by any strict relayout the slot
-        takes part in whose other side has the same layout, required or forced: a value
-        handed to a wgmma's accumulator is that accumulator's layout, whichever search
-        decided it)."""
+        """For a layout a search decided: the first step towards the value whose layout an
+        op required (or a constraint forced) that it equals.
+
+        A layout the search chose to match the value it is handed from or to (a strict
+        relayout: the lowering converts only a splat there) is that value's (``_kept``).
+        Otherwise the way goes through the values it is handed from or to with the same
+        layout, however many (the complete search states relayouts as the lowering
+        performs them, not strict: one that leaves the layout as it is keeps it all the
+        same): a value computed from a wgmma's accumulator, through an elementwise chain
+        whose every value the search decided, is that accumulator's layout because of it.
+        The nearest such value is found; the step returned is the first on the way, the
+        chain following the rest one op at a time.
+        """
         if reason.kind == "chosen":
-            return self._kept(reason.constraint, slot, seen)
-        # (The complete search states relayouts as the lowering performs them, not strict:
-        # one that leaves the layout as it is keeps it all the same.)
-        value = self.state.value
-        for ci in self.state.watchers[slot]:
-            kept = self._kept(ci, slot, seen, strict=False)
-            if kept is not None and value[kept[2]] == value[slot]:
+            kept = self._kept(reason.constraint, slot, seen)
+            if kept is not None:
                 return kept
+        return self._towards_required(slot, seen)
+
+    def _towards_required(self, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
+        """The first step of the shortest way from ``slot``, through relayouts that keep
+        its layout, to a slot whose layout was required or forced (None: there is none)."""
+        value, reasons, watchers = self.state.value, self.state.reason, self.state.watchers
+        layout = value[slot]
+        # Each slot reached: the step into it from the slot before it on the way.
+        came: dict[int, tuple[int, str, str]] = {}
+        frontier = [slot]
+        while frontier:
+            reached = []
+            for here in frontier:
+                for ci in watchers[here]:
+                    edge = self._edge(ci, here, strict=False)
+                    if edge is None:
+                        continue
+                    step, relation, other = edge
+                    if other in came or other == slot or other in seen or value[other] != layout:
+                        continue
+                    came[other] = (here, step, relation)
+                    reason = reasons.get(other)
+                    if reason is not None and reason.kind in ("fixed", "forced"):
+                        while came[other][0] != slot:
+                            other = came[other][0]
+                        _, step, relation = came[other]
+                        return step, relation, other
+                    reached.append(other)
+            frontier = reached
         return None
 
     def _kept(
@@ -297,6 +331,17 @@ class Explainer(Places):
         """For a layout the search chose to match a value it is handed from or to (a strict
         relayout: the lowering converts only a splat there), where that value's own layout
         was required or forced: the step to it, its relation, and its slot."""
+        edge = self._edge(ci, slot, strict=strict)
+        if edge is None or edge[2] in seen:
+            return None
+        reason = self.state.reason.get(edge[2])
+        if reason is None or reason.kind not in ("fixed", "forced"):
+            return None
+        return edge
+
+    def _edge(self, ci: int | None, slot: int, *, strict: bool) -> tuple[str, str, int] | None:
+        """Where constraint ``ci`` is a relayout (``strict``: a strict one) between ``slot``
+        and another slot: the step to that slot, its relation, and the slot."""
         if ci is None:
             return None
         c = self.state.constraints[ci]
@@ -307,10 +352,7 @@ class Explainer(Places):
         root = self.state.root
         source, target = root[c.source.id], root[c.target.id]
         other = target if source == slot else source
-        if other == slot or other in seen:
-            return None
-        reason = self.state.reason.get(other)
-        if reason is None or reason.kind not in ("fixed", "forced"):
+        if other == slot:
             return None
         if source == slot:
             consumer = self._site_of(c.target.id, c.origin)

@@ -289,5 +289,19 @@ def _mixed_words(first: Op, other: Op, collective: bool) -> str:
         "\nsuggestion: give every `plgpu.tcgen05_mma` on a collective TMEM ref "
         "`collective_axis=` (the cluster axis it is shared over), or declare the TMEM refs "
         "without `collective=True` and run every MMA 1-CTA"
+        f"\n{_no_fix_note(other, collective)}"
         f"\n{code_line(MIXED_COLLECTIVE)}"
+    )
+
+
+def _no_fix_note(other: Op, collective: bool) -> str:
+    """Why no verified fix is written at the op's line: either edit changes what an MMA
+    computes, and what it would compute instead cannot be checked."""
+    made = "1-CTA" if collective else "collective"
+    return (
+        f"note: no fix is offered at {op_text(other)}: making it {made} (or the kernel's "
+        "other tensor-core ops the other kind) changes what the MMAs compute, since a "
+        "collective MMA splits its operands and its accumulator between the cluster's two "
+        "CTAs, and smalto cannot verify such an edit (its evaluator runs one CTA): which "
+        "one the kernel means is its author's to say"
     )

@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import pytest
 from cli_run import infer_output, run
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
 
+import smalto.jax
 from smalto.basics.mlir import module_arch, parse_module
 from smalto.cli.explain import explain_main
 from smalto.infer import in_context, solve_module
@@ -291,3 +297,71 @@ def test_the_readme_example_runs_as_written() -> None:
         ran = run(*command.split()[1:])
         assert ran.status == 0, ran.err
         assert ran.out.splitlines()[0] == shown, command
+
+
+def _gemm_bias_gelu(a: Any, b: Any, bias: Any) -> Any:
+    """``gelu(a @ b + bias)`` to bf16 (Hopper, wgmma), as a Pallas user writes it: every
+    value of the epilogue is the accumulator's layout because it is computed from it."""
+    m, n = a.shape[0], b.shape[1]
+    swizzled = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(a_gmem, b_gmem, bias_gmem, o_gmem, a_smem, b_smem, loaded):  # type: ignore[no-untyped-def]
+        plgpu.copy_gmem_to_smem(a_gmem, a_smem, loaded)
+        plgpu.copy_gmem_to_smem(b_gmem, b_smem, loaded)
+        plgpu.barrier_wait(loaded)
+
+        def mma(acc_ref):  # type: ignore[no-untyped-def]
+            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            return acc_ref[...]
+
+        acc = pl.run_scoped(mma, plgpu.ACC((m, n), jnp.float32))
+        y = jax.nn.gelu(acc + bias_gmem[...][None, :])
+        o_gmem[...] = y.astype(jnp.bfloat16)
+
+    return plgpu.kernel(
+        body,
+        out_type=jax.ShapeDtypeStruct((m, n), jnp.bfloat16),
+        scratch_types=[
+            plgpu.SMEM(a.shape, a.dtype, transforms=swizzled),
+            plgpu.SMEM(b.shape, b.dtype, transforms=swizzled),
+            plgpu.Barrier(num_arrivals=2),
+        ],
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+    )(a, b, bias)
+
+
+def test_values_computed_from_an_accumulator_are_its_layout_because_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Equality followed: the search decided each value of the epilogue, yet each is the
+    accumulator's layout because it is computed from it (or added to what is), and the
+    chain names every op on the way back to the wgmma."""
+    sds = jax.ShapeDtypeStruct
+    (captured,) = smalto.jax.capture(
+        _gemm_bias_gelu,
+        sds((64, 64), jnp.float16),
+        sds((64, 128), jnp.float16),
+        sds((128,), jnp.float32),
+    )
+    path = tmp_path / "gemm_bias_gelu.mlir"
+    path.write_text(captured.text)
+    status, out, _ = _explain([str(path)], capsys)
+    assert status == 0
+    epilogue = [
+        line
+        for line in out.splitlines()
+        if re.match(r"%\S+ \(.*\): WGMMA ", line) and "requires it" not in line
+    ]
+    assert len(epilogue) >= 10, out
+    for line in epilogue:
+        assert "free" not in line, line
+        assert re.search(
+            r"because it (comes from|is tied to|flows into) the accumulator of `mosaic_gpu.wgmma`",
+            line,
+        ), line
+    # The last value of the chain: every op between it and the wgmma, one step each.
+    last = epilogue[-1].split()[0]
+    status, out, _ = _explain([str(path), last], capsys)
+    steps = [line for line in out.splitlines() if re.match(r"  \d+\. ", line)]
+    assert len(steps) >= 3 and "requires the accumulator to be WGMMA" in steps[-1], out
+    assert all("keeps the layout of" in step for step in steps[:-1]), out

@@ -251,3 +251,42 @@ def test_a_unit_dim_broadcast_draws_what_it_needs_next_to_what_the_value_has(
     grids = [g for item in panels for g in (item if isinstance(item, tuple) else (item,))]
     assert [g.title.split(" in registers")[0] for g in grids] == sides
     assert len({g.cell_px for g in grids}) == 1
+
+
+def _row_cast_then_broadcast_along_rows(row: jax.Array) -> jax.Array:
+    """A row vector cast to one value per row (``WGMMA_ROW``), then broadcast down the rows
+    of a tile (``row[None, :]``, which needs one value per column): nothing else lays the
+    tile out, so no requirement fails between two forced layouts."""
+    n = row.shape[0]
+
+    def body(row_gmem, out_gmem):  # type: ignore[no-untyped-def]
+        r = plgpu.layout_cast(row_gmem[...], plgpu.Layout.WGMMA.reduce(1))
+        out_gmem[...] = jnp.broadcast_to(r[None, :], (n, n))
+
+    return plgpu.kernel(
+        body,
+        out_type=jax.ShapeDtypeStruct((n, n), row.dtype),
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup),
+    )(row)
+
+
+@pytest.mark.parametrize("arch", [(9, 0), (10, 0)])
+def test_a_row_vector_broadcast_along_the_wrong_axis_draws_both_layouts(
+    arch: tuple[int, int], tmp_path: Path
+) -> None:
+    """A plain clash of a cast and a broadcast whose result nothing lays out: the value in
+    its cast layout, next to the layout the broadcast needs it in (the reduction of the
+    arch's tile layout), with a title that names both."""
+    (captured,) = smalto.jax.capture(
+        _row_cast_then_broadcast_along_rows, jax.ShapeDtypeStruct((128,), jnp.float32)
+    )
+    module = tmp_path / "kernel.mlir"
+    module.write_text(captured.text)
+    page = tmp_path / "page.html"
+    done = run("infer", module, "--arch", f"{arch[0]}.{arch[1]}", "--report", page)
+    assert done.status == 1 and "Traceback" not in done.err
+    text = page.read_text(encoding="utf-8")
+    needed = "WGMMA_COL"  # (Blackwell's TCGEN05_COL is the same layout, named so)
+    (alt,) = re.findall(r'alt="([^"]*)"', text)
+    assert re.fullmatch(rf"(%\d+) as WGMMA_ROW, next to \1 as {needed}", alt), alt
+    assert f"which needs it as {needed}; it is WGMMA_ROW" in _page_text(page)

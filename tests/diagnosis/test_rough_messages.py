@@ -81,6 +81,16 @@ def test_mixed_collective_mmas_are_a_diagnosed_refusal_with_a_line_and_a_code() 
     assert "Collective attributes are inconsistent across operations in the kernel." in first
     assert re.search(r"`mosaic_gpu.tcgen05_mma` at kernels\.py:\d+:\d+ is 1-CTA", first)
     assert message.rstrip().splitlines()[-1].startswith("error[SM011]")
+    # No verified fix exists (either edit changes what an MMA computes, across two CTAs
+    # the evaluator does not run): one line says so, at the 1-CTA MMA's line.
+    assert "\nfix:" not in message
+    (note,) = [line for line in message.splitlines() if line.startswith("note: no fix")]
+    assert re.match(
+        r"note: no fix is offered at `mosaic_gpu.tcgen05_mma` at kernels\.py:\d+:\d+: making "
+        r"it collective .* changes what the MMAs compute",
+        note,
+    ), note
+    assert "cannot verify" in note
     plain = run("infer", UNSAT / COLLECTIVE)
     assert plain.status == 1 and "error[SM011]" in plain.err and "Traceback" not in plain.err
 

@@ -354,17 +354,48 @@ def lower_in_launch(module: object, arch: tuple[int, int]) -> None:
         launched.operation.verify()  # type: ignore[attr-defined]
 
 
-def try_jax_lowering(module: object, arch: tuple[int, int]) -> str | None:
+def lower_own_launch(module: object, arch: tuple[int, int]) -> None:
+    """As ``lower_in_launch``, for a module with a ``gpu.launch`` of its own (whose dynamic
+    SMEM size the lowering reads, as staging grows it): lowered where it is."""
+    from jax._src.lib.mlir import ir
+    from jax.experimental.mosaic.gpu import dialect_lowering
+    from jax.experimental.mosaic.gpu import launch_context as lc
+
+    with module.context, ir.Location.unknown():  # type: ignore[attr-defined]
+        launches: list[object] = []
+
+        def visit(op: object) -> object:
+            if op.name == "gpu.launch":  # type: ignore[attr-defined]
+                launches.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)  # type: ignore[attr-defined]
+        context = lc.LaunchContext(
+            module,  # type: ignore[arg-type]
+            lc.Scratch(launches[0]),  # type: ignore[arg-type]
+            (1, 1, 1),
+            None,  # type: ignore[arg-type]
+        )
+        dialect_lowering.lower_mgpu_dialect(module, context)  # type: ignore[arg-type]
+        module.operation.verify()  # type: ignore[attr-defined]
+
+
+def try_jax_lowering(
+    module: object,
+    arch: tuple[int, int],
+    lower: Callable[[object, tuple[int, int]], None] | None = None,
+) -> str | None:
     """Runs JAX's dialect lowering on an annotated module; None if it lowers, else why not.
 
     The module's ops are moved into a ``gpu.launch`` (so ``module`` is
     consumed), with a launch context as Mosaic GPU builds one (TMA copies
     from its GMEM arguments, asynchronous SMEM stores); TMA descriptors are
     not built. Where the lowering still needs more than that (a TMEM
-    allocation's barrier, ...), the module counts as lowered.
+    allocation's barrier, ...), the module counts as lowered. ``lower``: how to lower
+    it instead (``lower_own_launch`` for a module with a launch of its own).
     """
     try:
-        lower_in_launch(module, arch)
+        (lower or lower_in_launch)(module, arch)
     except AssertionError:
         return None  # a launch context was needed
     except IndexError as error:
