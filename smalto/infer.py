@@ -18,16 +18,13 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import in_context
-from smalto.constraints.conflict_report import ConflictReport
 from smalto.constraints.language import System
-from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
 from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
-from smalto.pipeline.relayouts import relayouts
 from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
@@ -40,14 +37,18 @@ from smalto.pipeline.steps import (
     write,
 )
 from smalto.program.view import Program
-
-# (Imported with the pass, not at its first failure: a process's first refusal paid 2.4 ms
-# for the import, where JAX's pass raises in about 1 ms; importing smalto takes 800 ms.)
-from smalto.rescue import rescue, wants_a_rescue
 from smalto.solve.search import Solver
-from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, file_position
 from smalto.source.tracebacks import repoint_traceback, with_op_traceback
+
+if TYPE_CHECKING:
+    from smalto.constraints.conflict_report import ConflictReport
+
+# What only a kernel with no layouts as written needs (the rescues and the rewrites
+# under them, JAX's phrases, the user's source files), and what only an answer JAX's
+# own pass has not (its relayouts in words), is imported where first needed: a
+# process whose kernels all infer never loads it (issue #52: the first kernel on
+# JAX's route pays the import of what it uses).
 
 __all__ = [
     "DEFAULT_FUEL",
@@ -101,6 +102,8 @@ def solve_with(
     except Failure as found:
         failure = found
     notes: list[str] = []
+    from smalto.rescue import rescue, wants_a_rescue
+
     if wants_a_rescue(options):
         rescued, notes = rescue(
             module, failure, options, solve=lambda changed: _solved(changed, options, dump_to)
@@ -137,6 +140,8 @@ def _solved(module: ir.Module, options: SolveOptions, dump_to: TextIO | None) ->
 
 def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
     """The error to raise for what the pass found: JAX's words for it, then ours."""
+    from smalto.diagnose.jax_phrases import OUT_OF_FUEL
+
     match failure:
         case RulesRefused(error=error, program=program):
             # An annotation its value cannot take: the edits that would fix it, tried
@@ -171,6 +176,9 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
 def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
     """The error for a system with no assignment: JAX's phrase, then the diagnosis, made
     when the message is first read (``InferenceError``'s ``diagnose``)."""
+    from smalto.diagnose.jax_phrases import unsatisfiable
+    from smalto.source.files import Sources
+
     phrase = unsatisfiable(program, system)
     # Where the user's source files are looked for is decided now (the caller's scope),
     # not when the message is read.
@@ -347,6 +355,8 @@ def saying_smalto_only() -> Iterator[None]:
 
 
 def _say_smalto_only(module: ir.Module) -> None:
+    from smalto.pipeline.relayouts import relayouts
+
     found = relayouts(module)
     named = "; ".join(str(r) for r in found[:4]) + (
         f"; and {len(found) - 4} more" if len(found) > 4 else ""

@@ -14,7 +14,6 @@ from typing import Literal, cast, overload
 from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
-from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
     Fixed,
@@ -366,6 +365,9 @@ class RuleContext:
         shape = self.system.variables[fixed.var].shape
 
         def words() -> tuple[str, object]:
+            # (Imported when a refusal is worded: a kernel that infers never loads it.)
+            from smalto.constraints.conflict_report import ConflictReport, Requirement
+
             if not program.unchanged():
                 # (Its ops may be gone: said without reading them.)
                 return (
