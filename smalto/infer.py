@@ -24,7 +24,13 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import in_context
 from smalto.constraints.language import System
-from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
+from smalto.errors import (
+    FAILURE_PREFIX,
+    MODULE_CHANGED,
+    InferenceError,
+    SlowLayoutsWarning,
+    SmaltoOnlyWarning,
+)
 from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
@@ -262,6 +268,8 @@ def infer_keeping_the_solution(
         stage_through_smem=stage_through_smem,
     )
     write(inference)
+    if inference.solver.state.complete:
+        say_slow_layouts(module)
     return inference
 
 
@@ -326,8 +334,10 @@ def infer_layout(
             stage_through_smem=stage_through_smem,
         )
         write(result)
-        if _SAY_SMALTO_ONLY.get() and result.solver.state.complete:
-            _say_smalto_only(module)
+        if result.solver.state.complete:
+            if _SAY_SMALTO_ONLY.get():
+                _say_smalto_only(module)
+            say_slow_layouts(module)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
@@ -376,6 +386,24 @@ def _say_smalto_only(module: ir.Module) -> None:
         warnings.warn(message, stacklevel=3)
         return
     warnings.warn_explicit(message, SmaltoOnlyWarning, where.file, where.line, registry=_SAID)
+
+
+def say_slow_layouts(module: ir.Module) -> None:
+    """Where the layouts written on ``module`` (an answer JAX's own pass has not found) cost
+    speed, a ``SlowLayoutsWarning`` says so, once, at the line of the first place."""
+    from smalto.pipeline.speed import speed_costs
+
+    report = speed_costs(module)
+    if not report.costs:
+        return
+    message = SlowLayoutsWarning(report.message(), report)
+    where = next((c.position for c in report.costs if c.position is not None), None)
+    if where is None:
+        where = _first_line(module)
+    if where is None:
+        warnings.warn(message, stacklevel=3)
+        return
+    warnings.warn_explicit(message, SlowLayoutsWarning, where.file, where.line, registry=_SAID)
 
 
 def _first_line(module: ir.Module) -> FilePosition | None:
