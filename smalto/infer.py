@@ -191,12 +191,14 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     sources = Sources()
 
     def diagnose() -> tuple[str, object]:
-        from smalto.diagnose.problems import describe_conflict
-
         if not program.unchanged():
             return f"({MODULE_CHANGED})", None  # (its ops may be gone: none read)
-        # (Made when read, outside ``infer_layout``: the collector paused here too.)
+        # (Made when read, outside ``infer_layout``: the collector paused here too, the
+        # diagnosis's import included: its classes' making sets off collections that
+        # would traverse every object of the process, JAX's included.)
         with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
+            from smalto.diagnose.problems import describe_conflict
+
             reason, conflict = describe_conflict(program, system, solver, sources)
             # The traceback ends at the line the first fix names, now it is known.
             fixed_at, raised = _first_fix_op(conflict), made()
