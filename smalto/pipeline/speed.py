@@ -8,8 +8,8 @@ line (issue #52), with its cause:
 
 - **narrow vectors**: a strided value in vectors shorter than the widest that
   fit a strided value of its type (JAX's ``WGStridedFragLayout.from_shaped_type``:
-  up to 8 bytes a vector), or a register transfer whose vectors are narrower
-  than one 4-byte SMEM bank word (one access per element or two);
+  up to 8 bytes a vector), or a register transfer of one element a vector,
+  narrower than a 4-byte SMEM bank word (an access per element);
 - **relayouts**: values converted between producer and consumer
   (``pipeline.relayouts``), each a shuffle of registers the kernel as written
   does not have.
@@ -37,6 +37,7 @@ from smalto.source.locations import FilePosition, file_position
 _TRANSFERS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
 # Narrower than a bank word, a vector costs an access per element or two.
 _WORD_BITS = fa.SMEM_BANK_BYTES * 8
+_RELAYOUT = "a relayout of its operand"
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def speed_costs(module: ir.Module) -> SpeedReport:
             if narrow is not None:
                 costs.append(narrow)
             stride = _strided_minor(op)
-            if stride is not None:
+            if stride is not None and _moved_vector_length(op) == 1:
                 causes.append(
                     SpeedCost(
                         name,
@@ -107,11 +108,12 @@ def speed_costs(module: ir.Module) -> SpeedReport:
             SpeedCost(
                 relayout.op,
                 relayout.position,
-                f"a relayout of its operand, {relayout.source} -> {relayout.target}",
+                f"{_RELAYOUT}, {relayout.source} -> {relayout.target}",
             )
         )
     costs.sort(key=lambda c: (c.position is None, _line(c)))
-    return SpeedReport(tuple(costs), causes[0] if costs and causes else None)
+    narrow = any(not c.what.startswith(_RELAYOUT) for c in costs)
+    return SpeedReport(tuple(costs), causes[0] if narrow and causes else None)
 
 
 def _line(cost: SpeedCost) -> tuple[str, int, int]:
@@ -146,8 +148,8 @@ def _narrow_strided_results(op: ir.Operation) -> list[SpeedCost]:
     return found
 
 
-def _narrow_transfer(op: ir.Operation) -> SpeedCost | None:
-    """A register transfer whose vectors are narrower than a bank word (a tiled layout)."""
+def _moved_layout(op: ir.Operation) -> fa.FragmentedLayout | None:
+    """The register layout a transfer moves its value in, as written."""
     attribute = "in_layouts" if op.name == "mosaic_gpu.vector_store" else "out_layouts"
     if attribute not in op.attributes:
         return None
@@ -155,10 +157,26 @@ def _narrow_transfer(op: ir.Operation) -> SpeedCost | None:
     if not stated:
         return None
     try:
-        layout = decode_layout(stated[0])
+        return decode_layout(stated[0])
     except NotImplementedError:
         return None
-    if not isinstance(layout, fa.TiledLayout):
+
+
+def _moved_vector_length(op: ir.Operation) -> int | None:
+    """The elements a vector of the transfer's register layout holds."""
+    layout = _moved_layout(op)
+    if isinstance(layout, fa.WGStridedFragLayout):
+        return layout.vec_size
+    if isinstance(layout, fa.TiledLayout):
+        return layout.vector_length
+    return None
+
+
+def _narrow_transfer(op: ir.Operation) -> SpeedCost | None:
+    """A register transfer of one element a vector, narrower than a bank word (a tiled
+    layout; a strided one is said where its value is made)."""
+    layout = _moved_layout(op)
+    if not isinstance(layout, fa.TiledLayout) or layout.vector_length != 1:
         return None
     value = op.operands[0] if op.name == "mosaic_gpu.vector_store" else op.results[0]
     vty = ir.VectorType(value.type)
