@@ -115,12 +115,12 @@ def plan_tiled_transfer(
 
 
 def _spanned(
-    dims: Sequence[int | fa.Replicated],
+    dims: Sequence[int | fa.Replicated | fa.Unreduced],
     tiled_shape: tuple[tuple[int, ...], ...],
     tiled_strides: tuple[tuple[int, ...], ...],
 ) -> tuple[list[int], list[int]]:
-    """The shape and strides the warps (or the lanes) span: a replicated dim is its count
-    with stride 0."""
+    """The shape and strides the warps (or the lanes) span: a replicated (or unreduced) dim
+    is its count with stride 0."""
     shape: list[int] = []
     strides: list[int] = []
     for d in dims:
