@@ -49,6 +49,7 @@ from smalto.source.tracebacks import repoint_traceback, with_op_traceback
 
 if TYPE_CHECKING:
     from smalto.constraints.conflict_report import ConflictReport
+    from smalto.pipeline.relayouts import Relayout
 
 # What only a kernel with no layouts as written needs (the rescues and the rewrites
 # under them, JAX's phrases, the user's source files), and what only an answer JAX's
@@ -337,9 +338,12 @@ def infer_layout(
         )
         write(result)
         if result.solver.state.complete:
+            from smalto.pipeline.relayouts import relayouts
+
+            found = relayouts(module)
             if _SAY_SMALTO_ONLY.get():
-                _say_smalto_only(module)
-            say_slow_layouts(module)
+                _say_smalto_only(module, found)
+            say_slow_layouts(module, found)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
@@ -366,10 +370,7 @@ def saying_smalto_only() -> Iterator[None]:
         _SAY_SMALTO_ONLY.reset(token)
 
 
-def _say_smalto_only(module: ir.Module) -> None:
-    from smalto.pipeline.relayouts import relayouts
-
-    found = relayouts(module)
+def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
     named = "; ".join(str(r) for r in found[:4]) + (
         f"; and {len(found) - 4} more" if len(found) > 4 else ""
     )
@@ -390,12 +391,13 @@ def _say_smalto_only(module: ir.Module) -> None:
     warnings.warn_explicit(message, SmaltoOnlyWarning, where.file, where.line, registry=_SAID)
 
 
-def say_slow_layouts(module: ir.Module) -> None:
+def say_slow_layouts(module: ir.Module, found: list[Relayout] | None = None) -> None:
     """Where the layouts written on ``module`` (an answer JAX's own pass has not found) cost
-    speed, a ``SlowLayoutsWarning`` says so, once, at the line of the first place."""
+    speed, a ``SlowLayoutsWarning`` says so, once, at the line of the first place
+    (``found``: its relayouts, where read already)."""
     from smalto.pipeline.speed import speed_costs
 
-    report = speed_costs(module)
+    report = speed_costs(module, found)
     if not report.costs:
         return
     message = SlowLayoutsWarning(report.message(), report)

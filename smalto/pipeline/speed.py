@@ -30,7 +30,7 @@ from jax.experimental.mosaic.gpu import fragmented_array as fa
 
 from smalto.hw.encode import decode_layout
 from smalto.hw.names import register_layout_name
-from smalto.pipeline.relayouts import relayouts
+from smalto.pipeline.relayouts import Relayout, relayouts
 from smalto.program.type_facts import element_bitwidth, facts_by_text
 from smalto.source.locations import FilePosition, file_position
 
@@ -75,8 +75,9 @@ class SpeedReport:
         )
 
 
-def speed_costs(module: ir.Module) -> SpeedReport:
-    """Where ``module``'s layouts (written) cost speed, in program order, and the cause."""
+def speed_costs(module: ir.Module, found: list[Relayout] | None = None) -> SpeedReport:
+    """Where ``module``'s layouts (written) cost speed, in program order, and the cause;
+    ``found``: its relayouts, where the caller has read them already."""
     costs: list[SpeedCost] = []
     causes: list[SpeedCost] = []
 
@@ -103,7 +104,7 @@ def speed_costs(module: ir.Module) -> SpeedReport:
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for relayout in relayouts(module):
+    for relayout in relayouts(module) if found is None else found:
         costs.append(
             SpeedCost(
                 relayout.op,
