@@ -1,7 +1,7 @@
 """Where smalto's answer costs speed, it says so at the kernel's line and names the cause
 (issue #52, point 6): ``smalto.SlowLayoutsWarning``.
 
-The kernels are FP8 cast-transposes (``cast_transpose/kernels.py``): through GMEM,
+The kernels are FP8 cast-transposes (``cast_transpose/cast_transpose_kernels.py``): through GMEM,
 JAX's answer (strided vectors of 4) is rejected by its own lowering and smalto's
 makes every value strided with vectors of 1; through SMEM, JAX's pass finds no
 layouts and smalto's widened search asks for relayouts and 1-byte vectors. A
@@ -30,9 +30,9 @@ from smalto.pipeline.speed import speed_costs
 HERE = Path(__file__).resolve().parent / "cast_transpose"
 sys.path.insert(0, str(HERE))
 
-import kernels  # noqa: E402  (cast_transpose/kernels.py)
+import cast_transpose_kernels as kernels  # noqa: E402
 
-KERNELS_FILE = str(HERE / "kernels.py")
+KERNELS_FILE = str(HERE / "cast_transpose_kernels.py")
 
 
 def _lowered_with_smalto(name: str) -> list[smalto.SlowLayoutsWarning]:
@@ -46,7 +46,7 @@ def _lowered_with_smalto(name: str) -> list[smalto.SlowLayoutsWarning]:
 
 
 def _line_of(text: str) -> int:
-    """The line of ``kernels.py`` that holds ``text``."""
+    """The line of the kernels' file that holds ``text``."""
     lines = Path(KERNELS_FILE).read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
 

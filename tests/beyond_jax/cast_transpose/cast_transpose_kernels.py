@@ -14,10 +14,10 @@ copy feeds the backward pass's matmul).
   vectors for the transposed store.
 
 The modules JAX hands to layout inference for them are in ``*.mlir`` beside this
-file, their locations pointing at the lines below (``kernels.py:LINE:COLUMN``).
+file, their locations pointing at the lines below (``cast_transpose_kernels.py:LINE:COLUMN``).
 Rewrite them after changing a kernel with::
 
-    .venv/bin/python tests/beyond_jax/cast_transpose/kernels.py
+    .venv/bin/python tests/beyond_jax/cast_transpose/cast_transpose_kernels.py
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def fixture_text(name: str) -> str:
     fn, args, arch = KERNELS[name]
     captured = smalto.jax.capture(fn, *args, arch=arch)
     text = captured[-1].text
-    text = text.replace(f'"{Path(__file__).resolve()}"', '"kernels.py"')
+    text = text.replace(f'"{Path(__file__).resolve()}"', '"cast_transpose_kernels.py"')
     # The dump name counts lowerings in this process: a fixed one keeps the file stable.
     return re.sub(r'mosaic_gpu\.dump_basename = "[^"]*"', 'mosaic_gpu.dump_basename = "k"', text)
 
