@@ -9,6 +9,9 @@ JSON: the process CPU milliseconds of
 - ``first``: the pass on the module, parsed in a context made as JAX's lowering makes
   one (every cache empty, the other pass never run in this process);
 - ``second``: the pass again, on a fresh parse of the same text in the same context;
+- ``words`` (where the first call raised): then reading the error's message
+  (``str``), which smalto words when it is first read (its diagnosis, verified
+  fixes included), and JAX's pass has worded already;
 
 and ``outcome``: ``ok``, or the name of the exception the first call raised, and
 ``answer``: a digest of the layout attributes the first call wrote (taken after
@@ -33,13 +36,17 @@ def _milliseconds(start: float) -> float:
     return (time.process_time() - start) * 1e3
 
 
-def _call(run: Callable[[Any], object], module: Any) -> tuple[float, str]:
+def _call(run: Callable[[Any], object], module: Any) -> tuple[float, str, float | None]:
+    """(ms to return or raise, the outcome, ms to read the message where it raised)."""
     start = time.process_time()
     try:
         run(module)
     except Exception as error:  # a refusal: its time is what the user waits for
-        return _milliseconds(start), type(error).__name__
-    return _milliseconds(start), "ok"
+        raised = _milliseconds(start)
+        start = time.process_time()
+        str(error)
+        return raised, type(error).__name__, _milliseconds(start)
+    return _milliseconds(start), "ok", None
 
 
 def measure(path: Path, which: str, arch: tuple[int, int]) -> dict[str, Any]:
@@ -74,8 +81,10 @@ def measure(path: Path, which: str, arch: tuple[int, int]) -> dict[str, Any]:
     mosaic_gpu_dialect.register_dialect(context)
     with context, ir.Location.unknown():
         module = ir.Module.parse(text)
-        result["first"], result["outcome"] = _call(run, module)
-        result["second"], _ = _call(run, ir.Module.parse(text))
+        result["first"], result["outcome"], words = _call(run, module)
+        if words is not None:
+            result["words"] = words
+        result["second"], *_ = _call(run, ir.Module.parse(text))
         import reference
 
         from bench.run import answer_fingerprint

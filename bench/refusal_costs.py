@@ -47,6 +47,7 @@ import smalto  # noqa: E402
 import smalto.infer  # noqa: E402
 import smalto.pipeline.steps  # noqa: E402
 import smalto.program.reader  # noqa: E402
+import smalto.rescue  # noqa: E402
 import smalto.rules.context  # noqa: E402
 
 DEFAULT_FILES = [
@@ -86,7 +87,8 @@ PARTS: list[tuple[str, object, str, Callable[[Any], Any]]] = [
         "with_op_traceback",
         lambda _: lambda error, *_: error,
     ),
-    ("unit-dim rescue's look", smalto.infer, "rescue", lambda _: lambda *_, **__: (None, [])),
+    # (``smalto.infer`` imports it where a kernel first fails: patched where it is read.)
+    ("unit-dim rescue's look", smalto.rescue, "rescue", lambda _: lambda *_, **__: (None, [])),
     ("input check", smalto.pipeline.steps, "check_input", lambda _: lambda *_, **__: None),
     ("lazy diagnosis set-up", smalto.infer, "diagnosed", _diagnosed_as_raised),
     ("collector paused", smalto.infer, "CyclicGcPaused", lambda _: _NotPaused),

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from smalto.errors import (
         FAILURE_PREFIX,
         InferenceError,
+        SlowLayoutsWarning,
         SmaltoOnlyWarning,
         StagedThroughSmemWarning,
         UnitDimRewriteWarning,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_FUEL",
     "FAILURE_PREFIX",
     "InferenceError",
+    "SlowLayoutsWarning",
     "SmaltoOnlyWarning",
     "StagedThroughSmemWarning",
     "UnitDimRewriteWarning",
@@ -43,6 +45,7 @@ _LAZY = {
     "infer_layout": "smalto.infer",
     "FAILURE_PREFIX": "smalto.errors",
     "InferenceError": "smalto.errors",
+    "SlowLayoutsWarning": "smalto.errors",
     "SmaltoOnlyWarning": "smalto.errors",
     "StagedThroughSmemWarning": "smalto.errors",
     "UnitDimRewriteWarning": "smalto.errors",

@@ -310,6 +310,18 @@ class StagedThroughSmemWarning(UserWarning):
         self.staged = staged
 
 
+class SlowLayoutsWarning(UserWarning):
+    """The layouts smalto found for a kernel JAX's own pass finds none for that lower
+    cost speed: vectors narrower than JAX gives such values, transfers narrower than a
+    bank word, relayouts. Said once per kernel, at the line of the first place, with
+    the cause where one is found (a transfer through a transposed view);
+    ``report`` lists the places (``smalto.pipeline.speed.SpeedReport``)."""
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class SmaltoOnlyWarning(UserWarning):
     """smalto's pass answered a kernel for which JAX's own pass finds no layouts that its
     lowering accepts (smalto's complete or widened search found them): the kernel compiles

@@ -18,16 +18,19 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TextIO, Unpack
+from typing import TYPE_CHECKING, TextIO, Unpack
 
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import in_context
-from smalto.constraints.conflict_report import ConflictReport
 from smalto.constraints.language import System
-from smalto.diagnose.jax_phrases import OUT_OF_FUEL, unsatisfiable
-from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError, SmaltoOnlyWarning
-from smalto.pipeline.relayouts import relayouts
+from smalto.errors import (
+    FAILURE_PREFIX,
+    MODULE_CHANGED,
+    InferenceError,
+    SlowLayoutsWarning,
+    SmaltoOnlyWarning,
+)
 from smalto.pipeline.steps import (
     DEFAULT_FUEL,
     Failure,
@@ -40,15 +43,20 @@ from smalto.pipeline.steps import (
     write,
 )
 from smalto.program.view import Program
-
-# (Imported with the pass, not at its first failure: a process's first refusal paid 2.4 ms
-# for the import, where JAX's pass raises in about 1 ms; importing smalto takes 800 ms.)
-from smalto.rescue import rescue, wants_a_rescue
 from smalto.solve.options import SolveKeywords
 from smalto.solve.search import Solver
-from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, file_position
 from smalto.source.tracebacks import repoint_traceback, with_op_traceback
+
+if TYPE_CHECKING:
+    from smalto.constraints.conflict_report import ConflictReport
+    from smalto.pipeline.relayouts import Relayout
+
+# What only a kernel with no layouts as written needs (the rescues and the rewrites
+# under them, JAX's phrases, the user's source files), and what only an answer JAX's
+# own pass has not (its relayouts in words), is imported where first needed: a
+# process whose kernels all infer never loads it (issue #52: the first kernel on
+# JAX's route pays the import of what it uses).
 
 __all__ = [
     "DEFAULT_FUEL",
@@ -91,6 +99,8 @@ def solve_with(
     except Failure as found:
         failure = found
     notes: list[str] = []
+    from smalto.rescue import rescue, wants_a_rescue
+
     if wants_a_rescue(options):
         rescued, notes = rescue(
             module, failure, options, solve=lambda changed: _solved(changed, options, dump_to)
@@ -127,6 +137,8 @@ def _solved(module: ir.Module, options: SolveOptions, dump_to: TextIO | None) ->
 
 def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
     """The error to raise for what the pass found: JAX's words for it, then ours."""
+    from smalto.diagnose.jax_phrases import OUT_OF_FUEL
+
     match failure:
         case RulesRefused(error=error, program=program):
             # An annotation its value cannot take: the edits that would fix it, tried
@@ -161,18 +173,23 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
 def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
     """The error for a system with no assignment: JAX's phrase, then the diagnosis, made
     when the message is first read (``InferenceError``'s ``diagnose``)."""
+    from smalto.diagnose.jax_phrases import unsatisfiable
+    from smalto.source.files import Sources
+
     phrase = unsatisfiable(program, system)
     # Where the user's source files are looked for is decided now (the caller's scope),
     # not when the message is read.
     sources = Sources()
 
     def diagnose() -> tuple[str, object]:
-        from smalto.diagnose.problems import describe_conflict
-
         if not program.unchanged():
             return f"({MODULE_CHANGED})", None  # (its ops may be gone: none read)
-        # (Made when read, outside ``infer_layout``: the collector paused here too.)
+        # (Made when read, outside ``infer_layout``: the collector paused here too, the
+        # diagnosis's import included: its classes' making sets off collections that
+        # would traverse every object of the process, JAX's included.)
         with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
+            from smalto.diagnose.problems import describe_conflict
+
             reason, conflict = describe_conflict(program, system, solver, sources)
             # The traceback ends at the line the first fix names, now it is known.
             fixed_at, raised = _first_fix_op(conflict), made()
@@ -230,6 +247,8 @@ def infer_keeping_the_solution(
     the system is also written to ``dump_to`` once derived, when given."""
     inference = solve_with(module, options, dump_to)
     write(inference)
+    if inference.solver.state.complete:
+        say_slow_layouts(module)
     return inference
 
 
@@ -283,8 +302,13 @@ def infer_layout(module: ir.Module, **keywords: Unpack[SolveKeywords]) -> None:
     with context, ir.Location.unknown(context), CyclicGcPaused():
         result = solve_with(module, SolveOptions.of(keywords, "infer_layout"))
         write(result)
-        if _SAY_SMALTO_ONLY.get() and result.solver.state.complete:
-            _say_smalto_only(module)
+        if result.solver.state.complete:
+            from smalto.pipeline.relayouts import relayouts
+
+            found = relayouts(module)
+            if _SAY_SMALTO_ONLY.get():
+                _say_smalto_only(module, found)
+            say_slow_layouts(module, found)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
@@ -311,8 +335,7 @@ def saying_smalto_only() -> Iterator[None]:
         _SAY_SMALTO_ONLY.reset(token)
 
 
-def _say_smalto_only(module: ir.Module) -> None:
-    found = relayouts(module)
+def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
     named = "; ".join(str(r) for r in found[:4]) + (
         f"; and {len(found) - 4} more" if len(found) > 4 else ""
     )
@@ -331,6 +354,25 @@ def _say_smalto_only(module: ir.Module) -> None:
         warnings.warn(message, stacklevel=3)
         return
     warnings.warn_explicit(message, SmaltoOnlyWarning, where.file, where.line, registry=_SAID)
+
+
+def say_slow_layouts(module: ir.Module, found: list[Relayout] | None = None) -> None:
+    """Where the layouts written on ``module`` (an answer JAX's own pass has not found) cost
+    speed, a ``SlowLayoutsWarning`` says so, once, at the line of the first place
+    (``found``: its relayouts, where read already)."""
+    from smalto.pipeline.speed import speed_costs
+
+    report = speed_costs(module, found)
+    if not report.costs:
+        return
+    message = SlowLayoutsWarning(report.message(), report)
+    where = next((c.position for c in report.costs if c.position is not None), None)
+    if where is None:
+        where = _first_line(module)
+    if where is None:
+        warnings.warn(message, stacklevel=3)
+        return
+    warnings.warn_explicit(message, SlowLayoutsWarning, where.file, where.line, registry=_SAID)
 
 
 def _first_line(module: ir.Module) -> FilePosition | None:

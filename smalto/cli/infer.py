@@ -214,6 +214,7 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
     made unoptimized (it costs speed) or staged through SMEM (it costs SMEM). Yields the
     same lines, filled in on the way out."""
     from smalto.errors import (
+        SlowLayoutsWarning,
         StagedThroughSmemWarning,
         UnitDimRewriteWarning,
         UnoptimizedTransferWarning,
@@ -224,6 +225,7 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
         warnings.simplefilter("always", UnitDimRewriteWarning)
         warnings.simplefilter("always", UnoptimizedTransferWarning)
         warnings.simplefilter("always", StagedThroughSmemWarning)
+        warnings.simplefilter("always", SlowLayoutsWarning)
         try:
             yield changes
         finally:
@@ -239,6 +241,8 @@ def rescue_notes(prog: str = "smalto") -> Iterator[RescueChanges]:
                 elif isinstance(message, StagedThroughSmemWarning):
                     changes.staged.append(str(message.staged))
                     warning(str(message.staged), prog)
+                elif isinstance(message, SlowLayoutsWarning):
+                    note(str(message), prog)
                 else:
                     warnings.showwarning(message, shown.category, shown.filename, shown.lineno)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from smalto.basics.codes import (
     GENERIC,
@@ -45,7 +46,10 @@ from smalto.constraints.language import (
 )
 from smalto.errors import InferenceError
 from smalto.hw.values import Reg, Smem, Tmem
-from smalto.source.fix_edits import DiagnosedEdit
+
+if TYPE_CHECKING:
+    # (A type only: the fixes' source edits are made by the diagnosis, never by the pass.)
+    from smalto.source.fix_edits import DiagnosedEdit
 
 
 @dataclass(frozen=True)

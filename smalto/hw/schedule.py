@@ -6,7 +6,8 @@ generator decides, from the ref's shape and strides alone, whether the transfer
 can be scheduled at all: whether the ``ldmatrix``/``stmatrix`` path applies,
 whether the vectors' strides fit, and whether a plan exists (JAX's own
 ``plan_tiled_transfer`` for SMEM; for GMEM, ``plan_gmem_transfer``'s
-coalescing, which ``hw.coalescing`` judges without numpy). Only then
+coalescing, which ``hw.coalescing`` judges without numpy; JAX's SMEM bank plan,
+which ``hw.bank_plan`` finds as JAX's planner does, faster). Only then
 does it build IR: a few hundred ops, which cost 0.5-4 ms the first time a
 process asks, while the decisions cost a fraction of that.
 
@@ -31,7 +32,7 @@ from jax.experimental.mosaic.gpu import dialect_lowering, utils
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu.mma import MMALayouts
 
-from smalto.hw import building, coalescing
+from smalto.hw import bank_plan, building, coalescing
 from smalto.hw.mma_operand_table import OPERANDS
 from smalto.hw.strides import row_major
 
@@ -191,7 +192,10 @@ def _first_step(
         coalescing.check_coalesced(layout, tiled_shape, tiled_strides, bitwidth)
     elif optimized:
         banked = _col_txmatrix_layout(layout, bitwidth) if txmatrix == "col" else layout
-        plan = fa.plan_tiled_transfer(nested_shape, nested_strides, banked, bitwidth, swizzle)
+        # (JAX's planner's answer, found without trying every stagger on every tile.)
+        plan = bank_plan.plan_tiled_transfer(
+            nested_shape, nested_strides, banked, bitwidth, swizzle
+        )
         if txmatrix is not None and not isinstance(plan, fa.TrivialTransferPlan):
             raise fa.TxMatrixIneligible("ldmatrix needs a trivial plan")
 

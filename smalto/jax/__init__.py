@@ -53,11 +53,12 @@ layouts as edits of its Python source (spans, replacement texts, applicability;
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from smalto.jax.capture import CapturedModule, Dumper, capture
-from smalto.jax.fixing import fix
 from smalto.jax.hooks import (
     current_route,
     jax_infer_arch,
@@ -65,7 +66,33 @@ from smalto.jax.hooks import (
     routed,
     set_installed,
 )
-from smalto.jax.lowering import KernelLoweringError, Lowering, lower
+
+if TYPE_CHECKING:
+    from smalto.jax.fixing import fix
+    from smalto.jax.lowering import KernelLoweringError, Lowering, lower
+
+# Loaded on first use: a process that only installs the route (``install``, ``enabled``)
+# never loads what fixing a kernel's source or lowering it on its own takes (issue #52:
+# the first kernel on the route pays the import of what it uses).
+_LAZY = {
+    "fix": "smalto.jax.fixing",
+    "KernelLoweringError": "smalto.jax.lowering",
+    "Lowering": "smalto.jax.lowering",
+    "lower": "smalto.jax.lowering",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'smalto.jax' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "CapturedModule",

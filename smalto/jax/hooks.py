@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import itertools
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -221,6 +223,8 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
         observer.before(call)
     try:
         if route.use_smalto:
+            if "smalto.infer" not in sys.modules:
+                _import_the_pass()
             import smalto
             from smalto.infer import saying_smalto_only
 
@@ -244,6 +248,20 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
         raise
     for observer in observers:
         observer.after(call, None)
+
+
+def _import_the_pass() -> None:
+    """Imports ``smalto.infer`` (the first kernel on the route does) with the collector
+    paused: making the pass's classes allocates enough to set off collections that would
+    traverse every object of the process, JAX's included (issue #52: the first kernel pays
+    the import)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        import smalto.infer  # noqa: F401
+    finally:
+        if paused:
+            gc.enable()
 
 
 def check_options(options: Mapping[str, object]) -> None:

@@ -19,9 +19,7 @@ from typing import TextIO
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
-from smalto.basics.writing import write_file
 from smalto.constraints.language import System
-from smalto.pipeline.describe import Namer, describe_element
 from smalto.program.view import Program
 
 DUMP_ATTRIBUTE = "mosaic_gpu.dump_basename"
@@ -38,6 +36,10 @@ def dump_options(module: ir.Module) -> mgpu.DumpOptions:
 
 def system_text(program: Program, system: System, name: str = "") -> str:
     """The constraint system as a person reads it: one requirement a line, with op and place."""
+    # (Imported when a system is dumped: the words for requirements read the user's source,
+    # which a pass that dumps nothing never loads.)
+    from smalto.pipeline.describe import Namer, describe_element
+
     namer = Namer(program, system)
     title = f" for {name}" if name else ""
     lines = [
@@ -77,6 +79,8 @@ def after_derivation(
             print(text, end="")
             return
         path = os.path.join(directory, f"{name}.constraint_system.txt")
+        from smalto.basics.writing import write_file
+
         try:
             write_file(path, text)  # whole or not at all
         except OSError as error:

@@ -25,11 +25,32 @@ from collections.abc import Callable
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference
-from smalto.rescue import staging, unit_dims, unoptimized
 from smalto.rescue.attempt import Attempt, Rescue, Rescued
 from smalto.solve.options import SolveOptions
 
 __all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue", "wants_a_rescue"]
+
+
+def _unit_dims(attempt: Attempt) -> Rescued | None:
+    from smalto.rescue import unit_dims
+
+    return unit_dims.rescue(attempt)
+
+
+# (Each rescue's module, and the rewrite under it, is imported when the rescue is first
+# tried: a kernel that infers as written, or a refusal with the other rescues off, never
+# loads them.)
+def _staging(attempt: Attempt) -> Rescued | None:
+    from smalto.rescue import staging
+
+    return staging.rescue(attempt)
+
+
+def _unoptimized(attempt: Attempt) -> Rescued | None:
+    from smalto.rescue import unoptimized
+
+    return unoptimized.rescue(attempt)
+
 
 # (the infer_layout keyword that turns it on, whether the options turn it on, the
 # rescue), in the order they are tried. The unit-dim rewrite first: it costs nothing
@@ -37,9 +58,9 @@ __all__ = ["RESCUES", "Attempt", "Rescue", "Rescued", "rescue", "wants_a_rescue"
 # cost of a round trip through SMEM; an unoptimized transfer last, where staging
 # cannot serve.
 RESCUES: tuple[tuple[str, Callable[[SolveOptions], bool], Rescue], ...] = (
-    ("rewrite", lambda options: options.rewrite, unit_dims.rescue),
-    ("stage_through_smem", lambda options: options.stage_through_smem, staging.rescue),
-    ("allow_unoptimized", lambda options: options.allow_unoptimized, unoptimized.rescue),
+    ("rewrite", lambda options: options.rewrite, _unit_dims),
+    ("stage_through_smem", lambda options: options.stage_through_smem, _staging),
+    ("allow_unoptimized", lambda options: options.allow_unoptimized, _unoptimized),
 )
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
 from smalto.pipeline.steps import Failure, Inference, Unsatisfiable
-from smalto.rewrite.transfers import Plan
 from smalto.solve.options import SolveOptions
 from smalto.source.locations import FilePosition
+
+if TYPE_CHECKING:
+    from smalto.rewrite.transfers import Plan
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Attempt:
         if not isinstance(failure, Unsatisfiable):
             return None
         if self._in_the_way is None:
+            from smalto.rewrite.transfers import Plan
+
             plan = Plan(failure.program, failure.system, self.options)
             self._in_the_way = plan, plan.fewest()
         return self._in_the_way

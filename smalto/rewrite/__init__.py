@@ -9,8 +9,35 @@ speed). Below the rescues and the diagnosis, which try them on copies of a modul
 again on the changed copy.
 """
 
-from smalto.rewrite.patterns import RewrittenOp
-from smalto.rewrite.unit_dims import rewritable_webs, rewrite_unit_dims
-from smalto.rewrite.webs import may_have_webs
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smalto.rewrite.patterns import RewrittenOp
+    from smalto.rewrite.unit_dims import rewritable_webs, rewrite_unit_dims
+    from smalto.rewrite.webs import may_have_webs
 
 __all__ = ["RewrittenOp", "may_have_webs", "rewritable_webs", "rewrite_unit_dims"]
+
+# Loaded on first use: a refusal asks ``webs.may_have_webs`` whether the unit-dim rewrite
+# could apply, and loads the rewrite itself only where it could.
+_LAZY = {
+    "RewrittenOp": "smalto.rewrite.patterns",
+    "may_have_webs": "smalto.rewrite.webs",
+    "rewritable_webs": "smalto.rewrite.unit_dims",
+    "rewrite_unit_dims": "smalto.rewrite.unit_dims",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'smalto.rewrite' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -15,7 +15,6 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
 from smalto.basics.version import JAX_PINNED
-from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
     Fixed,
@@ -367,6 +366,9 @@ class RuleContext:
         shape = self.system.variables[fixed.var].shape
 
         def words() -> tuple[str, object]:
+            # (Imported when a refusal is worded: a kernel that infers never loads it.)
+            from smalto.constraints.conflict_report import ConflictReport, Requirement
+
             if not program.unchanged():
                 # (Its ops may be gone: said without reading them.)
                 return (
