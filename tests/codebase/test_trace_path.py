@@ -29,7 +29,7 @@ def test_a_reduction_of_a_wgmma_accumulator_reads_straight_through_the_pass() ->
     # being it), the relayouts are no third rule file.
     assert ("smalto.program.reader", "smalto.program.view") not in found.doubles_back
     assert not any(
-        below in ("smalto.solve.jax_order", "smalto.solve.complete", "smalto.solve.search")
+        below in ("smalto.solve.jax_search", "smalto.solve.complete", "smalto.solve.search")
         for below, _ in found.doubles_back
     ), found.doubles_back
     assert "smalto.rules.relayouts" not in found.modules

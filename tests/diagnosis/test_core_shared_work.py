@@ -25,8 +25,9 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
 from smalto.solve.complete import DomainsMade
+from smalto.solve.decision import Exhausted, Solved
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver
+from smalto.solve.search import widest
 
 UNSAT = Path(__file__).parents[1] / "unsat"
 KERNELS = (
@@ -42,12 +43,8 @@ def _alone(
     system: System, elements: list[Element], program: Program, arch: tuple[int, int]
 ) -> bool | None:
     """The question answered by a solver of its own, sharing nothing."""
-    try:
-        return Solver(
-            subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch), widened=True
-        ).solve(guided=False)
-    except FuelExhausted:
-        return None
+    decision = widest(subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch))
+    return None if isinstance(decision, Exhausted) else isinstance(decision, Solved)
 
 
 @pytest.mark.parametrize("name", KERNELS)
