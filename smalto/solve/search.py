@@ -308,7 +308,7 @@ class Widened:
         self.in_jax_order = in_jax_order
 
     def run(self, state: Propagation) -> Decision:
-        found = self.early.found
+        found: Decision | None = self.early.found
         if found is None:
             options = self.early.options
             left = replace(options, fuel=max(options.fuel - state.fuel.work, 1))
