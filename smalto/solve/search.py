@@ -42,7 +42,7 @@ from smalto.solve.evaluate import HOLDS, judge, simplify
 from smalto.solve.fuel import AtCheckpoint, FuelExhausted
 from smalto.solve.jax_search import JaxOrderSearch
 from smalto.solve.options import SolveOptions
-from smalto.solve.propagation import Conflict, Propagation, Reason
+from smalto.solve.propagation import Propagation
 
 # Attempts the search in JAX's order may take before the complete search takes over,
 # beyond one per variable left open by the propagation before the first decision
@@ -62,17 +62,12 @@ __all__ = [
     "CHECKPOINT_SLACK",
     "GUIDED_BUDGET",
     "Complete",
-    "Conflict",
     "Decision",
     "EarlyWidening",
     "Exhausted",
-    "FuelExhausted",
     "InJaxOrder",
     "NoLayouts",
-    "Propagation",
-    "Reason",
     "Solved",
-    "SolveOptions",
     "Strategy",
     "Widened",
     "decide",
