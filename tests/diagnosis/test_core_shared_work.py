@@ -61,10 +61,10 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
         system: System,
         elements: list[Element],
         program: Program,
-        arch: tuple[int, int],
+        options: SolveOptions,
         made: DomainsMade | None = None,
     ) -> bool | None:
-        answer = real(system, elements, program, arch, made)
+        answer = real(system, elements, program, options, made)
         asked.append((list(elements), answer, len(made or {})))
         return answer
 
@@ -72,7 +72,7 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
     with in_context(module):
         program = read_program(module, consumers())
         system = derive_system(program, arch)
-        found, _ = core.find_core(program, system, arch, set())
+        found, _ = core.find_core(program, system, SolveOptions(arch=arch), set())
         assert found
         assert len(asked) > 3
         assert asked[-1][2] > 0  # the domains were shared
