@@ -95,7 +95,7 @@ def decide(system: System, program: Program, options: SolveOptions) -> Decision:
     """
     state = Propagation(system, program, options.arch, options.fuel)
     early = EarlyWidening(system, program, options)
-    in_jax_order = InJaxOrder(program, early, options)
+    in_jax_order = InJaxOrder(program, early)
     widened = Widened(early, in_jax_order)
     strategies: tuple[Strategy, ...] = (in_jax_order, Complete(widened), widened)
     for strategy in strategies:
@@ -153,15 +153,9 @@ class InJaxOrder:
     # The search in JAX's order it makes (a test may watch it by a subclass).
     search_type: type[JaxOrderSearch] = JaxOrderSearch
 
-    def __init__(
-        self,
-        program: Program,
-        early: EarlyWidening | None = None,
-        options: SolveOptions | None = None,
-    ) -> None:
+    def __init__(self, program: Program, early: EarlyWidening | None = None) -> None:
         self.program = program
         self.early = early
-        self.options = options
         # The lowering requirements the answer in JAX's order broke, with the value it
         # gave each one's register variable (empty where it found none, or one that
         # lowers).
@@ -183,8 +177,9 @@ class InJaxOrder:
                 proof = early.run(state)
                 if proof is not None:
                     return NoLayouts(proof.proof, self._breaks_found_later(state, early))
-                # Layouts exist: the search goes on as if never stopped (run again from
-                # the root without the checkpoint, step for step the same).
+                # Layouts exist (or the widened search ran out of fuel: as if never made):
+                # the search goes on as if never stopped, run again from the root without
+                # the checkpoint (it is deterministic: step for step the same).
                 found = search.run(budget)
         except FuelExhausted as exhausted:
             return Exhausted.of(exhausted)
