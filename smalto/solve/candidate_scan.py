@@ -123,6 +123,8 @@ class _Scan:
         )
 
 
+# What one decision's scan knows, handed from a decision to the ones below it.
+Scan = _Scan
 # A candidate as JAX's order yields it: (variable, value, the constraint it came from,
 # or None for a variable's default).
 Candidate = tuple[int, Const, int | None]

@@ -5,7 +5,9 @@ JAX's pass searches in ``find_assignments_for`` and ``conjure_assignment``
 then, depth first, try each conjured assignment in turn, spending one fuel
 per valid one, until every unknown has a value. Each function below is headed
 with the JAX function it ports, and reads as it does, so that a change to
-JAX's search is ported here, into this module alone (``docs/porting_jax.md``).
+JAX's search is ported here (and, where what a constraint offers changes, into
+``candidates``; where which candidates fail at once changes, into the scan's
+``doomed``): ``docs/porting_jax.md``.
 
 Where smalto differs, it is for speed, with the same candidates, the same
 order and the same fuel: the reduction is the propagation (``Propagation``:
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from smalto.program.view import Program
-from smalto.solve.candidate_scan import Candidate, CandidateScan, Tried, _Scan
+from smalto.solve.candidate_scan import Candidate, CandidateScan, Scan, Tried
 from smalto.solve.fuel import AtCheckpoint, FuelExhausted
 from smalto.solve.propagation import DeepRecursion, Propagation, Reason
 
@@ -46,7 +48,7 @@ class JaxOrderSearch:
     def run(self, budget: int, checkpoint: int | None = None) -> bool:
         """``find_assignments_for`` from the propagated root, within ``budget`` attempts of
         work: True where it finds an assignment (the state holds it); False, back at the
-        root, where it finds none or spends the budget. Raises ``Checkpoint`` where the
+        root, where it finds none or spends the budget. Raises ``AtCheckpoint`` where the
         work reaches ``checkpoint`` (back at the root), ``FuelExhausted`` where JAX's
         fuel runs out first (``Fuel.past_jaxs_fuel``)."""
         state, fuel = self.state, self.fuel
@@ -66,7 +68,7 @@ class JaxOrderSearch:
 
     # Ports ``find_assignments_for``.
     def find_assignments_for(
-        self, first_open: int = 0, first_unset: int = 0, scan: _Scan | None = None
+        self, first_open: int = 0, first_unset: int = 0, scan: Scan | None = None
     ) -> bool:
         """Whether an assignment of every open variable, made in JAX's order, satisfies the
         system (the state then holds it; otherwise as it came).
@@ -126,7 +128,7 @@ class JaxOrderSearch:
 
     # Ports ``conjure_assignment``.
     def conjure_assignment(
-        self, scan: _Scan, first_open: int, first_unset: int
+        self, scan: Scan, first_open: int, first_unset: int
     ) -> Iterator[Candidate]:
         """The assignments to try at one decision, in JAX's order: (variable, value, the
         constraint it came from, or None for a default).
