@@ -51,8 +51,9 @@ from smalto.pipeline import annotate
 from smalto.pipeline.validate import check_input
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
-from smalto.solve.options import SolveOptions
-from smalto.solve.search import Solver
+from smalto.solve.decision import Solved
+from smalto.solve.propagation import Propagation
+from smalto.solve.search import Complete, InJaxOrder
 
 STEPS = ("read", "check", "derive", "setup", "solve", "plan", "write")
 REFERENCES = ("floor", "read walk")
@@ -69,12 +70,13 @@ def time_steps(module: ir.Module, arch: Arch, clock: Callable[[], float]) -> lis
     ticks.append(clock())
     system = derive_system(program, arch)
     ticks.append(clock())
-    solver = Solver(system, program, SolveOptions(fuel=fuel, arch=arch))
+    state = Propagation(system, program, arch, fuel)
     ticks.append(clock())
-    if not solver.solve():
+    # JAX's order, then the complete search over JAX's rules (``search.under_jax_rules``).
+    if not isinstance(InJaxOrder(program).run(state) or Complete().run(state), Solved):
         raise smalto.InferenceError(f"no solution for {module}")
     ticks.append(clock())
-    plan = annotate.plan_attributes(program, system, solver.state.solution())
+    plan = annotate.plan_attributes(program, system, state.solution())
     ticks.append(clock())
     annotate.write_attributes(program, plan)
     ticks.append(clock())

@@ -51,7 +51,7 @@ def _infer(path: Path) -> tuple[Any, Inference]:
     with in_context(module):
         inference = solve_module(module, arch=arch)
         plan = annotate.plan_attributes(
-            inference.program, inference.system, inference.solver.state.solution()
+            inference.program, inference.system, inference.solved.state.solution()
         )
         annotate.write_attributes(inference.program, plan)
     return module, inference

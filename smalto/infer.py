@@ -43,8 +43,8 @@ from smalto.pipeline.steps import (
     write,
 )
 from smalto.program.view import Program
+from smalto.solve.decision import NoLayouts
 from smalto.solve.options import SolveKeywords
-from smalto.solve.search import Solver
 from smalto.source.locations import FilePosition, file_position
 from smalto.source.tracebacks import repoint_traceback, with_op_traceback
 
@@ -107,7 +107,7 @@ def solve_with(
         )
         if rescued is not None:
             return rescued
-    error = diagnosed(failure, options.arch)
+    error = diagnosed(failure, options)
     for note in notes:
         error.add_note(note)
     # The traceback keeps this frame: were it to hold the error or the failure, a cycle
@@ -127,7 +127,7 @@ def _solved(module: ir.Module, options: SolveOptions, dump_to: TextIO | None) ->
         return solve_as_written(module, options, dump_to)
     except Failure as found:
         failure = found
-    error = diagnosed(failure, options.arch)
+    error = diagnosed(failure, options)
     del failure  # (held by no frame the traceback keeps: see ``solve_module``)
     try:
         raise error
@@ -135,8 +135,9 @@ def _solved(module: ir.Module, options: SolveOptions, dump_to: TextIO | None) ->
         del error
 
 
-def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
-    """The error to raise for what the pass found: JAX's words for it, then ours."""
+def diagnosed(failure: Failure, options: SolveOptions) -> InferenceError:
+    """The error to raise for what the pass found: JAX's words for it, then ours (the
+    diagnosis searches under ``options``, the caller's)."""
     from smalto.diagnose.jax_phrases import OUT_OF_FUEL
 
     match failure:
@@ -156,12 +157,12 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
                     if read is None or not program.unchanged():
                         return  # (the rule's words say the module changed)
                     with context, ir.Location.unknown(context), CyclicGcPaused():
-                        suggest_at_derivation(read, program, arch)
+                        suggest_at_derivation(read, program, options)
 
                 error.defer(suggest)
             return error
-        case Unsatisfiable(program=program, system=system, solver=solver):
-            return _unsatisfiable_error(program, system, solver)
+        case Unsatisfiable(program=program, system=system, decision=decision):
+            return _unsatisfiable_error(program, system, decision, options)
         case OutOfFuel(program=program, system=system, spent=spent, open_variables=open_ones):
             from smalto.diagnose.conflict import describe_fuel_exhaustion
 
@@ -170,7 +171,9 @@ def diagnosed(failure: Failure, arch: tuple[int, int]) -> InferenceError:
     raise AssertionError(f"smalto bug: a failure of the pass not diagnosed: {failure!r}")
 
 
-def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> InferenceError:
+def _unsatisfiable_error(
+    program: Program, system: System, decision: NoLayouts, options: SolveOptions
+) -> InferenceError:
     """The error for a system with no assignment: JAX's phrase, then the diagnosis, made
     when the message is first read (``InferenceError``'s ``diagnose``)."""
     from smalto.diagnose.jax_phrases import unsatisfiable
@@ -190,7 +193,7 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
         with program.context, ir.Location.unknown(program.context), CyclicGcPaused():
             from smalto.diagnose.problems import describe_conflict
 
-            reason, conflict = describe_conflict(program, system, solver, sources)
+            reason, conflict = describe_conflict(program, system, decision, options, sources)
             # The traceback ends at the line the first fix names, now it is known.
             fixed_at, raised = _first_fix_op(conflict), made()
             if fixed_at is not None and raised is not None:
@@ -204,7 +207,7 @@ def _unsatisfiable_error(program: Program, system: System, solver: Solver) -> In
     made = weakref.ref(error)
     # The op JAX blames, else where the search met the conflict: its source line
     # ends the traceback, as in JAX's errors.
-    culprit = phrase.op if phrase.op is not None else _where_it_failed(solver)
+    culprit = phrase.op if phrase.op is not None else _where_it_failed(decision)
     if culprit is None:  # where JAX's propagation met it, else a likely op: a kernel line
         culprit = phrase.culprit
     if culprit is None:
@@ -228,15 +231,15 @@ def _first_fix_op(conflict: ConflictReport) -> int | None:
     return first.edit.ops[0]
 
 
-def _where_it_failed(solver: Solver) -> int | None:
+def _where_it_failed(decision: NoLayouts) -> int | None:
     """The op of the requirement the search failed on, or of a transfer JAX's answer breaks."""
-    conflict = solver.state.conflict
+    conflict = decision.proof.conflict
     if conflict is not None:
         if conflict.constraint is not None:
             return conflict.constraint.origin
         if conflict.fixed is not None:
             return conflict.fixed.origin
-    breaks = solver.jax_answer_breaks
+    breaks = decision.jax_answer_breaks
     return breaks[0][0].origin if breaks else None
 
 
@@ -247,7 +250,7 @@ def infer_keeping_the_solution(
     the system is also written to ``dump_to`` once derived, when given."""
     inference = solve_with(module, options, dump_to)
     write(inference)
-    if inference.solver.state.complete:
+    if not inference.solved.in_jax_order:
         say_slow_layouts(module)
     return inference
 
@@ -302,7 +305,7 @@ def infer_layout(module: ir.Module, **keywords: Unpack[SolveKeywords]) -> None:
     with context, ir.Location.unknown(context), CyclicGcPaused():
         result = solve_with(module, SolveOptions.of(keywords, "infer_layout"))
         write(result)
-        if result.solver.state.complete:
+        if not result.solved.in_jax_order:
             from smalto.pipeline.relayouts import relayouts
 
             found = relayouts(module)

@@ -191,7 +191,7 @@ class GmemTransfer:
     constraints leave this out, and JAX's own answers break it on many
     kernels: the search in JAX's order judges it as holding (to walk JAX's
     path), then keeps its answer only if it holds; the complete searches
-    enforce it throughout (see ``evaluate.judge``, ``search.Solver.solve``).
+    enforce it throughout (see ``evaluate.judge``, ``search.decide``).
     """
 
     reg: Expr

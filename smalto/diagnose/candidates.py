@@ -37,15 +37,15 @@ from smalto.hw import layouts as hl
 from smalto.hw.names import HOPPER_NAMES, REGISTER_LAYOUTS
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program.view import Kind, Op, Program
+from smalto.solve.decision import Solved
+from smalto.solve.for_diagnosis import for_diagnosis
+from smalto.solve.options import SolveOptions
 
 LAYOUT_CAST = "mosaic_gpu.layout_cast"
 TMEM_CAST = "mosaic_gpu.tmem_layout_cast"
 WITH_TRANSFORMS = "mosaic_gpu.with_transforms"
 INLINE = "mosaic_gpu.custom_primitive"
 ANNOTATIONS = frozenset({LAYOUT_CAST, TMEM_CAST, WITH_TRANSFORMS, INLINE})
-# A value's layout without its annotation: a search that needs more steps than
-# this is not worth the wait (the target is only a preference).
-_RELAXED_FUEL = 2_000
 # Layouts only special ops produce: never a useful cast target.
 _NOT_TARGETS = frozenset({"TMA_INDICES", "TMA_INDICES_4", "WGMMA_ACC_32BIT"})
 
@@ -61,20 +61,21 @@ def elements_variables(elements: list[Element]) -> list[int]:
 
 class Candidates:
     """Edits for one conflict: ``elements`` (its requirements), ``forced`` (what its values
-    are forced to), on ``program``/``system`` for ``arch``."""
+    are forced to), on ``program``/``system`` under the caller's ``options``."""
 
     def __init__(
         self,
         program: Program,
         system: System,
-        arch: tuple[int, int],
+        options: SolveOptions,
         elements: list[Element],
         forced: dict[int, Const],
         unoptimize: tuple[int, ...] = (),
     ) -> None:
         self.program = program
         self.system = system
-        self.arch = arch
+        self.options = options
+        self.arch = options.arch
         self.elements = elements
         # The fewest transfers of the conflict which, unoptimized, resolve it.
         self.unoptimize = unoptimize
@@ -163,8 +164,6 @@ class Candidates:
     def _unannotated_value(self, ops: tuple[int, ...], var: int | None) -> Const | None:
         """The layout the rest of the kernel gives a value once ``ops`` state none for it
         (from a solution of the system without what they fix): the likeliest target."""
-        from smalto.solve.search import FuelExhausted, SolveOptions, Solver
-
         if var is None:
             return None
         fixed = [f for f in self.system.fixed if not (f.origin in ops and f.var == var)]
@@ -173,13 +172,12 @@ class Candidates:
         if self._holds_without(ops, var):
             return None
         sub = System(self.system.variables, self.system.constraints, fixed, self.system.var_of_site)
-        solver = Solver(sub, self.program, SolveOptions(fuel=_RELAXED_FUEL, arch=self.arch))
-        try:
-            if not solver.solve():
-                return None
-        except FuelExhausted:
+        # (A search that needs more steps than its small fuel is not worth the wait: the
+        # target is only a preference.)
+        decision = for_diagnosis(self.options).under_jax_rules(sub, self.program)
+        if not isinstance(decision, Solved):
             return None
-        return solver.state.solution()[var]
+        return decision.state.solution()[var]
 
     def _holds_without(self, ops: tuple[int, ...], var: int) -> bool:
         """Whether the conflict's requirements, every one of them the system's own (not one

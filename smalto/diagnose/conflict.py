@@ -44,6 +44,7 @@ from smalto.hw.values import Const, Reg
 from smalto.pipeline.describe import Namer, describe_allowed, describe_element, expr_var
 from smalto.program.view import Kind, Program
 from smalto.rewrite.transfers import fewest, optimized_transfers, relax_transfers
+from smalto.solve.options import SolveOptions
 from smalto.solve.propagation import Propagation, Reason
 from smalto.source.files import Sources
 from smalto.source.locations import op_location_text, op_text
@@ -324,7 +325,7 @@ def _offset_limited(divides: Divides, ref: Variable) -> bool:
 def diagnose(
     program: Program,
     system: System,
-    arch: tuple[int, int],
+    options: SolveOptions,
     seeds: set[int],
     explanation: list[Element] | None = None,
     *,
@@ -336,8 +337,9 @@ def diagnose(
     """One problem: a minimal core found from ``seeds`` (or the propagation's
     ``explanation``; or ``found`` already, with whether it is minimal), in words, with
     the edits verified to fix it (made together with ``background``: the fixes of the
-    kernel's other problems)."""
-    core, minimal = found or find_core(program, system, arch, seeds, explanation)
+    kernel's other problems). ``options``: the caller's (``for_diagnosis``)."""
+    arch = options.arch
+    core, minimal = found or find_core(program, system, options, seeds, explanation)
     core = list(core)
     # What ops impose outright first, then the rest in program order.
     core.sort(key=lambda e: (fixed_layout(e) is None, e.origin))
@@ -355,7 +357,7 @@ def diagnose(
     )
     if hint is None:
         hint = said_by_lowering.remedy
-    made = _suggested(program, system, arch, core, values, namer, hint, proof, background)
+    made = _suggested(program, system, options, core, values, namer, hint, proof, background)
     text, edits, fixes, notes = made.text, made.edits, made.fixes, made.notes
     if edits and edits[0].kind == UNOPTIMIZE:
         # The same fix, made by smalto where the user asks for it (an option, no edit of
@@ -367,7 +369,7 @@ def diagnose(
     # A reduction over the wrong axis: said as the author thinks of it, with the other axis
     # first where it is verified.
     clue = axis_clue(program, core, namer.sources or Sources())
-    offered = axis_choices(program, clue, arch, background) if clue is not None else []
+    offered = axis_choices(program, clue, options, background) if clue is not None else []
     # Every edit checked on the module: one that changes what the kernel computes is a
     # choice for the author (``changes_meaning``), never a fix.
     edits, fixes, choice_edits, choices = _by_meaning(program, edits, fixes, offered)
@@ -448,7 +450,7 @@ class _Suggested:
 def _suggested(
     program: Program,
     system: System,
-    arch: tuple[int, int],
+    options: SolveOptions,
     core: list[Element],
     values: dict[int, Const],
     namer: Namer,
@@ -460,13 +462,13 @@ def _suggested(
         suggestion = suggest(
             program,
             system,
-            arch,
+            options,
             list(core),
             values,
             namer,
             hint,
             hint_first=proof,
-            unoptimize=core_transfers(program, system, core, arch),
+            unoptimize=core_transfers(program, system, core, options),
             background=background,
         )
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains
@@ -514,14 +516,14 @@ def _by_meaning(
 
 
 def core_transfers(
-    program: Program, system: System, core: list[Element], arch: tuple[int, int]
+    program: Program, system: System, core: list[Element], options: SolveOptions
 ) -> tuple[int, ...]:
     """The fewest optimized transfers of the core which, unoptimized, make it satisfiable
     (the one-word changes that resolve this conflict); none where no subset does."""
     ops = optimized_transfers(program, core)
 
     def resolves(chosen: frozenset[int]) -> bool:
-        return core_satisfiable(system, relax_transfers(core, chosen), program, arch)
+        return core_satisfiable(system, relax_transfers(core, chosen), program, options)
 
     found = fewest(ops, resolves, largest=len(ops), limit=2 ** len(ops))
     return tuple(found) if found is not None else ()

@@ -18,8 +18,9 @@ from smalto.constraints.language import Element, System, element_variables, fixe
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
 from smalto.solve.complete import DomainsMade
+from smalto.solve.decision import Exhausted, Solved
+from smalto.solve.for_diagnosis import for_diagnosis
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver
 
 # Upper bound on time spent shrinking a core; past it the core is smaller but
 # not guaranteed minimal.
@@ -30,27 +31,23 @@ def _satisfiable(
     system: System,
     elements: Sequence[Element],
     program: Program,
-    arch: tuple[int, int],
+    options: SolveOptions,
     made: DomainsMade | None = None,
 ) -> bool | None:
     """Whether ``elements`` hold together (None where the search ran out of fuel);
     ``made``: the domains of the searches before, shared (``DomainsMade``)."""
-    solver = Solver(
-        subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch), widened=True
-    )
-    solver.over_domains.made_before = made
-    try:
-        # The widest search: a core is what no layout the lowering accepts satisfies.
-        return solver.solve(guided=False)
-    except FuelExhausted:
+    # The widest search: a core is what no layout the lowering accepts satisfies.
+    decision = for_diagnosis(options).widest(subsystem(system, elements), program, made)
+    if isinstance(decision, Exhausted):
         return None
+    return isinstance(decision, Solved)
 
 
 def core_satisfiable(
-    system: System, elements: Sequence[Element], program: Program, arch: tuple[int, int]
+    system: System, elements: Sequence[Element], program: Program, options: SolveOptions
 ) -> bool:
     """Whether these requirements alone hold together (under the widest search)."""
-    return _satisfiable(system, elements, program, arch) is True
+    return _satisfiable(system, elements, program, options) is True
 
 
 def minimal_core(
@@ -119,7 +116,7 @@ def _in_order(system: System) -> list[Element]:
 def find_core(
     program: Program,
     system: System,
-    arch: tuple[int, int],
+    options: SolveOptions,
     seeds: set[int],
     explanation: list[Element] | None = None,
 ) -> tuple[list[Element], bool]:
@@ -130,7 +127,7 @@ def find_core(
     made: DomainsMade = {}
 
     def unsat(subset: list[Element]) -> bool:
-        return _satisfiable(system, subset, program, arch, made) is False
+        return _satisfiable(system, subset, program, options, made) is False
 
     deadline = time.monotonic() + _CORE_SECONDS
     if explanation and unsat(explanation):

@@ -83,7 +83,7 @@ def advice(
     unit dim (an empty ``Advice`` where it has neither).
 
     ``jax_answer_breaks``: the requirements the answer in JAX's order broke,
-    with the layout it gave (``Solver.jax_answer_breaks``); ``name`` names
+    with the layout it gave (``NoLayouts.jax_answer_breaks``); ``name`` names
     the values of the core's transfers (by constraint origin op).
     """
     transfers = [e for e in core if isinstance(e, GmemTransfer)]

@@ -28,9 +28,10 @@ from smalto.diagnose.edits import DROP, RETARGET, UNOPTIMIZE, Edit
 from smalto.diagnose.verify import edited_system
 from smalto.pipeline.describe import Namer
 from smalto.program.view import Program
+from smalto.solve.decision import NoLayouts
+from smalto.solve.for_diagnosis import for_diagnosis
 from smalto.solve.options import SolveOptions
 from smalto.solve.propagation import Propagation
-from smalto.solve.search import FuelExhausted, Solver
 from smalto.source.files import Sources
 
 # Past this many problems, the rest are left for the next run.
@@ -40,10 +41,15 @@ _LIKELY_CANDIDATES = 8
 
 
 def describe_conflict(
-    program: Program, system: System, solver: Solver, sources: Sources | None = None
+    program: Program,
+    system: System,
+    decision: NoLayouts,
+    options: SolveOptions,
+    sources: Sources | None = None,
 ) -> tuple[str, ConflictReport]:
-    """The message and report for a solver that found no solution: every problem of the
-    kernel (up to ``MAX_PROBLEMS``), each with its own core and its own fixes.
+    """The message and report for a system with no layouts (``decision``, under the
+    caller's ``options``): every problem of the kernel (up to ``MAX_PROBLEMS``), each
+    with its own core and its own fixes.
 
     First the problems are found one after the other, each with a core of its own,
     then set aside by its likeliest fix (or without its requirements, where there is
@@ -51,25 +57,24 @@ def describe_conflict(
     verified to fix it while the other problems' likeliest fixes are made too: alone,
     no edit makes a kernel with several problems infer.
     """
-    empty = solver.state.empty_slot
+    empty = decision.proof.empty_slot
     if empty is not None:
         report = no_value_fits(program, system, empty)
         return report.message(), report
-    arch = solver.state.arch
     namer = Namer(program, system, sources or Sources())
-    breaks = solver.jax_answer_breaks
+    breaks = decision.jax_answer_breaks
     problems: list[tuple[list[Element], bool, Edit | None]] = []
-    current, failed = system, solver
+    current, failed = system, decision.proof
     # The ops the problems so far are about: their annotations and what their fixes change.
     owned: set[int] = set()
     while len(problems) < MAX_PROBLEMS:
         core, minimal = find_core(
-            program, current, arch, _seeds(failed.state), failed.state.root_explanation()
+            program, current, options, _seeds(failed), failed.root_explanation()
         )
         if problems and any(e.origin in owned for e in core):
             # The same problem, not resolved by its likeliest fix: one problem, not two.
             break
-        fix = _likeliest_fix(program, current, core, arch)
+        fix = _likeliest_fix(program, current, core, options)
         owned.update(e.origin for e in core if program.ops[e.origin].name in ANNOTATIONS)
         if fix is not None:
             owned.update(fix.ops)
@@ -78,12 +83,11 @@ def describe_conflict(
         if past is None:
             break
         current = past
-        failed = Solver(current, program, SolveOptions(fuel=5_000, arch=arch), widened=True)
-        try:
-            if failed.solve(guided=False) or failed.state.empty_slot is not None:
-                break
-        except FuelExhausted:
+        # The next problem, where the widest search finds one (not where it runs out).
+        left = for_diagnosis(options).widest(current, program)
+        if not isinstance(left, NoLayouts) or left.proof.empty_slot is not None:
             break
+        failed = left.proof
     reports = []
     for index, (core, minimal, _) in enumerate(problems):
         background = tuple(f for i, (*_, f) in enumerate(problems) if i != index and f)
@@ -91,7 +95,7 @@ def describe_conflict(
             diagnose(
                 program,
                 system,
-                arch,
+                options,
                 set(),
                 namer=namer,
                 jax_answer_breaks=breaks,
@@ -119,13 +123,13 @@ def _seeds(state: Propagation) -> set[int]:
 
 
 def _likeliest_fix(
-    program: Program, system: System, core: list[Element], arch: tuple[int, int]
+    program: Program, system: System, core: list[Element], options: SolveOptions
 ) -> Edit | None:
     """The change that most likely resolves this core, judged on the core alone: its
     transfers made unoptimized, else the first edit of its annotations that makes it
     satisfiable (None where neither does)."""
-    transfers = core_transfers(program, system, core, arch)
-    candidates = Candidates(program, system, arch, core, {}, transfers)
+    transfers = core_transfers(program, system, core, options)
+    candidates = Candidates(program, system, options, core, {}, transfers)
     constraints, fixed = as_solved(core)
     for number, edit in enumerate(candidates):  # in the order they are suggested
         if number == _LIKELY_CANDIDATES:
@@ -138,7 +142,7 @@ def _likeliest_fix(
         if sub is None:
             continue
         elements = [*sub.fixed, *constraints]
-        if core_satisfiable(system, elements, program, arch):
+        if core_satisfiable(system, elements, program, options):
             return edit
     return None
 

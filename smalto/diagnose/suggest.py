@@ -34,6 +34,7 @@ from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.pipeline.describe import Namer
 from smalto.program.view import Op, Program
 from smalto.rewrite.transfers import describe_ops
+from smalto.solve.options import SolveOptions
 from smalto.source.files import Sources
 from smalto.source.fix_edits import in_kernel_words
 from smalto.source.locations import FilePosition, file_position, location_text, op_text
@@ -117,7 +118,7 @@ class Suggestion:
 def suggest(
     program: Program,
     system: System,
-    arch: tuple[int, int],
+    options: SolveOptions,
     elements: list[Element],
     forced: dict[int, Const],
     namer: Namer,
@@ -132,8 +133,8 @@ def suggest(
     hint is the likelier fix, e.g. a proof of divisibility, and comes before the edits;
     ``unoptimize``: the conflict's transfers which, unoptimized, resolve it;
     ``background``: the other problems' fixes, made with each candidate)."""
-    candidates = Candidates(program, system, arch, elements, forced, unoptimize)
-    trial = try_edits(program, system, arch, candidates, budget, background)
+    candidates = Candidates(program, system, options, elements, forced, unoptimize)
+    trial = try_edits(program, system, options, candidates, budget, background)
     words = EditWords(program, system, namer)
     edits = [words.suggested(edit, edit in trial.needs_smalto) for edit in trial.verified]
     text = _text(edits, trial, hint, words, hint_first=hint_first)
@@ -148,9 +149,10 @@ def suggest(
     )
 
 
-def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, int]) -> None:
+def suggest_at_derivation(error: Exception, program: Program, options: SolveOptions) -> None:
     """For an annotation whose layout its value cannot take (found while deriving the
-    rules): tries its other targets and its removal, and adds what works to ``error``."""
+    rules): tries its other targets and its removal, and adds what works to ``error``
+    (``options``: the caller's)."""
     report = getattr(error, "conflict", None)
     if not isinstance(error, InferenceError) or not isinstance(report, ConflictReport):
         return
@@ -158,7 +160,7 @@ def suggest_at_derivation(error: Exception, program: Program, arch: tuple[int, i
         return
     op_id = report.requirements[0].element.origin
     try:
-        trial = try_edits(program, None, arch, annotation_edits(program, arch, op_id))
+        trial = try_edits(program, None, options, annotation_edits(program, options.arch, op_id))
         words = EditWords(program, None, Namer(program, None))
         edits = [words.suggested(edit, edit in trial.needs_smalto) for edit in trial.verified]
     except Exception:  # noqa: BLE001 -- a diagnosis never hides the error it explains

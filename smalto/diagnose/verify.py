@@ -57,12 +57,9 @@ from smalto.program.view import Program
 from smalto.rewrite.transfers import relaxed
 from smalto.rules import consumers
 from smalto.rules.tmem import MIXED_COLLECTIVE
+from smalto.solve.decision import Solved
+from smalto.solve.for_diagnosis import for_diagnosis
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver, decide
-
-# A kernel a single edit fixes needs few search steps; a candidate that needs
-# many is given up (it is not the small change a suggestion should be).
-_FUEL = 20_000
 
 # Whether a message made now lowers its first fix through JAX's dialect lowering (off by
 # default: see the module's docstring). A context variable, since the message is made
@@ -139,14 +136,15 @@ class Verdict:
 def try_edits(
     program: Program,
     system: System | None,
-    arch: tuple[int, int],
+    options: SolveOptions,
     candidates: Iterable[Edit],
     budget: Budget | None = None,
     background: tuple[Edit, ...] = (),
 ) -> Trial:
     """The candidates (in order) that make the kernel infer and check, within ``budget``;
     ``background``: edits made first on every copy (the other problems' fixes, where a
-    kernel has several), so that each candidate is judged with them."""
+    kernel has several), so that each candidate is judged with them. ``options``: the
+    caller's (``for_diagnosis``)."""
     budget = budget or Budget()
     start = time.monotonic()
     deadline = start + budget.seconds
@@ -163,7 +161,7 @@ def try_edits(
             trial.complete = False
             break
         trial.tried += 1
-        allowed, decided = _system_allows(program, edited_system(system, background), arch, edit)
+        allowed, decided = _system_allows(program, edited_system(system, background), options, edit)
         if not allowed:
             continue
         trial.on_module += 1
@@ -172,7 +170,7 @@ def try_edits(
         # the trial, so the edits after it are verified by inference and the checker.
         lower_it = not trial.verified and budget.lower
         verdict = works_on_copy(
-            module, edit, arch, lower=lower_it, background=background, decided=decided
+            module, edit, options, lower=lower_it, background=background, decided=decided
         )
         if verdict.rejected:
             trial.rejected.append((edit, verdict.rejected))
@@ -212,15 +210,15 @@ def module_of(program: Program) -> ir.Operation:
 
 @dataclass(frozen=True)
 class Decided:
-    """An edited system the pass decided, and the solver that solved it: the copy's own
-    inference where the copy derives that very system (``works_on_copy``)."""
+    """An edited system the pass decided, and what solved it: the copy's own inference
+    where the copy derives that very system (``works_on_copy``)."""
 
     system: System
-    solver: Solver
+    solved: Solved
 
 
 def _system_allows(
-    program: Program, system: System | None, arch: tuple[int, int], edit: Edit
+    program: Program, system: System | None, options: SolveOptions, edit: Edit
 ) -> tuple[bool, Decided | None]:
     """Whether the derived system, edited as the module would be, may have a solution:
     decided as the pass decides it (``decide``: JAX's order, then the widened search),
@@ -231,18 +229,10 @@ def _system_allows(
     edited = edited_system(system, (edit,))
     if edited is None:
         return True, None
-    solver = _decided(edited, program, arch)
-    return solver is not None, None if solver is None else Decided(edited, solver)
-
-
-def _decided(system: System, program: Program, arch: tuple[int, int]) -> Solver | None:
-    """The solver, where the pass finds layouts for ``system`` (within the fuel a fix may
-    need)."""
-    try:
-        solver = decide(system, program, SolveOptions(fuel=_FUEL, arch=arch))
-    except FuelExhausted:
-        return None
-    return solver if solver.solved else None
+    decision = for_diagnosis(options).as_the_pass(edited, program)
+    if not isinstance(decision, Solved):
+        return False, None  # no layouts, or more search than a fix may need
+    return True, Decided(edited, decision)
 
 
 def _edited_fixed(system: System, edit: Edit) -> list[Fixed] | None:
@@ -295,7 +285,7 @@ def edited_system(system: System | None, edits: tuple[Edit, ...]) -> System | No
 def works_on_copy(
     module: ir.Operation,
     edit: Edit,
-    arch: tuple[int, int],
+    options: SolveOptions,
     *,
     lower: bool = False,
     background: tuple[Edit, ...] = (),
@@ -305,7 +295,8 @@ def works_on_copy(
     and its answer check? With ``lower``, JAX's dialect lowering must take the answer too
     where it can run. ``decided``: the edited system as the derived system predicted it,
     solved; where the clone derives that very system, its solver is the clone's (the
-    pass would decide it again, step for step), and the answer is written and checked."""
+    pass would decide it again, step for step), and the answer is written and checked.
+    ``options``: the caller's (``for_diagnosis``)."""
     with module.context, ir.Location.unknown(module.context):
         clone = clone_module(module)
     try:
@@ -318,7 +309,7 @@ def works_on_copy(
                 apply(made, ops)
             # Decided as inference decides it (the widened search included).
             try:
-                inference = _inference(clone, arch, decided)
+                inference = _inference(clone, options, decided)
             except Failure as failure:
                 if _mixes_collective(failure):
                     # Layouts found, and the pass refuses the mix as JAX's lowering does.
@@ -326,7 +317,7 @@ def works_on_copy(
                 return Verdict(False)
             # JAX's order answers only as JAX's pass does; the complete and widened
             # searches find what it does not.
-            needs_smalto = bool(inference.solver.state.complete)
+            needs_smalto = not inference.solved.in_jax_order
             # The one requirement of JAX's lowering beyond layouts a layout edit meets: a
             # kernel collective throughout or not at all (none changes it, so none fixes
             # it). Said as the lowering's reason (the closest edit), before the checker,
@@ -335,7 +326,7 @@ def works_on_copy(
                 return Verdict(False, False, COLLECTIVE_MIXED, needs_smalto)
             write(inference)
         # (The checker reads the program view inference read: the same ops and values.)
-        if check(clone, arch, program=inference.program):
+        if check(clone, options.arch, program=inference.program):
             return Verdict(False)
         if not lower:
             return Verdict(True, needs_smalto=needs_smalto)
@@ -359,18 +350,18 @@ def _last_op(edit: Edit) -> int:
     return max((*edit.ops, edit.use[0] if edit.use is not None else 0))
 
 
-def _inference(clone: ir.Module, arch: tuple[int, int], decided: Decided | None) -> Inference:
+def _inference(clone: ir.Module, options: SolveOptions, decided: Decided | None) -> Inference:
     """The pass on the clone (``solve_copy``), but for the search where the clone derives
     the system already decided: the solver depends on the system alone (and on attributes
     no edit changes: a cast's ``strict``, an allocation's ``collective``)."""
-    options = SolveOptions(fuel=_FUEL, arch=arch)
+    options = for_diagnosis(options).pass_options
     if decided is None:
         return solve_copy(clone, options)
     program = read_program(clone, consumers())
     system = derive(program, options)
     if system != decided.system:
         return solve(program, system, options)
-    return Inference(program, system, decided.solver)
+    return Inference(program, system, decided.solved)
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from smalto.diagnose.suggest import (
 from smalto.diagnose.verify import module_of, works_on_copy
 from smalto.pipeline.describe import Namer
 from smalto.program.view import Program
+from smalto.solve.options import SolveOptions
 from smalto.source.locations import file_position, op_location_text
 from smalto.source.pallas_edits import SourceChange, StatementEdit
 
@@ -76,7 +77,7 @@ def headline(
 def axis_choices(
     program: Program,
     clue: AxisClue,
-    arch: tuple[int, int],
+    options: SolveOptions,
     background: tuple[Edit, ...] = (),
 ) -> list[tuple[SuggestedEdit, str]]:
     """The changes the author may have meant where a reduction and a broadcast disagree:
@@ -100,7 +101,7 @@ def axis_choices(
         # (JAX's dialect lowering of the edited copy is the dear part: as for the other
         # fixes, smalto's checker, which states its requirements, judges it; the tests
         # lower it.)
-        verdict = works_on_copy(module, edit, arch, background=background)
+        verdict = works_on_copy(module, edit, options, background=background)
         if not verdict.ok:
             continue
         if verdict.needs_smalto:

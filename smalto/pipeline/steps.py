@@ -30,8 +30,9 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
 from smalto.rules.tmem import mixed_collective
+from smalto.solve.decision import Exhausted, NoLayouts, Solved
 from smalto.solve.options import DEFAULT_FUEL, SolveOptions
-from smalto.solve.search import FuelExhausted, Solver, decide
+from smalto.solve.search import decide
 
 __all__ = [
     "DEFAULT_FUEL",
@@ -51,11 +52,12 @@ __all__ = [
 
 @dataclass
 class Inference:
-    """Everything one inference produced: the program view, the system, the solved solver."""
+    """Everything one inference produced: the program view, the system, and what solved it
+    (``Solved``: the state that holds the answer, and whether JAX's order found it)."""
 
     program: Program
     system: System
-    solver: Solver
+    solved: Solved
 
 
 class Failure(Exception):
@@ -80,13 +82,13 @@ class RulesRefused(Failure):
 
 
 class Unsatisfiable(Failure):
-    """No assignment satisfies the derived system: ``solver`` is the widest search that
-    proved it (``smalto.solve.search.decide``)."""
+    """No assignment satisfies the derived system: ``decision`` says what proved it and
+    what the answer in JAX's order broke (``smalto.solve.search.decide``)."""
 
-    def __init__(self, program: Program, system: System, solver: Solver) -> None:
+    def __init__(self, program: Program, system: System, decision: NoLayouts) -> None:
         super().__init__(program, "no layout assignment exists")
         self.system = system
-        self.solver = solver
+        self.decision = decision
 
 
 class OutOfFuel(Failure):
@@ -140,12 +142,13 @@ def derive(program: Program, options: SolveOptions) -> System:
 def solve(program: Program, system: System, options: SolveOptions) -> Inference:
     """Decides a derived system; ``Unsatisfiable`` or ``OutOfFuel`` where it finds no
     assignment."""
-    try:
-        solver = decide(system, program, options)
-    except FuelExhausted as exhausted:
-        raise OutOfFuel(program, system, exhausted.spent, exhausted.open_variables) from None
-    if not solver.solved:
-        raise Unsatisfiable(program, system, solver)
+    match decide(system, program, options):
+        case Exhausted(spent=spent, open_variables=open_variables):
+            raise OutOfFuel(program, system, spent, open_variables)
+        case NoLayouts() as no_layouts:
+            raise Unsatisfiable(program, system, no_layouts)
+        case Solved() as solved:
+            pass
     # Layouts found, but none makes JAX's lowering take a kernel that mixes collective and
     # 1-CTA tensor-core ops: refused here, so that no answer smalto gives fails to lower.
     # (Only Blackwell kernels have tensor-core ops that can be collective.)
@@ -153,12 +156,12 @@ def solve(program: Program, system: System, options: SolveOptions) -> Inference:
         mixed = mixed_collective(program)
         if mixed is not None:
             raise RulesRefused(program, mixed)
-    return Inference(program, system, solver)
+    return Inference(program, system, solved)
 
 
 def write(inference: Inference) -> None:
     """Writes the layouts an inference found onto the module's ops (``annotate``)."""
     plan = annotate.plan_attributes(
-        inference.program, inference.system, inference.solver.state.solution()
+        inference.program, inference.system, inference.solved.state.solution()
     )
     annotate.write_attributes(inference.program, plan)

@@ -86,7 +86,7 @@ class _Page:
         self.inference = inference
         self.program = inference.program
         self.system = inference.system
-        self.state = inference.solver.state
+        self.state = inference.solved.state
         self.explainer = Explainer(inference, source_name, printed)
         self.printed = self.explainer.printed
         self.layouts: dict[object, Pictured] = {}

@@ -112,7 +112,7 @@ class Explainer(Places):
         super().__init__(inference.program, source_name, printed)
         self.system = inference.system
         # The decided state: each variable's slot, value and reason.
-        self.state = inference.solver.state
+        self.state = inference.solved.state
         self.fixed_of: dict[int, Fixed] = {}
         for fixed in self.system.fixed:
             self.fixed_of.setdefault(fixed.var, fixed)

@@ -84,7 +84,7 @@ class Conversion:
 def conversions(inference: Inference) -> list[Conversion]:
     """Every conversion between register layouts, in program order: at uses (splats only,
     as the lowering allows) and at layout casts."""
-    system, state, program = inference.system, inference.solver.state, inference.program
+    system, state, program = inference.system, inference.solved.state, inference.program
 
     def value_of(site: Site) -> Const | None:
         var = system.var_of_site.get(site)
@@ -248,7 +248,7 @@ def summarize(
 ) -> Summary:
     """The summary of a solved module, named and placed as ``printed`` prints it."""
     explainer = Explainer(inference, file, printed)
-    program, state = inference.program, inference.solver.state
+    program, state = inference.program, inference.solved.state
     rows = []
     for vid in explainer.values():
         value = program.values[vid]

@@ -32,8 +32,9 @@ from jax._src.lib.mlir import ir
 from smalto.constraints.language import Element, GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
 from smalto.program.view import Program, ops_in_order
+from smalto.solve.decision import Solved
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver
+from smalto.solve.search import widest
 from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, place
 from smalto.source.pallas_edits import LineEdit, unoptimized_transfer
@@ -164,11 +165,7 @@ class Plan:
 
     def solves(self, ops: frozenset[int]) -> bool:
         self.asked += 1
-        solver = Solver(relaxed(self.system, ops), self.program, self.options, widened=True)
-        try:
-            return solver.solve(guided=False)
-        except FuelExhausted:
-            return False
+        return isinstance(widest(relaxed(self.system, ops), self.program, self.options), Solved)
 
     def fewest(self) -> list[int] | None:
         """The fewest candidate ops to make unoptimized; None if not even all of them do."""

@@ -268,7 +268,6 @@ class CompleteSearch:
             if fuel.spent >= fuel.limit:
                 raise fuel.exhausted(state.open_variables)
             fuel.spent += 1
-            fuel.work += 1
             mark, live_mark = len(state.trail), len(self.live_trail)
             queue: list[int] = []
             if state.assign(best, value, queue):

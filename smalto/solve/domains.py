@@ -9,7 +9,7 @@ layouts of its shape; for SMEM refs every swizzled tiling and none; for TMEM
 refs the layouts of each packing. Over these domains it is complete: it finds
 an assignment or proves there is none.
 
-Where that search finds nothing, a widened one (``Solver(widened=True)``)
+Where that search finds nothing, a widened one (``search.Widened``)
 offers more of what the lowering accepts: the layouts tiling only the minor
 dim (``hl.minor_only``), and every register domain closed under the
 expressions that link variables (``close``): the source of a broadcast takes

@@ -26,25 +26,17 @@ class FuelExhausted(Exception):
         self.open_variables = open_variables
 
 
-class Checkpoint:
-    """Where the search in JAX's order, having done ``work`` attempts of work, asks ``stop``
-    whether to give up (where it is known to find no answer that lowers).
+class AtCheckpoint(Exception):
+    """The search in JAX's order, having done the attempts of work its checkpoint names,
+    stops there (back at the root) for its caller to decide whether to go on.
 
     A search that does not backtrack takes one attempt per open variable; one
     that goes on far past that wanders through a kernel with no answer, as
-    JAX's pass does before it gives up. Its caller (``search.decide``) can find
-    that out sooner (the widened search proving no layout lowers) and stop it.
+    JAX's pass does before it gives up. Its caller (``search.InJaxOrder``) can
+    find that out sooner (the widened search proving no layout lowers) and not
+    go on; where it goes on, it runs the search again without the checkpoint
+    (the same search, step for step: it is deterministic).
     """
-
-    __slots__ = ("work", "stop")
-
-    def __init__(self, work: int, stop: Callable[[], bool]) -> None:
-        self.work = work
-        self.stop = stop
-
-
-class Stopped(Exception):
-    """The checkpoint stopped the search in JAX's order (``Checkpoint``)."""
 
 
 # What a search hands over to name the variables still open, where the fuel runs out
@@ -56,7 +48,8 @@ class Fuel:
     """The fuel of one propagation state: its counts and limits (see the module's doc).
 
     ``total``: the fuel the solver was given. ``spent``: attempts, counted as
-    JAX's pass counts its fuel. ``work``: the attempts that did work. ``limit``:
+    JAX's pass counts its fuel. ``work``: the attempts of the search in JAX's order
+    that did work. ``limit``:
     the attempts the search under way may spend. ``work_limit``: where the
     work meets the search in JAX's order's checkpoint, else its budget.
     ``past_jaxs``: whether the search in JAX's order went on past the fuel
@@ -82,34 +75,32 @@ class Fuel:
         self.work_limit = sys.maxsize
         self.past_jaxs = False
         # The attempts of work the search in JAX's order may take (its budget), and
-        # its checkpoint, until it is passed (``Checkpoint``).
+        # its checkpoint (attempts of work; ``AtCheckpoint``).
         self.budget = 0
-        self.checkpoint: Checkpoint | None = None
+        self.checkpoint: int | None = None
 
     # --- the search in JAX's order ---------------------------------------------------
 
-    def start_in_jax_order(self, budget: int, checkpoint: Checkpoint | None) -> None:
-        """The search in JAX's order starts: all of the fuel, ``budget`` attempts of work,
-        and the ``checkpoint``, if it comes before the budget."""
+    def start_in_jax_order(self, budget: int, checkpoint: int | None) -> None:
+        """The search in JAX's order starts, from nothing spent: all of the fuel, ``budget``
+        attempts of work, and the ``checkpoint`` (attempts of work), if it comes before
+        the budget."""
+        self.spent = self.work = 0
+        self.past_jaxs = False
         self.limit = self.total
         self.budget = budget
-        if checkpoint is not None and checkpoint.work >= budget:
+        if checkpoint is not None and checkpoint >= budget:
             checkpoint = None  # the budget comes first
         self.checkpoint = checkpoint
         # Met where the work passes the checkpoint, else the budget (``out_of_work``).
-        self.work_limit = budget if checkpoint is None else checkpoint.work
+        self.work_limit = budget if checkpoint is None else checkpoint
 
     def out_of_work(self, open_variables: OpenVariables) -> None:
-        """The work reached ``work_limit``: at the checkpoint, asks it whether to go on
-        (``Stopped`` where not) and moves the limit to the budget; at the budget,
-        raises ``FuelExhausted``."""
-        checkpoint = self.checkpoint
-        if checkpoint is None or self.work >= self.budget:
+        """The work reached ``work_limit``: at the checkpoint, raises ``AtCheckpoint``; at
+        the budget, ``FuelExhausted``."""
+        if self.checkpoint is None or self.work >= self.budget:
             raise FuelExhausted(self.spent, open_variables())
-        self.checkpoint = None
-        self.work_limit = self.budget
-        if checkpoint.stop():
-            raise Stopped
+        raise AtCheckpoint
 
     def past_jaxs_fuel(self, complete: bool, open_variables: OpenVariables) -> None:
         """JAX's pass, searching in this order, runs out of fuel here: raises ``FuelExhausted``,
@@ -143,7 +134,9 @@ class Fuel:
 
     def start_complete(self, fuel: int) -> None:
         """The complete search starts, with ``fuel`` attempts: smalto's own search, whose
-        fuel goes on work (the splats JAX's order spent fuel on did none)."""
+        fuel goes on work (the splats JAX's order spent fuel on did none). ``work`` stays
+        what the search in JAX's order did (what the widened search's fuel is counted
+        from: ``search.Widened``)."""
         self.spent = self.work
         self.limit = fuel
         self.work_limit = sys.maxsize

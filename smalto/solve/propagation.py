@@ -4,7 +4,7 @@ Variables joined by plain equalities share one slot (union-find). Each
 constraint watches the slots it reads; giving a slot a value re-judges only
 those constraints. Every change goes on a trail, so backtracking undoes
 exactly what a decision caused instead of copying the system. The searches
-(``jax_order``, ``complete``) decide values on top of this state; ``search``
+(``jax_search``, ``complete``) decide values on top of this state; ``search``
 puts them together.
 """
 

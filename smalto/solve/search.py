@@ -1,285 +1,308 @@
-"""The solver: propagation, then the search in JAX's order, then complete searches.
+"""Deciding a system: a declared sequence of strategies with one typed outcome.
 
-``decide`` runs them in turn on a derived system:
+``decide`` runs, on the system's propagation state under JAX's rules, the
+strategies in turn until one decides (``Decision``: ``Solved``,
+``NoLayouts`` or ``Exhausted``):
 
-1. propagation with a trail (``propagation``): fixed values, then every
-   value a constraint forces;
-2. the search in JAX's order (``jax_order``), within a budget, so that smalto
-   answers as JAX does wherever JAX's answer lowers;
-3. the complete search over finite domains (``complete``), where that finds
-   nothing that lowers: an assignment, or the proof there is none under
-   JAX's rules;
-4. the widened complete search (``widened``), over everything the lowering
-   accepts, where JAX's rules leave no layouts that lower.
+1. ``InJaxOrder``: propagation, then the search in JAX's order
+   (``jax_search``), within a budget, so that smalto answers as JAX does
+   wherever JAX's answer lowers. At its checkpoint it consults
+   ``EarlyWidening``: where the search backtracks far, the widened search is
+   made then, and where no layout lowers at all, the search in JAX's order
+   is not gone on with (a kernel with no layouts is refused sooner than
+   JAX's pass refuses it).
+2. ``Complete``: the complete search over finite domains (``complete``), where
+   JAX's order finds nothing that lowers: its answer is taken if it has one
+   (layouts JAX's rules allow, with no relayout they forbid).
+3. ``Widened``: the widened complete search (``widened``), over everything
+   the lowering accepts; where even that finds none, no layout lowers.
 
-``Solver`` holds one system's propagation state (``Solver.state``) and both
-searches, each given that state; ``FuelExhausted`` is raised when the fuel
-runs out before the system is decided.
+Each strategy has one method, ``run(state) -> Decision | None`` (None: not
+decided, the next one goes on); what a later strategy reads of an earlier
+one it reads of the state, or of the strategy it was given when the
+sequence was declared. The widened search is made at most once
+(``EarlyWidening`` keeps what it found for ``Widened``).
+
+Smalto's own searches are here and in ``complete``; what tracks JAX's search
+is ``jax_search`` alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from typing import Protocol, cast
 
-from smalto.constraints.language import Constraint, System
+from smalto.constraints.language import GmemTransfer, System
 from smalto.hw.values import Const
 from smalto.program.view import Program
-from smalto.solve.complete import CompleteSearch
-from smalto.solve.fuel import Checkpoint, FuelExhausted
-from smalto.solve.jax_order import ATTEMPTS_PER_VARIABLE, GUIDED_BUDGET, JaxOrderSearch
+from smalto.solve.complete import CompleteSearch, DomainsMade
+from smalto.solve.decision import Breaks, Decision, Exhausted, NoLayouts, Solved
+from smalto.solve.evaluate import HOLDS, judge, simplify
+from smalto.solve.fuel import AtCheckpoint, FuelExhausted
+from smalto.solve.jax_search import JaxOrderSearch
 from smalto.solve.options import SolveOptions
-from smalto.solve.propagation import Conflict, Propagation, Reason
+from smalto.solve.propagation import Propagation
 
+# Attempts the search in JAX's order may take before the complete search takes over,
+# beyond one per variable left open by the propagation before the first decision
+# (``guided_budget``). Every corpus kernel JAX solves needs under 100 in all. A splat
+# tried for a value that cannot be one (a doomed candidate) does not count against
+# it: it does no work (``CandidateScan.doomed``).
+GUIDED_BUDGET = 1_000
+# Attempts per open variable: one for its value, one for a candidate that fails.
+ATTEMPTS_PER_VARIABLE = 2
 # Attempts of work past one per open variable after which the search in JAX's order,
-# backtracking, is stopped where the widened search proves no layout lowers
-# (``_EarlyWidened``). No corpus kernel that infers backtracks at all.
+# backtracking, consults the early widening (``EarlyWidening``). No corpus kernel
+# that infers backtracks at all.
 CHECKPOINT_SLACK = 16
 
 __all__ = [
     "ATTEMPTS_PER_VARIABLE",
+    "CHECKPOINT_SLACK",
     "GUIDED_BUDGET",
-    "Conflict",
-    "FuelExhausted",
-    "Propagation",
-    "Reason",
-    "SolveOptions",
-    "Solver",
+    "Complete",
+    "Decision",
+    "EarlyWidening",
+    "Exhausted",
+    "InJaxOrder",
+    "NoLayouts",
+    "Solved",
+    "Strategy",
+    "Widened",
     "decide",
+    "guided_budget",
+    "under_jax_rules",
+    "widest",
 ]
 
 
-class Solver:
-    """Decides one system: the propagation state, with the two searches composed over it.
+class Strategy(Protocol):
+    """One step of deciding a system: a decision, or None where the next step goes on."""
 
-    ``state`` (``Propagation``: slots, values, watchers, the trail, the fuel)
-    is what a diagnosis or a report reads of a decided system; ``in_jax_order``
-    (the search in JAX's order) and ``over_domains`` (the complete search) are
-    each given that one state, and make and undo their decisions on it.
-    ``solved``: what ``decide`` found.
+    def run(self, state: Propagation) -> Decision | None: ...
 
-    ``widened``: a complete search over the layouts the lowering accepts beyond
-    JAX's rules (producer-to-consumer relayouts the lowering performs, domains
-    closed under the expressions between variables); see ``decide`` and
-    ``smalto.solve.widened``.
+
+def decide(system: System, program: Program, options: SolveOptions) -> Decision:
+    """What deciding ``system`` finds: JAX's order, then the complete search over JAX's
+    rules, then the widened search (the module's doc).
+
+    The widened search covers the complete search's assignments, so the answer is
+    the one running the widened search first would give; going last, it runs less
+    often, and its wider domains ask the lowering's transfer schedule about more
+    layouts. Where the fuel runs out in the complete search over JAX's rules, the
+    answer is ``Exhausted`` only where the widened search finds layouts.
+    """
+    state = Propagation(system, program, options.arch, options.fuel)
+    early = EarlyWidening(system, program, options)
+    in_jax_order = InJaxOrder(program, early)
+    widened = Widened(early, in_jax_order)
+    strategies: tuple[Strategy, ...] = (in_jax_order, Complete(widened), widened)
+    for strategy in strategies:
+        decision = strategy.run(state)
+        if decision is not None:
+            return decision
+    raise AssertionError("smalto bug: the widened search decides every system")
+
+
+def under_jax_rules(system: System, program: Program, options: SolveOptions) -> Decision:
+    """JAX's order, then the complete search over JAX's rules alone (no widened search):
+    whether JAX's rules have an answer that lowers (a diagnosis's question)."""
+    state = Propagation(system, program, options.arch, options.fuel)
+    in_jax_order = InJaxOrder(program)
+    for strategy in (in_jax_order, Complete()):
+        decision = strategy.run(state)
+        if decision is not None:
+            return decision
+    return NoLayouts(state, in_jax_order.answer_breaks)
+
+
+def widest(
+    system: System, program: Program, options: SolveOptions, made: DomainsMade | None = None
+) -> Decision:
+    """The widened complete search alone: whether any layout the lowering accepts satisfies
+    ``system`` (``made``: domains of earlier searches to share, ``DomainsMade``)."""
+    state = Propagation(system, program, options.arch, options.fuel, widened=True)
+    if not state.propagate_root():
+        return NoLayouts(state, [])
+    return Complete(made=made).run(state) or NoLayouts(state, [])
+
+
+def guided_budget(state: Propagation) -> int:
+    """The attempts of work the search in JAX's order gets: it grows with the kernel.
+
+    A search that never backtracks takes one attempt per variable the
+    propagation left open; a fixed budget would make large kernels (an
+    unrolled loop of a thousand blocks) fall to the complete search, which
+    redoes the work and may pick another answer than JAX's.
+    """
+    return GUIDED_BUDGET + ATTEMPTS_PER_VARIABLE * state.unassigned
+
+
+class InJaxOrder:
+    """Propagation, then the search in JAX's order (``JaxOrderSearch``) within its budget.
+
+    ``Solved`` where it finds an answer that lowers; ``NoLayouts`` where the
+    early widening, consulted at the checkpoint, proves there is none;
+    ``Exhausted`` where the user's fuel, below the budget, runs out; None
+    otherwise (JAX's rules fail at the root, the budget is spent, or the
+    answer breaks a lowering requirement JAX's rules leave out, such as
+    ``GmemTransfer``: ``answer_breaks`` then names them).
     """
 
-    # The search in JAX's order a solver makes (a test may watch it by a subclass).
-    jax_order_search: type[JaxOrderSearch] = JaxOrderSearch
+    # The search in JAX's order it makes (a test may watch it by a subclass).
+    search_type: type[JaxOrderSearch] = JaxOrderSearch
 
-    def __init__(
-        self, system: System, program: Program, options: SolveOptions, *, widened: bool = False
-    ) -> None:
-        self.options = options
-        self.state = Propagation(system, program, options.arch, options.fuel, widened=widened)
-        self.widened = widened
-        self.solved = False
-        self._program = program
-        self._in_jax_order: JaxOrderSearch | None = None
-        self.over_domains = CompleteSearch(self.state)
+    def __init__(self, program: Program, early: EarlyWidening | None = None) -> None:
+        self.program = program
+        self.early = early
         # The lowering requirements the answer in JAX's order broke, with the value it
-        # gave (what a diagnosis names when no layout lowers); or how to find them,
-        # where the search in JAX's order was cut short (``decide``).
-        self._jax_answer_breaks: list[tuple[Constraint, Const]] = []
-        self._breaks_later: Callable[[], list[tuple[Constraint, Const]]] | None = None
+        # gave each one's register variable (empty where it found none, or one that
+        # lowers).
+        self.answer_breaks: Breaks = []
+        self.search: JaxOrderSearch | None = None
 
-    @property
-    def jax_answer_breaks(self) -> list[tuple[Constraint, Const]]:
-        """The lowering requirements the answer in JAX's order broke, with the value it gave
-        each one's register variable (empty where it found none, or one that lowers)."""
-        later = self._breaks_later
-        if later is not None:
-            self._breaks_later = None
-            self._jax_answer_breaks = later()
-        return self._jax_answer_breaks
-
-    @jax_answer_breaks.setter
-    def jax_answer_breaks(self, breaks: list[tuple[Constraint, Const]]) -> None:
-        self._breaks_later = None
-        self._jax_answer_breaks = breaks
-
-    def find_jax_answer_breaks_later(
-        self, find: Callable[[], list[tuple[Constraint, Const]]]
-    ) -> None:
-        """``jax_answer_breaks`` found by ``find`` when first read (the search in JAX's
-        order that finds them was cut short; a diagnosis reads them, raising does not)."""
-        self._breaks_later = find
-
-    @property
-    def in_jax_order(self) -> JaxOrderSearch:
-        """The search in JAX's order, made when first asked for (a widened solver, and the
-        small ones a diagnosis makes, never search in JAX's order)."""
-        search = self._in_jax_order
-        if search is None:
-            search = self._in_jax_order = self.jax_order_search(self.state, self._program)
-        return search
-
-    def solve(self, *, guided: bool = True) -> bool:
-        """Finds an assignment; False if none exists (``state.conflict`` says why, at the root).
-
-        First in the order JAX's pass searches (so both give the same answer),
-        within a small budget; if that finds nothing that lowers (an answer
-        that breaks a lowering requirement JAX's rules leave out, such as
-        ``GmemTransfer``, is no answer), by the complete search over finite
-        domains, which finds an assignment or proves there is none.
-        ``guided=False`` skips the first: for deciding satisfiability only.
-        """
-        if guided and not self.widened:
-            decided = self.solve_in_jax_order()
-            if decided is not None:
-                return decided
-        elif not self.state.propagate_root():
-            return False
-        return self.solve_completely()
-
-    def solve_in_jax_order(
-        self, checkpoint: Callable[[int, int], Checkpoint | None] | None = None
-    ) -> bool | None:
-        """Propagation, then the search in JAX's order: True where it finds an answer that
-        lowers, False where the propagation alone proves there is none, None where the
-        complete search must decide (``solve_completely``).
-
-        ``checkpoint``: given the search's budget and the variables open at the root,
-        where it may be stopped, if anywhere (``fuel.Checkpoint``; None is
-        returned then too).
-        """
-        if not self.state.propagate_root():
-            return False
-        budget = self.guided_budget()
-        at = checkpoint(budget, self.state.unassigned) if checkpoint is not None else None
-        search = self.in_jax_order
-        decided = search.run(budget, at)
-        if search.answer_breaks:
-            self.jax_answer_breaks = search.answer_breaks
-        return decided
-
-    def guided_budget(self) -> int:
-        """The attempts of work the search in JAX's order gets (``JaxOrderSearch``'s)."""
-        return self.in_jax_order.guided_budget()
-
-    def solve_completely(self, fuel: int | None = None) -> bool:
-        """The complete search from the propagated root: an assignment, or the proof there is
-        none (``fuel``: what is left of it, if not all)."""
-        return self.over_domains.run(self.state.fuel.total if fuel is None else fuel)
-
-
-def decide(system: System, program: Program, options: SolveOptions) -> Solver:
-    """The solver that decided ``system``: solved, or the widest that proved it unsatisfiable.
-
-    First JAX's order (so smalto answers as JAX does wherever JAX's answer
-    lowers). Where that finds no assignment that lowers, the complete search
-    over JAX's rules: its answer is taken if it has one (layouts JAX's rules
-    allow, with no relayout they forbid). Where it has none, the widened
-    complete search (``Solver(widened=True)``) over everything the lowering
-    accepts: relayouts between producer and consumer, layouts no rule of
-    JAX's offers; where even that finds none, no layout lowers. The widened
-    search covers the other's assignments, so the answer is the one running
-    the widened search first would give; going second, it runs less often,
-    and its wider domains ask the lowering's transfer schedule about more
-    layouts. Raises ``FuelExhausted`` when ``options.fuel`` runs out first
-    (in the complete search over JAX's rules: only where the widened search
-    finds an answer).
-
-    Where the search in JAX's order backtracks far (``CHECKPOINT_SLACK``), the
-    widened search is made then (``_EarlyWidened``): where no layout lowers,
-    the search in JAX's order is stopped, which could find none either (a
-    kernel with no layouts is refused sooner than JAX's pass refuses it).
-    """
-    solver = Solver(system, program, options)
-    early = _EarlyWidened(system, program, options)
-    decided = solver.solve_in_jax_order(early.checkpoint)
-    if decided:
-        solver.solved = True
-        return solver
-    proof = early.proof()
-    if proof is not None:
-        # The search in JAX's order was stopped. What it would have found: no broken
-        # lowering requirement where there is none to break; else found again when
-        # first read (a diagnosis reads them; raising only where the proof names
-        # no requirement that failed).
-        if solver.state.complete_only:
-            proof.find_jax_answer_breaks_later(
-                partial(_jax_answer_breaks, system, program, options)
-            )
-        return proof
-    # (False: JAX's rules fail at the root, which the widened search may still satisfy.)
-    wider = early.solver
-    # The complete search over JAX's rules, where it ran before the widened one: False
-    # where it found nothing, or how its fuel ran out.
-    narrow: FuelExhausted | bool | None = None
-    if wider is None:
-        left = max(options.fuel - solver.state.fuel.work, 1)
-        if decided is None:
-            # Its answer is the answer wherever it has one, and the widened search, which
-            # covers its assignments, finds one there too: so it goes first, and the
-            # widened search, whose wider domains ask the lowering's transfer schedule
-            # about more layouts (0.5 to 50 ms each, the first time), runs only where it
-            # finds none.
+    def run(self, state: Propagation) -> Decision | None:
+        if not state.propagate_root():
+            return None  # JAX's rules fail at the root: the widened search may not
+        search = self.search = self.search_type(state, self.program)
+        budget = guided_budget(state)
+        early = self.early
+        checkpoint = early.checkpoint(budget, state.unassigned) if early is not None else None
+        try:
             try:
-                if solver.solve_completely():
-                    solver.solved = True
-                    return solver
-                narrow = False
-            except FuelExhausted as exhausted:
-                narrow = exhausted
-        wider = Solver(system, program, replace(options, fuel=left), widened=True)
-        wider.solved = wider.solve(guided=False)
-    wider.jax_answer_breaks = solver.jax_answer_breaks
-    if not wider.solved or decided is False:
-        return wider
-    if isinstance(narrow, FuelExhausted):
-        raise narrow  # as it would have, run after the widened search
-    if narrow is None:
-        solver.solved = solver.solve_completely()
-    return solver if solver.solved else wider
+                found = search.run(budget, checkpoint)
+            except AtCheckpoint:
+                assert early is not None  # (no checkpoint without it)
+                proof = early.run(state)
+                if proof is not None:
+                    return NoLayouts(proof.proof, self._breaks_found_later(state, early))
+                # Layouts exist (or the widened search ran out of fuel: as if never made):
+                # the search goes on as if never stopped, run again from the root without
+                # the checkpoint (it is deterministic: step for step the same).
+                found = search.run(budget)
+        except FuelExhausted as exhausted:
+            return Exhausted.of(exhausted)
+        if found:
+            self.answer_breaks = broken_requirements(state)
+            if not self.answer_breaks:
+                return Solved(state, in_jax_order=True)
+            state.undo(state.root_mark)
+        return None
+
+    def _breaks_found_later(
+        self, state: Propagation, early: EarlyWidening
+    ) -> Breaks | partial[Breaks]:
+        """What the search in JAX's order, stopped at its checkpoint, would have found broken:
+        nothing where there is no such requirement to break; else found when first
+        read, by that search made to the end."""
+        if not state.complete_only:
+            return []
+        return partial(_jax_answer_breaks, state.system, self.program, early.options)
 
 
-class _EarlyWidened:
-    """The widened search made before the search in JAX's order gives up, where that one
-    backtracks far (``fuel.Checkpoint``): where no layout lowers at all, the search
-    in JAX's order cannot find one either, and is stopped.
+def _jax_answer_breaks(system: System, program: Program, options: SolveOptions) -> Breaks:
+    """The lowering requirements the answer in JAX's order breaks (``InJaxOrder`` made to
+    the end, without a checkpoint)."""
+    in_jax_order = InJaxOrder(program)
+    in_jax_order.run(Propagation(system, program, options.arch, options.fuel))
+    return in_jax_order.answer_breaks
 
-    Nothing changes where it finds one: the search in JAX's order goes on, and
-    this widened search stands for the one ``decide`` would make next. Made
-    only where the fuel outlasts the search in JAX's order, which then cannot
-    run out of it, with the least fuel ``decide`` would give it then (the fuel
-    less that search's budget): where that runs out, it is as if never made.
+
+def broken_requirements(state: Propagation) -> Breaks:
+    """The requirements the assignment found in JAX's order breaks, with the value it gives
+    each one's register variable (requirements it judged as holding, since JAX's own
+    answers break them)."""
+    lookup = state.lookup
+    broken: Breaks = []
+    for ci in state.complete_only:
+        c = cast(GmemTransfer, state.constraints[ci])  # what ``complete_only`` holds
+        if judge(c, lookup, True) is not HOLDS:
+            # Every variable has its value here: the register side is one.
+            broken.append((c, cast(Const, simplify(c.reg, lookup))))
+    return broken
+
+
+class EarlyWidening:
+    """The widened search made at the checkpoint of the search in JAX's order, where that
+    one backtracks far: where no layout lowers at all, the search in JAX's order
+    cannot find one either, and is not gone on with.
+
+    ``run`` gives that proof (``NoLayouts``), else None: the search in JAX's
+    order goes on, and what this widened search found stands for the one
+    ``Widened`` would make (``found``). Made only where the fuel outlasts the
+    search in JAX's order, which then cannot run out of it, with the least fuel
+    ``Widened`` would give it (the fuel less that search's budget): where that
+    runs out, it is as if never made.
     """
 
     def __init__(self, system: System, program: Program, options: SolveOptions) -> None:
         self.system, self.program, self.options = system, program, options
-        self.budget = 0
-        self.solver: Solver | None = None
+        # What the widened search decided, where it was made and did not run out.
+        self.found: Solved | NoLayouts | None = None
 
-    def checkpoint(self, budget: int, open_variables: int) -> Checkpoint | None:
+    def checkpoint(self, budget: int, open_variables: int) -> int | None:
         """For a search in JAX's order with this ``budget`` from a root with this many
-        ``open_variables``: where to make it, if anywhere."""
+        ``open_variables``: the attempts of work after which to consult this widening,
+        if any."""
         if self.options.fuel <= budget:
             return None
-        self.budget = budget
-        return Checkpoint(open_variables + CHECKPOINT_SLACK, self._stop)
+        return open_variables + CHECKPOINT_SLACK
 
-    def _stop(self) -> bool:
-        left = replace(self.options, fuel=self.options.fuel - self.budget)
-        wider = Solver(self.system, self.program, left, widened=True)
+    def run(self, state: Propagation) -> NoLayouts | None:
+        left = replace(self.options, fuel=self.options.fuel - state.fuel.budget)
+        decision = widest(self.system, self.program, left)
+        if isinstance(decision, Exhausted):
+            return None
+        self.found = decision
+        return decision if isinstance(decision, NoLayouts) else None
+
+
+class Complete:
+    """The complete search over the state's domains, from its propagated root: ``Solved``,
+    or None where it proves there is none (or the root failed before it).
+
+    ``widened``: consulted where the fuel runs out (the widened search decides
+    then whether any layout lowers: ``NoLayouts`` where none does, else
+    ``Exhausted``); without it, ``Exhausted``. ``made``: domains of earlier
+    searches to share (``DomainsMade``).
+    """
+
+    def __init__(self, widened: Widened | None = None, made: DomainsMade | None = None) -> None:
+        self.widened = widened
+        self.made = made
+
+    def run(self, state: Propagation) -> Decision | None:
+        if not state.searching:
+            return None  # the root failed: nothing to search from
+        search = CompleteSearch(state)
+        search.made_before = self.made
         try:
-            wider.solved = wider.solve(guided=False)
-        except FuelExhausted:
-            return False
-        self.solver = wider
-        return not wider.solved
-
-    def proof(self) -> Solver | None:
-        """The widened search, where it proved that no layout lowers."""
-        return self.solver if self.solver is not None and not self.solver.solved else None
+            if search.run(state.fuel.total):
+                return Solved(state, in_jax_order=False)
+        except FuelExhausted as exhausted:
+            wider = self.widened.run(state) if self.widened is not None else None
+            return wider if isinstance(wider, (NoLayouts, Exhausted)) else Exhausted.of(exhausted)
+        return None
 
 
-def _jax_answer_breaks(
-    system: System, program: Program, options: SolveOptions
-) -> list[tuple[Constraint, Const]]:
-    """The lowering requirements the answer in JAX's order breaks (``decide``'s first
-    search, made to the end)."""
-    solver = Solver(system, program, options)
-    solver.solve_in_jax_order()
-    return solver.jax_answer_breaks
+class Widened:
+    """The widened complete search over everything the lowering accepts (``widened``):
+    ``Solved``, or ``NoLayouts`` with what the answer in JAX's order broke
+    (``in_jax_order``'s). Made once: what ``early`` found, where it was made,
+    stands for it. Its fuel: the user's, less the work of the search in JAX's order
+    (``Fuel.work``), at least one."""
+
+    def __init__(self, early: EarlyWidening, in_jax_order: InJaxOrder) -> None:
+        self.early = early
+        self.in_jax_order = in_jax_order
+
+    def run(self, state: Propagation) -> Decision:
+        found: Decision | None = self.early.found
+        if found is None:
+            options = self.early.options
+            left = replace(options, fuel=max(options.fuel - state.fuel.work, 1))
+            found = widest(self.early.system, self.early.program, left)
+        if isinstance(found, NoLayouts):
+            return NoLayouts(found.proof, self.in_jax_order.answer_breaks)
+        return found

@@ -4,7 +4,7 @@ JAX's rules are narrower than its lowering: a value keeps its layout from
 producer to consumer (a strict relayout) though the lowering would convert
 it (from a splat, a transpose, an upcast layout), and each value's candidates
 are those a rule offers. Where no assignment under JAX's rules lowers,
-``search.decide`` runs one more complete search (``Solver(widened=True)``)
+``search.decide`` runs one more complete search (``search.Widened``, ``search.widest``)
 over everything the lowering accepts:
 
 - each strict relayout between a producer and its consumer stands as the

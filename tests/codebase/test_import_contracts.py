@@ -2,7 +2,8 @@
 
 ``lint-imports`` checks them (``make lint`` runs it too): no circle of imports
 among smalto's modules, the layers from the faces down to the ground, the
-checker independent of the solver. grimp's graph counts every import,
+checker independent of the solver, the solver's JAX part apart from smalto's own
+searches. grimp's graph counts every import,
 function-local ones and those under ``TYPE_CHECKING`` included. A broken
 contract fails this test with the contract's name and the imports that break it.
 """
@@ -17,6 +18,7 @@ import grimp
 from import_contracts import AcyclicModulesContract, strongly_connected
 from importlinter import configuration
 from importlinter.application.use_cases import read_user_options
+from importlinter.contracts.forbidden import ForbiddenContract
 from importlinter.contracts.layers import LayersContract
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +92,19 @@ def test_strongly_connected_sets() -> None:
     edges = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": [], "e": ["e"]}
     found = sorted(strongly_connected(edges))
     assert found == [["a", "b", "c"], ["d"], ["e"]]
+
+
+def test_the_jax_part_asking_smaltos_searches_breaks_its_contract() -> None:
+    """The search in JAX's order reaching for the complete search (what a port of a JAX
+    change must never need) is what the JAX part's contract forbids."""
+    session, options = _contract_options("jax-search-apart")
+    contract = ForbiddenContract(options["name"], session, options)
+    assert contract.check(_graph(), verbose=False).kept
+    reaching = _graph()
+    reaching.add_import(
+        importer="smalto.solve.jax_search",
+        imported="smalto.solve.complete",
+        line_number=1,
+        line_contents="from smalto.solve.complete import CompleteSearch",
+    )
+    assert not contract.check(reaching, verbose=False).kept

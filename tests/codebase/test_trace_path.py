@@ -15,8 +15,12 @@ import path_trace as trace_path
 # rather than being it: the search no longer doubles back into the state's module
 # from its root. The fuel's accounting (``solve.fuel``) and the settings of one
 # inference (``solve.options``) are modules of their own, one job each, which the
-# path enters: two more modules.
-MODULES_CEILING = 28
+# path enters: two more modules. Issue #51: the search in JAX's order is two modules by
+# design, what ports JAX's search (``solve.jax_search``) and its speed machinery behind a
+# small interface (``solve.candidate_scan``), and its outcome a type of its own
+# (``solve.decision``); the complete search, made only where JAX's order decides
+# nothing, is no longer entered: one more in all.
+MODULES_CEILING = 29
 DOUBLES_BACK_CEILING = 1
 
 
@@ -29,7 +33,7 @@ def test_a_reduction_of_a_wgmma_accumulator_reads_straight_through_the_pass() ->
     # being it), the relayouts are no third rule file.
     assert ("smalto.program.reader", "smalto.program.view") not in found.doubles_back
     assert not any(
-        below in ("smalto.solve.jax_order", "smalto.solve.complete", "smalto.solve.search")
+        below in ("smalto.solve.jax_search", "smalto.solve.complete", "smalto.solve.search")
         for below, _ in found.doubles_back
     ), found.doubles_back
     assert "smalto.rules.relayouts" not in found.modules

@@ -25,8 +25,9 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import consumers, derive_system
 from smalto.solve.complete import DomainsMade
+from smalto.solve.decision import Exhausted, Solved
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver
+from smalto.solve.search import widest
 
 UNSAT = Path(__file__).parents[1] / "unsat"
 KERNELS = (
@@ -42,12 +43,8 @@ def _alone(
     system: System, elements: list[Element], program: Program, arch: tuple[int, int]
 ) -> bool | None:
     """The question answered by a solver of its own, sharing nothing."""
-    try:
-        return Solver(
-            subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch), widened=True
-        ).solve(guided=False)
-    except FuelExhausted:
-        return None
+    decision = widest(subsystem(system, elements), program, SolveOptions(fuel=5_000, arch=arch))
+    return None if isinstance(decision, Exhausted) else isinstance(decision, Solved)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -64,10 +61,10 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
         system: System,
         elements: list[Element],
         program: Program,
-        arch: tuple[int, int],
+        options: SolveOptions,
         made: DomainsMade | None = None,
     ) -> bool | None:
-        answer = real(system, elements, program, arch, made)
+        answer = real(system, elements, program, options, made)
         asked.append((list(elements), answer, len(made or {})))
         return answer
 
@@ -75,7 +72,7 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
     with in_context(module):
         program = read_program(module, consumers())
         system = derive_system(program, arch)
-        found, _ = core.find_core(program, system, arch, set())
+        found, _ = core.find_core(program, system, SolveOptions(arch=arch), set())
         assert found
         assert len(asked) > 3
         assert asked[-1][2] > 0  # the domains were shared

@@ -16,6 +16,7 @@ from smalto.diagnose.core import _satisfiable
 from smalto.infer import in_context, solve_module
 from smalto.program.reader import read_program
 from smalto.rules import derive_system
+from smalto.solve.options import SolveOptions
 
 UNSAT = Path(__file__).parents[1] / "unsat"
 
@@ -111,10 +112,10 @@ def test_core_is_minimal(name: str) -> None:
     full = report.core
     assert {id(r.element) for r in report.requirements} <= {id(e) for e in full}
     with in_context(module):
-        assert _satisfiable(system, full, program, (9, 0)) is False
+        assert _satisfiable(system, full, program, SolveOptions(arch=(9, 0))) is False
         for i in range(len(full)):
             rest = full[:i] + full[i + 1 :]
-            assert _satisfiable(system, rest, program, (9, 0)) is True, full[i]
+            assert _satisfiable(system, rest, program, SolveOptions(arch=(9, 0))) is True, full[i]
 
 
 def _without_line(name: str, marker: str, rename: tuple[str, str]) -> str:

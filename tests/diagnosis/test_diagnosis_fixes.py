@@ -398,6 +398,7 @@ def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> N
     from smalto.infer import in_context
     from smalto.program.reader import read_program
     from smalto.rules import derive_system
+    from smalto.solve.options import SolveOptions
 
     text = (UNSAT / "fixes_row_sums_and_scaled_f32.mlir").read_text()
     module = reference.parse(text, reference.make_context())
@@ -405,13 +406,14 @@ def test_jax_s_lowering_verifies_the_first_fix_unless_the_budget_says_not() -> N
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, arch)
-        core, _ = find_core(program, system, arch, set())
+        options = SolveOptions(arch=arch)
+        core, _ = find_core(program, system, options, set())
         trials = {
             lower: try_edits(
                 program,
                 system,
-                arch,
-                Candidates(program, system, arch, list(core), {}),
+                options,
+                Candidates(program, system, options, list(core), {}),
                 Budget(lower=lower),
             )
             for lower in (True, False)

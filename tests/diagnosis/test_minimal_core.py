@@ -31,9 +31,10 @@ from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rewrite.transfers import Plan, relaxed
 from smalto.rules import derive_system
+from smalto.solve.decision import Exhausted, Solved
 from smalto.solve.evaluate import judge
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import FuelExhausted, Solver, decide
+from smalto.solve.search import decide, widest
 
 UNSAT = Path(__file__).parents[1] / "unsat"
 # Not layout conflicts: gathers JAX's lowering cannot do, collective and 1-CTA MMAs mixed,
@@ -66,13 +67,8 @@ def _reports(text: str, arch: tuple[int, int]) -> list[ConflictReport]:
 
 def _holds(system: System, elements: list[Element], program: Program, arch) -> bool | None:
     """True where a solution exists (found), False where none does, None: out of fuel."""
-    try:
-        solver = Solver(
-            subsystem(system, elements), program, SolveOptions(fuel=50_000, arch=arch), widened=True
-        )
-        return solver.solve(guided=False)
-    except FuelExhausted:
-        return None
+    decision = widest(subsystem(system, elements), program, SolveOptions(fuel=50_000, arch=arch))
+    return None if isinstance(decision, Exhausted) else isinstance(decision, Solved)
 
 
 def _check_cores(text: str, arch: tuple[int, int]) -> int:
@@ -88,7 +84,7 @@ def _check_cores(text: str, arch: tuple[int, int]) -> int:
         for report in reports:
             core = list(report.core)
             assert _holds(system, core, program, arch) is False, report.message()
-            assert not core_satisfiable(system, core, program, arch)
+            assert not core_satisfiable(system, core, program, SolveOptions(arch=arch))
             if len(reports) == 1:
                 _no_witness_satisfies(system, program, arch, report)
             if not report.minimal:
@@ -117,9 +113,9 @@ def _no_witness_satisfies(
     if ops is not None:
         witnesses.append(("allow_unoptimized", relaxed(system, ops)))
     for what, witness in witnesses:
-        solver = decide(witness, program, SolveOptions(fuel=100_000, arch=arch))
-        assert solver.solved, what
-        solution = solver.state.solution()
+        solved = decide(witness, program, SolveOptions(fuel=100_000, arch=arch))
+        assert isinstance(solved, Solved), what
+        solution = solved.state.solution()
 
         def lookup(var: int, solution: list = solution) -> object:
             return solution[var]

@@ -390,18 +390,20 @@ def test_a_small_budget_says_it_ran_out() -> None:
     from smalto.infer import in_context
     from smalto.program.reader import read_program
     from smalto.rules import derive_system
+    from smalto.solve.options import SolveOptions
 
     text = (UNSAT / "relayout_unsupported.mlir").read_text()
     module = reference.parse(text, reference.make_context())
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, (9, 0))
-        core, _ = find_core(program, system, (9, 0), set())
-        candidates = Candidates(program, system, (9, 0), list(core), {})
-        trial = try_edits(program, system, (9, 0), candidates, Budget(candidates=1))
+        options = SolveOptions(arch=(9, 0))
+        core, _ = find_core(program, system, options, set())
+        candidates = Candidates(program, system, options, list(core), {})
+        trial = try_edits(program, system, options, candidates, Budget(candidates=1))
         assert trial.tried == 1 and not trial.complete
         full = try_edits(
-            program, system, (9, 0), Candidates(program, system, (9, 0), list(core), {})
+            program, system, options, Candidates(program, system, options, list(core), {})
         )
         assert len(full.verified) >= 2 and full.tried > 1
 

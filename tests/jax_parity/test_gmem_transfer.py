@@ -41,9 +41,11 @@ from smalto.hw.values import Reg
 from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.rules import derive_system
+from smalto.solve.decision import NoLayouts, Solved
 from smalto.solve.evaluate import FAILS, HOLDS, OPEN, judge
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import Solver, decide
+from smalto.solve.propagation import Propagation
+from smalto.solve.search import decide, under_jax_rules
 
 HOPPER = (9, 0)
 BF16 = "bf16"
@@ -76,17 +78,17 @@ def _wgmma_roundtrip() -> str:
     )
 
 
-def _solver(text: str) -> tuple[Solver, object]:
+def _state(text: str) -> Propagation:
     module = parse(text)
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, HOPPER)
-    return Solver(system, program, SolveOptions(fuel=10_000, arch=HOPPER)), module
+    return Propagation(system, program, HOPPER, 10_000)
 
 
 def test_the_rules_state_it_for_gmem_transfers_with_their_mode() -> None:
-    solver, _ = _solver(_wgmma_roundtrip())
-    transfers = [c for c in solver.state.constraints if isinstance(c, GmemTransfer)]
+    state = _state(_wgmma_roundtrip())
+    transfers = [c for c in state.constraints if isinstance(c, GmemTransfer)]
     assert [(c.shape, c.bitwidth, c.mode) for c in transfers] == [
         ((128, 128), 16, Transfer.OPTIMIZED)
     ] * 2
@@ -95,8 +97,7 @@ def test_the_rules_state_it_for_gmem_transfers_with_their_mode() -> None:
         [vector_load("x", "arg0", gmem((128, 128), BF16), x, optimized=False)],
         [gmem((128, 128), BF16)],
     )
-    solver, _ = _solver(unoptimized)
-    (transfer,) = [c for c in solver.state.constraints if isinstance(c, GmemTransfer)]
+    (transfer,) = [c for c in _state(unoptimized).constraints if isinstance(c, GmemTransfer)]
     assert transfer.mode is Transfer.UNOPTIMIZED
 
 
@@ -152,14 +153,14 @@ def test_an_answer_in_jax_order_that_does_not_lower_is_not_kept() -> None:
     assert check(ours, HOPPER) == []
     lower_in_launch(ours, HOPPER)
 
-    solver, module = _solver(text)
-    with in_context(module):  # type: ignore[arg-type]
-        assert not solver.solve()
+    module = parse(text)
+    with in_context(module):
         program = read_program(module)
-        decided = decide(
-            derive_system(program, HOPPER), program, SolveOptions(fuel=10_000, arch=HOPPER)
-        )
-    assert decided.widened and decided.solved
+        system = derive_system(program, HOPPER)
+        options = SolveOptions(fuel=10_000, arch=HOPPER)
+        assert isinstance(under_jax_rules(system, program, options), NoLayouts)
+        decided = decide(system, program, options)
+    assert isinstance(decided, Solved) and decided.state.widened
 
 
 def test_the_complete_search_finds_wide_rows_for_16bit_gmem_transfers() -> None:

@@ -25,8 +25,9 @@ from smalto.check import check
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import domains
-from smalto.solve.options import SolveOptions
-from smalto.solve.search import GUIDED_BUDGET, Solver
+from smalto.solve.complete import CompleteSearch
+from smalto.solve.propagation import Propagation
+from smalto.solve.search import GUIDED_BUDGET
 
 # Found by the fuzzer (seed 1796154461). JAX answers with a splat for the i16
 # optimization barrier, which the barrier cannot pass (whole 32-bit registers
@@ -165,26 +166,24 @@ def test_slots_alike_share_a_domain_but_not_its_list(widened: bool, monkeypatch)
         with module.context:
             program = read_program(module, consumers())
             system = derive_system(program, entry.arch)
-            solver = Solver(
-                system, program, SolveOptions(fuel=1000, arch=entry.arch), widened=widened
-            )
-            complete = solver.over_domains
-            if not solver.state.propagate_root() or not complete._start_complete_phase():
+            state = Propagation(system, program, entry.arch, 1000, widened=widened)
+            complete = CompleteSearch(state)
+            if not state.propagate_root() or not complete._start_complete_phase():
                 continue
             made.clear()
             complete._prepare_domains()
             prepared = made[0] if widened else complete.domains
-            mentioned = domains.constants_in(solver.state.constraints, system.fixed)
+            mentioned = domains.constants_in(state.constraints, system.fixed)
             extra = domains.wide_layouts(
-                solver.state.constraints[ci].bitwidth for ci in solver.state.complete_only
+                state.constraints[ci].bitwidth for ci in state.complete_only
             )
             for slot, values in prepared.items():
                 alone = domains.domain(
                     system.variables[slot],
-                    functools.partial(solver.state.fits, slot),
+                    functools.partial(state.fits, slot),
                     mentioned,
-                    solver.state.divides.get(slot),
-                    min(map(len, solver.state.shapes[slot])),
+                    state.divides.get(slot),
+                    min(map(len, state.shapes[slot])),
                     extra,
                     widened,
                 )

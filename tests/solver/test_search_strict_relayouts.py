@@ -35,8 +35,9 @@ from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.program.view import Program
 from smalto.rules import derive_system
+from smalto.solve.decision import Solved
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import Solver
+from smalto.solve.search import under_jax_rules
 
 SHAPE = (128, 128)
 F32 = vec(SHAPE, "f32")
@@ -59,15 +60,16 @@ def chain_kernel() -> str:
     )
 
 
-def _solve(text: str) -> tuple[Solver, Program, System]:
-    """smalto's solver for ``text``, after a successful search, with what it solved."""
+def _solve(text: str) -> tuple[Solved, Program, System]:
+    """What solved ``text`` (JAX's order, then the complete search over JAX's rules), with
+    what it solved."""
     module = parse(text)
     with in_context(module):
         program = read_program(module)
         system = derive_system(program, HOPPER)
-        solver = Solver(system, program, SolveOptions(fuel=100_000, arch=HOPPER))
-        assert solver.solve()
-    return solver, program, system
+        solved = under_jax_rules(system, program, SolveOptions(fuel=100_000, arch=HOPPER))
+        assert isinstance(solved, Solved)
+    return solved, program, system
 
 
 def _jax_fuel(text: str) -> int:

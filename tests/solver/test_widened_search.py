@@ -34,15 +34,28 @@ from smalto.infer import in_context
 from smalto.program.reader import read_program
 from smalto.rules import consumers, derive_system
 from smalto.solve import domains, search
+from smalto.solve.decision import Decision, Solved
 from smalto.solve.options import SolveOptions
-from smalto.solve.search import Solver, decide
+from smalto.solve.propagation import Propagation
+from smalto.solve.search import InJaxOrder, decide
 
 
-def _decided(text: str, fuel: int = 10_000) -> Solver:
+def _decided(text: str, fuel: int = 10_000) -> Decision:
     module = parse(text)
     with in_context(module):
         program = read_program(module, consumers())
         return decide(derive_system(program, HOPPER), program, SolveOptions(fuel=fuel, arch=HOPPER))
+
+
+def _jax_order_breaks(text: str, arch: tuple[int, int] = HOPPER) -> list:
+    """What the answer in JAX's order breaks (``InJaxOrder``, which then decides nothing)."""
+    module = parse(text)
+    with in_context(module):
+        program = read_program(module, consumers())
+        in_jax_order = InJaxOrder(program)
+        state = Propagation(derive_system(program, arch), program, arch, 10_000)
+        assert in_jax_order.run(state) is None
+    return in_jax_order.answer_breaks
 
 
 # --- layouts ---------------------------------------------------------------------------------
@@ -137,8 +150,8 @@ def test_a_kernel_jax_solves_is_decided_in_jax_order() -> None:
         [vector_load("x", "arg0", gmem((64, 128), "f32"), x, optimized=True)],
         [gmem((64, 128), "f32")],
     )
-    solver = _decided(text)
-    assert solver.solved and not solver.widened and solver.jax_answer_breaks == []
+    decided = _decided(text)
+    assert isinstance(decided, Solved) and decided.in_jax_order and not decided.state.widened
 
 
 def test_the_requirements_jaxs_answer_breaks_are_kept_for_the_diagnosis() -> None:
@@ -153,9 +166,9 @@ def test_the_requirements_jaxs_answer_breaks_are_kept_for_the_diagnosis() -> Non
         ],
         [g, g],
     )
-    solver = _decided(text)
-    assert solver.solved and solver.widened
-    broken = solver.jax_answer_breaks
+    decided = _decided(text)
+    assert isinstance(decided, Solved) and decided.state.widened and not decided.in_jax_order
+    broken = _jax_order_breaks(text)
     assert [type(c) for c, _ in broken] == [GmemTransfer, GmemTransfer]
     assert {value for _, value in broken} == {Reg(WGMMA)}
 
@@ -167,28 +180,30 @@ def test_where_jaxs_rules_have_an_answer_that_lowers_the_widened_search_is_never
     complete search over JAX's rules finds one that lowers, and that is the answer;
     the widened search, whose wider domains ask the lowering's transfer schedule about
     more layouts, is not made at all."""
-    made: list[bool] = []
+    made: list[object] = []
+    widest = search.widest
 
-    class Watched(Solver):
-        def __init__(self, *args, widened: bool = False, **kwargs) -> None:
-            made.append(widened)
-            super().__init__(*args, widened=widened, **kwargs)
+    def watched(*args: object, **kwargs: object) -> object:
+        made.append(args)
+        return widest(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(search, "Solver", Watched)
+    monkeypatch.setattr(search, "widest", watched)
     blackwell = (10, 0)
     path = (
         reference.BUNDLED_ROOT
         / "mosaic_tests"
         / "MosaicGpuDialectTCGen05Test.test_tcgen05_mma30.mlir"
     )
-    module = parse(path.read_text())
+    text = path.read_text()
+    module = parse(text)
     with in_context(module):
         program = read_program(module, consumers())
         options = SolveOptions(fuel=10_000, arch=blackwell)
-        solver = search.decide(derive_system(program, blackwell), program, options)
-    assert solver.solved and not solver.widened and solver.state.complete
-    assert [type(c) for c, _ in solver.jax_answer_breaks] == [GmemTransfer]
-    assert made == [False]
+        decided = search.decide(derive_system(program, blackwell), program, options)
+    assert isinstance(decided, Solved) and not decided.in_jax_order
+    assert not decided.state.widened and decided.state.complete
+    assert [type(c) for c, _ in _jax_order_breaks(text, blackwell)] == [GmemTransfer]
+    assert made == []
 
 
 def test_an_smem_ref_without_transforms_is_offered_tilings_at_rank_3() -> None:
@@ -202,8 +217,8 @@ def test_an_smem_ref_without_transforms_is_offered_tilings_at_rank_3() -> None:
             layout_cast("y", "x", vec((4, 64, 128), "f32"), hl.lifted(WGMMA, 3)),  # type: ignore[arg-type]
         ]
     )
-    solver = _decided(text)
-    assert solver.solved
-    assert any(getattr(value, "tiling", None) == (8, 32) for value in solver.state.solution()), (
-        solver.state.solution()
+    decided = _decided(text)
+    assert isinstance(decided, Solved)
+    assert any(getattr(value, "tiling", None) == (8, 32) for value in decided.state.solution()), (
+        decided.state.solution()
     )
