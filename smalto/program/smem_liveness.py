@@ -36,7 +36,8 @@ Each op's accesses are one of:
     (``mbarrier.try_wait.parity``) on the barrier that the ``tcgen05_commit_arrive``
     following it arrives on, with nothing else touching that barrier between;
   - a TMA load's destination (``async_load``), written until the wait on its
-    barrier, with nothing but other TMA loads touching that barrier between.
+    barrier, with nothing but other TMA loads and their ``arrive_expect_tx`` touching
+    that barrier between.
 
   Such an access is a synchronous one where it is made (an MMA operand a ``READ``,
   read again at the wait; a TMA load a ``WRITE`` or ``KILL``), in flight at every
@@ -118,6 +119,7 @@ _WGMMA_COMMITS = frozenset({"nvvm.wgmma.commit.group.sync.aligned"})
 _WGMMA_WAITS = frozenset({"nvvm.wgmma.wait.group.sync.aligned"})
 _MBARRIER_WAIT = "nvvm.mbarrier.try_wait.parity"
 _TCGEN05_COMMIT = "mosaic_gpu.tcgen05_commit_arrive"
+_JOINING_A_PHASE = frozenset({"mosaic_gpu.async_load", "mosaic_gpu.arrive_expect_tx"})
 # Ops a path through which may complete an asynchronous access (the checker reports a
 # write over an MMA's operand only where no path from the MMA to it passes one).
 _ANY_WAITS = frozenset({*_WGMMA_WAITS, _MBARRIER_WAIT, "mosaic_gpu.wait"})
@@ -327,8 +329,10 @@ class SmemLiveness:
         loads_only: bool,
     ) -> int | None:
         """The node of the first wait on ``barrier`` after ``direct[index]`` in its
-        block, where no op between touches the barrier (but TMA loads arriving on it,
-        with ``loads_only``): nothing else may complete the phase it waits for."""
+        block, where no op between touches the barrier (but, with ``loads_only``, other
+        TMA loads and the arrivals expecting their bytes: Pallas' copies of several
+        operands on one barrier, all in the phase the wait waits for; a phase cannot
+        complete while bytes expected in it are in flight)."""
         allocation = self.root(barrier)
         if allocation is None or allocation.unknown:
             return None
@@ -344,7 +348,7 @@ class SmemLiveness:
                 other = self.ops[between]
                 if other is not None and _addressing(other):
                     continue  # (a barrier's address computed: no access)
-                if loads_only and other is not None and other.name == "mosaic_gpu.async_load":
+                if loads_only and other is not None and other.name in _JOINING_A_PHASE:
                     continue
                 if any(e.interval.overlaps(allocation.interval) for e in self.events[between]):
                     return None
