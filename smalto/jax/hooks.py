@@ -264,7 +264,7 @@ def _lower_as_gpu_kernel(*args: Any, **kwargs: Any) -> Any:
     except ValueError as refused:
         if not current_route().use_smalto:
             raise
-        from smalto.jax.smem_room import kernel_overrun_explained
+        from smalto.jax.kernel_overrun import kernel_overrun_explained
 
         explained = kernel_overrun_explained(original, args, kwargs, refused)
         if explained is None:

@@ -184,10 +184,15 @@ def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None
     assert "mosaic_gpu.slice_smem" in ran.out  # the module is still inferred and printed
 
 
-def test_staging_over_the_limit_names_what_takes_the_smem() -> None:
+def test_staging_over_the_limit_names_what_takes_the_smem(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kernel whose staging would go past the limit (a big table in SMEM beside a
-    tcgen05 product): the note of the refusal names what takes the SMEM already."""
+    tcgen05 product, the product's operands not ended: their bytes would serve): the note
+    of the refusal names what takes the SMEM already."""
     import functools
+
+    from staging_kit import without_proven_ends
+
+    without_proven_ends(monkeypatch)
 
     from rule_kit import parse
     from user_kernels_staging import tcgen05_narrow_out_beside_a_big_table
