@@ -633,9 +633,11 @@ class SmemLiveness:
     def clobbers(self) -> list[Clobber]:
         """Every op that writes bytes of one buffer while another buffer over those bytes
         still holds data (written before, read after with no write of it between), or
-        while a TMA copy out of the other may still be reading them. Accesses whose end
-        is unknown count where they are made: what an mbarrier orders is not followed,
-        so nothing is reported of it (a report is a certain overlap)."""
+        while a TMA copy out of the other, or an MMA reading it (before the wait proven
+        to end it, or with no wait of any kind between), may still be reading them; and
+        every TMA load that may land over another buffer's data before it is read (up
+        to the load's proven wait). Other accesses whose end is unknown count where they
+        are made (a report is a certain overlap)."""
         if self.unsound_carry:
             return []
         accesses: dict[Allocation, list[tuple[int, Access]]] = {}

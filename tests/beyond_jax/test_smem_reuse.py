@@ -364,3 +364,28 @@ def test_a_kernel_whose_only_smem_is_mma_operands_stages_within_what_a_block_may
     with pytest.raises(smalto.InferenceError) as refused:
         smalto.infer_layout(parse(text), arch=BLACKWELL, stage_through_smem=True)
     assert "295936" in "\n".join(refused.value.__notes__)
+
+
+def test_a_wgmma_kernels_buffer_over_its_operands_with_the_wait_dropped_is_caught() -> None:
+    """Hopper (``wgmma fp8 out``): the staged store's buffer takes the wgmma's operands'
+    bytes after the ``wgmma.wait_group 0`` that follows the commit; that wait removed, the
+    checker reports the store over bytes the MMA may still be reading."""
+    from user_kernels_unoptimized import matmul_narrow_out
+
+    fn = functools.partial(matmul_narrow_out, out_dtype=jnp.float8_e4m3fn)
+    (captured,) = smalto.jax.capture(
+        fn, sds((128, 64), jnp.bfloat16), sds((64, 128), jnp.bfloat16), arch=(9, 0)
+    )
+    module = parse(captured.text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        smalto.infer_layout(module, arch=(9, 0), stage_through_smem=True)
+    (warning,) = [w for w in caught if issubclass(w.category, smalto.StagedThroughSmemWarning)]
+    assert warning.message.staged.dead_region == (0, 128 * 128)
+    staged = str(module)
+    assert not smalto.check.check(module, (9, 0))
+    waits = [line for line in staged.splitlines() if "wgmma.wait_group.sync.aligned 0;" in line]
+    assert len(waits) == 1
+    unwaited = parse(staged.replace(waits[0] + "\n", "", 1))
+    violations = [v for v in smalto.check.check(unwaited, (9, 0)) if "overlap" in v.message]
+    assert violations and all("an MMA may still be reading" in v.message for v in violations)
