@@ -6,9 +6,11 @@ check does not trust that proof. It reads the module's SMEM accesses again with 
 liveness analysis of the program layer (``smalto.program.smem_liveness``) and reports
 every op that writes bytes of one buffer while another buffer over them still holds
 data read later (before a write of all of it), or while a TMA copy out of the other
-may still be reading them (before ``wait_smem_to_gmem(0)``). Accesses ordered by an
-mbarrier (TMA loads, MMA operands) count where they are made, so that what is
-reported is a certain overlap in the thread's program order.
+may still be reading them (before ``wait_smem_to_gmem(0)``), or an MMA reading the other
+(before the wait the analysis proves ends it, or with no wait of any kind between),
+and every TMA load that may land over another buffer's data before its wait. Other
+accesses ordered by an mbarrier count where they are made, so that what is reported
+is a certain overlap in the thread's program order.
 """
 
 from __future__ import annotations

@@ -152,18 +152,21 @@ class _State:
         return self.watchers.get(route.watchers or 0, ())
 
     def _patch(self) -> None:
+        from jax.experimental.mosaic.gpu import core
+
         mgpu, layout_inference, utils = _jax_modules()
         for module, name, replacement in (
             (mgpu, "infer_layout", dispatch),
             (layout_inference, "infer_layout", dispatch),
             (utils, "_infer_arch", _routed_arch),
+            (core, "_lower_as_gpu_kernel", _lower_as_gpu_kernel),
         ):
             self.saved[(module, name)] = getattr(module, name)
             setattr(module, name, replacement)
 
     def _restore(self) -> None:
         for (module, name), original in self.saved.items():
-            if getattr(module, name) in (dispatch, _routed_arch):
+            if getattr(module, name) in _STAND_INS:
                 setattr(module, name, original)
                 continue
             # Someone replaced the attribute after us; clobbering their patch would be
@@ -178,7 +181,7 @@ class _State:
 
     def original(self, module: ModuleType, name: str) -> object:
         current = getattr(module, name)
-        if current is dispatch or current is _routed_arch:
+        if current in _STAND_INS:
             # (A call racing the restore still finds JAX's own: it was saved first.)
             return self.saved.get((module, name), getattr(module, name))
         return current
@@ -262,6 +265,31 @@ def _import_the_pass() -> None:
     finally:
         if paused:
             gc.enable()
+
+
+def _lower_as_gpu_kernel(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for JAX's ``core._lower_as_gpu_kernel`` (every kernel's launch, built before
+    its body reaches inference): JAX's own. Where the route is smalto's and JAX refuses the
+    kernel's SMEM (``Mosaic GPU kernel exceeds available shared memory``, raised before the
+    pass can run), the same error, JAX's words first, then what uses the SMEM at the
+    kernel's lines and the verified changes that bring it under."""
+    from jax.experimental.mosaic.gpu import core
+
+    original = cast(Callable[..., Any], _STATE.original(core, "_lower_as_gpu_kernel"))
+    try:
+        return original(*args, **kwargs)
+    except ValueError as refused:
+        if not current_route().use_smalto:
+            raise
+        from smalto.jax.kernel_overrun import kernel_overrun_explained
+
+        explained = kernel_overrun_explained(original, args, kwargs, refused)
+        if explained is None:
+            raise
+        raise ValueError(f"{refused}\n{explained}").with_traceback(refused.__traceback__) from None
+
+
+_STAND_INS = (dispatch, _routed_arch, _lower_as_gpu_kernel)
 
 
 def check_options(options: Mapping[str, object]) -> None:

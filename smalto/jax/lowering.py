@@ -95,7 +95,10 @@ def lower(
                 # JAX's SMEM limit says only by how much; the map says what to cut.
                 explained = overrun_explained(fn, args, arch, raised)
                 if explained is not None:
-                    message = f"{message}\n{explained}"
+                    # (This one, able to lower ``fn`` again with fewer stages, stands in for
+                    # the one the route's error carries.)
+                    said = str(raised).split("\n", 1)[0]
+                    message = f"{_message(stage, kernels, by, target, raised, said)}\n{explained}"
             raise KernelLoweringError(
                 message,
                 stage=stage,
@@ -135,7 +138,9 @@ def _message(
     by: Pass,
     arch: tuple[int, ...],
     raised: BaseException,
+    said: str | None = None,
 ) -> str:
+    """``said``: what to quote of ``raised`` (all it says, by default)."""
     target = f"sm_{arch[0]}{arch[1]}"
     name = kernels[-1].name if kernels else "?"
     what = {
@@ -144,4 +149,4 @@ def _message(
         "after inference": f"JAX's Mosaic GPU lowering rejected kernel {name!r} ({target}) "
         f"after layout inference by {by}",
     }[stage]
-    return f"{what}: {type(raised).__name__}: {raised}"
+    return f"{what}: {type(raised).__name__}: {raised if said is None else said}"

@@ -25,7 +25,24 @@ Each op's accesses are one of:
   operands, barriers, the TMEM address slot, an op inside an opaque body, a
   cross-warp reduction's scratch, an unknown op): its completion is signalled
   through an mbarrier or not at all, so the analysis takes it as never complete:
-  those bytes are never proven dead.
+  those bytes are never proven dead,
+- but for an asynchronous access whose end is proven (``Span``): the op that waits
+  for it follows it in the same block, so every path from the access passes the
+  wait, and nothing between can make the wait end sooner:
+
+  - a ``wgmma``'s SMEM operands, read until the ``wgmma.wait_group 0`` after the
+    ``wgmma.commit_group`` that follows it;
+  - a ``tcgen05_mma``'s SMEM operands, read until the wait
+    (``mbarrier.try_wait.parity``) on the barrier that the ``tcgen05_commit_arrive``
+    following it arrives on, with nothing else touching that barrier between;
+  - a TMA load's destination (``async_load``), written until the wait on its
+    barrier, with nothing but other TMA loads and their ``arrive_expect_tx`` touching
+    that barrier between.
+
+  Such an access is a synchronous one where it is made (an MMA operand a ``READ``,
+  read again at the wait; a TMA load a ``WRITE`` or ``KILL``), in flight at every
+  node a path reaches from it before the wait. A wait in another block (after a
+  loop, in a branch) or for fewer wgmma groups proves nothing.
 
 Control flow is structured: blocks run in order, an ``scf.if`` or
 ``scf.index_switch`` runs one of its regions (or none where one is empty), and
@@ -98,6 +115,14 @@ _WRITES = {
 _BULK_WAIT = "nvvm.cp.async.bulk.wait_group"
 # Async ops whose SMEM operands the tensor cores read until an mbarrier says so.
 _MMA = frozenset({"mosaic_gpu.wgmma", "mosaic_gpu.tcgen05_mma", "mosaic_gpu.mma"})
+_WGMMA_COMMITS = frozenset({"nvvm.wgmma.commit.group.sync.aligned"})
+_WGMMA_WAITS = frozenset({"nvvm.wgmma.wait.group.sync.aligned"})
+_MBARRIER_WAIT = "nvvm.mbarrier.try_wait.parity"
+_TCGEN05_COMMIT = "mosaic_gpu.tcgen05_commit_arrive"
+_JOINING_A_PHASE = frozenset({"mosaic_gpu.async_load", "mosaic_gpu.arrive_expect_tx"})
+# Ops a path through which may complete an asynchronous access (the checker reports a
+# write over an MMA's operand only where no path from the MMA to it passes one).
+_ANY_WAITS = frozenset({*_WGMMA_WAITS, _MBARRIER_WAIT, "mosaic_gpu.wait"})
 _BRANCHES = frozenset({"scf.if", "scf.index_switch"})
 _TERMINATORS = frozenset({"scf.yield", "scf.condition", "gpu.terminator", "gpu.yield"})
 _REDUCTIONS = frozenset({"vector.multi_reduction", "vector.reduction"})
@@ -118,6 +143,12 @@ class Access(enum.IntEnum):
 UNENDED = frozenset(
     {Access.TRACKED, Access.TRACKED_READ, Access.TRACKED_WRITE, Access.TRACKED_KILL}
 )
+# An asynchronous access whose end is proven: the synchronous access it stands for.
+_ENDED = {
+    Access.TRACKED_READ: Access.READ,
+    Access.TRACKED_WRITE: Access.WRITE,
+    Access.TRACKED_KILL: Access.KILL,
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -169,6 +200,17 @@ class Event:
         return self.allocation.interval
 
 
+@dataclass(frozen=True)
+class Span:
+    """An asynchronous access whose end is proven: made at node ``issue``, over at node
+    ``end`` (the wait); ``read``: an MMA reading its operand, else a TMA load writing."""
+
+    issue: int
+    end: int
+    allocation: Allocation
+    read: bool
+
+
 class SmemLiveness:
     """The SMEM accesses of one ``gpu.launch`` body and the paths between them."""
 
@@ -188,6 +230,8 @@ class SmemLiveness:
         # A loop carrying another buffer than it started with: what the carry views is not
         # known where it is used, so no byte is proven dead.
         self.unsound_carry = False
+        self.spans: list[Span] = []
+        self._flights: dict[Span, set[int]] = {}
         (region,) = launch.regions
         entry, self.exit = self._block(region.blocks[0])
         self.entry = entry
@@ -211,6 +255,7 @@ class SmemLiveness:
 
     def _block(self, block: ir.Block) -> tuple[int, int]:
         entry = current = self._node(None)
+        direct: list[tuple[ir.Operation, int, int]] = []  # the block's ops, their nodes
         for child in block.operations:
             op = child.operation
             if op.name in _TERMINATORS:
@@ -222,7 +267,107 @@ class SmemLiveness:
                 first = last = self._node(op, self._accesses(op), _is_bulk_wait(op))
             self._edge(current, first)
             current = last
+            direct.append((op, first, last))
+        self._end_asynchronous(direct)
         return entry, current
+
+    # --- asynchronous accesses ended by a wait in the same block -------------------------
+
+    def _end_asynchronous(self, direct: list[tuple[ir.Operation, int, int]]) -> None:
+        """Proves the ends of the block's asynchronous accesses that a later op of the
+        block waits for (the module's docstring), and makes them synchronous ones."""
+        for index, (op, _, node) in enumerate(direct):
+            if _collective(op):
+                continue  # (another block's program issues it, or reads through it)
+            if op.name == "mosaic_gpu.wgmma":
+                end = self._wgmma_end(direct, index)
+            elif op.name == "mosaic_gpu.tcgen05_mma":
+                end = self._tcgen05_end(direct, index)
+            elif op.name == "mosaic_gpu.async_load" and len(op.operands) > 2:
+                end = self._barrier_wait(direct, index, op.operands[2], loads_only=True)
+            else:
+                continue
+            if end is None:
+                continue
+            events = list(self.events[node])
+            asynchronous = [e for e in events if e.access in _ENDED]
+            if not asynchronous:
+                continue
+            ended = [Event(_ENDED[e.access], e.allocation) for e in asynchronous]
+            self.events[node] = tuple(e for e in events if e.access not in _ENDED) + tuple(ended)
+            for event in ended:
+                read = event.access == Access.READ
+                self.spans.append(Span(node, end, event.allocation, read))
+                if read:  # (the operand is read up to the wait)
+                    self.events[end] = (*self.events[end], event)
+
+    def _wgmma_end(self, direct: list[tuple[ir.Operation, int, int]], index: int) -> int | None:
+        """The node of the ``wgmma.wait_group 0`` that follows the commit of the group
+        of ``direct[index]`` (a wgmma) in its block."""
+        committed = False
+        for op, _, node in direct[index + 1 :]:
+            if _wgmma_commit(op):
+                committed = True
+            elif committed and _wgmma_wait(op) == 0:
+                return node
+        return None
+
+    def _tcgen05_end(self, direct: list[tuple[ir.Operation, int, int]], index: int) -> int | None:
+        """The node of the wait on the barrier of the first ``tcgen05_commit_arrive``
+        after ``direct[index]`` (a tcgen05 MMA) in its block."""
+        for later, (op, _, _) in enumerate(direct[index + 1 :], start=index + 1):
+            if op.name == _TCGEN05_COMMIT and op.operands:
+                return self._barrier_wait(direct, later, op.operands[0], loads_only=False)
+        return None
+
+    def _barrier_wait(
+        self,
+        direct: list[tuple[ir.Operation, int, int]],
+        index: int,
+        barrier: ir.Value,
+        *,
+        loads_only: bool,
+    ) -> int | None:
+        """The node of the first wait on ``barrier`` after ``direct[index]`` in its
+        block, where no op between touches the barrier (but, with ``loads_only``, other
+        TMA loads and the arrivals expecting their bytes: Pallas' copies of several
+        operands on one barrier, all in the phase the wait waits for; a phase cannot
+        complete while bytes expected in it are in flight)."""
+        allocation = self.root(barrier)
+        if allocation is None or allocation.unknown:
+            return None
+        key = _barrier_key(barrier)
+        for op, first, node in direct[index + 1 :]:
+            if (
+                op.name == _MBARRIER_WAIT
+                and op.operands
+                and _same_barrier(self, op.operands[0], key, allocation)
+            ):
+                return node
+            for between in range(first, node + 1):
+                other = self.ops[between]
+                if other is not None and _addressing(other):
+                    continue  # (a barrier's address computed: no access)
+                if loads_only and other is not None and other.name in _JOINING_A_PHASE:
+                    continue
+                if any(e.interval.overlaps(allocation.interval) for e in self.events[between]):
+                    return None
+        return None
+
+    def in_flight(self, span: Span) -> set[int]:
+        """The nodes at which ``span``'s access may not be over: reached from it before its
+        wait (the wait's own node included: it ends there, not before)."""
+        if span not in self._flights:
+            self._flights[span] = _reached(self.successors, {span.issue}, frozenset({span.end}))
+        return self._flights[span]
+
+    def asynchronous_in_flight(self, node: int, interval: Interval) -> bool:
+        """Whether an asynchronous access whose end is proven (an MMA reading, a TMA load
+        writing a byte of ``interval``) may still be under way when ``node`` runs."""
+        return any(
+            span.allocation.interval.overlaps(interval) and node in self.in_flight(span)
+            for span in self.spans
+        )
 
     def _structured(self, op: ir.Operation) -> tuple[int, int]:
         entry = self._node(op, self._accesses(op))
@@ -488,9 +633,11 @@ class SmemLiveness:
     def clobbers(self) -> list[Clobber]:
         """Every op that writes bytes of one buffer while another buffer over those bytes
         still holds data (written before, read after with no write of it between), or
-        while a TMA copy out of the other may still be reading them. Accesses whose end
-        is unknown count where they are made: what an mbarrier orders is not followed,
-        so nothing is reported of it (a report is a certain overlap)."""
+        while a TMA copy out of the other, or an MMA reading it (before the wait proven
+        to end it, or with no wait of any kind between), may still be reading them; and
+        every TMA load that may land over another buffer's data before it is read (up
+        to the load's proven wait). Other accesses whose end is unknown count where they
+        are made (a report is a certain overlap)."""
         if self.unsound_carry:
             return []
         accesses: dict[Allocation, list[tuple[int, Access]]] = {}
@@ -499,6 +646,7 @@ class SmemLiveness:
                 accesses.setdefault(event.allocation, []).append((node, event.access))
         known = [a for a in self.allocations if not a.unknown]
         waits = frozenset(n for n, wait in enumerate(self.waits) if wait)
+        any_waits = frozenset(n for n, op in enumerate(self.ops) if _is_any_wait(op))
         found: list[Clobber] = []
         for held in known:
             others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
@@ -508,22 +656,49 @@ class SmemLiveness:
                 for node, access in accesses.get(other, [])
                 if access in _WRITING or access == Access.TRACKED
             ]
+            # A TMA load into another buffer writes until its wait (reported at the load).
+            landing: dict[tuple[int, Allocation], int] = {}
+            for span in self.spans:
+                if not span.read and span.allocation in others:
+                    for node in self.in_flight(span):
+                        landing.setdefault((node, span.allocation), span.issue)
+            writing += list(landing)
             if not writing:
                 continue
             live, written, in_flight = self._holding(accesses.get(held, []), waits)
+            reading = set().union(
+                *(self.in_flight(s) for s in self.spans if s.read and s.allocation == held)
+            )
+            # An MMA reading the buffer with no wait for it proven: a write with no wait of
+            # any kind on some path from the MMA to it is certainly made while it may read.
+            unwaited = _reached(
+                self.successors,
+                {n for n, access in accesses.get(held, []) if access == Access.TRACKED_READ},
+                stop=any_waits,
+            )
             reported: set[Allocation] = set()
             for node, other in sorted(writing, key=lambda write: write[0]):
                 if other in reported:
                     continue
                 if node in in_flight:
                     why = "a TMA copy out of it may still be reading those bytes"
+                elif node in reading:
+                    why = "an MMA may still be reading those bytes (before the wait for it)"
+                elif node in unwaited and node not in any_waits:
+                    why = "an MMA may still be reading those bytes (no wait for it comes first)"
                 elif node in written and any(s in live for s in self.successors[node]):
                     why = "its data there is read later"
+                    if (node, other) in landing and not self._writes(node, other):
+                        why = "a TMA load into it may land there before its data is read"
+                        node = landing[(node, other)]
                 else:
                     continue
                 reported.add(other)
                 found.append(Clobber(node, other, held, why))
         return sorted(found, key=lambda clobber: clobber.node)
+
+    def _writes(self, node: int, allocation: Allocation) -> bool:
+        return any(e.allocation == allocation and e.access in _WRITING for e in self.events[node])
 
     def _holding(
         self, accesses: list[tuple[int, Access]], waits: frozenset[int]
@@ -562,17 +737,17 @@ class SmemLiveness:
     def dead_around(self, op: ir.Operation, interval: Interval, *, after: bool) -> bool:
         """Whether ``interval`` may hold a buffer used only just before ``op`` (``after``:
         just after it), by the warpgroup that runs it: nothing touches those bytes by an
-        access whose end is unknown, no TMA copy out of them is in flight there, and no
-        path from there reads them before writing all of them."""
+        access whose end is unknown, no TMA copy out of them, no MMA reading them and no
+        TMA load into them is in flight there, and no path from there reads them before
+        writing all of them."""
         if self.unsound_carry or self.tracked(interval):
             return False
         node = self.node_of[op]
-        if after:
-            starts = list(self.successors[node])
-            in_flight = any(self.bulk_in_flight(s, interval) for s in starts)
-        else:
-            starts = [node]
-            in_flight = self.bulk_in_flight(node, interval)
+        starts = list(self.successors[node]) if after else [node]
+        in_flight = any(
+            self.bulk_in_flight(s, interval) or self.asynchronous_in_flight(s, interval)
+            for s in starts
+        )
         return not in_flight and not self.read_before_kill(starts, interval)
 
     def guard_of(self, op: ir.Operation) -> frozenset[int]:
@@ -613,6 +788,81 @@ def _is_smem(ty: ir.Type) -> bool:
         space = ir.MemRefType(ty).memory_space
         return space is not None and "workgroup" in str(space)
     return str(ty) == "!llvm.ptr<3>"
+
+
+def _wgmma_commit(op: ir.Operation) -> bool:
+    """``wgmma.commit_group`` (the NVVM op, or Pallas' inline assembly of it)."""
+    return op.name in _WGMMA_COMMITS or _asm(op) == "wgmma.commit_group.sync.aligned;"
+
+
+def _wgmma_wait(op: ir.Operation) -> int | None:
+    """The groups a ``wgmma.wait_group N`` leaves in flight (N); None: no such wait."""
+    if op.name in _WGMMA_WAITS and "group" in op.attributes:
+        return int(ir.IntegerAttr(op.attributes["group"]).value)
+    text = _asm(op)
+    prefix = "wgmma.wait_group.sync.aligned "
+    if text is not None and text.startswith(prefix) and text.endswith(";"):
+        number = text[len(prefix) : -1].strip()
+        return int(number) if number.isdigit() else None
+    return None
+
+
+# Ops that compute an address from a ref or pointer, touching no memory.
+_ADDRESSING = frozenset(
+    {
+        "builtin.unrealized_conversion_cast",
+        "llvm.extractvalue",
+        "llvm.insertvalue",
+        "llvm.ptrtoint",
+        "llvm.inttoptr",
+        "llvm.getelementptr",
+        "llvm.add",
+        "llvm.mul",
+        "memref.extract_aligned_pointer_as_index",
+        "memref.extract_strided_metadata",
+    }
+)
+
+
+def _addressing(op: ir.Operation) -> bool:
+    return op.name in _ADDRESSING or op.name in _VIEWS or op.name.startswith("arith.")
+
+
+def _collective(op: ir.Operation) -> bool:
+    """A copy or MMA shared with the cluster's other blocks (``collective`` set)."""
+    if "collective" not in op.attributes:
+        return False
+    attribute = op.attributes["collective"]
+    if isinstance(attribute, ir.BoolAttr):
+        return bool(ir.BoolAttr(attribute).value)
+    if isinstance(attribute, ir.ArrayAttr):
+        return len(ir.ArrayAttr(attribute)) > 0
+    return True
+
+
+def _is_any_wait(op: ir.Operation | None) -> bool:
+    return op is not None and (op.name in _ANY_WAITS or _wgmma_wait(op) is not None)
+
+
+def _asm(op: ir.Operation) -> str | None:
+    if op.name != "llvm.inline_asm" or "asm_string" not in op.attributes:
+        return None
+    return ir.StringAttr(op.attributes["asm_string"]).value.strip()
+
+
+def _barrier_key(value: ir.Value) -> ir.Value:
+    """A barrier's value through the casts between its pointer and its memref."""
+    return _through(value, ("builtin.unrealized_conversion_cast",))
+
+
+def _same_barrier(
+    liveness: SmemLiveness, value: ir.Value, key: ir.Value, allocation: Allocation
+) -> bool:
+    """Whether ``value`` is the barrier ``key`` (of ``allocation``): the same value through
+    casts, or the same allocation where it holds one barrier only."""
+    if _barrier_key(value) == key:
+        return True
+    return liveness.root(value) == allocation and allocation.interval.size == _BARRIER_BYTES
 
 
 def _is_bulk_wait(op: ir.Operation) -> bool:

@@ -23,10 +23,12 @@ its slice to the last use of the slice or of a view of it, widened to the
 whole op of the slice's block that holds that use (a loop, a ``warp_map``):
 the ops of a ``run_scoped`` body are inlined with no mark of the scope's end,
 so its uses bound it; a TMA store from it holds it until the wait that
-follows. Its first use is kept too (a kernel's scratch is sliced at the
-start, used later). What the launch lays out is taken the whole kernel long.
-This is where bytes are allocated, not a liveness analysis of their data (an
-asynchronous MMA reading a buffer is not followed to its wait).
+follows, an MMA reading it until the wait the liveness analysis proves ends its
+reads (``smalto.program.smem_liveness``: a wgmma's ``wait_group 0``, the wait on
+a tcgen05 commit's barrier, in the MMA's block; none proven: the MMA). Its
+first use is kept too (a kernel's scratch is sliced at the start, used later).
+What the launch lays out is taken the whole kernel long. This is where bytes
+are allocated, not a liveness analysis of their data.
 """
 
 from __future__ import annotations

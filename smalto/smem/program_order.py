@@ -7,6 +7,7 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 
 from smalto.basics.launch import LAUNCH
+from smalto.program.smem_liveness import SmemLiveness
 from smalto.source.locations import file_position
 
 # Ops that carry a ref on in another type (a barrier array as LLVM's memref struct, its
@@ -16,6 +17,9 @@ _CARRIERS = frozenset(
 )
 # Ops that read SMEM after they return (a TMA store to GMEM), and the waits that end it.
 _ASYNC_READS = frozenset({"mosaic_gpu.async_store"})
+# MMAs reading their SMEM operands after they return, until a wait the liveness analysis
+# proves (``smalto.program.smem_liveness``; none proven: until the MMA only).
+_MMAS = frozenset({"mosaic_gpu.wgmma", "mosaic_gpu.tcgen05_mma"})
 _WAITS = frozenset({"nvvm.cp.async.bulk.wait_group"})
 
 
@@ -26,7 +30,7 @@ def operations_in_order(module: ir.Module) -> list[ir.Operation]:
 
 def walked(module: ir.Module, launch: ir.Operation | None) -> ProgramOrder:
     """The ops of ``launch``'s body (the module's, without one), in program order."""
-    walk = ProgramOrder()
+    walk = ProgramOrder(launch)
     root = launch if launch is not None else module.operation
     for region in root.regions:
         for block in region.blocks:
@@ -39,7 +43,9 @@ class ProgramOrder:
     """Program order: every op's index, the index its subtree ends at, its parent's index, its
     source line."""
 
-    def __init__(self) -> None:
+    def __init__(self, launch: ir.Operation | None = None) -> None:
+        self.launch = launch
+        self._mma_waits: dict[ir.Operation, ir.Operation] | None = None
         self.index: dict[ir.Operation, int] = {}
         self.operations: list[ir.Operation] = []
         self.names: list[str] = []
@@ -90,12 +96,29 @@ class ProgramOrder:
                 end = self.ends[holder]
                 if user.name in _ASYNC_READS:
                     end = max(end, self._wait_after(j))
+                elif user.name in _MMAS:
+                    wait = self.mma_waits().get(user)
+                    if wait is not None and wait in self.index:
+                        end = max(end, self.ends[self._holder(self.index[wait], self.parents[i])])
                 last = max(last, end)
                 if user.name in _CARRIERS:
                     pending.extend(user.results)
                 else:
                     pending.extend(r for r in user.results if isinstance(r.type, ir.MemRefType))
         return (i if first is None else first), last
+
+    def mma_waits(self) -> dict[ir.Operation, ir.Operation]:
+        """Each MMA of the launch whose SMEM reads a later wait is proven to end, and that
+        wait (the analysis made once, where a map asks)."""
+        if self._mma_waits is None:
+            self._mma_waits = {}
+            if self.launch is not None and self.launch.name == LAUNCH:
+                liveness = SmemLiveness(self.launch)
+                for span in liveness.spans:
+                    issue, end = liveness.ops[span.issue], liveness.ops[span.end]
+                    if span.read and issue is not None and end is not None:
+                        self._mma_waits[issue] = end
+        return self._mma_waits
 
     def _holder(self, j: int, block_parent: int) -> int:
         """The op holding ``j`` among the children of ``block_parent``."""

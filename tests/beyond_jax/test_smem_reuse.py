@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -27,7 +28,7 @@ from jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call import (
 )
 from jax.experimental.pallas import mosaic_gpu as plgpu
 from rule_kit import parse
-from staging_kit import assert_staging_exact
+from staging_kit import assert_staging_exact, without_proven_ends
 from user_kernels_ragged import BLACKWELL, ragged_dot_args, ragged_dot_f32
 from user_kernels_staging import (
     tcgen05_three_epilogues,
@@ -86,31 +87,52 @@ def ragged_dot() -> str:
     return captured.text
 
 
-def test_staged_buffers_never_live_at_once_share_the_dead_bytes_of_a_scratch(
+_OPERANDS = (0, 128 * 64 * 2 + 64 * 128 * 2)  # a (128x64 bf16), b (64x128 bf16)
+
+
+def test_staged_buffers_never_live_at_once_share_the_dead_bytes_of_the_mma_operands(
     three_epilogues: str,
 ) -> None:
-    """Two bf16 epilogues staged (32 KiB each) before the f32 epilogue's scratch is written:
-    both buffers take the scratch's bytes, SMEM does not grow (past the end it would have
+    """Two bf16 epilogues staged (32 KiB each) after the MMA: both buffers take the bytes of
+    its operands, dead once the wait on the barrier its commit arrives on is passed (their
+    TMA loads ended at the wait before it); SMEM does not grow (past the end it would have
     grown by 32 KiB, and by the sum, 64 KiB, without sharing)."""
     text = three_epilogues
     module, warned = _staged(text)
     staged = str(module)
     assert len(warned) == 2
     for warning in warned:
-        assert "reuses SMEM the kernel does not need there (bytes 32768 to 65536" in str(
+        assert "reuses SMEM the kernel does not need there (bytes 0 to 32768" in str(
             warning.message
         )
-        assert warning.message.staged.dead_region == (32768, 65536)
+        assert warning.message.staged.dead_region == _OPERANDS
+    assert _smem_size(staged) == _smem_size(text)
+    assert _STAGED_SLICE.findall(staged) == ["0"] * 2
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+    lower_with_jax(module)  # (last: it lowers the module in place)
+
+
+def test_staged_buffers_share_the_dead_bytes_of_a_scratch(
+    three_epilogues: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the MMA operands' bytes never ended, both buffers take the f32 scratch's bytes
+    (nothing held there until its store): SMEM does not grow either."""
+    without_proven_ends(monkeypatch)
+    text = three_epilogues
+    module, warned = _staged(text)
+    staged = str(module)
+    assert [w.message.staged.dead_region for w in warned] == [(32768, 65536)] * 2
     assert _smem_size(staged) == _smem_size(text)
     scratch = re.search(
         r"alias_id = \d+ : i64, offset = (\d+) : i32\}> : \(\) -> memref<128x128xf32", text
     )
     assert scratch is not None
     assert _STAGED_SLICE.findall(staged) == [scratch.group(1)] * 2
-    assert UNOPTIMIZED not in staged
     assert not smalto.check.check(module, BLACKWELL)
     assert_staging_exact(parse(text), module)
-    lower_with_jax(module)  # (last: it lowers the module in place)
+    lower_with_jax(module)
 
 
 def test_the_ragged_dot_stages_within_what_a_block_may_have(ragged_dot: str) -> None:
@@ -153,26 +175,36 @@ def test_the_checker_catches_a_buffer_over_bytes_a_tma_copy_still_reads(
     assert not [v for v in plain if "overlap" in v.message]
 
 
-def test_bytes_held_across_the_op_are_not_taken(scratch_held_across: str) -> None:
+def test_bytes_held_across_the_op_are_not_taken(
+    scratch_held_across: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The f32 scratch written before the bf16 epilogues and copied out after them holds
-    data across both; the MMA operands are under accesses whose end an mbarrier signals:
-    no dead bytes, the buffers go past the end (one region for both: +32 KiB, not 64)."""
+    data across both: no buffer takes its bytes. The MMA operands' bytes, dead after its
+    wait, take both buffers; with the operands never ended, the buffers go past the end
+    (one region for both: +32 KiB, not 64)."""
     text = scratch_held_across
+    module, warned = _staged(text)
+    assert [w.message.staged.dead_region for w in warned] == [_OPERANDS] * 2
+    assert _smem_size(str(module)) == _smem_size(text)
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+    without_proven_ends(monkeypatch)
     module, warned = _staged(text)
     assert len(warned) == 2 and all(w.message.staged.dead_region is None for w in warned)
     start = -(-_smem_size(text) // ALIGNMENT) * ALIGNMENT
     assert _smem_size(str(module)) == start + 128 * 128 * 2
     assert _STAGED_SLICE.findall(str(module)) == [str(start)] * 2
     assert not smalto.check.check(module, BLACKWELL)
-    assert_staging_exact(parse(text), module)
 
 
 def test_a_rewrite_that_reuses_live_bytes_is_caught_by_check_and_the_evaluator(
     scratch_held_across: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A mutant of the rewrite whose proof forgets the reads after the op: the buffers land
-    on the f32 scratch, which holds ``acc`` until its TMA copy; the checker and the
-    evaluator both refuse the result."""
+    """A mutant of the rewrite whose proof forgets the reads after the op (and, so that the
+    operands' bytes are not free first, the MMA's wait): the buffers land on the f32
+    scratch, which holds ``acc`` until its TMA copy; the checker and the evaluator both
+    refuse the result."""
+    without_proven_ends(monkeypatch)
     monkeypatch.setattr(SmemLiveness, "read_before_kill", lambda *_, **__: False)
     module, _ = _staged(scratch_held_across)
     scratch = re.search(
@@ -189,6 +221,26 @@ def test_a_rewrite_that_reuses_live_bytes_is_caught_by_check_and_the_evaluator(
     )
     with pytest.raises(AssertionError, match="differs"):
         assert_staging_exact(parse(scratch_held_across), module)
+
+
+_MBARRIER_WAITS = re.compile(r"^ *nvvm\.mbarrier\.try_wait\.parity .*$", re.MULTILINE)
+
+
+def test_the_checker_catches_the_operands_taken_with_the_mmas_wait_dropped(
+    three_epilogues: str,
+) -> None:
+    """A staged kernel whose buffers took the MMA operands' bytes, its wait for the MMA
+    dropped by hand: the staged store writes bytes the MMA may still be reading."""
+    module, _ = _staged(three_epilogues)
+    text = str(module)
+    waits = _MBARRIER_WAITS.findall(text)
+    assert len(waits) == 2  # the TMA loads', then the MMA's
+    unwaited = parse(text.replace(waits[1] + "\n", "", 1))
+    violations = [v for v in smalto.check.check(unwaited, BLACKWELL) if "overlap" in v.message]
+    assert violations and all(v.op == "mosaic_gpu.vector_store" for v in violations)
+    assert all("an MMA may still be reading those bytes" in v.message for v in violations)
+    # With its wait, none (and the loads' wait dropped instead: the MMA still ends).
+    assert not [v for v in smalto.check.check(module, BLACKWELL) if "overlap" in v.message]
 
 
 def _interpreted(fn: Any, *args: Any) -> list[Any]:
@@ -278,3 +330,62 @@ def test_past_the_end_one_buffer_serves_an_op_only_one_warpgroup_runs(
     )
     assert not smalto.check.check(module, BLACKWELL)
     lower_with_jax(module)
+
+
+_MMA88 = Path(__file__).resolve().parents[1] / "smem_kernels" / "tcgen05_mma88.mlir"
+
+
+def test_a_kernel_whose_only_smem_is_mma_operands_stages_within_what_a_block_may_have(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """JAX's tcgen05_mma88 (the corpus' one refusal staging could not fit): its 128x512 f16
+    result staged needs 131072 bytes; past the end, 295 936 bytes a block. The operands'
+    160 KiB are dead once the wait on the barrier the MMA's commit arrives on is passed:
+    the staging buffer takes them, SMEM as written."""
+    text = _MMA88.read_text()
+    module, warned = _staged(text)
+    staged = str(module)
+    (warning,) = warned
+    assert warning.message.staged.dead_region == (0, 131072)
+    assert _smem_size(staged) == _smem_size(str(parse(text))) == 163860 <= SMEM_PER_BLOCK
+    assert _STAGED_SLICE.findall(staged) == ["0"]
+    assert UNOPTIMIZED not in staged
+    assert not smalto.check.check(module, BLACKWELL)
+    assert_staging_exact(parse(text), module)
+    # The MMA's wait dropped: the staged store writes bytes the MMA may still be reading.
+    waits = _MBARRIER_WAITS.findall(staged)
+    assert len(waits) == 3  # the two TMA loads', then the MMA's
+    unwaited = parse(staged.replace(waits[2] + "\n", "", 1))
+    violations = [v for v in smalto.check.check(unwaited, BLACKWELL) if "overlap" in v.message]
+    assert violations and all("an MMA may still be reading" in v.message for v in violations)
+    lower_with_jax(module)  # (it lowers the module in place)
+    # With the operands never ended, staging goes past the end, over the limit.
+    without_proven_ends(monkeypatch)
+    with pytest.raises(smalto.InferenceError) as refused:
+        smalto.infer_layout(parse(text), arch=BLACKWELL, stage_through_smem=True)
+    assert "295936" in "\n".join(refused.value.__notes__)
+
+
+def test_a_wgmma_kernels_buffer_over_its_operands_with_the_wait_dropped_is_caught() -> None:
+    """Hopper (``wgmma fp8 out``): the staged store's buffer takes the wgmma's operands'
+    bytes after the ``wgmma.wait_group 0`` that follows the commit; that wait removed, the
+    checker reports the store over bytes the MMA may still be reading."""
+    from user_kernels_unoptimized import matmul_narrow_out
+
+    fn = functools.partial(matmul_narrow_out, out_dtype=jnp.float8_e4m3fn)
+    (captured,) = smalto.jax.capture(
+        fn, sds((128, 64), jnp.bfloat16), sds((64, 128), jnp.bfloat16), arch=(9, 0)
+    )
+    module = parse(captured.text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        smalto.infer_layout(module, arch=(9, 0), stage_through_smem=True)
+    (warning,) = [w for w in caught if issubclass(w.category, smalto.StagedThroughSmemWarning)]
+    assert warning.message.staged.dead_region == (0, 128 * 128)
+    staged = str(module)
+    assert not smalto.check.check(module, (9, 0))
+    waits = [line for line in staged.splitlines() if "wgmma.wait_group.sync.aligned 0;" in line]
+    assert len(waits) == 1
+    unwaited = parse(staged.replace(waits[0] + "\n", "", 1))
+    violations = [v for v in smalto.check.check(unwaited, (9, 0)) if "overlap" in v.message]
+    assert violations and all("an MMA may still be reading" in v.message for v in violations)

@@ -26,7 +26,7 @@ from cli_run import run
 from corpus_lowering import apply_attributes, lower_with_jax
 from rule_kit import parse
 from staging_kernels import REUSES_DEAD_SMEM, STAGED_KERNELS
-from staging_kit import assert_staging_exact, staged_text
+from staging_kit import assert_staging_exact, staged_text, without_proven_ends
 from user_kernels_staging import (
     column_sums_narrow_out,
     tcgen05_narrow_out_beside_a_big_table,
@@ -186,10 +186,12 @@ def test_on_a_staged_module_smalto_answers_as_jax_does_where_that_lowers(
     assert not reference.diff_attributes(theirs, ours)
 
 
-def test_a_small_buffer_reuses_the_reductions_scratch() -> None:
+def test_a_small_buffer_reuses_the_reductions_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pallas reserves SMEM for cross-warp reductions; a staging buffer that fits reuses it
     (barriers on both sides of the round trip keep the reductions' use and ours apart):
-    the kernel's SMEM does not grow."""
+    the kernel's SMEM does not grow. (The MMA operands' bytes, dead after its wait, would
+    serve first: their ends are not proven here.)"""
+    without_proven_ends(monkeypatch)
     fn = functools.partial(column_sums_narrow_out, out_dtype=BF16)
     args = (sds((64, 64), BF16), _b())
     lowering, caught = _lower(fn, *args, arch=HOPPER, stage_through_smem=True)
@@ -271,7 +273,11 @@ def _big_table(rows: int) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return fn, (_a(), _b(), sds((2, rows, 256), BF16))
 
 
-def test_staging_that_needs_more_smem_than_a_block_has_is_refused_with_the_bytes() -> None:
+def test_staging_that_needs_more_smem_than_a_block_has_is_refused_with_the_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(With the MMA operands' ends not proven: their bytes would take the buffer.)"""
+    without_proven_ends(monkeypatch)
     fn, args = _big_table(180)  # 184320 bytes of table
     with pytest.raises(smalto.jax.KernelLoweringError) as refused:
         _lower(fn, *args, arch=BLACKWELL, stage_through_smem=True)
@@ -366,7 +372,10 @@ def test_jax_test_kernels_compile_staged_or_say_why_not(entry: reference.CorpusE
 # --- the checker, the faces -------------------------------------------------------------------
 
 
-def test_the_checker_refuses_a_slice_past_the_end_and_smem_past_the_limit() -> None:
+def test_the_checker_refuses_a_slice_past_the_end_and_smem_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    without_proven_ends(monkeypatch)  # (the staging buffer past the end, SMEM grown)
     fn = functools.partial(tcgen05_narrow_out, out_dtype=BF16)
     lowering, _ = _lower(fn, _a(), _b(), arch=BLACKWELL, stage_through_smem=True)
     inferred = lowering.kernels[0].inferred_text

@@ -19,6 +19,7 @@ import jax
 from beyond_kernels import gelu_exact
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic import gpu as mgpu
+from jax.experimental.mosaic.gpu import core as mgpu_core
 from jax.experimental.mosaic.gpu import layout_inference
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 from jax.experimental.pallas import mosaic_gpu as plgpu
@@ -35,6 +36,7 @@ _JAX_OWN = {
     (mgpu, "infer_layout"): mgpu.infer_layout,
     (layout_inference, "infer_layout"): layout_inference.infer_layout,
     (mgpu_utils, "_infer_arch"): mgpu_utils._infer_arch,
+    (mgpu_core, "_lower_as_gpu_kernel"): mgpu_core._lower_as_gpu_kernel,
 }
 ROUNDS = 8
 

@@ -290,3 +290,222 @@ def test_a_loop_that_carries_another_buffer_proves_nothing_dead() -> None:
     assert liveness.unsound_carry
     assert not liveness.dead_around(ops["store"], B, after=False)
     assert not liveness.clobbers()
+
+
+# --- asynchronous accesses whose end a wait in the same block proves ----------------------
+
+F16 = f"memref<64x64xf16, {SMEM}>"  # 8 KiB
+BARRIER = f"memref<1x!mosaic_gpu.barrier, {SMEM}>"
+TC_BARRIER = f"memref<!mosaic_gpu.barrier<orders_tensor_core = true>, {SMEM}>"
+A16 = Interval(0, 8192)
+B16 = Interval(8192, 16384)
+
+
+def _wgmma(tag: str = "mma") -> str:
+    return (
+        f'%r = "mosaic_gpu.wgmma"(%acc, %x, %y) {{tag = "{tag}"}} : '
+        f"(vector<64x64xf32>, {F16}, {F16}) -> vector<64x64xf32>"
+    )
+
+
+def _asm(text: str, tag: str = "") -> str:
+    tagged = f' {{tag = "{tag}"}}' if tag else ""
+    return (
+        f'"llvm.inline_asm"() <{{asm_string = "{text}", constraints = "", has_side_effects}}>'
+        f"{tagged} : () -> ()"
+    )
+
+
+def _commit() -> str:
+    return _asm("wgmma.commit_group.sync.aligned;")
+
+
+def _wgmma_wait(groups: int, tag: str = "") -> str:
+    return _asm(f"wgmma.wait_group.sync.aligned {groups};", tag)
+
+
+def _operands(*, barrier: bool = False) -> list[str]:
+    lines = [
+        _slice("x", 0, F16),
+        _slice("y", 8192, F16),
+        _slice("o", 0, TILE),  # a buffer over both operands' bytes (a reuse)
+        "%acc = arith.constant dense<0.0> : vector<64x64xf32>",
+    ]
+    if barrier:
+        lines += [
+            _slice("bar", 16384, BARRIER),
+            f"%bp = builtin.unrealized_conversion_cast %bar : {BARRIER} to !llvm.ptr<3>",
+        ]
+    return lines
+
+
+def _mbarrier_wait(pointer: str = "bp", tag: str = "") -> str:
+    tagged = f' {{tag = "{tag}"}}' if tag else ""
+    return (
+        f'"nvvm.mbarrier.try_wait.parity"(%{pointer}, %n, %n){tagged} : '
+        "(!llvm.ptr<3>, i32, i32) -> ()"
+    )
+
+
+def test_a_wgmmas_operands_are_read_until_the_wait_for_every_group_after_its_commit() -> None:
+    lines = [
+        *_operands(),
+        _wgmma(),
+        _store("o", "before the commit"),
+        _commit(),
+        _wgmma_wait(1, "partial wait"),
+        _store("o", "after a partial wait"),
+        _wgmma_wait(0, "wait"),
+        _store("o", "after the wait"),
+    ]
+    _, liveness, ops = _body(lines)
+    mma = liveness.node_of[ops["mma"]]
+    assert [e.access for e in liveness.events[mma]] == [Access.READ, Access.READ]
+    (x, y) = liveness.spans
+    assert (x.end, y.end) == (liveness.node_of[ops["wait"]],) * 2 and x.read
+    for tag, in_flight in [
+        ("before the commit", True),
+        ("after a partial wait", True),
+        ("after the wait", False),
+    ]:
+        assert liveness.dead_around(ops[tag], A, after=False) is not in_flight, tag
+    assert not liveness.tracked(A)
+    # The checker: the store before the wait writes bytes an MMA may still be reading
+    # (one report for each operand it writes over).
+    clobbers = liveness.clobbers()
+    assert [c.holder.interval for c in clobbers] == [A16, B16]
+    for clobber in clobbers:
+        assert liveness.ops[clobber.node] == ops["before the commit"]
+        assert clobber.why == "an MMA may still be reading those bytes (before the wait for it)"
+
+
+def test_a_wgmma_waited_for_elsewhere_or_uncommitted_is_never_ended() -> None:
+    uncommitted = [*_operands(), _wgmma(), _wgmma_wait(0), _store("o", "after")]
+    _, liveness, ops = _body(uncommitted)
+    assert not liveness.spans and liveness.tracked(A)
+    assert not liveness.dead_around(ops["after"], A, after=False)
+    # A wait after the loop that issues it ends nothing (the loop is handled conservatively).
+    looped = [
+        *_operands(),
+        "%c0 = arith.constant 0 : i32",
+        "%c4 = arith.constant 4 : i32",
+        "%c1 = arith.constant 1 : i32",
+        "scf.for %i = %c0 to %c4 step %c1 : i32 {",
+        "  " + _wgmma(),
+        "  " + _commit(),
+        "}",
+        _wgmma_wait(0),
+        _store("o", "after"),
+    ]
+    _, liveness, ops = _body(looped)
+    assert not liveness.spans and not liveness.dead_around(ops["after"], A, after=False)
+    # Inside the loop's body, a wait after the commit ends that trip's MMA.
+    looped[looped.index("}")] = "  " + _wgmma_wait(0)
+    looped.insert(looped.index("  " + _wgmma_wait(0)) + 1, "}")
+    _, liveness, ops = _body(looped)
+    assert len(liveness.spans) == 2 and liveness.dead_around(ops["after"], A, after=False)
+
+
+def test_a_wgmma_with_no_wait_before_a_write_over_its_operands_is_reported() -> None:
+    """The mutant of a proven reuse: its wait dropped, the write is certainly made while the
+    MMA may read."""
+    lines = [*_operands(), _wgmma(), _commit(), _store("o", "clobber"), _wgmma_wait(0)]
+    _, liveness, ops = _body(lines)
+    whys = {c.why for c in liveness.clobbers()}
+    assert whys == {"an MMA may still be reading those bytes (before the wait for it)"}
+    lines.pop()  # no wait at all
+    _, liveness, ops = _body(lines)
+    clobbers = liveness.clobbers()
+    assert len(clobbers) == 2 and all(liveness.ops[c.node] == ops["clobber"] for c in clobbers)
+    assert {c.why for c in clobbers} == {
+        "an MMA may still be reading those bytes (no wait for it comes first)"
+    }
+
+
+def _tcgen05(tag: str = "mma") -> list[str]:
+    return [
+        '"mosaic_gpu.tcgen05_mma"(%t, %x, %y, %false) <{collective = false, '
+        'operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> {tag = "' + tag + '"} : '
+        f"(memref<64x64xf32, #mosaic_gpu.tmem>, {F16}, {F16}, i1) -> ()",
+        f"%bm = builtin.unrealized_conversion_cast %bp : !llvm.ptr<3> to {TC_BARRIER}",
+        f'"mosaic_gpu.tcgen05_commit_arrive"(%bm) <{{collective = false}}> : ({TC_BARRIER}) -> ()',
+    ]
+
+
+def test_a_tcgen05_mmas_operands_are_read_until_the_wait_on_its_commits_barrier() -> None:
+    tmem = ", %t: memref<64x64xf32, #mosaic_gpu.tmem>"
+    prefix = [
+        *_operands(barrier=True),
+        "%false = arith.constant false",
+        _slice("bar2", 16392, BARRIER),
+        f"%other = builtin.unrealized_conversion_cast %bar2 : {BARRIER} to !llvm.ptr<3>",
+    ]
+    lines = [
+        *prefix,
+        *_tcgen05(),
+        _store("o", "before the wait"),
+        _mbarrier_wait("other", "another barrier"),
+        _mbarrier_wait(tag="wait"),
+        _store("o", "after the wait"),
+    ]
+    _, liveness, ops = _body(lines, tmem)
+    assert {s.end for s in liveness.spans} == {liveness.node_of[ops["wait"]]}
+    assert not liveness.dead_around(ops["before the wait"], A, after=False)
+    assert liveness.dead_around(ops["after the wait"], A, after=False)
+    assert liveness.dead_around(ops["after the wait"], B16, after=False)
+    # Another arrival on the barrier between the commit and the wait: nothing proven.
+    arrive = f'"mosaic_gpu.arrive"(%bm) <{{orders_tensor_core = false}}> : ({TC_BARRIER}) -> ()'
+    lines.insert(lines.index(_mbarrier_wait(tag="wait")), arrive)
+    _, liveness, ops = _body(lines, tmem)
+    assert not liveness.spans and not liveness.dead_around(ops["after the wait"], A, after=False)
+    # A wait on a barrier the analysis cannot trace may be on this one: nothing proven.
+    lines.remove(arrive)
+    _, liveness, ops = _body(
+        [line.replace("%other,", "%unknown,") for line in lines], tmem + ", %unknown: !llvm.ptr<3>"
+    )
+    assert not liveness.spans
+
+
+def _tma_in(ref: str, barrier: str = "bb", tag: str = "") -> str:
+    tagged = f' {{tag = "{tag}"}}' if tag else ""
+    return (
+        f'"mosaic_gpu.async_load"(%g16, %{ref}, %{barrier}, %n, %n) <{{collective = [], '
+        "oob_fill_mode = 2 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 2, 0, 0>, "
+        f"slice_lengths = array<i64: 64, 64>}}>{tagged} : (memref<64x64xf16>, {F16}, "
+        f"memref<!mosaic_gpu.barrier, {SMEM}>, i32, i32) -> ()"
+    )
+
+
+def test_a_tma_load_writes_until_the_wait_on_its_barrier() -> None:
+    arguments = ", %g16: memref<64x64xf16>"
+    lines = [
+        *_operands(barrier=True),
+        f"%bb = builtin.unrealized_conversion_cast %bp : !llvm.ptr<3> to "
+        f"memref<!mosaic_gpu.barrier, {SMEM}>",
+        _store("o", "holds"),
+        _tma_in("x", tag="load"),
+        _tma_in("y"),  # (another load on the barrier: the same phase)
+        _load("o", "held", "in flight"),
+        _mbarrier_wait(tag="wait"),
+        _load("x", "after", ty=F16).replace("vector<64x64xf32>", "vector<64x64xf16>"),
+    ]
+    _, liveness, ops = _body(lines, arguments)
+    load = liveness.node_of[ops["load"]]
+    assert [e.access for e in liveness.events[load] if e.interval == A16] == [Access.KILL]
+    assert {s.end for s in liveness.spans} == {liveness.node_of[ops["wait"]]}
+    assert liveness.asynchronous_in_flight(liveness.node_of[ops["in flight"]], A16)
+    assert not liveness.asynchronous_in_flight(liveness.node_of[ops["in flight"]], B)
+    # The checker: ``o`` holds data the loads overwrite before it is read.
+    clobbers = liveness.clobbers()
+    assert [(c.writer.interval, c.holder.interval) for c in clobbers] == [(A16, A), (B16, A)]
+    assert liveness.ops[clobbers[0].node] == ops["load"]
+    assert {c.why for c in clobbers} == {"its data there is read later"}
+    # ``o`` written after the loads are issued, read before their wait: the loads may land
+    # over its data (reported at the load).
+    lines.remove(_store("o", "holds"))
+    read = lines.index(_load("o", "held", "in flight"))
+    lines[read:read] = [_store("o", "holds"), "%z = arith.constant 0 : i32"]
+    _, liveness, ops = _body(lines, arguments)
+    landed = [c for c in liveness.clobbers() if c.writer.interval == A16]
+    assert [liveness.ops[c.node] for c in landed] == [ops["load"]]
+    assert landed[0].why == "a TMA load into it may land there before its data is read"

@@ -133,3 +133,42 @@ def test_a_staged_buffer_is_its_own_kind() -> None:
     (staged,) = _of(smem, STAGED_BUFFER)
     assert (staged.offset, staged.bytes) == (0, 65536)
     assert smem.total == 65536
+
+
+@pytest.mark.parametrize(
+    ("arch", "mma", "wait"),
+    [
+        # A tcgen05 MMA's operands until the wait on the barrier its commit arrives on.
+        ((10, 0), "mosaic_gpu.tcgen05_mma", "nvvm.mbarrier.try_wait.parity"),
+        # A wgmma's until the wait_group 0 after its commit.
+        ((9, 0), "mosaic_gpu.wgmma", "llvm.inline_asm"),
+    ],
+)
+def test_an_mma_operand_is_taken_until_the_wait_for_the_mma(
+    arch: tuple[int, int], mma: str, wait: str
+) -> None:
+    """A Pallas matmul's operands (``a @ b`` stored as bf16): their last use is not the
+    MMA, which still reads them when it returns, but the wait that ends its reads."""
+    import functools
+    import sys
+
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
+    from user_kernels_unoptimized import matmul_narrow_out, sds, tcgen05_narrow_out
+
+    import smalto.jax
+
+    kernel = tcgen05_narrow_out if arch == (10, 0) else matmul_narrow_out
+    fn = functools.partial(kernel, out_dtype=jnp.bfloat16)
+    args = (sds((128, 64), jnp.bfloat16), sds((64, 128), jnp.bfloat16))
+    (captured,) = smalto.jax.capture(fn, *args, arch=arch, by="smalto")
+    module = captured.module()
+    with module.context:
+        smem = read_smem_map(module, arch)
+    (last_mma,) = [i for i, name in enumerate(smem.ops) if name == mma]
+    operands = [a for a in _of(smem, SCRATCH) if a.used_from < last_mma]
+    assert [a.bytes for a in operands] == [128 * 64 * 2, 64 * 128 * 2]
+    for operand in operands:
+        assert smem.ops[operand.end] == wait, operand
+        assert last_mma < operand.end < last_mma + 12

@@ -141,10 +141,37 @@ def test_the_routes_error_says_what_to_cut() -> None:
         smalto.jax.lower(deep_pipeline.matmul, *ARGS)
     message = str(raised.value)
     assert message.count(JAX_PHRASE) == 1
+    assert message.count("changes that bring it under") == 1  # the route's gives way
     assert "pipeline buffer: 4x128x128xf16, 4 stages of 32768 near" in message
     assert "4 -> 3 pipeline stages" in message and "brings it under" in message
     assert "max_concurrent_steps=" in message
     assert "lowered again with max_concurrent_steps=3 takes 229400 bytes" in message
+
+
+def test_a_users_own_jit_under_install_says_what_to_cut() -> None:
+    """A user's own ``jax.jit`` with ``smalto.jax.install()``: JAX refuses the kernel's SMEM
+    before any pass runs; the route's error is JAX's (same type, JAX's words first), then
+    the map's top users at the kernel's lines and the cuts lowered again by JAX."""
+    lowering = jax.jit(deep_pipeline.matmul).trace(*ARGS)
+    smalto.jax.install()
+    try:
+        with pytest.raises(ValueError) as raised:
+            lowering.lower(lowering_platforms=("cuda",))
+    finally:
+        smalto.jax.uninstall()
+    assert type(raised.value) is ValueError
+    first, *rest = str(raised.value).splitlines()
+    assert first == f"{JAX_PHRASE}: smem_bytes=294944 > max_smem_bytes=232448"
+    said = "\n".join(rest)
+    users = [line for line in rest if "pipeline buffer: 4x128x128xf16, 4 stages" in line]
+    assert len(users) == 2 and all("deep_pipeline.py:" in line for line in users)
+    assert "4 -> 3 pipeline stages" in said and "brings it under" in said
+    assert "MaybeIncorrect" in said and "JAX's lowering accepts the change" in said
+    assert said.index("pipeline buffer:") < said.index("changes that bring it under")
+    # Without the route, JAX's own words alone.
+    with pytest.raises(ValueError) as bare:
+        jax.jit(deep_pipeline.matmul).trace(*ARGS).lower(lowering_platforms=("cuda",))
+    assert str(bare.value) == first
 
 
 def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None:
@@ -157,10 +184,15 @@ def test_smalto_infer_warns_with_the_map(deep_text: str, tmp_path: Path) -> None
     assert "mosaic_gpu.slice_smem" in ran.out  # the module is still inferred and printed
 
 
-def test_staging_over_the_limit_names_what_takes_the_smem() -> None:
+def test_staging_over_the_limit_names_what_takes_the_smem(monkeypatch: pytest.MonkeyPatch) -> None:
     """A kernel whose staging would go past the limit (a big table in SMEM beside a
-    tcgen05 product): the note of the refusal names what takes the SMEM already."""
+    tcgen05 product, the product's operands not ended: their bytes would serve): the note
+    of the refusal names what takes the SMEM already."""
     import functools
+
+    from staging_kit import without_proven_ends
+
+    without_proven_ends(monkeypatch)
 
     from rule_kit import parse
     from user_kernels_staging import tcgen05_narrow_out_beside_a_big_table
