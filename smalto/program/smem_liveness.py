@@ -62,7 +62,7 @@ buffers whose bytes overlap while one still holds data the other overwrites.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
@@ -413,71 +413,103 @@ class SmemLiveness:
 
     def _accesses(self, op: ir.Operation) -> list[Event]:
         """The op's SMEM accesses; also records what its results view."""
-        name = op.name
-        if name == "mosaic_gpu.slice_smem":
-            allocation = _slice_allocation(op)
-            self.allocations.setdefault(allocation, []).append(op)
-            self._set(op.results[0], allocation, whole=True)
-            return []
         operands = list(op.operands)
-        if name in _VIEWS and operands:
-            root = self.root(operands[0])
-            whole = name in _WHOLE_VIEWS and operands[0] in self._whole
-            for result in op.results:
-                self._set(result, root, whole)
+        kind = _ACCESS_KINDS.get(op.name)
+        events = kind(self, op, operands) if kind is not None else None
+        return events if events is not None else self._unknown_op(op, operands)
+
+    # Each kind of op, by ``_ACCESS_KINDS``: its accesses, or None where the op is not in
+    # the form the kind knows (too few operands, no offset), so that it is analysed as an
+    # unknown op.
+
+    def _slice(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        allocation = _slice_allocation(op)
+        self.allocations.setdefault(allocation, []).append(op)
+        self._set(op.results[0], allocation, whole=True)
+        return []
+
+    def _view(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        if not operands:
+            return None
+        root = self.root(operands[0])
+        whole = op.name in _WHOLE_VIEWS and operands[0] in self._whole
+        for result in op.results:
+            self._set(result, root, whole)
+        return []
+
+    def _synchronous_read(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        position = _READS[op.name]
+        if len(operands) <= position:
+            return None
+        root = self.root(operands[position])
+        return [] if root is None else [Event(Access.READ, root)]
+
+    def _synchronous_write(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        position = _WRITES[op.name]
+        if len(operands) <= position:
+            return None
+        ref = operands[position]
+        root = self.root(ref)
+        if root is None:
             return []
-        if name in _READS and len(operands) > _READS[name]:
-            ref = operands[_READS[name]]
-            root = self.root(ref)
-            return [] if root is None else [Event(Access.READ, root)]
-        if name in _WRITES and len(operands) > _WRITES[name]:
-            ref = operands[_WRITES[name]]
-            root = self.root(ref)
-            if root is None:
-                return []
-            kill = name == "mosaic_gpu.vector_store" and ref in self._whole
-            return [Event(Access.KILL if kill else Access.WRITE, root)]
-        if name == "mosaic_gpu.async_store" and operands:
-            root = self.root(operands[0])
-            committed = "commit_group" not in op.attributes or bool(
-                ir.BoolAttr(op.attributes["commit_group"]).value
-            )
-            events = (
-                [] if root is None else [Event(Access.BULK if committed else Access.TRACKED, root)]
-            )
-            return events + self._others(op, operands[1:])
-        if name in _REDUCTIONS and "offset" in op.attributes:
-            offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
-            size = (
-                int(ir.IntegerAttr(op.attributes["scratch_size"]).value)
-                if "scratch_size" in op.attributes
-                else _EVERYWHERE_END - offset
-            )
-            scratch = Allocation(Interval(offset, offset + size), "reduction scratch", None)
-            return [Event(Access.TRACKED, scratch)]
-        if name == "mosaic_gpu.async_load" and len(operands) > 1:
-            root = self.root(operands[1])
-            whole = operands[1] in self._whole
-            events = (
-                []
-                if root is None
-                else [Event(Access.TRACKED_KILL if whole else Access.TRACKED_WRITE, root)]
-            )
-            return events + self._others(op, [operands[0], *operands[2:]])
-        if name in _MMA:
-            events = []
-            for operand in operands:
-                root = self.root(operand)
-                if root is not None:
-                    barrier = "barrier" in str(operand.type)
-                    events.append(Event(Access.TRACKED if barrier else Access.TRACKED_READ, root))
-            return events
-        if name == "gpu.dynamic_shared_memory":
-            return [Event(Access.TRACKED, UNKNOWN)]
-        if name == "mosaic_gpu.warp_map":
-            return []  # (its operands become its region's arguments: _bind_region_arguments)
+        # (Only a vector_store is known to write every byte of the ref it is given.)
+        kill = op.name == "mosaic_gpu.vector_store" and ref in self._whole
+        return [Event(Access.KILL if kill else Access.WRITE, root)]
+
+    def _tma_store(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        if not operands:
+            return None
+        root = self.root(operands[0])
+        # (An uncommitted copy joins a group some later op commits: its wait is not known.)
+        committed = "commit_group" not in op.attributes or bool(
+            ir.BoolAttr(op.attributes["commit_group"]).value
+        )
+        events = [] if root is None else [Event(Access.BULK if committed else Access.TRACKED, root)]
+        return events + self._others(op, operands[1:])
+
+    def _reduction_scratch(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        if "offset" not in op.attributes:
+            return None
+        offset = int(ir.IntegerAttr(op.attributes["offset"]).value)
+        size = (
+            int(ir.IntegerAttr(op.attributes["scratch_size"]).value)
+            if "scratch_size" in op.attributes
+            else _EVERYWHERE_END - offset
+        )
+        scratch = Allocation(Interval(offset, offset + size), "reduction scratch", None)
+        return [Event(Access.TRACKED, scratch)]
+
+    def _tma_load(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        if len(operands) <= 1:
+            return None
+        root = self.root(operands[1])
+        whole = operands[1] in self._whole
+        events = (
+            []
+            if root is None
+            else [Event(Access.TRACKED_KILL if whole else Access.TRACKED_WRITE, root)]
+        )
+        return events + self._others(op, [operands[0], *operands[2:]])
+
+    def _mma_operands(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        events = []
+        for operand in operands:
+            root = self.root(operand)
+            if root is not None:
+                # (The barrier an MMA arrives on is no operand it reads.)
+                barrier = "barrier" in str(operand.type)
+                events.append(Event(Access.TRACKED if barrier else Access.TRACKED_READ, root))
+        return events
+
+    def _dynamic_block(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        return [Event(Access.TRACKED, UNKNOWN)]
+
+    def _warp_map(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event] | None:
+        return []  # (its operands become its region's arguments: _bind_region_arguments)
+
+    def _unknown_op(self, op: ir.Operation, operands: list[ir.Value]) -> list[Event]:
         events = self._others(op, operands)
-        if len(op.regions) and name not in ("scf.for", "scf.while", *_BRANCHES):
+        if len(op.regions) and op.name not in ("scf.for", "scf.while", *_BRANCHES):
             events += self._opaque_body(op)
         return events
 
@@ -650,52 +682,75 @@ class SmemLiveness:
         found: list[Clobber] = []
         for held in known:
             others = [a for a in known if a != held and a.interval.overlaps(held.interval)]
-            writing = [
-                (node, other)
-                for other in others
-                for node, access in accesses.get(other, [])
-                if access in _WRITING or access == Access.TRACKED
-            ]
-            # A TMA load into another buffer writes until its wait (reported at the load).
-            landing: dict[tuple[int, Allocation], int] = {}
-            for span in self.spans:
-                if not span.read and span.allocation in others:
-                    for node in self.in_flight(span):
-                        landing.setdefault((node, span.allocation), span.issue)
-            writing += list(landing)
-            if not writing:
-                continue
-            live, written, in_flight = self._holding(accesses.get(held, []), waits)
-            reading = set().union(
-                *(self.in_flight(s) for s in self.spans if s.read and s.allocation == held)
-            )
-            # An MMA reading the buffer with no wait for it proven: a write with no wait of
-            # any kind on some path from the MMA to it is certainly made while it may read.
-            unwaited = _reached(
-                self.successors,
-                {n for n, access in accesses.get(held, []) if access == Access.TRACKED_READ},
-                stop=any_waits,
-            )
-            reported: set[Allocation] = set()
-            for node, other in sorted(writing, key=lambda write: write[0]):
-                if other in reported:
-                    continue
-                if node in in_flight:
-                    why = "a TMA copy out of it may still be reading those bytes"
-                elif node in reading:
-                    why = "an MMA may still be reading those bytes (before the wait for it)"
-                elif node in unwaited and node not in any_waits:
-                    why = "an MMA may still be reading those bytes (no wait for it comes first)"
-                elif node in written and any(s in live for s in self.successors[node]):
-                    why = "its data there is read later"
-                    if (node, other) in landing and not self._writes(node, other):
-                        why = "a TMA load into it may land there before its data is read"
-                        node = landing[(node, other)]
-                else:
-                    continue
-                reported.add(other)
-                found.append(Clobber(node, other, held, why))
+            writing, landing = self._writes_over(others, accesses)
+            if writing:
+                held_accesses = accesses.get(held, [])
+                found += self._clobbers_of(held, held_accesses, writing, landing, waits, any_waits)
         return sorted(found, key=lambda clobber: clobber.node)
+
+    def _writes_over(
+        self, others: list[Allocation], accesses: dict[Allocation, list[tuple[int, Access]]]
+    ) -> tuple[list[tuple[int, Allocation]], dict[tuple[int, Allocation], int]]:
+        """The writes of ``others`` (the buffers over a held one's bytes), as (node, buffer):
+        their writes and accesses of unknown end where made, then each node a TMA load into
+        one may land at (``landing``: the node to the load that lands there)."""
+        writing = [
+            (node, other)
+            for other in others
+            for node, access in accesses.get(other, [])
+            if access in _WRITING or access == Access.TRACKED
+        ]
+        # A TMA load into another buffer writes until its wait (reported at the load).
+        landing: dict[tuple[int, Allocation], int] = {}
+        for span in self.spans:
+            if not span.read and span.allocation in others:
+                for node in self.in_flight(span):
+                    landing.setdefault((node, span.allocation), span.issue)
+        writing += list(landing)
+        return writing, landing
+
+    def _clobbers_of(
+        self,
+        held: Allocation,
+        held_accesses: list[tuple[int, Access]],
+        writing: list[tuple[int, Allocation]],
+        landing: dict[tuple[int, Allocation], int],
+        waits: frozenset[int],
+        any_waits: frozenset[int],
+    ) -> list[Clobber]:
+        """The first write (in node order) of each other buffer that clobbers ``held``."""
+        live, written, in_flight = self._holding(held_accesses, waits)
+        reading = set().union(
+            *(self.in_flight(s) for s in self.spans if s.read and s.allocation == held)
+        )
+        # An MMA reading the buffer with no wait for it proven: a write with no wait of
+        # any kind on some path from the MMA to it is certainly made while it may read.
+        unwaited = _reached(
+            self.successors,
+            {n for n, access in held_accesses if access == Access.TRACKED_READ},
+            stop=any_waits,
+        )
+        found: list[Clobber] = []
+        reported: set[Allocation] = set()
+        for node, other in sorted(writing, key=lambda write: write[0]):
+            if other in reported:
+                continue
+            if node in in_flight:
+                why = "a TMA copy out of it may still be reading those bytes"
+            elif node in reading:
+                why = "an MMA may still be reading those bytes (before the wait for it)"
+            elif node in unwaited and node not in any_waits:
+                why = "an MMA may still be reading those bytes (no wait for it comes first)"
+            elif node in written and any(s in live for s in self.successors[node]):
+                why = "its data there is read later"
+                if (node, other) in landing and not self._writes(node, other):
+                    why = "a TMA load into it may land there before its data is read"
+                    node = landing[(node, other)]
+            else:
+                continue
+            reported.add(other)
+            found.append(Clobber(node, other, held, why))
+        return found
 
     def _writes(self, node: int, allocation: Allocation) -> bool:
         return any(e.allocation == allocation and e.access in _WRITING for e in self.events[node])
@@ -753,6 +808,36 @@ class SmemLiveness:
     def guard_of(self, op: ir.Operation) -> frozenset[int]:
         """The warpgroups ``op`` is guarded to (empty: any)."""
         return self.guards[self.node_of[op]]
+
+
+# Each op name the analysis knows, to the method that reads its accesses. An op is of one
+# kind only: a name given two kinds would have its accesses read by whichever came last,
+# so ``_by_name`` refuses it (at import).
+_AccessKind = Callable[[SmemLiveness, ir.Operation, list[ir.Value]], "list[Event] | None"]
+
+
+def _by_name(*kinds: tuple[Iterable[str], _AccessKind]) -> dict[str, _AccessKind]:
+    table: dict[str, _AccessKind] = {}
+    for names, kind in kinds:
+        for name in names:
+            if name in table:
+                raise ValueError(f"{name} is given two kinds of SMEM access")
+            table[name] = kind
+    return table
+
+
+_ACCESS_KINDS = _by_name(
+    (["mosaic_gpu.slice_smem"], SmemLiveness._slice),
+    (_VIEWS, SmemLiveness._view),
+    (_READS, SmemLiveness._synchronous_read),
+    (_WRITES, SmemLiveness._synchronous_write),
+    (["mosaic_gpu.async_store"], SmemLiveness._tma_store),
+    (_REDUCTIONS, SmemLiveness._reduction_scratch),
+    (["mosaic_gpu.async_load"], SmemLiveness._tma_load),
+    (_MMA, SmemLiveness._mma_operands),
+    (["gpu.dynamic_shared_memory"], SmemLiveness._dynamic_block),
+    (["mosaic_gpu.warp_map"], SmemLiveness._warp_map),
+)
 
 
 @dataclass(frozen=True)
