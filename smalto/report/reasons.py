@@ -130,6 +130,8 @@ class Explainer(Places):
         # Notes on names the user gave (a name of the input file that the printed
         # module gives another value), for the command line to print.
         self.notes: list[str] = []
+        # The ways to required layouts through equal ones (``_ways_to_required``), once.
+        self._ways: dict[int, tuple[int, int, int, int]] | None = None
 
     def _value_at(self, site: Site) -> int:
         return value_at(self.program, site)
@@ -239,6 +241,12 @@ class Explainer(Places):
                 # accumulator...), so the chain goes on there.
                 step, relation_here, slot = kept
                 steps.append(step)
+                way = self._ways_to_required().get(slot)
+                if len(steps) >= MAX_STEPS and way is not None and way[2] not in seen:
+                    # A long way of one layout (a loop nest, a long chain): its end.
+                    steps.append(f"... {way[3]} more values of the same layout on the way")
+                    seen.add(slot)
+                    slot = way[2]
                 if not first_relation and change is None:
                     first_relation = relation_here
                 # A way that goes both with the flow and against it (a bias added to
@@ -299,31 +307,55 @@ class Explainer(Places):
     def _towards_required(self, slot: int, seen: set[int]) -> tuple[str, str, int] | None:
         """The first step of the shortest way from ``slot``, through relayouts that keep
         its layout, to a slot whose layout was required or forced (None: there is none)."""
-        value, reasons, watchers = self.state.value, self.state.reason, self.state.watchers
-        layout = value[slot]
-        # Each slot reached: the step into it from the slot before it on the way.
-        came: dict[int, tuple[int, str, str]] = {}
-        frontier = [slot]
+        entry = self._ways_to_required().get(slot)
+        if entry is None or entry[0] in seen:
+            return None
+        following, ci, _, _ = entry
+        edge = self._edge(ci, slot, strict=False)
+        if edge is None:  # (cannot be: the way was found along this relayout)
+            return None
+        step, relation, _ = edge
+        return step, relation, following
+
+    def _ways_to_required(self) -> dict[int, tuple[int, int, int, int]]:
+        """For every slot the searches decided, the way to the nearest slot whose layout was
+        required or forced, through relayouts that keep the layout: the next slot on it,
+        the relayout to it, the slot at its end and how many steps away. One search from
+        every such slot at once, made once per module (a chain of hundreds of values
+        would cost hundreds of searches a value)."""
+        if self._ways is not None:
+            return self._ways
+        state = self.state
+        value, watchers, root = state.value, state.watchers, state.root
+        ways: dict[int, tuple[int, int, int, int]] = {}
+        frontier = [
+            slot
+            for slot, reason in state.reason.items()
+            if reason is not None and reason.kind in ("fixed", "forced") and root[slot] == slot
+        ]
+        reached = set(frontier)
+        distance = 0
         while frontier:
-            reached = []
+            distance += 1
+            following = []
             for here in frontier:
+                target = ways[here][2] if here in ways else here
                 for ci in watchers[here]:
-                    edge = self._edge(ci, here, strict=False)
-                    if edge is None:
+                    c = state.constraints[ci]
+                    if not (isinstance(c, Relayout) and isinstance(c.source, Var)):
                         continue
-                    step, relation, other = edge
-                    if other in came or other == slot or other in seen or value[other] != layout:
+                    if not isinstance(c.target, Var):
                         continue
-                    came[other] = (here, step, relation)
-                    reason = reasons.get(other)
-                    if reason is not None and reason.kind in ("fixed", "forced"):
-                        while came[other][0] != slot:
-                            other = came[other][0]
-                        _, step, relation = came[other]
-                        return step, relation, other
-                    reached.append(other)
-            frontier = reached
-        return None
+                    ends = root[c.source.id], root[c.target.id]
+                    other = ends[1] if ends[0] == here else ends[0]
+                    if other in reached or value[other] != value[here]:
+                        continue
+                    reached.add(other)
+                    ways[other] = (here, ci, target, distance)
+                    following.append(other)
+            frontier = following
+        self._ways = ways
+        return ways
 
     def _kept(
         self, ci: int | None, slot: int, seen: set[int], *, strict: bool = True
