@@ -132,9 +132,17 @@ def fix_script(
         with reading_as_edited(script, source):
             return _function_of(run(source, why), function)
 
+    def rerun_original() -> Callable[..., Any]:
+        """The function as written, from a second run of the unedited script."""
+        if announce is not None:
+            announce(f"running {path} again as written, to see if JAX's trace of it is the same")
+        with reading_as_edited(script, original):
+            ran_again = run_script(path, run_name=RUN_NAME, text=original, subject="the script")
+            return _function_of(ran_again, function)
+
     seen = {original}
     current = original
-    meanings = Meanings(load, args)
+    meanings = Meanings(load, args, rerun_original)
     lowered: Callable[..., Any] | None = None
     for round_number in range(MAX_ROUNDS + 1):
         with reading_as_edited(script, current):
@@ -178,6 +186,7 @@ def fix_script(
                 meanings.keeps,
                 others=(others, namespace),
                 jax_lowers=jax_lowers,
+                unsteady=meanings.unsteady,
             )
             if not chosen:
                 break
@@ -229,11 +238,17 @@ class Meanings:
     edited script run, its function traced by JAX, and its trace compared with the
     original's. Each text is traced once."""
 
-    def __init__(self, load: Loader, args: tuple[Any, ...]):
-        self.load, self.args = load, args
+    def __init__(
+        self,
+        load: Loader,
+        args: tuple[Any, ...],
+        rerun: Callable[[], Callable[..., Any]] | None = None,
+    ):
+        self.load, self.args, self.rerun = load, args, rerun
         self._original: Callable[..., Any] | None = None
         self._meanings: dict[str, Meaning | None] = {}
         self._wanted: Meaning | None = None
+        self._steady: bool | None = None
 
     def original_function(self, fn: Callable[..., Any]) -> None:
         """The function as written (traced when an edit is first checked)."""
@@ -249,6 +264,19 @@ class Meanings:
             except TraceFailed:
                 return False  # nothing to compare with: nothing is proven
         return self._meaning(edited) == self._wanted
+
+    def unsteady(self) -> bool:
+        """Whether JAX's trace of the function as written differs between two runs of the
+        unedited script (a random value, the time, at its top level): then no trace of an
+        edit can be compared with it. Asked only where a comparison failed (a run more)."""
+        if self._steady is None:
+            self._steady = True  # where it cannot be told: no difference seen
+            if self._wanted is not None and self.rerun is not None:
+                try:
+                    self._steady = meaning_of(self.rerun(), self.args) == self._wanted
+                except (ScriptError, TraceFailed):
+                    pass
+        return not self._steady
 
     def _meaning(self, text: str) -> Meaning | None:
         if text not in self._meanings:
@@ -322,6 +350,7 @@ def choose(
     *,
     others: tuple[OtherFunctions, dict[str, Any]] | None = None,
     jax_lowers: Callable[[str], bool] | None = None,
+    unsteady: Callable[[], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes (``keeps``: JAX's trace of the edited
@@ -332,7 +361,8 @@ def choose(
     (``smalto.jax.staged_epilogue``), where ``jax_lowers`` the text it makes. An
     edit outside the function being fixed is made only where the script's other
     functions that use what it changes still lower (``others``: them, and what the
-    script as ``text`` defined)."""
+    script as ``text`` defined). ``unsteady``: whether the script's own trace differs
+    from run to run (said as the reason where a trace differs)."""
 
     def read(file: str) -> str | None:
         return text if os.path.abspath(file) == str(script) else None
@@ -353,7 +383,7 @@ def choose(
         ranked = sorted(suggested_edits, key=lambda e: (e.needs_smalto, e.kind == UNOPTIMIZE))
         for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(script))
-            reason = _not_made(edit, text, allow_unoptimized, keeps)
+            reason = _not_made(edit, text, allow_unoptimized, keeps, unsteady)
             if reason is None and any(
                 overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
             ):
@@ -368,8 +398,20 @@ def choose(
     return chosen
 
 
+# Why no edit can be proven where the script's own trace differs from run to run.
+UNSTEADY = (
+    "JAX's trace of the kernel as written differs between two runs of the unedited script "
+    "(a random value or the time at its top level?): whether an edit keeps what the kernel "
+    "computes cannot be proven by comparing traces, so none is made"
+)
+
+
 def _not_made(
-    edit: SourceEdit, text: str, allow_unoptimized: bool, keeps: Callable[[str], bool]
+    edit: SourceEdit,
+    text: str,
+    allow_unoptimized: bool,
+    keeps: Callable[[str], bool],
+    unsteady: Callable[[], bool] | None = None,
 ) -> str | None:
     if edit.changes_meaning:
         return "it changes what the kernel computes: which change you meant is yours to make"
@@ -378,6 +420,8 @@ def _not_made(
     if edit.kind == UNOPTIMIZE and not allow_unoptimized:
         return "it makes transfers unoptimized (slower): --allow-unoptimized makes it"
     if not keeps(apply_parts(text, edit.parts)):
+        if unsteady is not None and unsteady():
+            return UNSTEADY
         return (
             "it would change what the kernel computes (JAX's trace of the edited function differs)"
         )
@@ -500,7 +544,7 @@ def _checked(
             ran = run_script(path, run_name=RUN_NAME, text=source, subject="the script")
             return _function_of(ran, fn.__name__)
 
-    meanings = Meanings(load, args)
+    meanings = Meanings(load, args, lambda: load(original, "again as written"))
     meanings.original_function(fn)
     checked: list[SourceEdit] = []
     for edit in edits:
@@ -510,7 +554,10 @@ def _checked(
             except ValueError:  # the file no longer reads what the edit replaces
                 kept = False
             if not kept:
-                edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=True)
+                # (Where the script's own trace differs from run to run, nothing is proven
+                # either way: look at it, but it is not known to change anything.)
+                changes = not meanings.unsteady()
+                edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=changes)
         checked.append(edit)
     return checked
 

@@ -47,6 +47,7 @@ from smalto.constraints.language import GmemTransfer
 from smalto.hw.strides import row_major
 from smalto.source.fix_edits import MACHINE_APPLICABLE, Part, SourceEdit, Span
 from smalto.source.lines import python_lines
+from smalto.source.text_style import indent_step, line_end, trailing_comment, with_line_end
 
 STAGE = "stage"  # the kind of the edit (a ``SourceEdit.kind``)
 _CODE = "SM005"  # a GMEM transfer that cannot be coalesced
@@ -83,7 +84,7 @@ def staged_epilogue(
     indent = written[: len(written) - len(written.lstrip())]
     # (Where the file has no name for Pallas, the block imports it: one place changes.)
     head = [] if pallas is not None else [f"{indent}from jax.experimental import pallas as pl"]
-    made = _Made(plgpu, pallas or "pl", indent, names)
+    made = _Made(plgpu, pallas or "pl", indent, names, indent_step(text))
     for transforms in _candidates(report, transfer, plgpu):
         keyword = f", transforms={transforms}" if transforms else ""
         lines = (
@@ -111,8 +112,9 @@ def staged_epilogue(
 class _Made:
     """The staged forms of a line, in the file's own names."""
 
-    def __init__(self, plgpu: str, pl: str, indent: str, names: set[str]) -> None:
+    def __init__(self, plgpu: str, pl: str, indent: str, names: set[str], step: str) -> None:
         self.plgpu, self.pl, self.indent, self.names = plgpu, pl, indent, names
+        self.step = step  # the file's own step of indentation
 
     def store(self, written: str, keyword: str) -> list[str] | None:
         """``REF[INDEX] = EXPR`` through a scratch: store, fence, TMA copy out, wait."""
@@ -120,20 +122,21 @@ class _Made:
         if statement is None:
             return None
         ref, index, expression = statement
-        plgpu, pl, indent = self.plgpu, self.pl, self.indent
+        plgpu, pl, indent, step = self.plgpu, self.pl, self.indent, self.step
         function = _fresh(f"_store_{ref}_through_smem", self.names)
         scratch = _fresh(f"{ref}_smem", self.names)
         destination = ref if index == "..." else f"{ref}.at[{index}]"
+        comment = trailing_comment(written)  # kept, at the store it spoke of
         return [
             f"{indent}def {function}({scratch}):",
-            f"{indent}    {scratch}[...] = {expression}",
-            f"{indent}    {plgpu}.commit_smem()",
-            f"{indent}    {plgpu}.copy_smem_to_gmem({scratch}, {destination})",
-            f"{indent}    {plgpu}.wait_smem_to_gmem(0)",
+            f"{indent}{step}{scratch}[...] = {expression}" + (f"  {comment}" if comment else ""),
+            f"{indent}{step}{plgpu}.commit_smem()",
+            f"{indent}{step}{plgpu}.copy_smem_to_gmem({scratch}, {destination})",
+            f"{indent}{step}{plgpu}.wait_smem_to_gmem(0)",
             "",
             f"{indent}{pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({destination}.shape, {ref}.dtype{keyword}),",
+            f"{indent}{step}{function},",
+            f"{indent}{step}{plgpu}.SMEM({destination}.shape, {ref}.dtype{keyword}),",
             f"{indent})",
         ]
 
@@ -146,7 +149,7 @@ class _Made:
         if found is None:
             return None
         ref, index, start, end = found
-        plgpu, pl, indent = self.plgpu, self.pl, self.indent
+        plgpu, pl, indent, step = self.plgpu, self.pl, self.indent, self.step
         function = _fresh(f"_load_{ref}_through_smem", self.names)
         scratch = _fresh(f"{ref}_smem", self.names)
         barrier = _fresh(f"{ref}_copied", self.names)
@@ -154,14 +157,14 @@ class _Made:
         source = ref if index == "..." else f"{ref}.at[{index}]"
         return [
             f"{indent}def {function}({scratch}, {barrier}):",
-            f"{indent}    {plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
-            f"{indent}    {plgpu}.barrier_wait({barrier})",
-            f"{indent}    return {scratch}[...]",
+            f"{indent}{step}{plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
+            f"{indent}{step}{plgpu}.barrier_wait({barrier})",
+            f"{indent}{step}return {scratch}[...]",
             "",
             f"{indent}{loaded} = {pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({source}.shape, {ref}.dtype{keyword}),",
-            f"{indent}    {plgpu}.Barrier(),",
+            f"{indent}{step}{function},",
+            f"{indent}{step}{plgpu}.SMEM({source}.shape, {ref}.dtype{keyword}),",
+            f"{indent}{step}{plgpu}.Barrier(),",
             f"{indent})",
             f"{indent}{code[:start]}{loaded}{code[end:]}",
         ]
@@ -284,6 +287,6 @@ def _candidates(report: object, transfer: GmemTransfer, plgpu: str) -> list[str]
 
 def _replaced(text: str, line: int, replacement: str) -> str:
     lines = python_lines(text, keepends=True)
-    ending = "\n" if lines[line - 1].endswith("\n") else ""
-    lines[line - 1] = replacement + ending
+    ending = lines[line - 1][len(python_lines(text)[line - 1]) :]  # CRLF stays CRLF
+    lines[line - 1] = with_line_end(replacement, line_end(text, line)) + ending
     return "".join(lines)

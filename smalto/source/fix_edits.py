@@ -40,6 +40,7 @@ from typing import Protocol
 from smalto.source.lines import python_lines
 from smalto.source.pallas_edits import SourceChange, unoptimized_transfer
 from smalto.source.size_names import same_value_at, with_columns
+from smalto.source.text_style import line_end, with_line_end
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
 MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
@@ -817,7 +818,9 @@ def apply_parts(text: str, parts: Iterable[Part]) -> str:
         end = offset(part.span.end_line, part.span.end_column)
         if edited[start:end] != part.original:
             raise ValueError(f"the source at {part.span.file}:{part.span.line} changed")
-        edited = edited[:start] + part.replacement + edited[end:]
+        # (Lines it adds end as the file's line there does: CRLF stays CRLF.)
+        replacement = with_line_end(part.replacement, line_end(text, part.span.line))
+        edited = edited[:start] + replacement + edited[end:]
     return edited
 
 
