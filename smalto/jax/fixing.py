@@ -20,6 +20,7 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import warnings
@@ -31,12 +32,13 @@ from typing import Any
 from smalto.constraints.conflict_report import problems_of
 from smalto.errors import SmaltoOnlyWarning
 from smalto.jax.hooks import InferenceCall, Observer, Pass, observing
+from smalto.jax.interpreted import run_both
 from smalto.jax.lowering import KernelLoweringError, lower
 from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
 from smalto.jax.staged_epilogue import STAGE, staged_epilogue
-from smalto.pipeline.relayouts import Relayout, relayouts
+from smalto.pipeline.relayouts import Relayout, relayouts, transfer_layouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
     MACHINE_APPLICABLE,
@@ -47,6 +49,7 @@ from smalto.source.fix_edits import (
     overlaps,
     source_edit,
 )
+from smalto.source.keepdims import keepdims_causes
 from smalto.source.lines import python_lines
 from smalto.source.scripts import ScriptError, check_arguments, one_line, run_script
 
@@ -94,6 +97,12 @@ class FixOutcome:
     needs_smalto: bool | None = None
     jax_says: str = ""  # what JAX's pass said, where it rejected it
     rounds: int = 0
+    # Why a portable edit JAX's pass took was not proven by running (a difference, a race,
+    # what the interpreter cannot run).
+    unproven: list[str] = field(default_factory=list)
+    # The reductions kept with a unit dim in the function, where it compiles only with
+    # smalto: what JAX's lowering cannot compute on.
+    keepdims: list[str] = field(default_factory=list)
 
 
 def fix_script(
@@ -318,10 +327,35 @@ def _make_portable(
         with reading_as_edited(script, text):
             return lower_with(edited, args, arch, "jax")[0]
 
+    def runs_equal(text: str) -> bool:
+        """Whether the function as ``text`` computes, run in JAX's interpreter, what it
+        computes as the text it was (``fn``), bit for bit."""
+        try:
+            edited = load(text, "as edited, to run it in JAX's interpreter beside the original")
+        except ScriptError:
+            return False
+        with reading_as_edited(script, text):
+            ran = run_both(fn, edited, args)
+        if not ran.equal:
+            outcome.unproven.append(ran.why)
+        return ran.equal
+
     made = portable_edit(
-        outcome.text, str(script), found.relayouts, meanings.keeps, jax_lowers, fn.__name__
+        outcome.text,
+        str(script),
+        found.relayouts,
+        meanings.keeps,
+        jax_lowers,
+        fn.__name__,
+        transfers=found.transfers,
+        runs_equal=runs_equal,
     )
     if made is None:
+        lines = _function_lines(outcome.text, fn.__name__)
+        outcome.keepdims = [
+            f"`{c.text}` at {outcome.path}:{c.line}:{c.column} ({c.form})"
+            for c in keepdims_causes(outcome.text, lines)
+        ]
         return
     applied = _applied(made.edit, outcome.text, script, outcome.path)
     outcome.applied.append(replace(applied, why=PORTABLE))
@@ -329,15 +363,29 @@ def _make_portable(
     outcome.needs_smalto, outcome.jax_says = False, ""
 
 
+def _function_lines(text: str, function: str) -> range | None:
+    """The lines of the top-level function ``function`` of ``text``."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    return None
+
+
 class _RelayoutsSeen(Observer):
     """The relayouts of every answer smalto's pass gave while observed."""
 
     def __init__(self) -> None:
         self.relayouts: list[Relayout] = []
+        self.transfers: list[Relayout] = []  # the layouts of the values loaded and stored
 
     def after(self, call: InferenceCall, error: BaseException | None) -> None:
         if error is None and call.inferred_by == "smalto":
             self.relayouts += relayouts(call.module)
+            self.transfers += transfer_layouts(call.module)
 
 
 def choose(

@@ -205,10 +205,15 @@ class _Source:
         of the file or, before ``line``, in a function around it."""
         alias = self.alias() or "plgpu"
         found: dict[str, str] = {}
+        # (Each name's meaning in ``plgpu.X`` words, so that a name bound through another,
+        # ``ROW = WGMMA.reduce(1)`` after ``WGMMA = plgpu.Layout.WGMMA``, is known too.)
+        meanings: dict[str, str] = {}
         for node in self.tree.body:
             if isinstance(node, ast.ImportFrom) and node.module == _PALLAS_GPU:
                 for imported in node.names:
-                    found[f"plgpu.{imported.name}"] = imported.asname or imported.name
+                    own = imported.asname or imported.name
+                    found[f"plgpu.{imported.name}"] = own
+                    meanings[own] = f"plgpu.{imported.name}"
         scopes: list[list[ast.stmt]] = [self.tree.body]
         if line is not None:
             scopes += [
@@ -228,8 +233,11 @@ class _Source:
             counts = Counter(name for name, _ in bound)
             for name, value in bound:
                 text = re.sub(rf"\b{re.escape(alias)}\.", "plgpu.", ast.unparse(value))
+                for known, meaning in meanings.items():
+                    text = re.sub(rf"(?<![\w.]){re.escape(known)}(?![\w])", meaning, text)
                 if counts[name] == 1 and "plgpu." in text and text not in found:
                     found[text] = name
+                    meanings[name] = text
         return sorted(found.items(), key=lambda item: -len(item[0]))
 
     def alias(self) -> str | None:
