@@ -194,7 +194,8 @@ def _producer(node: ast.expr) -> tuple[ast.Call, str, str] | None:
             for i in items
         ):
             assert isinstance(node.value, ast.Call)
-            return node.value, f"[{ast.unparse(index)}]", f"[{ast.unparse(index)}]"
+            written = "[" + ", ".join(ast.unparse(i) for i in items) + "]"
+            return node.value, written, written
         return None
     if (
         isinstance(node, ast.Call)
