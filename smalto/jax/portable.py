@@ -170,7 +170,10 @@ class _Text:
         already)."""
         parts: list[Part] = []
         lines = python_lines(self.text.removeprefix("\ufeff"))
-        for transfer in transfers:
+        # (The stored values first: a cast of a stored sum is one edit where casts of the
+        # loads that make it would be two.)
+        ordered = sorted(transfers, key=lambda t: t.op not in _STORES)
+        for transfer in ordered:
             where, layout = transfer.position, transfer.pallas
             if where is None or layout is None or where.file != self.file:
                 continue
