@@ -1,0 +1,57 @@
+"""What a fix writes reads as the kernel's own code (issue #49, item 5): a layout named
+through another alias (``ROW = WGMMA.reduce(1)``) is written by that name; lines an edit
+adds keep the file's line ends and its step of indentation; a rewritten statement keeps
+its comment."""
+
+from __future__ import annotations
+
+from smalto.source.fix_edits import Part, Span, apply_parts, in_kernel_words
+from smalto.source.text_style import indent_step, line_end, trailing_comment, with_line_end
+
+ALIASED = """\
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+WGMMA = plgpu.Layout.WGMMA
+ROW = WGMMA.reduce(1)
+
+
+def kernel(s):
+    return plgpu.layout_cast(s, WGMMA.reduce(0))
+"""
+
+
+def test_a_layout_named_through_another_alias_is_written_by_its_name() -> None:
+    lines = ALIASED.splitlines()
+    assert in_kernel_words(lines, "plgpu.Layout.WGMMA.reduce(1)", 8) == "ROW"
+    assert in_kernel_words(lines, "plgpu.Layout.WGMMA.reduce(0)", 8) == "WGMMA.reduce(0)"
+    assert in_kernel_words(lines, "plgpu.Layout.WGMMA", 8) == "WGMMA"
+
+
+def test_a_name_bound_twice_is_not_taken_for_an_alias() -> None:
+    text = ALIASED.replace("ROW = WGMMA.reduce(1)\n", "ROW = WGMMA.reduce(1)\nROW = None\n")
+    assert in_kernel_words(text.splitlines(), "plgpu.Layout.WGMMA.reduce(1)", 9) == (
+        "WGMMA.reduce(1)"
+    )
+
+
+def test_lines_added_to_a_crlf_file_end_in_crlf() -> None:
+    text = "def f(x):\r\n  y = x\r\n  return y\r\n"
+    part = Part(Span("k.py", 2, 3, 2, 8), "y = x", "z = x\n  y = z")
+    edited = apply_parts(text, [part])
+    assert edited == "def f(x):\r\n  z = x\r\n  y = z\r\n  return y\r\n"
+    lf = "def f(x):\n  y = x\n"
+    assert apply_parts(lf, [Part(Span("k.py", 2, 3, 2, 8), "y = x", "z = x\n  y = z")]) == (
+        "def f(x):\n  z = x\n  y = z\n"
+    )
+
+
+def test_the_files_own_style() -> None:
+    two = "def f(x):\n  if x:\n    return 1\n  return 2\n"
+    assert indent_step(two) == "  "
+    assert indent_step("def f(x):\n    return x\n") == "    "
+    assert indent_step("x = 1\n") == "    "  # (no block: four spaces, PEP 8's)
+    assert indent_step("def f(x):\n\treturn x\n") == "\t"
+    assert line_end("a\r\nb\r\n") == "\r\n" and line_end("a\nb\r\n", 1) == "\n"
+    assert with_line_end("a\nb", "\r\n") == "a\r\nb"
+    assert trailing_comment("    o[...] = acc  # the result, out\r\n") == "# the result, out"
+    assert trailing_comment('    o[...] = "#not a comment"') == ""
