@@ -75,20 +75,19 @@ def portable_edit(
         return None
     source = _Text(file, text, tree)
     lines = _lines_of(tree, function)
-    cast = source.casts_at_transfers(transfers)
+    cast, cast_words = source.casts_at_transfers(transfers)
     candidates: list[tuple[str, list[Part], str]] = [
         *((w, p, TRACE) for w, p in source.casts_at_stores(relayouts)),
         *((w, p, TRACE) for w, p in source.layouts_dropped()),
     ]
     if cast:
-        words = "cast the values loaded and stored to the layouts smalto's answer gives them"
-        candidates.append((words, cast, TRACE))
+        candidates.append((cast_words, cast, TRACE))
     kept = keepdims_edit(text, file, lines) if runs_equal is not None else None
     if kept is not None:
         candidates.append((kept.words, list(kept.parts), RUN))
         apart = [c for c in cast if not any(overlaps(c, k) for k in kept.parts)]
         if apart:
-            words = f"{kept.words}; and cast the values loaded and stored to smalto's layouts"
+            words = f"{kept.words}; and {_cast_words(source, apart, transfers)}"
             candidates.append((words, [*kept.parts, *apart], RUN))
     if lines is not None:
         candidates = [
@@ -164,11 +163,12 @@ class _Text:
                     )
         return found
 
-    def casts_at_transfers(self, transfers: Sequence[Relayout]) -> list[Part]:
+    def casts_at_transfers(self, transfers: Sequence[Relayout]) -> tuple[list[Part], str]:
         """Each value loaded (``x_ref[...]``) or stored (``o_ref[...] = v``) where smalto's
         answer gives it a layout Pallas names, cast to that layout (not a value cast
-        already)."""
+        already); and the edit in words."""
         parts: list[Part] = []
+        said: list[str] = []
         lines = python_lines(self.text.removeprefix("\ufeff"))
         # (The stored values first: a cast of a stored sum is one edit where casts of the
         # loads that make it would be two.)
@@ -185,7 +185,9 @@ class _Text:
             part = Part(self.span(value), written, f"{self.module}.layout_cast({written}, {own})")
             if not any(overlaps(part, other) for other in parts):
                 parts.append(part)
-        return parts
+                said.append(f"`{written}` at {where.file}:{value.lineno} to {transfer.target}")
+        words = "cast " + ", ".join(said) + " (the layouts smalto's answer gives them)"
+        return parts, words
 
     def _transferred(self, store: bool, line: int, column: int) -> ast.expr | None:
         """The value stored by the assignment at ``line``, or the load at ``line`` that
@@ -259,6 +261,13 @@ class _Text:
             offsets.append(offsets[-1] + len(line.encode("utf-8")))
         data = body.encode("utf-8")
         return data[offsets[start[0] - 1] + start[1] : offsets[end[0] - 1] + end[1]].decode()
+
+
+def _cast_words(source: _Text, parts: list[Part], transfers: Sequence[Relayout]) -> str:
+    """The casts ``parts`` of ``source.casts_at_transfers``, in words."""
+    kept = [p for p in source.casts_at_transfers(transfers)[0] if p in parts]
+    places = ", ".join(f"`{p.original}` at {p.span.file}:{p.span.line}" for p in kept)
+    return f"cast {places} to the layouts smalto's answer gives them"
 
 
 def _called_name(node: ast.expr) -> str:

@@ -136,3 +136,17 @@ def test_a_keepdims_kernel_not_made_portable_names_the_reduction(tmp_path: Path)
     assert "compiles only with smalto" in ran.err
     assert "the unit dims of `jnp.mean(x, axis=-1, keepdims=True)` at " in ran.err
     assert "(keepdims=True) are what JAX's own pass cannot lay out" in ran.err
+
+
+def test_the_quickstart_add_is_made_portable_by_a_cast_at_the_store(tmp_path: Path) -> None:
+    """jax#32123: smalto stores the sum in the WGMMA column layout; cast to it at the store,
+    JAX's own pass lowers the kernel."""
+    script = tmp_path / "quickstart.py"
+    script.write_text((REPO / "tests" / "fix_kernels" / "quickstart_add.py").read_text())
+    ran = run("fix", f"{script}:add_vectors", "--arg", "f32[32]", "--arg", "f32[32]")
+    assert ran.status == 0, ran.err
+    assert (
+        "o_ref[...] = plgpu.layout_cast(x_ref[...] + y_ref[...], plgpu.Layout.WGMMA.reduce(0))"
+        in script.read_text()
+    )
+    assert "to WGMMA_COL (the layouts smalto's answer gives them)" in ran.out
