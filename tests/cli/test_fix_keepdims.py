@@ -14,6 +14,7 @@ import jax
 import pytest
 from cli_run import run
 
+import smalto
 import smalto.jax
 from smalto.jax.interpreted import run_both
 from smalto.source.fix_edits import apply_parts
@@ -150,3 +151,20 @@ def test_the_quickstart_add_is_made_portable_by_a_cast_at_the_store(tmp_path: Pa
         in script.read_text()
     )
     assert "to WGMMA_COL (the layouts smalto's answer gives them)" in ran.out
+
+
+def test_the_smalto_only_warning_stands_at_the_value_and_names_its_layout() -> None:
+    """With no relayout to name, the warning stands at the line of the value whose layout
+    JAX's order does not reach (the store), and names that layout."""
+    path = REPO / "tests" / "fix_kernels" / "quickstart_add.py"
+    fn = runpy.run_path(str(path))["add_vectors"]
+    vector = jax.ShapeDtypeStruct((32,), "float32")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        smalto.jax.lower(fn, vector, vector, arch=(9, 0))
+    (warning,) = [w for w in said if w.category is smalto.SmaltoOnlyWarning]
+    store = next(
+        i for i, line in enumerate(path.read_text().splitlines(), 1) if "o_ref[...] =" in line
+    )
+    assert (warning.filename, warning.lineno) == (str(path), store)
+    assert f"`mosaic_gpu.vector_store` at {path}:{store}:8: WGMMA_COL" in str(warning.message)
