@@ -76,19 +76,23 @@ def portable_edit(
     source = _Text(file, text, tree)
     lines = _lines_of(tree, function)
     cast, cast_words = source.casts_at_transfers(transfers)
-    candidates: list[tuple[str, list[Part], str]] = [
+    candidates: list[tuple[str, list[Part], str]] = []
+    # (Statistics kept with a unit dim first, where the function has them: what JAX's
+    # lowering cannot compute on is then the likeliest cause, and each candidate JAX's
+    # pass rejects costs as much as its whole failed search.)
+    kept = keepdims_edit(text, file, lines) if runs_equal is not None else None
+    if kept is not None:
+        apart = [c for c in cast if not any(overlaps(c, k) for k in kept.parts)]
+        if apart:
+            words = f"{kept.words}; and {_cast_words(source, apart, transfers)}"
+            candidates.append((words, [*kept.parts, *apart], RUN))
+        candidates.append((kept.words, list(kept.parts), RUN))
+    candidates += [
         *((w, p, TRACE) for w, p in source.casts_at_stores(relayouts)),
         *((w, p, TRACE) for w, p in source.layouts_dropped()),
     ]
     if cast:
         candidates.append((cast_words, cast, TRACE))
-    kept = keepdims_edit(text, file, lines) if runs_equal is not None else None
-    if kept is not None:
-        candidates.append((kept.words, list(kept.parts), RUN))
-        apart = [c for c in cast if not any(overlaps(c, k) for k in kept.parts)]
-        if apart:
-            words = f"{kept.words}; and {_cast_words(source, apart, transfers)}"
-            candidates.append((words, [*kept.parts, *apart], RUN))
     if lines is not None:
         candidates = [
             (words, parts, proof)
