@@ -55,3 +55,35 @@ def test_the_files_own_style() -> None:
     assert with_line_end("a\nb", "\r\n") == "a\r\nb"
     assert trailing_comment("    o[...] = acc  # the result, out\r\n") == "# the result, out"
     assert trailing_comment('    o[...] = "#not a comment"') == ""
+
+
+def test_what_is_wrong_names_the_transfer_not_the_accumulator() -> None:
+    """The uncoalesced transfer is a bias load three lines below the wgmma: `what is
+    wrong:` names that load and its line, not `plgpu.wgmma(...)` at the accumulator's."""
+    import runpy
+    import warnings
+    from pathlib import Path
+
+    import jax
+
+    import smalto.jax
+
+    path = Path(__file__).resolve().parents[1] / "fix_kernels" / "hopper_bias_below_accumulator.py"
+    fn = runpy.run_path(str(path))["matmul_bias"]
+    shapes = [((64, 64), "float16"), ((64, 128), "float16"), ((128,), "bfloat16")]
+    args = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes]
+    load = next(
+        i for i, line in enumerate(path.read_text().splitlines(), 1) if "bias_gmem[...]" in line
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            smalto.jax.lower(fn, *args, arch=(9, 0))
+        except smalto.jax.KernelLoweringError as failed:
+            message = str(failed.kernels[-1].error)
+        else:
+            raise AssertionError("the kernel lowered as written")
+    wrong = next(line for line in message.splitlines() if line.startswith("what is wrong:"))
+    assert "a GMEM transfer that cannot be coalesced" in wrong
+    assert "`bias_gmem[...]`" in wrong and f"{path}:{load}:" in wrong
+    assert "wgmma" not in wrong
