@@ -87,3 +87,29 @@ def test_what_is_wrong_names_the_transfer_not_the_accumulator() -> None:
     assert "a GMEM transfer that cannot be coalesced" in wrong
     assert "`bias_gmem[...]`" in wrong and f"{path}:{load}:" in wrong
     assert "wgmma" not in wrong
+
+
+def test_a_store_unrolled_twice_by_a_python_loop_is_one_problem() -> None:
+    import runpy
+    import warnings
+    from pathlib import Path
+
+    import jax
+
+    import smalto.jax
+
+    path = Path(__file__).resolve().parents[1] / "fix_kernels" / "hopper_fp8_epilogue_unrolled.py"
+    fn = runpy.run_path(str(path))["matmul_fp8"]
+    args = [jax.ShapeDtypeStruct((64, 64), "float16"), jax.ShapeDtypeStruct((64, 128), "float16")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            smalto.jax.lower(fn, *args, arch=(9, 0))
+        except smalto.jax.KernelLoweringError as failed:
+            error = failed.kernels[-1].error
+        else:
+            raise AssertionError("the kernel lowered as written")
+    message = str(error)
+    assert "problems" not in message and message.count("what is wrong:") == 1
+    assert len(error.conflict.others) == 0  # one problem in the report too (--json)
+    assert "plgpu.store(out, acc.astype(jnp.float8_e4m3fn), optimized=False)" in message
