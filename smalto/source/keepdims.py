@@ -67,7 +67,7 @@ class KeepdimsEdit:
 
     @property
     def words(self) -> str:
-        kept = ", ".join(f"`{c.text}` ({c.line})" for c in self.causes)
+        kept = ", ".join(f"`{c.text}` (line {c.line})" for c in self.causes)
         return (
             f"compute the statistics without their unit dim and broadcast them where they "
             f"meet the tile, as smalto's unit-dim rewrite does: {kept}"
