@@ -250,6 +250,8 @@ def _alive(pid: int) -> bool:
 def test_a_fork_or_a_loop_at_import_is_stopped_with_no_process_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, said: str
 ) -> None:
+    if not any(Path("/proc/self/task").glob("*/children")):
+        pytest.skip("this system lists no process's children (/proc/PID/task/TID/children)")
     monkeypatch.setenv("SMALTO_SCRIPT_TIME_LIMIT", "1")
     script = _script(tmp_path, text)
     before = set(_children())
