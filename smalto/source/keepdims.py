@@ -177,40 +177,58 @@ def _producer(node: ast.expr) -> tuple[ast.Call, str, str] | None:
     """Where ``node`` is a reduction kept with its unit dim: the reduction, the form
     (``keepdims=True``, ``[:, None]``, ``.reshape(m, 1)``) and its expansion index."""
     if isinstance(node, ast.Call) and _called(node) in _REDUCTIONS:
-        kept = [k for k in node.keywords if k.arg == "keepdims"]
-        if kept and isinstance(kept[0].value, ast.Constant) and kept[0].value.value is True:
-            axis = _axis(node)
-            if axis is not None:
-                return node, "keepdims=True", _expansion(axis)
-        return None
+        return _kept_by_keyword(node)
     if isinstance(node, ast.Subscript) and _plain_reduction(node.value):
-        index = node.slice
-        items = index.elts if isinstance(index, ast.Tuple) else [index]
-        if sum(isinstance(i, ast.Constant) and i.value is None for i in items) == 1 and all(
-            isinstance(i, ast.Constant)
-            and i.value in (None, Ellipsis)
-            or isinstance(i, ast.Slice)
-            and i.lower is i.upper is i.step is None
-            for i in items
-        ):
-            assert isinstance(node.value, ast.Call)
-            written = "[" + ", ".join(ast.unparse(i) for i in items) + "]"
-            return node.value, written, written
-        return None
+        return _kept_by_none_index(node)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "reshape"
         and _plain_reduction(node.func.value)
     ):
-        sizes = (
-            node.args[0].elts
-            if len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)
-            else node.args
-        )
-        if len(sizes) == 2 and isinstance(sizes[1], ast.Constant) and sizes[1].value == 1:
-            assert isinstance(node.func.value, ast.Call)
-            return node.func.value, ".reshape(m, 1)", "[:, None]"
+        return _kept_by_reshape(node)
+    return None
+
+
+def _kept_by_keyword(node: ast.Call) -> tuple[ast.Call, str, str] | None:
+    """``jnp.mean(x, axis=-1, keepdims=True)``."""
+    kept = [k for k in node.keywords if k.arg == "keepdims"]
+    if kept and isinstance(kept[0].value, ast.Constant) and kept[0].value.value is True:
+        axis = _axis(node)
+        if axis is not None:
+            return node, "keepdims=True", _expansion(axis)
+    return None
+
+
+def _kept_by_none_index(node: ast.Subscript) -> tuple[ast.Call, str, str] | None:
+    """``jnp.mean(x, axis=-1)[:, None]`` (one ``None``, the rest whole slices or ``...``)."""
+    index = node.slice
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    nones = sum(isinstance(i, ast.Constant) and i.value is None for i in items)
+    if nones != 1 or not all(_none_or_whole(i) for i in items):
+        return None
+    assert isinstance(node.value, ast.Call)
+    written = "[" + ", ".join(ast.unparse(i) for i in items) + "]"
+    return node.value, written, written
+
+
+def _none_or_whole(item: ast.expr) -> bool:
+    if isinstance(item, ast.Constant):
+        return item.value in (None, Ellipsis)
+    return isinstance(item, ast.Slice) and item.lower is item.upper is item.step is None
+
+
+def _kept_by_reshape(node: ast.Call) -> tuple[ast.Call, str, str] | None:
+    """``jnp.sum(x, axis=1).reshape(m, 1)`` (or ``.reshape((m, 1))``)."""
+    assert isinstance(node.func, ast.Attribute)
+    sizes = (
+        node.args[0].elts
+        if len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)
+        else node.args
+    )
+    if len(sizes) == 2 and isinstance(sizes[1], ast.Constant) and sizes[1].value == 1:
+        assert isinstance(node.func.value, ast.Call)
+        return node.func.value, ".reshape(m, 1)", "[:, None]"
     return None
 
 

@@ -4,7 +4,10 @@ rewrite lowers them, and ``smalto fix`` writes the statistics as (N,) values bro
 where they meet the tile (``mu[..., None]``), which JAX's own pass lowers.
 
 ``layer_norm`` is jax#39966's kind, loaded straight from GMEM with no layout stated:
-its fix also casts the load to the layout smalto's answer gives it. The others take
+its fix also casts the load to the layout smalto's answer gives it. ``centered`` is
+jax#39966's own line, ``x - jnp.mean(x, axis=-1, keepdims=True)``, alone: the same
+fix, but JAX's own pass gives up on it in about a second (on ``layer_norm``, after
+about 30 s of search). The others take
 their tile in the WGMMA layout, as a kernel does after a wgmma."""
 
 import jax
@@ -26,6 +29,14 @@ def layer_norm(x):
         centered = x - jnp.mean(x, axis=-1, keepdims=True)
         var = jnp.mean(centered * centered, axis=-1, keepdims=True)
         o_gmem[...] = centered * jax.lax.rsqrt(var + 1e-5)
+
+    return _kernel(body, x)
+
+
+def centered(x):
+    def body(x_gmem, o_gmem):
+        x = x_gmem[...]
+        o_gmem[...] = x - jnp.mean(x, axis=-1, keepdims=True)
 
     return _kernel(body, x)
 
@@ -75,6 +86,27 @@ def stored_statistics(x):
         x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
         mu = jnp.mean(x, axis=-1, keepdims=True)
         o_gmem[...] = x - mu
+        mu_gmem[...] = mu
+
+    return plgpu.kernel(
+        body,
+        out_type=(
+            jax.ShapeDtypeStruct(x.shape, x.dtype),
+            jax.ShapeDtypeStruct((x.shape[0], 1), x.dtype),
+        ),
+        compiler_params=WARPGROUP,
+    )(x)
+
+
+def stored_mean(x):
+    """The (N, 1) mean is stored as it is, beside the tile: no edit follows it (the
+    output's shape). ``stored_statistics``' kind, with nothing for a cast to change (each
+    cast JAX's pass rejects costs its whole failed search)."""
+
+    def body(x_gmem, o_gmem, mu_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        mu = jnp.mean(x, axis=-1, keepdims=True)
+        o_gmem[...] = x
         mu_gmem[...] = mu
 
     return plgpu.kernel(
