@@ -183,6 +183,7 @@ def fix_script(
     current = original
     meanings = Meanings(load, args, rerun_original)
     lowered: Callable[..., Any] | None = None
+    by_smalto: dict[str, tuple[bool, BaseException | None]] = {}
     for round_number in range(MAX_ROUNDS + 1):
         with reading_as_edited(script, current):
             try:
@@ -195,7 +196,8 @@ def fix_script(
             if round_number == 0:
                 check_arguments(fn, len(args), function)
                 meanings.original_function(fn)
-            ok, error = lower_with(fn, args, arch, "smalto")
+            # (A staged text its check already lowered with smalto is not lowered again.)
+            ok, error = by_smalto.pop(current, None) or lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
                 outcome.lowers, outcome.already = True, round_number == 0
@@ -206,21 +208,6 @@ def fix_script(
             if round_number == MAX_ROUNDS:
                 break
             others = OtherFunctions(function, args, arch, run)
-
-            def staged_lowers(edited: str, ranges: list[tuple[int, int]]) -> bool:
-                """Whether the function as ``edited`` (transfers staged at ``ranges``'
-                lines) lowers with JAX's own pass, or, where other problems remain,
-                smalto's finds none at the staged lines."""
-                try:
-                    fn = load(edited, f"as staged, to lower {function} with JAX's pass")
-                except ScriptError:
-                    return False
-                with reading_as_edited(script, edited):
-                    if lower_with(fn, args, arch, "jax")[0]:
-                        return True
-                    ok, error = lower_with(fn, args, arch, "smalto")
-                return ok or _none_within(error, str(script), ranges)
-
             chosen = choose(
                 error,
                 current,
@@ -229,7 +216,7 @@ def fix_script(
                 outcome,
                 meanings.keeps,
                 others=(others, namespace),
-                staged_lowers=staged_lowers,
+                staged_lowers=_staged_lowers(load, script, function, args, arch, by_smalto),
                 unsteady=meanings.unsteady,
             )
             if not chosen:
@@ -245,6 +232,53 @@ def fix_script(
                 outcome.applied.append(_applied(edit, current, script, path))
             seen.add(edited)
             current = edited
+    _finish(outcome, lowered, script, load, args, arch, meanings, announce)
+    return outcome
+
+
+def _staged_lowers(
+    load: Loader,
+    script: Path,
+    function: str,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    by_smalto: dict[str, tuple[bool, BaseException | None]],
+) -> Callable[[str, list[tuple[int, int]]], bool]:
+    """The check of a staged text (``choose``'s ``staged_lowers``); what smalto's pass
+    said of a text it lowered goes into ``by_smalto`` (the next round's lowering, where
+    that text is the one chosen: each diagnosis costs seconds)."""
+
+    def staged_lowers(edited: str, ranges: list[tuple[int, int]]) -> bool:
+        """Whether the function as ``edited`` (transfers staged at ``ranges``' lines)
+        lowers with JAX's own pass, or, where other problems remain, smalto's finds none
+        at the staged lines."""
+        try:
+            fn = load(edited, f"as staged, to lower {function} with JAX's pass")
+        except ScriptError:
+            return False
+        with reading_as_edited(script, edited):
+            if lower_with(fn, args, arch, "jax")[0]:
+                return True
+            ok, error = by_smalto[edited] = lower_with(fn, args, arch, "smalto")
+        return ok or _none_within(error, str(script), ranges)
+
+    return staged_lowers
+
+
+def _finish(
+    outcome: FixOutcome,
+    lowered: Callable[..., Any] | None,
+    script: Path,
+    load: Loader,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    meanings: Meanings,
+    announce: Callable[[str], None] | None,
+) -> None:
+    """After the fix loop: the kernel that lowered with smalto lowered with JAX's own pass
+    (made portable where it is not), the whole proven by running, and a kernel not fixed
+    left as it was."""
+    path = outcome.path
     if lowered is not None:
         # The function that lowered with smalto, lowered with JAX's own pass: no new run.
         with reading_as_edited(script, outcome.text):
@@ -258,10 +292,9 @@ def fix_script(
     if outcome.lowers and outcome.applied and meanings.original is not None and not proven_already:
         _prove_by_running(outcome, meanings.original, load, args, announce)
     if not outcome.lowers or outcome.refuted:
-        outcome.text = original  # a kernel not fixed is left as it was
+        outcome.text = outcome.original  # a kernel not fixed is left as it was
     if not outcome.lowers:
         outcome.applied.clear()
-    return outcome
 
 
 def _prove_by_running(
