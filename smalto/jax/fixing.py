@@ -197,7 +197,8 @@ def fix_script(
                 check_arguments(fn, len(args), function)
                 meanings.original_function(fn)
             # (A staged text its check already lowered with smalto is not lowered again.)
-            ok, error = by_smalto.pop(current, None) or lower_with(fn, args, arch, "smalto")
+            checked = by_smalto.pop(current, None)
+            ok, error = checked if checked else lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
                 outcome.lowers, outcome.already = True, round_number == 0
