@@ -59,6 +59,10 @@ CASES: list[tuple[str, str, tuple[str, ...], str, bool]] = [
     ("hopper_transposed_store.py", "matmul_transposed", ("f16[64,64]",) * 2, "9.0", False),
     ("hopper_load_shuffles_cancel.py", "copy_tile", ("f32[64,64]",) * 2, "9.0", False),
     ("hopper_smalto_only.py", "copy_tile", ("f32[64,64]",) * 2, "9.0", False),
+    # Statistics kept with a unit dim (jax#39966), and the quickstart's add (jax#32123):
+    # made portable, the first proven by running both kernels in JAX's interpreter.
+    ("keepdims_norms.py", "layer_norm", ("f32[128,128]",), "9.0", False),
+    ("quickstart_add.py", "add_vectors", ("f32[32]", "f32[32]"), "9.0", False),
 ]
 
 

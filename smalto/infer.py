@@ -344,13 +344,22 @@ def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
     )
     plural = "s" if len(found) != 1 else ""
     added = f" (its layouts ask for {len(found)} relayout{plural}: {named})" if found else ""
+    # (No relayout: what needs smalto is a layout JAX's order does not reach, of a value
+    # the kernel stores or loads; the warning stands at the first such line and names it.)
+    from smalto.pipeline.relayouts import transfer_layouts
+
+    laid = [] if found else sorted(transfer_layouts(module), key=lambda t: "store" not in t.op)
+    laid = [t for t in laid if t.position is not None]
+    if laid:
+        named = "; ".join(f"`{t.op}` at {t.position}: {t.target}" for t in laid[:4])
+        added = f" (its layouts, which JAX's order does not reach: {named})"
     message = SmaltoOnlyWarning(
         "JAX's own pass finds no layouts for this kernel that its lowering accepts; smalto's "
         f"search found some{added}: the kernel compiles with smalto installed only "
         "(`smalto fix` looks for the edit that makes JAX's pass accept it)",
         tuple(found),
     )
-    where = next((r.position for r in found if r.position is not None), None)
+    where = next((r.position for r in [*found, *laid] if r.position is not None), None)
     if where is None:
         where = _first_line(module)
     if where is None:

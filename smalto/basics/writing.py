@@ -23,6 +23,20 @@ a save in place that landed in that instant is put back.
 A read-only file (no write permission in its mode bits, for whoever writes;
 as root, none at all) is refused rather than replaced: root may replace any
 file, but a file made read-only is one its owner asked not to have written.
+
+The file keeps its identity: its mode, owner (as root) and extended attributes
+(ACLs, security labels, ``user.*`` ones) are copied onto the temporary file
+before the rename. Where the rename would lose something (the file has other
+hard links, which would keep the old bytes; an attribute cannot be copied), the
+file is written in place instead: a copy of the old bytes first (a full disk
+fails there, the file untouched), the space for the new ones reserved, then
+the bytes, then the copy removed; a write that fails on the way puts the old
+bytes back.
+
+A name for one of this process's own file descriptors (``-o /dev/stdout``,
+``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N``) is written through that
+descriptor, as any program writes to its output: appended where the shell
+opened it to append (``>> build.log``), into a pipe or a socket as it comes.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ import fcntl
 import functools
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -124,6 +139,10 @@ def write_file(
     ``NotWritten``, an ``OSError``), or another ``OSError`` (a full disk, no
     permission...), the file unchanged in every case."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    descriptor = own_descriptor(path)
+    if descriptor is not None:
+        _write_to_descriptor(descriptor, payload)
+        return Path(path)
     target = real_path(path)
     if read_only(target):
         raise ReadOnly(path, "it is read-only")
@@ -139,15 +158,122 @@ def write_file(
             _check_unchanged(path, target, since, held)
         temporary = _temporary_beside(target)
         try:
-            _fill(temporary, payload, existing)
-            if since is not None:
-                _check_unchanged(path, target, since, held)  # again, right before the rename
-            _put_in_place(path, temporary, target, since, held, existing is not None)
+            if existing is not None and existing.st_nlink > 1:
+                _fill(temporary, _read_bytes(target), existing)  # the old bytes, kept
+                if since is not None:
+                    _check_unchanged(path, target, since, held)
+                _write_in_place(target, payload, temporary)
+            else:
+                kept = _fill(temporary, payload, existing, target if existing else None)
+                if since is not None:
+                    _check_unchanged(path, target, since, held)  # again, right before the rename
+                if kept:
+                    _put_in_place(path, temporary, target, since, held, existing is not None)
+                else:  # an attribute the rename would lose: in place, the old bytes kept aside
+                    _fill(temporary, _read_bytes(target), existing)
+                    _write_in_place(target, payload, temporary)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
     _sync_folder(target.parent)
     return target
+
+
+# The names of a process's own descriptors: ``/dev/stdout`` (1), ``/dev/stderr`` (2),
+# ``/dev/fd/N``, ``/proc/self/fd/N``.
+_OWN_DESCRIPTORS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_DESCRIPTOR_FOLDERS = ("/dev/fd/", "/proc/self/fd/")
+
+
+def own_descriptor(path: str | os.PathLike[str]) -> int | None:
+    """The descriptor of this process that ``path`` names (``/dev/stdout``: 1), where it
+    names one that is open; else None."""
+    name = os.path.normpath(os.fspath(path))
+    number = _OWN_DESCRIPTORS.get(name)
+    for folder in _DESCRIPTOR_FOLDERS:
+        if name.startswith(folder) and name[len(folder) :].isdigit():
+            number = int(name[len(folder) :])
+    if number is None:
+        return None
+    try:
+        os.fstat(number)
+    except OSError:
+        return None  # not open here: the name says what the system says of it
+    return number
+
+
+def _write_to_descriptor(descriptor: int, payload: bytes) -> None:
+    """``payload`` written through ``descriptor``, after what Python's own streams on it
+    hold (so that the order of the output is the order it was made in)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            if stream is not None and stream.fileno() == descriptor:
+                stream.flush()
+    view = memoryview(payload)
+    while view:
+        view = view[_write(descriptor, view) :]
+
+
+def _read_bytes(target: Path) -> bytes:
+    with open(target, "rb") as file:
+        return file.read()
+
+
+def _write_in_place(target: Path, payload: bytes, kept: Path) -> None:
+    """``payload`` written over ``target``'s own bytes (its inode, hence its hard links and
+    attributes, stay), the old bytes in ``kept`` meanwhile. The space is reserved before
+    any byte changes (a full disk fails there); a write that fails halfway puts the old
+    bytes back."""
+    old = kept.read_bytes()
+    descriptor = os.open(target, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        if len(payload) > len(old):
+            with contextlib.suppress(AttributeError):
+                _reserve(descriptor, len(payload))
+        try:
+            _write_at_start(descriptor, payload)
+            os.ftruncate(descriptor, len(payload))
+            os.fsync(descriptor)
+        except BaseException:
+            _write_at_start(descriptor, old)
+            os.ftruncate(descriptor, len(old))
+            os.fsync(descriptor)
+            raise
+    finally:
+        os.close(descriptor)
+
+
+def _reserve(descriptor: int, size: int) -> None:
+    try:
+        os.posix_fallocate(descriptor, 0, size)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return  # a file system that reserves nothing ahead: the write will say
+        raise
+
+
+def _write_at_start(descriptor: int, payload: bytes) -> None:
+    view, offset = memoryview(payload), 0
+    while offset < len(payload):
+        offset += os.pwrite(descriptor, view[offset:], offset)
+
+
+def _copy_attributes(source: Path, descriptor: int) -> bool:
+    """``source``'s extended attributes (ACLs, security labels, ``user.*``) set on the file
+    open as ``descriptor``; False where one could not be (the rename would lose it)."""
+    try:
+        names = os.listxattr(source)
+    except (AttributeError, OSError):
+        return True  # a system or file system with no extended attributes: none to lose
+    for name in names:
+        try:
+            os.setxattr(descriptor, name, os.getxattr(source, name))
+        except OSError:
+            with contextlib.suppress(OSError):
+                if os.getxattr(descriptor, name) == os.getxattr(source, name):
+                    continue  # given by the folder (an inherited ACL): the same already
+            return False
+    return True
 
 
 def _status(path: Path) -> os.stat_result | None:
@@ -204,9 +330,17 @@ def _temporary_beside(target: Path) -> Path:
     return Path(name)
 
 
-def _fill(temporary: Path, payload: bytes, existing: os.stat_result | None) -> None:
-    """The bytes written and flushed to the disk, with the old file's mode and owner."""
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CLOEXEC)
+def _fill(
+    temporary: Path,
+    payload: bytes,
+    existing: os.stat_result | None,
+    attributes_of: Path | None = None,
+) -> bool:
+    """The bytes written and flushed to the disk, with the old file's mode and owner (and
+    ``attributes_of``'s extended attributes); False where an attribute could not be
+    copied."""
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    copied = True
     try:
         view = memoryview(payload)
         while view:
@@ -218,9 +352,12 @@ def _fill(temporary: Path, payload: bytes, existing: os.stat_result | None) -> N
                     os.fchown(descriptor, existing.st_uid, existing.st_gid)
         else:
             os.fchmod(descriptor, 0o666 & ~_umask())
+        if attributes_of is not None:
+            copied = _copy_attributes(attributes_of, descriptor)
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+    return copied
 
 
 def _write(descriptor: int, view: memoryview) -> int:

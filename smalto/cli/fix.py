@@ -111,6 +111,7 @@ def _run_fix(args: argparse.Namespace, done: dict[str, object]) -> int:
             f"JAX's own pass rejects it ({outcome.jax_says}): without smalto installed "
             "(smalto.jax.install(), or python -m smalto.jax run) it does not compile"
         )
+        _why_smalto_only(outcome)
         if args.allow_smalto_only:
             return EXIT_OK
         return fail(
@@ -131,6 +132,7 @@ def _run_fix(args: argparse.Namespace, done: dict[str, object]) -> int:
             "compiles with smalto as the pass (smalto.jax.install(), or python -m smalto.jax "
             "run)"
         )
+        _why_smalto_only(outcome)
         if not args.allow_smalto_only:
             status = fail(
                 "not written: the fix needs smalto installed; --allow-smalto-only writes it",
@@ -181,6 +183,22 @@ def _changes(outcome: FixOutcome, report: TextIO) -> None:
         print(f"  fix: {edit.text} [{edit.applicability}]", file=report)
         print(f"  proven by: {applied.proven_by}", file=report)
     _held_back(outcome)
+
+
+def _why_smalto_only(outcome: FixOutcome) -> None:
+    """What makes the kernel need smalto, where it is known: the reductions kept with a
+    unit dim (which JAX's lowering cannot compute on), and why an edit JAX's pass took
+    was not proven by running."""
+    if outcome.keepdims:
+        note(
+            "the unit dims of "
+            + "; ".join(outcome.keepdims)
+            + " are what JAX's own pass cannot lay out (smalto's unit-dim rewrite computes "
+            "these statistics without them): computed as (N,) values and broadcast where "
+            "they meet the tile (`mu[..., None]`), the kernel may compile without smalto"
+        )
+    for why in dict.fromkeys(outcome.unproven):
+        note(f"an edit JAX's own pass lowers was not made: {why}")
 
 
 def _margin(lines: list[str]) -> int:

@@ -1,6 +1,7 @@
-"""What ``smalto fix`` says of its proofs: each edit's own (JAX's trace, or the staged
-epilogue's construction), the run of both kernels in JAX's Mosaic GPU interpreter, the
-transfers it did not stage and why; and the same as JSON (``smalto fix --json``)."""
+"""What ``smalto fix`` says of its proofs: each edit's own (JAX's trace, the staged
+epilogue's construction, or its own run for an edit that changes the ops), the run of
+both kernels in JAX's Mosaic GPU interpreter, the transfers it did not stage and why;
+and the same as JSON (``smalto fix --json``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from smalto.cli.output import note
 
 if TYPE_CHECKING:
-    from smalto.jax.fixing import FixOutcome
+    from smalto.jax.fixing import Applied, FixOutcome
 
 # ``--json``'s "proofs" entries.
 TRACE, CONSTRUCTION, RUN = "trace", "construction", "interpreter"
@@ -42,12 +43,15 @@ def refuted_words(outcome: FixOutcome) -> str:
     )
 
 
-def edit_proofs(outcome: FixOutcome, kind: str) -> list[str]:
-    """The proofs made of an edit of ``kind``: its own, and the run where it proved the
-    whole."""
+def edit_proofs(outcome: FixOutcome, applied: Applied) -> list[str]:
+    """The proofs made of an edit: its own (JAX's trace; the staged epilogue's
+    construction; for an edit that changes the ops, a keepdims statistic, its own run in
+    the interpreter), and the run where it proved the whole."""
     from smalto.jax.staged_epilogue import STAGE
 
-    proofs = [CONSTRUCTION if kind == STAGE else TRACE]
+    if applied.by_running:
+        return [RUN]  # (its own run; where other edits came first, the whole's run too)
+    proofs = [CONSTRUCTION if applied.edit.kind == STAGE else TRACE]
     if outcome.run is not None and outcome.run.proven:
         proofs.append(RUN)
     return proofs
@@ -64,7 +68,7 @@ def as_json(outcome: FixOutcome | None, target: str, status: int, written: bool)
             "kind": applied.edit.kind,
             "text": applied.edit.text,
             "why": applied.why,
-            "proofs": edit_proofs(outcome, applied.edit.kind),
+            "proofs": edit_proofs(outcome, applied),
             "proven_by": applied.proven_by,
             "fix": applied.edit.as_json(),
         }
@@ -84,6 +88,11 @@ def as_json(outcome: FixOutcome | None, target: str, status: int, written: bool)
                 {"text": held.edit.text, "reason": held.reason} for held in outcome.held_back
             ],
             "not_staged": list(outcome.not_staged),
+            # Portable edits JAX's pass took but the run did not prove (not made), and why.
+            "unproven": list(dict.fromkeys(outcome.unproven)),
+            # Where the kernel compiles only with smalto: the statistics kept with a unit
+            # dim that JAX's lowering cannot compute on.
+            "keepdims": list(outcome.keepdims),
         },
         indent=2,
     )

@@ -33,6 +33,7 @@ from smalto.solve.for_diagnosis import for_diagnosis
 from smalto.solve.options import SolveOptions
 from smalto.solve.propagation import Propagation
 from smalto.source.files import Sources
+from smalto.source.locations import op_location_text
 
 # Past this many problems, the rest are left for the next run.
 MAX_PROBLEMS = 4
@@ -89,7 +90,17 @@ def describe_conflict(
             break
         failed = left.proof
     reports = []
+    said: set[frozenset[tuple[str, str]]] = set()
     for index, (core, minimal, _) in enumerate(problems):
+        # (One line of the kernel's source unrolled by a Python loop into several ops is
+        # one problem, with one fix in the source: said once. Its other ops' fixes stay
+        # made in the background of every problem's verification.)
+        place = frozenset(
+            (program.ops[e.origin].name, op_location_text(program.ops[e.origin])) for e in core
+        )
+        if place in said:
+            continue
+        said.add(place)
         background = tuple(f for i, (*_, f) in enumerate(problems) if i != index and f)
         reports.append(
             diagnose(

@@ -59,9 +59,13 @@ def headline(
         return None
     if clue is not None:
         return clue.text
-    places = list(dict.fromkeys(op_location_text(program.ops[e.origin]) for e in core))
+    # (A GMEM transfer that cannot be coalesced is the transfer's fault: it is named, not
+    # the accumulator whose layout reaches it from lines above.)
+    transfers = [e for e in core if isinstance(e, GmemTransfer)]
+    named = transfers or core
+    places = list(dict.fromkeys(op_location_text(program.ops[e.origin]) for e in named))
     variables: dict[int, None] = {}
-    for e in core:
+    for e in named:
         for v in element_variables(e):
             variables.setdefault(v)
     names = list(dict.fromkeys(namer.var(v) for v in variables))

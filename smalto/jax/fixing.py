@@ -20,6 +20,7 @@ its source file, without running anything again nor writing.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import warnings
@@ -37,7 +38,7 @@ from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
 from smalto.jax.staged_epilogue import STAGE, offered_staging, staged_epilogues
-from smalto.pipeline.relayouts import Relayout, relayouts
+from smalto.pipeline.relayouts import Relayout, relayouts, transfer_layouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
     MACHINE_APPLICABLE,
@@ -48,6 +49,7 @@ from smalto.source.fix_edits import (
     overlaps,
     source_edit,
 )
+from smalto.source.keepdims import keepdims_causes
 from smalto.source.lines import python_lines
 from smalto.source.scripts import ScriptError, check_arguments, one_line, run_script
 
@@ -68,10 +70,16 @@ class Applied:
     before: list[str]  # the lines it changes, as they were
     after: list[str]  # the same lines, edited
     why: str  # the failure it fixes: its code and title
+    # Proven by running before it was chosen (it changes the ops, which JAX's trace cannot
+    # judge: a statistic computed without its unit dim).
+    by_running: bool = False
 
     @property
     def proven_by(self) -> str:
-        """What proves, before any run, that the edit keeps what the kernel computes."""
+        """What proves, before the run of the whole, that the edit keeps what the kernel
+        computes."""
+        if self.by_running:
+            return RUNNING
         if self.edit.kind == STAGE:
             return CONSTRUCTION
         return TRACE
@@ -82,6 +90,10 @@ TRACE = "JAX's trace of the edited function equals the original's, layouts set a
 CONSTRUCTION = (
     "its construction: the same value stored whole and copied whole to the same place, "
     "no name changing binding"
+)
+RUNNING = (
+    "the kernel as it was and as edited run in JAX's Mosaic GPU interpreter on the same "
+    "random inputs, bit-equal (JAX's trace cannot judge an edit that changes the ops)"
 )
 
 
@@ -115,6 +127,12 @@ class FixOutcome:
     run: RunProof | None = None
     # The run showed the edits change what the kernel computes: nothing is written.
     refuted: bool = False
+    # Why a portable edit JAX's pass took was not proven by running (a difference, a race,
+    # what the interpreter cannot run).
+    unproven: list[str] = field(default_factory=list)
+    # The reductions kept with a unit dim in the function, where it compiles only with
+    # smalto: what JAX's lowering cannot compute on.
+    keepdims: list[str] = field(default_factory=list)
 
 
 def fix_script(
@@ -153,10 +171,19 @@ def fix_script(
         with reading_as_edited(script, source):
             return _function_of(run(source, why), function)
 
+    def rerun_original() -> Callable[..., Any]:
+        """The function as written, from a second run of the unedited script."""
+        if announce is not None:
+            announce(f"running {path} again as written, to see if JAX's trace of it is the same")
+        with reading_as_edited(script, original):
+            ran_again = run_script(path, run_name=RUN_NAME, text=original, subject="the script")
+            return _function_of(ran_again, function)
+
     seen = {original}
     current = original
-    meanings = Meanings(load, args)
+    meanings = Meanings(load, args, rerun_original)
     lowered: Callable[..., Any] | None = None
+    by_smalto: dict[str, tuple[bool, BaseException | None]] = {}
     for round_number in range(MAX_ROUNDS + 1):
         with reading_as_edited(script, current):
             try:
@@ -169,7 +196,9 @@ def fix_script(
             if round_number == 0:
                 check_arguments(fn, len(args), function)
                 meanings.original_function(fn)
-            ok, error = lower_with(fn, args, arch, "smalto")
+            # (A staged text its check already lowered with smalto is not lowered again.)
+            checked = by_smalto.pop(current, None)
+            ok, error = checked if checked else lower_with(fn, args, arch, "smalto")
             outcome.rounds = round_number + 1
             if ok:
                 outcome.lowers, outcome.already = True, round_number == 0
@@ -180,21 +209,6 @@ def fix_script(
             if round_number == MAX_ROUNDS:
                 break
             others = OtherFunctions(function, args, arch, run)
-
-            def staged_lowers(edited: str, ranges: list[tuple[int, int]]) -> bool:
-                """Whether the function as ``edited`` (transfers staged at ``ranges``'
-                lines) lowers with JAX's own pass, or, where other problems remain,
-                smalto's finds none at the staged lines."""
-                try:
-                    fn = load(edited, f"as staged, to lower {function} with JAX's pass")
-                except ScriptError:
-                    return False
-                with reading_as_edited(script, edited):
-                    if lower_with(fn, args, arch, "jax")[0]:
-                        return True
-                    ok, error = lower_with(fn, args, arch, "smalto")
-                return ok or _none_within(error, str(script), ranges)
-
             chosen = choose(
                 error,
                 current,
@@ -203,7 +217,8 @@ def fix_script(
                 outcome,
                 meanings.keeps,
                 others=(others, namespace),
-                staged_lowers=staged_lowers,
+                staged_lowers=_staged_lowers(load, script, function, args, arch, by_smalto),
+                unsteady=meanings.unsteady,
             )
             if not chosen:
                 break
@@ -218,6 +233,53 @@ def fix_script(
                 outcome.applied.append(_applied(edit, current, script, path))
             seen.add(edited)
             current = edited
+    _finish(outcome, lowered, script, load, args, arch, meanings, announce)
+    return outcome
+
+
+def _staged_lowers(
+    load: Loader,
+    script: Path,
+    function: str,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    by_smalto: dict[str, tuple[bool, BaseException | None]],
+) -> Callable[[str, list[tuple[int, int]]], bool]:
+    """The check of a staged text (``choose``'s ``staged_lowers``); what smalto's pass
+    said of a text it lowered goes into ``by_smalto`` (the next round's lowering, where
+    that text is the one chosen: each diagnosis costs seconds)."""
+
+    def staged_lowers(edited: str, ranges: list[tuple[int, int]]) -> bool:
+        """Whether the function as ``edited`` (transfers staged at ``ranges``' lines)
+        lowers with JAX's own pass, or, where other problems remain, smalto's finds none
+        at the staged lines."""
+        try:
+            fn = load(edited, f"as staged, to lower {function} with JAX's pass")
+        except ScriptError:
+            return False
+        with reading_as_edited(script, edited):
+            if lower_with(fn, args, arch, "jax")[0]:
+                return True
+            ok, error = by_smalto[edited] = lower_with(fn, args, arch, "smalto")
+        return ok or _none_within(error, str(script), ranges)
+
+    return staged_lowers
+
+
+def _finish(
+    outcome: FixOutcome,
+    lowered: Callable[..., Any] | None,
+    script: Path,
+    load: Loader,
+    args: tuple[Any, ...],
+    arch: tuple[int, int] | None,
+    meanings: Meanings,
+    announce: Callable[[str], None] | None,
+) -> None:
+    """After the fix loop: the kernel that lowered with smalto lowered with JAX's own pass
+    (made portable where it is not), the whole proven by running, and a kernel not fixed
+    left as it was."""
+    path = outcome.path
     if lowered is not None:
         # The function that lowered with smalto, lowered with JAX's own pass: no new run.
         with reading_as_edited(script, outcome.text):
@@ -227,13 +289,13 @@ def fix_script(
         outcome.jax_says = "" if ok else _named(_first_line(cause), script, path)
         if not ok:
             _make_portable(outcome, lowered, script, load, args, arch, meanings)
-    if outcome.lowers and outcome.applied and meanings.original is not None:
+    proven_already = outcome.run is not None  # (the portable edit's run was of the whole)
+    if outcome.lowers and outcome.applied and meanings.original is not None and not proven_already:
         _prove_by_running(outcome, meanings.original, load, args, announce)
     if not outcome.lowers or outcome.refuted:
-        outcome.text = original  # a kernel not fixed is left as it was
+        outcome.text = outcome.original  # a kernel not fixed is left as it was
     if not outcome.lowers:
         outcome.applied.clear()
-    return outcome
 
 
 def _prove_by_running(
@@ -316,11 +378,17 @@ class Meanings:
     edited script run, its function traced by JAX, and its trace compared with the
     original's. Each text is traced once."""
 
-    def __init__(self, load: Loader, args: tuple[Any, ...]):
-        self.load, self.args = load, args
+    def __init__(
+        self,
+        load: Loader,
+        args: tuple[Any, ...],
+        rerun: Callable[[], Callable[..., Any]] | None = None,
+    ):
+        self.load, self.args, self.rerun = load, args, rerun
         self._original: Callable[..., Any] | None = None
         self._meanings: dict[str, Meaning | None] = {}
         self._wanted: Meaning | None = None
+        self._steady: bool | None = None
 
     def original_function(self, fn: Callable[..., Any]) -> None:
         """The function as written (traced when an edit is first checked)."""
@@ -340,6 +408,19 @@ class Meanings:
             except TraceFailed:
                 return False  # nothing to compare with: nothing is proven
         return self._meaning(edited) == self._wanted
+
+    def unsteady(self) -> bool:
+        """Whether JAX's trace of the function as written differs between two runs of the
+        unedited script (a random value, the time, at its top level): then no trace of an
+        edit can be compared with it. Asked only where a comparison failed (a run more)."""
+        if self._steady is None:
+            self._steady = True  # where it cannot be told: no difference seen
+            if self._wanted is not None and self.rerun is not None:
+                try:
+                    self._steady = meaning_of(self.rerun(), self.args) == self._wanted
+                except (ScriptError, TraceFailed):
+                    pass
+        return not self._steady
 
     def _meaning(self, text: str) -> Meaning | None:
         if text not in self._meanings:
@@ -381,15 +462,58 @@ def _make_portable(
         with reading_as_edited(script, text):
             return lower_with(edited, args, arch, "jax")[0]
 
+    runs: dict[str, RunProof] = {}
+
+    def runs_equal(text: str) -> bool:
+        """Whether the function as ``text`` computes, run in JAX's interpreter, what it
+        computes as the text it was (``fn``), bit for bit, with no race."""
+        try:
+            edited = load(text, "as edited, to run it in JAX's interpreter beside the original")
+        except ScriptError:
+            return False
+        with reading_as_edited(script, text):
+            runs[text] = run_both(fn, edited, args)
+        if not runs[text].proven:
+            outcome.unproven.append(runs[text].why_not)
+        return runs[text].proven
+
     made = portable_edit(
-        outcome.text, str(script), found.relayouts, meanings.keeps, jax_lowers, fn.__name__
+        outcome.text,
+        str(script),
+        found.relayouts,
+        meanings.keeps,
+        jax_lowers,
+        fn.__name__,
+        transfers=found.transfers,
+        runs_equal=runs_equal,
     )
     if made is None:
+        lines = _function_lines(outcome.text, fn.__name__)
+        outcome.keepdims = [
+            f"`{c.text}` at {outcome.path}:{c.line}:{c.column} ({c.form})"
+            for c in keepdims_causes(outcome.text, lines)
+        ]
         return
     applied = _applied(made.edit, outcome.text, script, outcome.path)
-    outcome.applied.append(replace(applied, why=PORTABLE))
+    outcome.applied.append(replace(applied, why=PORTABLE, by_running=made.by_running))
+    if made.by_running and outcome.text == outcome.original:
+        # (Its run was of the kernel as written against the kernel as fixed: the run of
+        # the whole, made once.)
+        outcome.run = runs[made.text]
     outcome.text, outcome.already = made.text, False
     outcome.needs_smalto, outcome.jax_says = False, ""
+
+
+def _function_lines(text: str, function: str) -> range | None:
+    """The lines of the top-level function ``function`` of ``text``."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    return None
 
 
 class _RelayoutsSeen(Observer):
@@ -397,10 +521,12 @@ class _RelayoutsSeen(Observer):
 
     def __init__(self) -> None:
         self.relayouts: list[Relayout] = []
+        self.transfers: list[Relayout] = []  # the layouts of the values loaded and stored
 
     def after(self, call: InferenceCall, error: BaseException | None) -> None:
         if error is None and call.inferred_by == "smalto":
             self.relayouts += relayouts(call.module)
+            self.transfers += transfer_layouts(call.module)
 
 
 def choose(
@@ -413,6 +539,7 @@ def choose(
     *,
     others: tuple[OtherFunctions, dict[str, Any]] | None = None,
     staged_lowers: Callable[[str, list[tuple[int, int]]], bool] | None = None,
+    unsteady: Callable[[], bool] | None = None,
 ) -> list[SourceEdit]:
     """The first verified fix of every problem that can be made on the text: it has a place
     in the source, keeps what the kernel computes (``keeps``: JAX's trace of the edited
@@ -423,7 +550,8 @@ def choose(
     (``smalto.jax.staged_epilogue``), where ``staged_lowers`` the text it makes. An
     edit outside the function being fixed is made only where the script's other
     functions that use what it changes still lower (``others``: them, and what the
-    script as ``text`` defined)."""
+    script as ``text`` defined). ``unsteady``: whether the script's own trace differs
+    from run to run (said as the reason where a trace differs)."""
 
     def read(file: str) -> str | None:
         return text if os.path.abspath(file) == str(script) else None
@@ -459,7 +587,7 @@ def choose(
         ranked = sorted(suggested_edits, key=lambda e: (e.needs_smalto, e.kind == UNOPTIMIZE))
         for suggested in ranked:
             edit = source_edit(suggested, read, code=code, problem=problem, home=str(script))
-            reason = _not_made(edit, text, allow_unoptimized, keeps)
+            reason = _not_made(edit, text, allow_unoptimized, keeps, unsteady)
             if reason is None and any(
                 overlaps(a, b) for other in chosen for a in other.parts for b in edit.parts
             ):
@@ -474,8 +602,20 @@ def choose(
     return chosen
 
 
+# Why no edit can be proven where the script's own trace differs from run to run.
+UNSTEADY = (
+    "JAX's trace of the kernel as written differs between two runs of the unedited script "
+    "(a random value or the time at its top level?): whether an edit keeps what the kernel "
+    "computes cannot be proven by comparing traces, so none is made"
+)
+
+
 def _not_made(
-    edit: SourceEdit, text: str, allow_unoptimized: bool, keeps: Callable[[str], bool]
+    edit: SourceEdit,
+    text: str,
+    allow_unoptimized: bool,
+    keeps: Callable[[str], bool],
+    unsteady: Callable[[], bool] | None = None,
 ) -> str | None:
     if edit.changes_meaning:
         return "it changes what the kernel computes: which change you meant is yours to make"
@@ -484,6 +624,8 @@ def _not_made(
     if edit.kind == UNOPTIMIZE and not allow_unoptimized:
         return "it makes transfers unoptimized (slower): --allow-unoptimized makes it"
     if not keeps(apply_parts(text, edit.parts)):
+        if unsteady is not None and unsteady():
+            return UNSTEADY
         return (
             "it would change what the kernel computes (JAX's trace of the edited function differs)"
         )
@@ -613,7 +755,7 @@ def _checked(
             ran = run_script(path, run_name=RUN_NAME, text=source, subject="the script")
             return _function_of(ran, fn.__name__)
 
-    meanings = Meanings(load, args)
+    meanings = Meanings(load, args, lambda: load(original, "again as written"))
     meanings.original_function(fn)
     checked: list[SourceEdit] = []
     for edit in edits:
@@ -623,7 +765,10 @@ def _checked(
             except ValueError:  # the file no longer reads what the edit replaces
                 kept = False
             if not kept:
-                edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=True)
+                # (Where the script's own trace differs from run to run, nothing is proven
+                # either way: look at it, but it is not known to change anything.)
+                changes = not meanings.unsteady()
+                edit = replace(edit, applicability=MAYBE_INCORRECT, changes_meaning=changes)
         checked.append(edit)
     return checked
 

@@ -29,12 +29,17 @@ from smalto.source.fix_edits import (
     SourceEdit,
     Span,
     apply_parts,
+    in_kernel_words,
+    overlaps,
     pallas_gpu_alias,
 )
+from smalto.source.keepdims import keepdims_edit
+from smalto.source.lines import python_lines
 
 # Candidates lowered with JAX's pass at most (each is a lowering).
-MAX_CANDIDATES = 6
+MAX_CANDIDATES = 8
 _STORES = ("vector.store", "mosaic_gpu.vector_store")
+TRACE, RUN = "trace", "run"  # how a candidate is proven to keep what the kernel computes
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,13 @@ class Portable:
 
     edit: SourceEdit
     text: str
+    # How it is proven to keep what the kernel computes: JAX's trace (an edit of layouts
+    # alone), or both kernels run in JAX's interpreter (it changes the ops: keepdims).
+    proof: str = TRACE
+
+    @property
+    def by_running(self) -> bool:
+        return self.proof == RUN
 
 
 def portable_edit(
@@ -52,40 +64,71 @@ def portable_edit(
     keeps: Callable[[str], bool],
     jax_lowers: Callable[[str], bool],
     function: str | None = None,
+    *,
+    transfers: Sequence[Relayout] = (),
+    runs_equal: Callable[[str], bool] | None = None,
 ) -> Portable | None:
     """The first candidate edit of ``text`` (the script ``file``) that keeps what the
-    kernel computes (``keeps``) and lowers with JAX's own pass (``jax_lowers``); None
-    where none does. ``relayouts``: those smalto's answer asks for; ``function``: the
-    top-level function whose lines alone are edited (where the file defines it)."""
+    kernel computes and lowers with JAX's own pass (``jax_lowers``); None where none
+    does. What it computes is proven by JAX's trace (``keeps``) for an edit of layouts
+    alone, by running both kernels in JAX's interpreter (``runs_equal``) for the
+    statistics kept without their unit dim (``smalto.source.keepdims``).
+    ``relayouts``: those smalto's answer asks for; ``transfers``: the layouts its answer
+    gives the values loaded and stored (a cast of each to it is a candidate);
+    ``function``: the top-level function whose lines alone are edited (where the file
+    defines it)."""
     try:
         tree = ast.parse(text.removeprefix("\ufeff"))
     except SyntaxError:
         return None
     source = _Text(file, text, tree)
-    candidates = [*source.casts_at_stores(relayouts), *source.layouts_dropped()]
     lines = _lines_of(tree, function)
+    cast, cast_words = source.casts_at_transfers(transfers)
+    candidates: list[tuple[str, list[Part], str]] = []
+    # (Statistics kept with a unit dim first, where the function has them: what JAX's
+    # lowering cannot compute on is then the likeliest cause, and each candidate JAX's
+    # pass rejects costs as much as its whole failed search.)
+    kept = keepdims_edit(text, file, lines) if runs_equal is not None else None
+    if kept is not None:
+        apart = [c for c in cast if not any(overlaps(c, k) for k in kept.parts)]
+        if apart:
+            words = f"{kept.words}; and {_cast_words(source, apart, transfers)}"
+            candidates.append((words, [*kept.parts, *apart], RUN))
+        candidates.append((kept.words, list(kept.parts), RUN))
+    candidates += [
+        *((w, p, TRACE) for w, p in source.casts_at_stores(relayouts)),
+        *((w, p, TRACE) for w, p in source.layouts_dropped()),
+    ]
+    if cast:
+        candidates.append((cast_words, cast, TRACE))
     if lines is not None:
         candidates = [
-            (words, parts)
-            for words, parts in candidates
+            (words, parts, proof)
+            for words, parts, proof in candidates
             if all(p.span.line in lines and p.span.end_line in lines for p in parts)
         ]
     seen: set[str] = set()
-    for words, parts in candidates:
+    for words, parts, proof in candidates:
         if len(seen) >= MAX_CANDIDATES:
             break
         edited = apply_parts(text, parts)
         if edited in seen:
             continue
         seen.add(edited)
-        if keeps(edited) and jax_lowers(edited):
-            edit = SourceEdit(
-                "portable",
-                f"{words}: JAX's own pass then lays the kernel out (verified with JAX's pass)",
-                MACHINE_APPLICABLE,
-                parts=tuple(parts),
-            )
-            return Portable(edit, edited)
+        # (JAX's pass first where the proof is a run: a run costs more than a lowering.)
+        if proof == RUN and runs_equal is not None and jax_lowers(edited) and runs_equal(edited):
+            how = "verified with JAX's pass, and both kernels run bit-equal in JAX's interpreter"
+        elif proof == TRACE and keeps(edited) and jax_lowers(edited):
+            how = "verified with JAX's pass"
+        else:
+            continue
+        edit = SourceEdit(
+            "portable",
+            f"{words}: JAX's own pass then lays the kernel out ({how})",
+            MACHINE_APPLICABLE,
+            parts=tuple(parts),
+        )
+        return Portable(edit, edited, proof)
     return None
 
 
@@ -116,8 +159,11 @@ class _Text:
                     and isinstance(node.targets[0], ast.Subscript)
                 ):
                     value = self.segment(node.value)
-                    layout = layout.replace("plgpu.", f"{self.module}.", 1)
-                    new = f"{self.module}.layout_cast({value}, {layout})"
+                    # (In the kernel's own words: its alias of the layout, where it has one.)
+                    own = in_kernel_words(
+                        python_lines(self.text.removeprefix("\ufeff")), layout, node.lineno
+                    )
+                    new = f"{self.module}.layout_cast({value}, {own})"
                     found.append(
                         (
                             f"cast the value stored at {where} to {relayout.target}",
@@ -125,6 +171,52 @@ class _Text:
                         )
                     )
         return found
+
+    def casts_at_transfers(self, transfers: Sequence[Relayout]) -> tuple[list[Part], str]:
+        """Each value loaded (``x_ref[...]``) or stored (``o_ref[...] = v``) where smalto's
+        answer gives it a layout Pallas names, cast to that layout (not a value cast
+        already); and the edit in words."""
+        parts: list[Part] = []
+        said: list[str] = []
+        lines = python_lines(self.text.removeprefix("\ufeff"))
+        # (The stored values first: a cast of a stored sum is one edit where casts of the
+        # loads that make it would be two.)
+        ordered = sorted(transfers, key=lambda t: t.op not in _STORES)
+        for transfer in ordered:
+            where, layout = transfer.position, transfer.pallas
+            if where is None or layout is None or where.file != self.file:
+                continue
+            value = self._transferred(transfer.op in _STORES, where.line, where.column)
+            if value is None or _called_name(value) == "layout_cast":
+                continue
+            written = self.segment(value)
+            own = in_kernel_words(lines, layout, value.lineno)
+            part = Part(self.span(value), written, f"{self.module}.layout_cast({written}, {own})")
+            if not any(overlaps(part, other) for other in parts):
+                parts.append(part)
+                said.append(f"`{written}` at {where.file}:{value.lineno} to {transfer.target}")
+        words = "cast " + ", ".join(said) + " (the layouts smalto's answer gives them)"
+        return parts, words
+
+    def _transferred(self, store: bool, line: int, column: int) -> ast.expr | None:
+        """The value stored by the assignment at ``line``, or the load at ``line`` that
+        starts at ``column`` (the only one on the line, where none starts there)."""
+        loads: list[ast.expr] = []
+        for node in ast.walk(self.tree):
+            if store and isinstance(node, ast.Assign) and node.lineno == line:
+                if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+                    return node.value
+            if (
+                not store
+                and isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Name)
+                and node.lineno == line
+            ):
+                loads.append(node)
+        exact = [n for n in loads if n.col_offset in (column, column - 1)]
+        found = exact or loads
+        return found[0] if len(found) == 1 else None
 
     def layouts_dropped(self) -> list[tuple[str, list[Part]]]:
         """Each ``plgpu.layout_cast(x, L)`` replaced by ``x``, each ``layout=`` removed."""
@@ -178,6 +270,19 @@ class _Text:
             offsets.append(offsets[-1] + len(line.encode("utf-8")))
         data = body.encode("utf-8")
         return data[offsets[start[0] - 1] + start[1] : offsets[end[0] - 1] + end[1]].decode()
+
+
+def _cast_words(source: _Text, parts: list[Part], transfers: Sequence[Relayout]) -> str:
+    """The casts ``parts`` of ``source.casts_at_transfers``, in words."""
+    kept = [p for p in source.casts_at_transfers(transfers)[0] if p in parts]
+    places = ", ".join(f"`{p.original}` at {p.span.file}:{p.span.line}" for p in kept)
+    return f"cast {places} to the layouts smalto's answer gives them"
+
+
+def _called_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return ""
 
 
 def _lines_of(tree: ast.Module, function: str | None) -> range | None:

@@ -57,6 +57,34 @@ def relayouts(module: ir.Module) -> list[Relayout]:
     return found
 
 
+_TRANSFERS = {
+    "vector.load": _OUT,
+    "mosaic_gpu.vector_load": _OUT,
+    "vector.store": _IN,
+    "mosaic_gpu.vector_store": _IN,
+}
+
+
+def transfer_layouts(module: ir.Module) -> list[Relayout]:
+    """The layout of each register value ``module``'s answer loads or stores, where Pallas
+    names it (source and target alike: no relayout), in program order: what a cast at the
+    value's line would state (``plgpu.layout_cast(x_ref[...], plgpu.Layout.WGMMA)``)."""
+    found: list[Relayout] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        side = _TRANSFERS.get(op.name)
+        if side is not None and side in op.attributes:
+            stated = list(ir.ArrayAttr(op.attributes[side]))
+            pallas = _pallas(stated[0]) if stated else None
+            if pallas is not None and "Splat" not in str(stated[0]):
+                name = _named(stated[0])
+                found.append(Relayout(op.name, file_position(op.location), name, name, pallas))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 def _named(attr: ir.Attribute) -> str:
     """A register layout by its name (``WGMMA``), else as the attribute says it."""
     try:
@@ -84,4 +112,4 @@ def _layout_made(value: ir.Value) -> ir.Attribute | None:
     return stated[index] if index is not None and index < len(stated) else None
 
 
-__all__ = ["Relayout", "relayouts"]
+__all__ = ["Relayout", "relayouts", "transfer_layouts"]

@@ -40,6 +40,7 @@ from typing import Protocol
 from smalto.source.lines import python_lines
 from smalto.source.pallas_edits import SourceChange, unoptimized_transfer
 from smalto.source.size_names import same_value_at, with_columns
+from smalto.source.text_style import line_end, with_line_end
 
 # rustc's applicability levels (rustc_lint_defs::Applicability), as in its JSON output.
 MACHINE_APPLICABLE = "MachineApplicable"  # the fix is exact: apply it as is
@@ -204,10 +205,15 @@ class _Source:
         of the file or, before ``line``, in a function around it."""
         alias = self.alias() or "plgpu"
         found: dict[str, str] = {}
+        # (Each name's meaning in ``plgpu.X`` words, so that a name bound through another,
+        # ``ROW = WGMMA.reduce(1)`` after ``WGMMA = plgpu.Layout.WGMMA``, is known too.)
+        meanings: dict[str, str] = {}
         for node in self.tree.body:
             if isinstance(node, ast.ImportFrom) and node.module == _PALLAS_GPU:
                 for imported in node.names:
-                    found[f"plgpu.{imported.name}"] = imported.asname or imported.name
+                    own = imported.asname or imported.name
+                    found[f"plgpu.{imported.name}"] = own
+                    meanings[own] = f"plgpu.{imported.name}"
         scopes: list[list[ast.stmt]] = [self.tree.body]
         if line is not None:
             scopes += [
@@ -227,8 +233,11 @@ class _Source:
             counts = Counter(name for name, _ in bound)
             for name, value in bound:
                 text = re.sub(rf"\b{re.escape(alias)}\.", "plgpu.", ast.unparse(value))
+                for known, meaning in meanings.items():
+                    text = re.sub(rf"(?<![\w.]){re.escape(known)}(?![\w])", meaning, text)
                 if counts[name] == 1 and "plgpu." in text and text not in found:
                     found[text] = name
+                    meanings[name] = text
         return sorted(found.items(), key=lambda item: -len(item[0]))
 
     def alias(self) -> str | None:
@@ -817,7 +826,9 @@ def apply_parts(text: str, parts: Iterable[Part]) -> str:
         end = offset(part.span.end_line, part.span.end_column)
         if edited[start:end] != part.original:
             raise ValueError(f"the source at {part.span.file}:{part.span.line} changed")
-        edited = edited[:start] + part.replacement + edited[end:]
+        # (Lines it adds end as the file's line there does: CRLF stays CRLF.)
+        replacement = with_line_end(part.replacement, line_end(text, part.span.line))
+        edited = edited[:start] + replacement + edited[end:]
     return edited
 
 

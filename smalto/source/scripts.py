@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from smalto.source.confined import TIME_LIMIT_VARIABLE, LeftProcesses, OutOfTime, confined
+
 
 class ScriptError(Exception):
     """The script cannot be used: it exited or failed while loading, or lacks the function."""
@@ -49,7 +51,7 @@ def run_script(
 ) -> dict[str, Any]:
     """Runs ``script`` as ``python SCRIPT.py`` would, under ``run_name``; returns what it
     defined. ``__file__`` is its absolute path (and its code's file name: tracebacks and
-    Pallas' locations name it), ``sys.argv[0]`` the path as given, its real folder (symlinks
+    Pallas' locations name it), ``sys.argv`` the path as given alone, its real folder (symlinks
     followed) first on ``sys.path``, the working directory the caller's. ``text``, where
     given, runs in memory in the file's place (an edited script, not written yet: nothing
     is copied anywhere). Raises ``ScriptError``."""
@@ -64,30 +66,59 @@ def run_script(
         if isinstance(source, str):
             source = source.removeprefix("\ufeff")  # compiled as text, a BOM is no character
         code = compile(source, file, "exec", dont_inherit=True)
-        with folder_on_path(Path(os.path.realpath(script)).parent), _as_main(script, module):
-            exec(code, module.__dict__)
+        with (
+            folder_on_path(Path(os.path.realpath(script)).parent),
+            _as_main(script, module),
+            _in_working_directory(),
+        ):
+            confined(lambda: exec(code, module.__dict__))
     except SystemExit:
         raise ScriptError(f"{subject} exited while being loaded") from None
+    except OutOfTime as late:
+        raise ScriptError(
+            f"{subject} did not finish loading within {late.limit:g} s (a loop at its top "
+            "level, or a wait on a process it started?): it was stopped; "
+            f"{TIME_LIMIT_VARIABLE}=SECONDS gives it longer"
+        ) from None
+    except LeftProcesses as left:
+        pids = ", ".join(str(pid) for pid in left.pids)
+        raise ScriptError(
+            f"{subject} started a process while being loaded and did not wait for it (a fork at "
+            f"import? process {pids}): it was stopped; smalto runs the script in its own "
+            "process, which a process left behind would hold"
+        ) from None
     except Exception as error:  # the user's script: their error, reported in one line
         raise ScriptError(f"loading {subject} failed: {one_line(error)}") from None
     return dict(module.__dict__)
 
 
 @contextmanager
-def _as_main(script: Path, module: types.ModuleType) -> Iterator[None]:
-    """``sys.argv[0]`` the script and ``sys.modules`` holding its module while it runs (as
-    ``runpy`` has them: a dataclass or a pickle looks its module up there)."""
-    name = module.__name__
-    saved_argv0 = sys.argv[0] if sys.argv else None
-    saved_module = sys.modules.get(name)
-    sys.modules[name] = module
-    if sys.argv:
-        sys.argv[0] = str(script)
+def _in_working_directory() -> Iterator[None]:
+    """The working directory as it was before the block, after it (a script's
+    ``os.chdir`` at import changes its own run, not smalto's: the paths the user gave
+    still name their files)."""
+    directory = os.getcwd()
     try:
         yield
     finally:
-        if saved_argv0 is not None:
-            sys.argv[0] = saved_argv0
+        if os.getcwd() != directory:
+            os.chdir(directory)
+
+
+@contextmanager
+def _as_main(script: Path, module: types.ModuleType) -> Iterator[None]:
+    """``sys.argv`` the script alone and ``sys.modules`` holding its module while it runs
+    (as ``python SCRIPT.py`` has them: a top-level ``argparse`` sees no argument of
+    smalto's; a dataclass or a pickle looks its module up there)."""
+    name = module.__name__
+    saved_argv = sys.argv
+    saved_module = sys.modules.get(name)
+    sys.modules[name] = module
+    sys.argv = [str(script)]
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
         if saved_module is None:
             sys.modules.pop(name, None)
         else:

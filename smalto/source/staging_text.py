@@ -51,6 +51,7 @@ import ast
 from dataclasses import dataclass
 
 from smalto.source.lines import python_lines
+from smalto.source.text_style import indent_step
 
 _PALLAS = "jax.experimental.pallas"
 # The statements a load can be taken out of: evaluated once, where written.
@@ -91,6 +92,7 @@ class Staging:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
         self.plgpu, self.pallas = _aliases(self.tree)
+        self.step = indent_step(text)  # the file's own step of indentation (2 spaces, 4...)
         self._imports = True
         self.names = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
         self.names |= {
@@ -143,6 +145,7 @@ class Staging:
         if _binds(target):
             return Refused(line, "the store's index binds a name (a walrus)")
         plgpu, indent, end = self.plgpu, self._indent(line), self._ending(_end_line(statement))
+        step = self.step
         assert plgpu is not None
         head, pl = self._pallas_import(indent)
         function = self._fresh(f"_store_{base}_through_smem")
@@ -159,14 +162,14 @@ class Staging:
         keyword = f", transforms={transforms}" if transforms else ""
         lines += [
             f"{indent}def {function}({scratch}):",
-            f"{indent}    {scratch}[...] = {value}{comment}",
-            f"{indent}    {plgpu}.commit_smem()",
-            f"{indent}    {plgpu}.copy_smem_to_gmem({scratch}, {destination})",
-            f"{indent}    {plgpu}.wait_smem_to_gmem(0)",
+            f"{indent}{step}{scratch}[...] = {value}{comment}",
+            f"{indent}{step}{plgpu}.commit_smem()",
+            f"{indent}{step}{plgpu}.copy_smem_to_gmem({scratch}, {destination})",
+            f"{indent}{step}{plgpu}.wait_smem_to_gmem(0)",
             "",
             f"{indent}{pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({destination}.shape, {base}.dtype{keyword}),",
+            f"{indent}{step}{function},",
+            f"{indent}{step}{plgpu}.SMEM({destination}.shape, {base}.dtype{keyword}),",
             f"{indent})",
         ]
         return self._made(statement, lines, end, store=True)
@@ -186,6 +189,7 @@ class Staging:
         if base is None:
             return Refused(line, "the loaded ref is not a name or a `.at[...]` view of one")
         plgpu, indent, end = self.plgpu, self._indent(statement.lineno), self._ending(line)
+        step = self.step
         assert plgpu is not None
         head, pl = self._pallas_import(indent)
         ref, index = self._segment(found.value), self._segment(found.slice)
@@ -201,14 +205,14 @@ class Staging:
         lines = [
             *head,
             f"{indent}def {function}({scratch}, {barrier}):",
-            f"{indent}    {plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
-            f"{indent}    {plgpu}.barrier_wait({barrier})",
-            f"{indent}    return {scratch}[...]",
+            f"{indent}{step}{plgpu}.copy_gmem_to_smem({source}, {scratch}, {barrier})",
+            f"{indent}{step}{plgpu}.barrier_wait({barrier})",
+            f"{indent}{step}return {scratch}[...]",
             "",
             f"{indent}{loaded} = {pl}.run_scoped(",
-            f"{indent}    {function},",
-            f"{indent}    {plgpu}.SMEM({source}.shape, {base}.dtype{keyword}),",
-            f"{indent}    {plgpu}.Barrier(),",
+            f"{indent}{step}{function},",
+            f"{indent}{step}{plgpu}.SMEM({source}.shape, {base}.dtype{keyword}),",
+            f"{indent}{step}{plgpu}.Barrier(),",
             f"{indent})",
             f"{written[:start]}{loaded}{written[stop:]}",
         ]

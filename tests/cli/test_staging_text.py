@@ -44,7 +44,9 @@ def test_a_store_over_several_lines_is_taken_whole_with_its_indentation() -> Non
     assert isinstance(staged, Staged) and (staged.first, staged.last) == (5, 7)
     edited = _apply(body, staged)
     ast.parse(edited)
-    assert "  def _store_o_through_smem(o_smem):\n      o_smem[...] = acc + 1\n" in edited
+    # (Indented by the file's own step: two spaces in a file indented by two.)
+    assert "  def _store_o_through_smem(o_smem):\n    o_smem[...] = acc + 1\n" in edited
+    assert "  pl.run_scoped(\n    _store_o_through_smem,\n" in edited
     assert "plgpu.copy_smem_to_gmem(o_smem, o.at[0].at[:, pl.ds(0, 64)])" in edited
 
 

@@ -1,0 +1,200 @@
+"""Keepdims as a source edit (issue #49, item 3): statistics kept with a unit dim written
+as (N,) values broadcast where they meet the tile, which JAX's own pass lowers; proven
+by running both kernels in JAX's interpreter, bit-equal. A kernel no edit is found for
+names the reductions that cause it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import runpy
+import warnings
+from pathlib import Path
+
+import jax
+import pytest
+from cli_run import run
+
+import smalto
+import smalto.jax
+from smalto.jax.interpreted import run_both
+from smalto.source.fix_edits import apply_parts
+from smalto.source.keepdims import keepdims_causes, keepdims_edit
+
+REPO = Path(__file__).resolve().parents[2]
+NORMS = REPO / "tests" / "fix_kernels" / "keepdims_norms.py"
+TILE = jax.ShapeDtypeStruct((128, 128), "float32")
+
+
+def _lines(text: str, function: str) -> range:
+    found = next(
+        n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == function
+    )
+    return range(found.lineno, (found.end_lineno or found.lineno) + 1)
+
+
+EDITED = {
+    "layer_norm": [
+        "x - jnp.mean(x, axis=-1)[..., None]",
+        "jnp.mean(centered * centered, axis=-1)",
+        "centered * jax.lax.rsqrt(var + 1e-5)[..., None]",
+    ],
+    "rms_norm": ["jnp.mean(x * x, axis=-1)", "x * jax.lax.rsqrt(ms + 1e-6)[..., None]"],
+    "softmax": ["jnp.max(x, axis=1)", "jnp.exp(x - m[:, None])", "e / jnp.sum(e, axis=1)[:, None]"],
+    "centered_by_reshape": ["jnp.sum(x, axis=1) * (1.0 / x.shape[1])", "x - mu[:, None]"],
+    "max_shifted_by_none": ["jnp.max(x, axis=-1)", "jnp.maximum(x - ((m - 1.0)[:, None]), 0.0)"],
+}
+
+
+@pytest.mark.parametrize("function", sorted(EDITED))
+def test_the_statistics_are_written_without_their_unit_dim(function: str) -> None:
+    text = NORMS.read_text()
+    edit = keepdims_edit(text, str(NORMS), _lines(text, function))
+    assert edit is not None
+    assert [p.replacement for p in edit.parts] == EDITED[function]
+    edited = apply_parts(text, edit.parts)
+    assert "keepdims=True" not in "".join(
+        edited.splitlines()[_lines(text, function).start - 1 :][:12]
+    )
+    assert edit.causes and all(c.form for c in edit.causes)
+
+
+def test_a_statistic_stored_as_it_is_leaves_no_edit_and_names_its_cause() -> None:
+    text = NORMS.read_text()
+    lines = _lines(text, "stored_statistics")
+    assert keepdims_edit(text, str(NORMS), lines) is None
+    (cause,) = keepdims_causes(text, lines)
+    assert cause.text == "jnp.mean(x, axis=-1, keepdims=True)" and cause.form == "keepdims=True"
+    assert text.splitlines()[cause.line - 1][cause.column - 1 :].startswith("jnp.mean(")
+
+
+# (function, whether JAX's own pass rejects it as written: a softmax's keepdims it takes)
+@pytest.mark.parametrize(
+    ("function", "rejected"),
+    [("rms_norm", True), ("softmax", False), ("centered_by_reshape", True)],
+)
+def test_the_edited_kernel_lowers_with_jax_and_runs_bit_equal(
+    tmp_path: Path, function: str, rejected: bool
+) -> None:
+    """The edit is what JAX's own pass lowers (the original it rejects), and both kernels,
+    run in JAX's Mosaic GPU interpreter on the same inputs, agree bit for bit."""
+    text = NORMS.read_text()
+    edit = keepdims_edit(text, str(NORMS), _lines(text, function))
+    assert edit is not None
+    edited_file = tmp_path / "edited.py"
+    edited_file.write_text(apply_parts(text, edit.parts))
+    original = runpy.run_path(str(NORMS))[function]
+    edited = runpy.run_path(str(edited_file))[function]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if rejected:
+            with pytest.raises(smalto.jax.KernelLoweringError):
+                smalto.jax.lower(original, TILE, arch=(9, 0), by="jax")
+        smalto.jax.lower(edited, TILE, arch=(9, 0), by="jax")
+    ran = run_both(original, edited, (TILE,))
+    assert ran.proven, ran.why_not
+
+
+def test_running_tells_a_kernel_that_computes_otherwise(tmp_path: Path) -> None:
+    """The proof can fail: a broadcast along the wrong axis runs, and differs."""
+    text = NORMS.read_text()
+    edit = keepdims_edit(text, str(NORMS), _lines(text, "rms_norm"))
+    assert edit is not None
+    wrong = apply_parts(text, edit.parts).replace(
+        "rsqrt(ms + 1e-6)[..., None]", "rsqrt(ms + 1e-6)[None, :]"
+    )
+    edited_file = tmp_path / "wrong.py"
+    edited_file.write_text(wrong)
+    ran = run_both(
+        runpy.run_path(str(NORMS))["rms_norm"],
+        runpy.run_path(str(edited_file))["rms_norm"],
+        (TILE,),
+    )
+    assert ran.refutes and "differs" in ran.why_not
+
+
+def test_smalto_fix_makes_jax_39966_portable_proven_by_running(tmp_path: Path) -> None:
+    """jax#39966's line, ``x - jnp.mean(x, axis=-1, keepdims=True)``, loaded straight from
+    GMEM: the mean written as an (N,) value and the load cast to smalto's layout; the
+    edit changes the ops, so its proof is its run in JAX's interpreter (said in
+    ``--json``), made once, and JAX's own pass lowers the file written."""
+    script = tmp_path / "norms.py"
+    script.write_text(NORMS.read_text())
+    ran = run("fix", f"{script}:centered", "--arg", "f32[128,128]", "--json")
+    assert ran.status == 0, ran.err
+    fixed = script.read_text()
+    assert "o_gmem[...] = x - jnp.mean(x, axis=-1)[..., None]" in fixed
+    assert "x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)" in fixed
+    made = json.loads(ran.out)
+    (edit,) = made["edits"]
+    assert edit["kind"] == "portable" and edit["proofs"] == ["interpreter"]
+    assert "run in JAX's Mosaic GPU interpreter" in edit["proven_by"]
+    assert made["run"]["ran"] and made["run"]["bit_equal"] and not made["refuted"]
+    assert made["needs_smalto"] is False and made["unproven"] == []
+    assert ran.err.count("proven by running: both kernels run") == 1
+    fn = runpy.run_path(str(script))["centered"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+
+
+@pytest.mark.slow  # JAX's own pass searches ~30 s of CPU before it gives up on it
+def test_smalto_fix_makes_jax_39966_layer_norm_portable(tmp_path: Path) -> None:
+    """jax#39966's layer norm, loaded straight from GMEM: the statistics written as (N,)
+    values and the load cast to smalto's layout, proven by JAX's pass and by running."""
+    script = tmp_path / "norms.py"
+    script.write_text(NORMS.read_text())
+    ran = run("fix", f"{script}:layer_norm", "--arg", "f32[128,128]")
+    assert ran.status == 0, ran.err
+    fixed = script.read_text()
+    assert "centered = x - jnp.mean(x, axis=-1)[..., None]" in fixed
+    assert "x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)" in fixed
+    assert "both kernels run bit-equal in JAX's interpreter" in ran.out
+    fn = runpy.run_path(str(script))["layer_norm"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+
+
+def test_a_keepdims_kernel_not_made_portable_names_the_reduction(tmp_path: Path) -> None:
+    """A statistic stored with its unit dim: no edit, and the reduction is named. (Its
+    cheaper kind, ``stored_mean``: on ``stored_statistics`` each cast candidate JAX's
+    pass rejects costs seconds of its search; the text-level test above covers it.)"""
+    script = tmp_path / "norms.py"
+    script.write_text(NORMS.read_text())
+    ran = run("fix", f"{script}:stored_mean", "--arg", "f32[128,128]")
+    assert ran.status == 1
+    assert "compiles only with smalto" in ran.err
+    assert "the unit dims of `jnp.mean(x, axis=-1, keepdims=True)` at " in ran.err
+    assert "(keepdims=True) are what JAX's own pass cannot lay out" in ran.err
+
+
+def test_the_quickstart_add_is_made_portable_by_a_cast_at_the_store(tmp_path: Path) -> None:
+    """jax#32123: smalto stores the sum in the WGMMA column layout; cast to it at the store,
+    JAX's own pass lowers the kernel."""
+    script = tmp_path / "quickstart.py"
+    script.write_text((REPO / "tests" / "fix_kernels" / "quickstart_add.py").read_text())
+    ran = run("fix", f"{script}:add_vectors", "--arg", "f32[32]", "--arg", "f32[32]")
+    assert ran.status == 0, ran.err
+    assert (
+        "o_ref[...] = plgpu.layout_cast(x_ref[...] + y_ref[...], plgpu.Layout.WGMMA.reduce(0))"
+        in script.read_text()
+    )
+    assert "to WGMMA_COL (the layouts smalto's answer gives them)" in ran.out
+
+
+def test_the_smalto_only_warning_stands_at_the_value_and_names_its_layout() -> None:
+    """With no relayout to name, the warning stands at the line of the value whose layout
+    JAX's order does not reach (the store), and names that layout."""
+    path = REPO / "tests" / "fix_kernels" / "quickstart_add.py"
+    fn = runpy.run_path(str(path))["add_vectors"]
+    vector = jax.ShapeDtypeStruct((32,), "float32")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        smalto.jax.lower(fn, vector, vector, arch=(9, 0))
+    (warning,) = [w for w in said if w.category is smalto.SmaltoOnlyWarning]
+    store = next(
+        i for i, line in enumerate(path.read_text().splitlines(), 1) if "o_ref[...] =" in line
+    )
+    assert (warning.filename, warning.lineno) == (str(path), store)
+    assert f"`mosaic_gpu.vector_store` at {path}:{store}:8: WGMMA_COL" in str(warning.message)
