@@ -53,11 +53,11 @@ layouts as edits of its Python source (spans, replacement texts, applicability;
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from smalto.basics.lazy_names import lazy_names
 from smalto.jax.capture import CapturedModule, Dumper, capture
 from smalto.jax.hooks import (
     current_route,
@@ -82,16 +82,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'smalto.jax' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
