@@ -603,19 +603,11 @@ class SmemLiveness:
     def bulk_in_flight(self, node: int, interval: Interval) -> bool:
         """Whether a TMA copy out of a byte of ``interval`` may still be reading it when
         ``node`` runs: a path from such a copy to ``node`` with no wait for every group."""
-        predecessors = self._predecessors()
-        seen: set[int] = set()
-        stack = list(predecessors[node])
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if any(e.access == Access.BULK for e in self.touches(current, interval)):
-                return True
-            if not self.waits[current]:
-                stack.extend(predecessors[current])
-        return False
+        return self._reached_from(
+            node,
+            lambda current: any(e.access == Access.BULK for e in self.touches(current, interval)),
+            through=lambda current: not self.waits[current],
+        )
 
     def tracked(self, interval: Interval) -> bool:
         """Whether an access whose end is unknown (``TRACKED``) touches ``interval``."""
@@ -636,6 +628,19 @@ class SmemLiveness:
     def written_before(self, node: int, allocation: Allocation) -> bool:
         """Whether some path reaches ``node`` from a write of ``allocation`` (a value of it
         may be held there)."""
+        return self._reached_from(
+            node,
+            lambda current: any(
+                e.allocation == allocation and e.access in _WRITING for e in self.events[current]
+            ),
+            through=lambda current: True,
+        )
+
+    def _reached_from(
+        self, node: int, found: Callable[[int], bool], *, through: Callable[[int], bool]
+    ) -> bool:
+        """Whether a path of ops leads to ``node`` from an op that is ``found``, passing
+        only ops it may go ``through`` (searched backwards from ``node``)."""
         predecessors = self._predecessors()
         seen: set[int] = set()
         stack = list(predecessors[node])
@@ -644,11 +649,10 @@ class SmemLiveness:
             if current in seen:
                 continue
             seen.add(current)
-            if any(
-                e.allocation == allocation and e.access in _WRITING for e in self.events[current]
-            ):
+            if found(current):
                 return True
-            stack.extend(predecessors[current])
+            if through(current):
+                stack.extend(predecessors[current])
         return False
 
     def _predecessors(self) -> list[list[int]]:

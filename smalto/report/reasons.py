@@ -211,30 +211,14 @@ class Explainer(Places):
                 return _Ending("free", "(free: nothing constrains it)")
             if reason.kind == "fixed":
                 assert reason.fixed is not None
-                fixed = reason.fixed
-                steps.append(
-                    f"{self.op_text(fixed.origin)} requires {fixed.what} to be "
-                    f"{describe_value(fixed.value)}"
+                return self._fixed_ending(
+                    reason.fixed,
+                    steps,
+                    first=first,
+                    change=change,
+                    first_relation=first_relation,
+                    relation=relation,
                 )
-                if first:
-                    return _Ending(
-                        "fixed-here", f"because {self.op_text(fixed.origin)} requires it"
-                        f" ({fixed.what})",
-                    )  # fmt: skip
-                place = self._fixed_place(fixed)
-                if change is not None:
-                    noun, where, index = change
-                    if index == 0:
-                        lead = "is"
-                    elif first_relation == "comes from":
-                        lead = "comes from"
-                    else:
-                        lead = "is tied to"
-                    # Right after the change (and the requirement), the chain may end.
-                    ends = len(steps) == index + 2
-                    source = place if ends else f"a value that {relation} {place}"
-                    return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
-                return _Ending("fixed", f"because it {relation} {place}")
             if reason.kind in ("chosen", "domain") and (kept := self._kept_by(reason, slot, seen)):
                 # The search gave it the layout of the value it is handed from or to,
                 # whose layout an op required: not free, but that op's (a wgmma's
@@ -269,6 +253,42 @@ class Explainer(Places):
                 return _Ending("forced", f"because {step}")
             slot = following[0]
             first = False
+
+    def _fixed_ending(
+        self,
+        fixed: Fixed,
+        steps: list[str],
+        *,
+        first: bool,
+        change: tuple[str, str, int] | None,
+        first_relation: str,
+        relation: str,
+    ) -> _Ending:
+        """How a chain ends at the op that requires ``fixed`` (its step appended to
+        ``steps``): at the value itself (``first``), through the first step that changes
+        the layout on the way (``change``), or tied to the op's value by ``relation``."""
+        steps.append(
+            f"{self.op_text(fixed.origin)} requires {fixed.what} to be "
+            f"{describe_value(fixed.value)}"
+        )
+        if first:
+            return _Ending(
+                "fixed-here", f"because {self.op_text(fixed.origin)} requires it ({fixed.what})"
+            )
+        place = self._fixed_place(fixed)
+        if change is None:
+            return _Ending("fixed", f"because it {relation} {place}")
+        noun, where, index = change
+        if index == 0:
+            lead = "is"
+        elif first_relation == "comes from":
+            lead = "comes from"
+        else:
+            lead = "is tied to"
+        # Right after the change (and the requirement), the chain may end.
+        ends = len(steps) == index + 2
+        source = place if ends else f"a value that {relation} {place}"
+        return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
 
     def _slot_vias(self, slot: int) -> list[str]:
         out = []
