@@ -360,12 +360,7 @@ def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
         tuple(found),
     )
     where = next((r.position for r in [*found, *laid] if r.position is not None), None)
-    if where is None:
-        where = _first_line(module)
-    if where is None:
-        warnings.warn(message, stacklevel=3)
-        return
-    warnings.warn_explicit(message, SmaltoOnlyWarning, where.file, where.line, registry=_SAID)
+    _warn_at(message, where, module)
 
 
 def say_slow_layouts(module: ir.Module, found: list[Relayout] | None = None) -> None:
@@ -379,12 +374,18 @@ def say_slow_layouts(module: ir.Module, found: list[Relayout] | None = None) -> 
         return
     message = SlowLayoutsWarning(report.message(), report)
     where = next((c.position for c in report.costs if c.position is not None), None)
+    _warn_at(message, where, module)
+
+
+def _warn_at(message: Warning, where: FilePosition | None, module: ir.Module) -> None:
+    """Says ``message`` once at the kernel's line ``where`` (else the module's first
+    located op's; else at ``infer_layout``'s caller)."""
     if where is None:
         where = _first_line(module)
     if where is None:
-        warnings.warn(message, stacklevel=3)
+        warnings.warn(message, stacklevel=4)
         return
-    warnings.warn_explicit(message, SlowLayoutsWarning, where.file, where.line, registry=_SAID)
+    warnings.warn_explicit(message, type(message), where.file, where.line, registry=_SAID)
 
 
 def _first_line(module: ir.Module) -> FilePosition | None:
