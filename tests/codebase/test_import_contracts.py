@@ -54,19 +54,26 @@ def _graph() -> grimp.ImportGraph:
     return grimp.build_graph("smalto", cache_dir=None)
 
 
+def _graph_with(importer: str, imported: str, names: str) -> grimp.ImportGraph:
+    """The package's graph with one more import, ``from imported import names`` in
+    ``importer``."""
+    graph = _graph()
+    graph.add_import(
+        importer=importer,
+        imported=imported,
+        line_number=1,
+        line_contents=f"from {imported} import {names}",
+    )
+    return graph
+
+
 def test_an_import_up_the_layers_breaks_the_layers_contract() -> None:
     """The rules asking the diagnosis for something (what a function-local import
     once did) is what the layers forbid."""
     session, options = _contract_options("layers")
     contract = LayersContract(options["name"], session, options)
     assert contract.check(_graph(), verbose=False).kept
-    upward = _graph()
-    upward.add_import(
-        importer="smalto.rules.context",
-        imported="smalto.diagnose.conflict",
-        line_number=1,
-        line_contents="from smalto.diagnose.conflict import ConflictReport",
-    )
+    upward = _graph_with("smalto.rules.context", "smalto.diagnose.conflict", "ConflictReport")
     assert not contract.check(upward, verbose=False).kept
 
 
@@ -76,13 +83,7 @@ def test_a_circle_breaks_the_no_circles_contract() -> None:
     session, options = _contract_options("no-circles")
     contract = AcyclicModulesContract(options["name"], session, options)
     assert contract.check(_graph(), verbose=False).kept
-    circle = _graph()
-    circle.add_import(
-        importer="smalto.rules.arith",
-        imported="smalto.rules",
-        line_number=1,
-        line_contents="from smalto.rules import RuleContext",
-    )
+    circle = _graph_with("smalto.rules.arith", "smalto.rules", "RuleContext")
     check = contract.check(circle, verbose=False)
     assert not check.kept
     assert check.metadata["sizes"] == [2]
@@ -100,11 +101,5 @@ def test_the_jax_part_asking_smaltos_searches_breaks_its_contract() -> None:
     session, options = _contract_options("jax-search-apart")
     contract = ForbiddenContract(options["name"], session, options)
     assert contract.check(_graph(), verbose=False).kept
-    reaching = _graph()
-    reaching.add_import(
-        importer="smalto.solve.jax_search",
-        imported="smalto.solve.complete",
-        line_number=1,
-        line_contents="from smalto.solve.complete import CompleteSearch",
-    )
+    reaching = _graph_with("smalto.solve.jax_search", "smalto.solve.complete", "CompleteSearch")
     assert not contract.check(reaching, verbose=False).kept
