@@ -157,9 +157,18 @@ def find_core(
     # made once for all of them.
     made: DomainsMade = {}
     fuel = CoreFuel(CORE_WORK)
+    # The cuts found to hold together, by their requirements (each one object): a cut of
+    # one of them holds too (fewer requirements), and is not asked again.
+    held: list[frozenset[int]] = []
 
     def unsat(subset: list[Element]) -> bool:
-        return _satisfiable(system, subset, program, options, made, fuel) is False
+        cut = frozenset(map(id, subset))
+        if any(cut <= before for before in held):
+            return False
+        answer = _satisfiable(system, subset, program, options, made, fuel)
+        if answer is True:
+            held.append(cut)
+        return answer is False
 
     if explanation and unsat(explanation):
         return minimal_core(explanation, unsat, fuel)
