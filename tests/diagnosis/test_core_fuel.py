@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import reference
 
 import smalto
+from smalto.constraints.conflict_report import ConflictReport
 from smalto.diagnose import core
 
 UNSAT = Path(__file__).parents[1] / "unsat"
@@ -38,7 +40,13 @@ def _message(name: str) -> str:
     return str(_refusal(name))
 
 
-def _racing(real, readings: list[int]):  # type: ignore[no-untyped-def]
+def _report(name: str) -> ConflictReport:
+    report = _refusal(name).conflict
+    assert isinstance(report, ConflictReport)
+    return report
+
+
+def _racing(real: Callable[[], float], readings: list[int]) -> Callable[[], float]:
     """``real``, read as a busy machine's clock: 100 s later at each reading."""
 
     def read() -> float:
@@ -50,8 +58,7 @@ def _racing(real, readings: list[int]):  # type: ignore[no-untyped-def]
 
 def test_a_clock_racing_changes_no_word_of_the_message() -> None:
     idle = _message(KERNEL)
-    report = _refusal(KERNEL).conflict
-    assert report is not None and report.minimal
+    assert _report(KERNEL).minimal
     readings = [0]
     with pytest.MonkeyPatch.context() as patch:
         for name in ("monotonic", "perf_counter", "time", "process_time"):
@@ -62,11 +69,10 @@ def test_a_clock_racing_changes_no_word_of_the_message() -> None:
 
 
 def test_the_core_search_stops_where_its_work_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    whole = _refusal(KERNEL).conflict
-    assert whole is not None and whole.minimal
+    whole = _report(KERNEL)
+    assert whole.minimal
     monkeypatch.setattr(core, "CORE_WORK", 3)
-    cut = [_refusal(KERNEL).conflict for _ in range(2)]
-    assert cut[0] is not None and cut[1] is not None
+    cut = [_report(KERNEL) for _ in range(2)]
     assert not cut[0].minimal
     # Stopped early, at the same place each time: a core larger than the minimal one.
     assert len(cut[0].core) > len(whole.core)
