@@ -27,9 +27,9 @@ from smalto.solve.options import SolveOptions
 # The work a core's shrinking may do: each question counts one, and each attempt its
 # search made one more (a question's own search is bounded apart, ``CORE_FUEL``). Past
 # it the core is smaller but not known minimal. Every core of the corpus's refusals and
-# of ``tests/unsat`` takes under 2 000 (the most: 35 questions, 1 803 attempts, a
-# quarter of a second); this bound, ten times that, stops a search about where the
-# 3-second deadline it replaces stopped one on an idle machine.
+# of ``tests/unsat`` takes under 2 000 (the most: 35 questions, 1 803 attempts, 0.26 s);
+# this bound, ten times that, stops a search at that pace after about 3 seconds, where
+# the wall-clock deadline it replaces stopped one on an idle machine.
 CORE_WORK = 20_000
 
 
