@@ -27,6 +27,35 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _cpu_quota() -> int | None:
+    """The cores a cgroup (v2) quota grants this process, rounded down; None without one."""
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else max(1, int(quota) // int(period))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, unknown without it
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``make test`` runs ``-n auto``: one worker a core this process may use (its CPU
+    affinity and any cgroup quota, which ``os.cpu_count`` ignores), but no more than
+    one per 3 GiB of memory (a worker holds JAX, the corpus's modules and their
+    caches: about 1.5 GiB at its peak). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides."""
+    configured = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if configured:
+        return int(configured)
+    cores = len(os.sched_getaffinity(0))
+    quota = _cpu_quota()
+    if quota is not None:
+        cores = min(cores, quota)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return cores
+    return max(1, min(cores, memory // (3 << 30)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``slow`` tests run only with ``SMALTO_SLOW=1``: CI (2 cores, a 10-minute goal) runs
     their cheaper twins."""
