@@ -78,10 +78,10 @@ def _infer(text: str, arch: tuple[int, int], **options: bool) -> tuple[object, s
     return module, "ok", [type(w.message) for w in caught]
 
 
-def _lowers(module: object, arch: tuple[int, int]) -> str | None:
-    """None if JAX's lowering takes the annotated module (in its own launch, or in one
-    made for it), else why not."""
-    if "gpu.launch" in str(module):
+def _lowers(module: object, arch: tuple[int, int], text: str) -> str | None:
+    """None if JAX's lowering takes the annotated module (written as ``text``: in its own
+    launch, or in one made for it), else why not."""
+    if "gpu.launch" in text:
         return prop.try_jax_lowering(module, arch, lower=prop.lower_own_launch)
     return prop.try_jax_lowering(module, arch)
 
@@ -92,7 +92,7 @@ def _jax_lowers_as_written(text: str, arch: tuple[int, int]) -> bool:
     jax_outcome, _, jax_module = prop.run_jax_module(text, arch)
     if jax_outcome != "ok" or prop.check(jax_module, arch):  # type: ignore[arg-type]
         return False
-    return _lowers(jax_module, arch) is None
+    return _lowers(jax_module, arch, text) is None
 
 
 def _left_as_it_came(module: object, text: str) -> bool:
@@ -110,7 +110,10 @@ def judge(case: RescueModule, *, with_jax: bool = True) -> RescueVerdict:
         return RescueVerdict("rescue-crash", outcome)
     if outcome == "ok" and not any(warning in said for warning in WARNINGS.values()):
         # No rescue acted: the module inferred as written.
-        verdict = prop.judge(text, arch, with_jax=with_jax)
+        with warnings.catch_warnings():
+            # (What smalto says of an answer, e.g. that it is slow, is no finding here.)
+            warnings.simplefilter("ignore")
+            verdict = prop.judge(text, arch, with_jax=with_jax)
         if verdict.failed and verdict.known_bug is None:
             return RescueVerdict("as-written", f"{verdict.kind}: {verdict.detail}")
         return RescueVerdict("infers-as-written")
@@ -131,7 +134,7 @@ def judge(case: RescueModule, *, with_jax: bool = True) -> RescueVerdict:
             assert_equivalent(before, rescued, min_trials=TRIALS, max_trials=30)  # type: ignore[arg-type]
     except AssertionError as error:
         return RescueVerdict("rescue-changes-results", " ".join(str(error).split())[:300])
-    why = _lowers(rescued, arch)
+    why = _lowers(rescued, arch, text)
     if why is not None:
         return RescueVerdict("rescue-not-lowerable", why)
     return RescueVerdict("rescued" if WARNINGS[case.rescue] in said else "rescued-otherwise")

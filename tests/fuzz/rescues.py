@@ -16,12 +16,19 @@ back against its tile. These families write exactly that, at random around it:
   RMS norm, softmax), reduced by a random kind, combined through a random chain and
   broadcast back against the tile.
 
-The oracles (``judge``): the module as written goes through the fuzz property of
-``fuzz.property`` (the checker, JAX's pass) where smalto answers, and where it does not,
-JAX's pass must not have layouts its lowering takes; with the rescue, smalto either
-refuses and leaves the module as it came, or its answer passes the checker, the
-reference evaluator finds the rescued module computing what the module as written does,
-bit for bit, and JAX's dialect lowering takes it. The tests
+Tiles are small mostly, large now and then (``MMA_ROWS``, ``COLUMNS``...): what the
+oracles cost grows with a tile's registers, what the families must reach does not.
+
+A family is written once, against its choices (``Pick``): ``FAMILIES`` are its hypothesis
+strategies, ``cases`` draws a fixed list of distinct modules from a seed (CI, and the
+long run ``fuzz.run_rescues``, judge slices of it).
+
+The oracles (``fuzz.rescue_property.judge``): the module as written goes through the
+fuzz property of ``fuzz.property`` (the checker, JAX's pass) where smalto answers, and
+where it does not, JAX's pass must not have layouts its lowering takes; with the rescue,
+smalto either refuses and leaves the module as it came, or its answer passes the
+checker, the reference evaluator finds the rescued module computing what the module as
+written does, bit for bit, and JAX's dialect lowering takes it. The tests
 (``tests/beyond_jax/test_fuzz_rescues.py``) assert that each family reaches its rescue.
 """
 
@@ -44,6 +51,8 @@ TCGEN05 = (
 )
 HOPPER, BLACKWELL = (9, 0), (10, 0)
 NARROW = ("bf16", "f16", "f8E4M3FN", "f8E5M2")
+# On Hopper, a WGMMA tile narrowed to 16 bits stores as written: f8 mostly, to reach.
+HOPPER_NARROW = ("f8E4M3FN", "f8E5M2", "f8E4M3FN", "f8E5M2", "bf16")
 BID = "mosaic_gpu.broadcast_in_dim"
 # Where a reduction across warps keeps its partial results, as Pallas reserves it (the
 # first 2 KiB of the kernel's SMEM).
@@ -61,7 +70,7 @@ MMA_ROWS = {HOPPER: (64, 64, 64, 128), BLACKWELL: (128, 128, 128, 256)}
 COLUMNS = (8, 16, 16, 32, 32, 64, 128)
 # Table columns: 64 rows (fewer than a warpgroup's threads) have no coalesced plan; 128
 # and 256 infer as written (strided, an element or two a thread): kept, less often.
-TABLE_ROWS = (64, 64, 64, 128, 256)
+TABLE_ROWS = (64, 64, 64, 64, 128, 256)
 # Statistics: a tile of 16 rows has no layouts even rewritten (refused, left as it came).
 STAT_ROWS = (16, 64, 64, 64, 128, 128)
 
@@ -199,7 +208,7 @@ def _epilogue(pick: Pick, arch: tuple[int, int]) -> tuple[_Lines, list[str]]:
     layout = WGMMA if arch == HOPPER else TCGEN05
     m = pick.one(MMA_ROWS[arch])
     n = pick.one(COLUMNS)
-    narrow = pick.one(NARROW if arch == BLACKWELL else NARROW[2:] + NARROW[:1])
+    narrow = pick.one(NARROW if arch == BLACKWELL else HOPPER_NARROW)
     tile, small = _vec((m, n), "f32"), _vec((m, n), narrow)
     source = out.arg(_mem((m, n), "f32"))
     x = out.load(source, _mem((m, n), "f32"), tile)
