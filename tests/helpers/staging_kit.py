@@ -17,6 +17,7 @@ that both modules see the same inputs and the same scalars everywhere else.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -51,14 +52,23 @@ def staged(op: ir.Operation) -> bool:
 _ARENA_BYTES = 1 << 19  # past any block's SMEM (227 KiB) and what staging may add
 
 
+@functools.lru_cache(maxsize=16)  # (the trials of a module: a few seeds)
+def _arena_bytes(seed: int) -> np.ndarray:
+    """A trial's SMEM bytes, drawn once a process (half a MiB: drawing them costs more
+    than a small kernel's run); each run writes to a copy."""
+    rng = np.random.default_rng([seed, 7_000_000])
+    arena = rng.integers(0, 256, _ARENA_BYTES, dtype=np.uint8)
+    arena.flags.writeable = False
+    return arena
+
+
 class SmemArena(Evaluator):
     """The reference evaluator with SMEM as one block of random bytes (the same in every
     run of a trial): each ``slice_smem`` a view of it at its offset."""
 
     def __init__(self, module: ir.Module, seed: int = 0, *, specials: bool = True) -> None:
         super().__init__(module, seed, specials=specials)
-        rng = np.random.default_rng([seed, 7_000_000])
-        self.arena = rng.integers(0, 256, _ARENA_BYTES, dtype=np.uint8)
+        self.arena = _arena_bytes(seed).copy()
         self.smem_buffers: set[int] = set()  # the numbers of the buffers that are SMEM
 
     def _results(self, op: ir.Operation) -> list[Any]:
