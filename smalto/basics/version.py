@@ -5,7 +5,6 @@ Light on purpose (no JAX): ``smalto --version`` reads it.
 
 from __future__ import annotations
 
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -22,6 +21,8 @@ def version() -> str:
         return metadata.version("smalto")
     except metadata.PackageNotFoundError:
         pass
+    import tomllib  # only a checkout never installed reads it; the rules import this module
+
     try:
         with _PYPROJECT.open("rb") as file:
             return str(tomllib.load(file)["project"]["version"])
