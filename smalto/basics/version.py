@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import metadata
 from pathlib import Path
 
-_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"  # smalto/basics/ -> root
 
 # The JAX (and jaxlib) smalto restates, and pyproject.toml pins: the one place code names
 # it. What to redo when it moves: docs/jax_upgrade.md.
