@@ -234,7 +234,7 @@ def _repr(names: list[str]) -> Callable[[Any], str]:
     return __repr__
 
 
-def _freeze(cls: type, own: dict[str, Any], *, slots: bool) -> None:
+def _freeze(cls: type[Any], own: dict[str, Any], *, slots: bool) -> None:
     """A frozen dataclass's ``__setattr__`` and ``__delattr__`` (and, slotted, the
     ``__getstate__``/``__setstate__`` that let it be pickled)."""
     for name in ("__setattr__", "__delattr__"):
@@ -256,9 +256,9 @@ def _freeze(cls: type, own: dict[str, Any], *, slots: bool) -> None:
     _method(cls, "__delattr__", __delattr__)
     if slots:
         if "__getstate__" not in own:
-            cls.__getstate__ = _getstate  # type: ignore[attr-defined]
+            cls.__getstate__ = _getstate  # type: ignore[assignment]
         if "__setstate__" not in own:
-            cls.__setstate__ = _setstate  # type: ignore[attr-defined]
+            cls.__setstate__ = _setstate
 
 
 def _getstate(self: Any) -> list[Any]:
