@@ -37,8 +37,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import REPO_ROOT
-from bench.first_call import _child_environment
-from bench.run import positive_int, text_table
 
 ROUTES = ("jax", "smalto")
 
@@ -82,6 +80,9 @@ def _child(first: str, route: str) -> dict[str, Any]:
 
     kernels = _kernels()
     order = [first, *(name for name in kernels if name != first)]
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] == "smalto")
+    if loaded:  # the first kernel would not pay the import it is here to time
+        raise RuntimeError(f"smalto is imported before the timing starts: {', '.join(loaded)}")
 
     def lower(name: str) -> None:
         fn, args = kernels[name]
@@ -102,6 +103,10 @@ def _child(first: str, route: str) -> dict[str, Any]:
 
 
 def _fresh(first: str, route: str) -> dict[str, Any]:
+    # (Here, not at the top: the child process that imports this module must not load
+    # smalto before its timing starts, and these modules import it.)
+    from bench.first_call import _child_environment
+
     argv = [sys.executable, "-m", "bench.route_first_kernel", "--child", first, route]
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env=_child_environment(), capture_output=True, text=True, check=False
@@ -129,15 +134,23 @@ HEADERS = (
 )
 
 
+def _positive_int(text: str) -> int:
+    from bench.run import positive_int  # (not in the child: see ``_fresh``)
+
+    return positive_int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.route_first_kernel", description=__doc__)
-    parser.add_argument("--repeat", type=positive_int, default=5)
+    parser.add_argument("--repeat", type=_positive_int, default=5)
     parser.add_argument("--child", nargs=2, metavar=("KERNEL", "ROUTE"), help=argparse.SUPPRESS)
     parser.add_argument("-k", dest="only", default="", help="only first kernels named with TEXT")
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(*args.child)))
         return 0
+    from bench.run import text_table  # (not in the child: see ``_fresh``)
+
     names = ["matmul", "attention", "elementwise", "gelu"]
     _fresh(names[0], "smalto")  # fills the bytecode cache, as an installed package has it
     rows = []

@@ -214,17 +214,17 @@ JAX_LABEL = "jax: "
 
 # JAX's phrases print layouts and transforms as Python reprs, and some an op in MLIR's
 # text; smalto's first line names them as its other lines do (``smalto.hw.names``).
-_STRIDED = re.compile(r"WGStridedFragLayout\(shape=(\([\d, ]*\)), vec_size=(\d+)\)")
-_SPLAT = re.compile(r"WGSplatFragLayout\(shape=\([\d, ]*\)\)")
-_TILE_TRANSFORM = re.compile(r"TileTransform\(tiling=\(([\d, ]*)\), rounding=None\)")
+# Patterns as text, compiled by ``re`` (and kept in its cache) when a message is first
+# worded: compiling them at import cost every process that never words one.
+_STRIDED = r"WGStridedFragLayout\(shape=(\([\d, ]*\)), vec_size=(\d+)\)"
+_SPLAT = r"WGSplatFragLayout\(shape=\([\d, ]*\)\)"
+_TILE_TRANSFORM = r"TileTransform\(tiling=\(([\d, ]*)\), rounding=None\)"
 # A ref's transforms as JAX prints them: ``(TilingTransform((32, 1)), SwizzleTransform(128))``.
-_TRANSFORMS = re.compile(
-    r"\(((?:(?:TilingTransform\(\([\d, ]*\)\)|SwizzleTransform\(\d+\)),? ?)+)\)"
-)
-_TILING = re.compile(r"TilingTransform\(\(([\d, ]*)\)\)")
-_SWIZZLE = re.compile(r"SwizzleTransform\((\d+)\)")
+_TRANSFORMS = r"\(((?:(?:TilingTransform\(\([\d, ]*\)\)|SwizzleTransform\(\d+\)),? ?)+)\)"
+_TILING = r"TilingTransform\(\(([\d, ]*)\)\)"
+_SWIZZLE = r"SwizzleTransform\((\d+)\)"
 # `` in %53 = mosaic_gpu.layout_cast x(%52 : ...) <...>.``: the op, printed.
-_PRINTED_OP = re.compile(r" in %[\w#]+ = ([\w.]+)\b.*?(\.?)$", re.DOTALL)
+_PRINTED_OP = r" in %[\w#]+ = ([\w.]+)\b.*?(\.?)$"
 
 
 def in_our_words(phrase: str) -> str:
@@ -235,20 +235,20 @@ def in_our_words(phrase: str) -> str:
     whole by its name (the traceback and the lines after say where it is)."""
     if "(" not in phrase and "notcompatible" not in phrase:
         return phrase
-    ours = _STRIDED.sub(lambda m: f"strided ×{m[2]} over {m[1]}", phrase)
-    ours = _SPLAT.sub("splat", ours)
-    ours = _TILE_TRANSFORM.sub(lambda m: "×".join(m[1].replace(" ", "").split(",")), ours)
-    ours = _TRANSFORMS.sub(lambda m: _transforms_in_our_words(m[1]), ours)
+    ours = re.sub(_STRIDED, lambda m: f"strided ×{m[2]} over {m[1]}", phrase)
+    ours = re.sub(_SPLAT, "splat", ours)
+    ours = re.sub(_TILE_TRANSFORM, lambda m: "×".join(m[1].replace(" ", "").split(",")), ours)
+    ours = re.sub(_TRANSFORMS, lambda m: _transforms_in_our_words(m[1]), ours)
     ours = ours.replace("notcompatible", "not compatible")
-    return _PRINTED_OP.sub(lambda m: f" in `{m[1]}`{m[2]}", ours)
+    return re.sub(_PRINTED_OP, lambda m: f" in `{m[1]}`{m[2]}", ours, flags=re.DOTALL)
 
 
 def _transforms_in_our_words(printed: str) -> str:
     """``TilingTransform((32, 1)), SwizzleTransform(128)`` as ``tiled 32×1 + swizzle 128``."""
     parts = [
-        f"tiled {'×'.join(m[1].replace(' ', '').split(','))}" for m in _TILING.finditer(printed)
+        f"tiled {'×'.join(m[1].replace(' ', '').split(','))}" for m in re.finditer(_TILING, printed)
     ]
-    parts += [f"swizzle {m[1]}" for m in _SWIZZLE.finditer(printed)]
+    parts += [f"swizzle {m[1]}" for m in re.finditer(_SWIZZLE, printed)]
     return " + ".join(parts)
 
 

@@ -9,7 +9,8 @@ A code is never reused for another kind once published; new kinds get new number
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from smalto.basics.records import value_class
 
 _CODE = re.compile(r"^SM\d{3}$", re.IGNORECASE)
 
@@ -31,7 +32,7 @@ MIXED_COLLECTIVE = "SM011"
 GENERIC = TWO_REGISTER_LAYOUTS
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Code:
     """One kind of failure: its code, a title, an example, why it fails, and the fixes."""
 

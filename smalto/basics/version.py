@@ -5,11 +5,10 @@ Light on purpose (no JAX): ``smalto --version`` reads it.
 
 from __future__ import annotations
 
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
-_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+_PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"  # smalto/basics/ -> root
 
 # The JAX (and jaxlib) smalto restates, and pyproject.toml pins: the one place code names
 # it. What to redo when it moves: docs/jax_upgrade.md.
@@ -22,6 +21,8 @@ def version() -> str:
         return metadata.version("smalto")
     except metadata.PackageNotFoundError:
         pass
+    import tomllib  # only a checkout never installed reads it; the rules import this module
+
     try:
         with _PYPROJECT.open("rb") as file:
             return str(tomllib.load(file)["project"]["version"])

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
-from smalto.basics.records import record
+from smalto.basics.records import record, value_class
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Const
 from smalto.program.view import Kind, Program
@@ -390,7 +390,7 @@ def constraint_variables(c: Constraint) -> tuple[int, ...]:
 # --- the system ----------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@value_class(slots=True)
 class Variable:
     id: int
     kind: Kind  # VECTOR, SMEM or TMEM
@@ -481,7 +481,7 @@ def element_variables(element: Element) -> tuple[int, ...]:
     return constraint_variables(element)
 
 
-@dataclass(slots=True)
+@value_class(slots=True)
 class System:
     variables: list[Variable] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)

@@ -11,12 +11,12 @@ never a Python repr. ``pallas_layout`` spells a register layout as Pallas code.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
+from smalto.basics.records import value_class
 from smalto.hw.values import Const, Reg, Smem, Tmem
 
 # Named register layouts, by the names JAX's messages and Pallas' ``plgpu.Layout`` use
@@ -148,7 +148,7 @@ def pallas_layout(value: Reg) -> str | None:
 # --- TMEM ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class TmemName:
     """A TMEM layout as ``tcgen05`` builds it: which builder, and its column count and packing."""
 

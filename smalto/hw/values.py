@@ -6,15 +6,15 @@ the lowering receives exactly the objects it knows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 from jax.experimental.mosaic.gpu import tcgen05
 
-from smalto.basics.records import record
+from smalto.basics.records import record, value_class
 
 
-@dataclass(slots=True, eq=False)
+@value_class(slots=True, eq=False)
 class Reg:
     """A register layout.
 
@@ -77,7 +77,7 @@ class Smem:
             )
 
 
-@dataclass(slots=True, eq=False)
+@value_class(slots=True, eq=False)
 class Tmem:
     """A TMEM layout (its hash computed once, as ``Reg``'s)."""
 

@@ -16,11 +16,11 @@ reads it where a rescue then infers the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TextIO
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import System, conflicting_fixed
 from smalto.errors import InferenceError
 from smalto.pipeline import annotate
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@value_class()
 class Inference:
     """Everything one inference produced: the program view, the system, and what solved it
     (``Solved``: the state that holds the answer, and whether JAX's order found it)."""

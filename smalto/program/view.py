@@ -15,11 +15,11 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import overload
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.source.locations import op_location_text
 
 # Ops whose regions hold already-lowered code: no layout is inferred inside
@@ -37,7 +37,7 @@ class Kind(enum.IntEnum):
     TMEM = 3  # tensor memory: a TMEM layout
 
 
-@dataclass(slots=True)
+@value_class(slots=True)
 class Producer:
     """Where a value comes from: an op result, or a block argument of an op's region."""
 

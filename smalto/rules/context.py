@@ -14,7 +14,6 @@ from typing import Literal, cast, overload
 from jax._src.lib.mlir import ir
 
 from smalto.basics import percontext
-from smalto.basics.version import JAX_PINNED
 from smalto.constraints.language import (
     Constraint,
     Fixed,
@@ -28,8 +27,6 @@ from smalto.constraints.language import (
 )
 from smalto.errors import FAILURE_PREFIX, MODULE_CHANGED, InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.jax_text import does_not_fit
-from smalto.hw.names import describe_value_whole
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program.view import Op, Program, Value
 from smalto.rules.attributes import ints
@@ -269,6 +266,8 @@ class RuleContext:
         producer = Site(*key)
         owner = self.program.ops[producer.op]
         if producer.role is _ARGUMENT and owner.name in UNSUPPORTED_BUFFER_OWNERS:
+            from smalto.basics.version import JAX_PINNED  # (words: only where it raises)
+
             raise NotImplementedError(
                 f"No layout inference rule defined for the SMEM buffers of {owner.name} "
                 f"(used by {self.describe_op(op)}; its buffer is allocated at "
@@ -325,6 +324,10 @@ class RuleContext:
         shape = self.system.variables[var].shape
         fixed = Fixed(var, value, op.id, what)
         if check and not hl.fits(value, shape):
+            # (The words' modules, where a value does not fit: a kernel that infers never
+            # loads them.)
+            from smalto.hw.jax_text import does_not_fit
+            from smalto.hw.names import describe_value_whole
 
             def text() -> str:
                 return (
@@ -368,6 +371,7 @@ class RuleContext:
         def words() -> tuple[str, object]:
             # (Imported when a refusal is worded: a kernel that infers never loads it.)
             from smalto.constraints.conflict_report import ConflictReport, Requirement
+            from smalto.hw.names import describe_value_whole
 
             if not program.unchanged():
                 # (Its ops may be gone: said without reading them.)

@@ -38,8 +38,6 @@ from smalto.constraints.language import (
 )
 from smalto.errors import FAILURE_PREFIX, InferenceError
 from smalto.hw import layouts as hl
-from smalto.hw.jax_text import layout_text
-from smalto.hw.names import describe_value
 from smalto.hw.transfers import Transfer
 from smalto.hw.values import Reg, Smem
 from smalto.program.view import Kind, Op
@@ -194,6 +192,8 @@ def layout_cast(ctx: RuleContext, op: Op) -> None:
     def jax_text() -> str:
         # JAX's words (sic), for code written against its pass, but for the layout: by
         # name, as smalto names it, where JAX prints its repr (hundreds of characters).
+        from smalto.hw.jax_text import layout_text  # (words: only where a cast does not fit)
+
         return (
             f"Cannot cast to layout {layout_text(layout)}: the layout is notcompatible "
             f"with the operand shape {shape} in {op.operation}."
@@ -280,6 +280,8 @@ def mma(ctx: RuleContext, op: Op) -> None:
 def _mma_jax_text(layout: Reg, jax_what: str, kind: str, shape: tuple[int, ...]) -> str:
     """JAX's words for an mma layout that does not fit, for code written against its pass
     (the layout by name, as JAX's other messages print it: never its long repr)."""
+    from smalto.hw.jax_text import layout_text  # (words: where an mma's layout does not fit)
+
     return (
         f"Cannot assign layout {layout_text(layout)} to {jax_what}: the layout is "
         f"not compatible with the {kind} shape {shape}."
@@ -308,6 +310,8 @@ def with_transforms(ctx: RuleContext, op: Op) -> None:
         )
         swizzle = f"{value.swizzle} swizzle" if value.swizzle else "no swizzle"
         shape = ctx.program.values[op.operands[0]].shape
+        from smalto.hw.names import describe_value  # (words: only where it refuses)
+
         # JAX's words first (its phrase), then which op, in smalto's.
         phrase = (
             f"{FAILURE_PREFIX}: Cannot apply {tiling} with {swizzle} to memref with shape {shape}."

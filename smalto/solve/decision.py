@@ -10,9 +10,9 @@ explanation), and ``jax_answer_breaks`` what the answer in JAX's order broke.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import Constraint
 from smalto.hw.values import Const
 from smalto.solve.fuel import FuelExhausted
@@ -23,7 +23,7 @@ from smalto.solve.propagation import Propagation
 Breaks = list[tuple[Constraint, Const]]
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class Solved:
     """An assignment: ``state.solution()``. ``in_jax_order``: found by the search in JAX's
     order (JAX's answer), not by one of smalto's complete searches."""
@@ -56,7 +56,7 @@ class NoLayouts:
         return f"NoLayouts(conflict={self.proof.conflict!r})"
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class Exhausted:
     """The fuel ran out first: ``spent`` attempts, with ``open_variables`` still open."""
 

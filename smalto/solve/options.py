@@ -15,8 +15,10 @@ every field reachable from the command line, the environment and the keywords).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import Field, field, fields
 from typing import Any, TypedDict, cast
+
+from smalto.basics.records import value_class
 
 # Ample for every kernel we know: the search needs a few dozen attempts at most
 # where JAX's pass may need thousands.
@@ -24,7 +26,7 @@ DEFAULT_FUEL = 100_000
 HOPPER = (9, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class Setting:
     """How a setting is set from outside smalto.
 
@@ -47,7 +49,7 @@ def _setting(default: Any, **how: Any) -> Any:
     return field(default=default, metadata={"setting": Setting(**how)})
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class SolveOptions:
     """How to infer one module.
 

@@ -31,18 +31,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from smalto.constraints.language import GmemTransfer, System
 from smalto.hw.values import Const
 from smalto.program.view import Program
-from smalto.solve.complete import CompleteSearch, DomainsMade
 from smalto.solve.decision import Breaks, Decision, Exhausted, NoLayouts, Solved
 from smalto.solve.evaluate import HOLDS, judge, simplify
 from smalto.solve.fuel import AtCheckpoint, FuelExhausted
 from smalto.solve.jax_search import JaxOrderSearch
 from smalto.solve.options import SolveOptions
 from smalto.solve.propagation import Propagation
+
+if TYPE_CHECKING:
+    from smalto.solve.complete import DomainsMade
 
 # Attempts the search in JAX's order may take before the complete search takes over,
 # beyond one per variable left open by the propagation before the first decision
@@ -275,6 +277,10 @@ class Complete:
     def run(self, state: Propagation) -> Decision | None:
         if not state.searching:
             return None  # the root failed: nothing to search from
+        # (Imported where JAX's order found nothing that lowers: a first call that infers as
+        # JAX does never loads the complete search.)
+        from smalto.solve.complete import CompleteSearch
+
         search = CompleteSearch(state)
         search.made_before = self.made
         try:

@@ -11,15 +11,16 @@ else is there) and, apart, the name the location carries.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol, cast
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
+
 _DEPTH = 64  # a location is a tree; nothing real nests this deep
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class FilePosition:
     file: str
     line: int
@@ -136,7 +137,7 @@ class Located(Protocol):
     def location(self) -> ir.Location: ...
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Place:
     """Where a changed op is, for the user: the location in words, the name JAX gives it,
     and the user's source position (None for parsed text without a file)."""

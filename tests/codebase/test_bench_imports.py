@@ -5,8 +5,12 @@ is run as the user runs it, ``python -m smalto ...``."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 FACES = ("smalto.cli", "smalto.__main__")
@@ -47,3 +51,22 @@ def test_the_finder_sees_an_import_in_a_script_string() -> None:
     # (What the test above would miss were the script strings not read.)
     script = 'CODE = """\nimport sys\nfrom smalto.cli.draw import build_parser\n"""\n'
     assert any(_is_face(name) for _, name in _imported(ast.parse(script)))
+
+
+@pytest.mark.parametrize("child", ["bench.route_first_kernel", "bench.fresh_process"])
+def test_a_fresh_process_benchmark_loads_no_smalto_before_it_times_the_import(child: str) -> None:
+    # The child processes of ``bench.route_first_kernel`` and ``bench.first_call`` time
+    # ``import smalto...`` as a user's process pays it: importing the module that runs
+    # them must not have loaded smalto already (bench.run and the corpus helpers do).
+    script = (
+        f"import sys, {child}; "
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'smalto'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=BENCH.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
