@@ -13,8 +13,8 @@ which ``smalto.infer`` reads as it returns the answer, with no walk over the mod
 through the bindings (issue #52: the first call); and ``WrittenLayouts``, the
 ``in_layouts``/``out_layouts`` written on a module's ops, for a module annotated
 already. Both are read over the program view's ops, so that they say the same of the
-same layouts. (One module, with its records' base: the first kernel whose answer is
-said pays the import of each module it loads.)
+same layouts. (They, and the records' base, live here rather than in modules of their
+own: the first kernel whose answer is said pays for each module it loads.)
 """
 
 from __future__ import annotations
