@@ -27,6 +27,7 @@ from smalto.constraints.language import System
 from smalto.hw.encode import AttributeCache, decode_layout
 from smalto.hw.names import pallas_layout, register_layout_name
 from smalto.hw.values import Const, Reg
+from smalto.program.reader import read_program
 from smalto.program.view import Kind, Program
 from smalto.source.locations import FilePosition, file_position
 
@@ -106,6 +107,13 @@ class WrittenLayouts(AnswerLayouts):
             stated = self._stated[(op_id, role)] = _decoded(op.operation, _ATTRIBUTES[role])
         place = sum(1 for vid in ids[:index] if values[vid].kind is Kind.VECTOR)
         return stated[place] if place < len(stated) else None
+
+
+def written_layouts(module: ir.Module) -> WrittenLayouts:
+    """The layouts written on ``module``'s ops, read through a program view of it (for a
+    module annotated already: ``smalto fix``'s, a report's). Must run, and be read,
+    inside the module's context."""
+    return WrittenLayouts(read_program(module))
 
 
 def _decoded(operation: ir.Operation, name: str) -> list[Reg | None]:
@@ -257,4 +265,5 @@ __all__ = [
     "WrittenLayouts",
     "relayouts",
     "transfer_layouts",
+    "written_layouts",
 ]

@@ -20,9 +20,9 @@ each element of a vector must sit next to the one before it in memory, so that
 transfer moves one element at a time, and the values computed together with it
 share its layout.
 
-Read off the answer's layouts (``pipeline.relayouts.AnswerLayouts``): as the solver holds them,
-where ``smalto.infer`` says it (no walk over the module through the bindings), or as
-written on an annotated module (``speed_costs``).
+Read off the answer's layouts (``pipeline.relayouts.AnswerLayouts``): as the solver
+holds them, where ``smalto.infer`` says it (no walk over the module through the
+bindings), or as written on an annotated module (``speed_costs``).
 """
 
 from __future__ import annotations
@@ -37,10 +37,9 @@ from smalto.pipeline.relayouts import (
     AnswerLayouts,
     NoteRecord,
     Relayout,
-    WrittenLayouts,
     relayouts,
+    written_layouts,
 )
-from smalto.program.reader import read_program
 from smalto.program.type_facts import facts_by_text
 from smalto.program.view import Kind, Op, Value
 from smalto.source.locations import FilePosition, file_position
@@ -94,7 +93,7 @@ class SpeedReport(NoteRecord):
 def speed_costs(module: ir.Module) -> SpeedReport:
     """Where the layouts written on ``module`` cost speed, in program order, and the cause.
     Must run inside the module's context."""
-    return answer_speed_costs(WrittenLayouts(read_program(module)))
+    return answer_speed_costs(written_layouts(module))
 
 
 def answer_speed_costs(layouts: AnswerLayouts, found: list[Relayout] | None = None) -> SpeedReport:
