@@ -50,7 +50,7 @@ from smalto.source.tracebacks import repoint_traceback, with_op_traceback
 
 if TYPE_CHECKING:
     from smalto.constraints.conflict_report import ConflictReport
-    from smalto.pipeline.relayouts import Relayout
+    from smalto.pipeline.relayouts import AnswerLayouts, Relayout, SolvedLayouts
 
 # What only a kernel with no layouts as written needs (the rescues and the rewrites
 # under them, JAX's phrases, the user's source files), and what only an answer JAX's
@@ -251,7 +251,7 @@ def infer_keeping_the_solution(
     inference = solve_with(module, options, dump_to)
     write(inference)
     if not inference.solved.in_jax_order:
-        say_slow_layouts(module)
+        say_slow_layouts(_solved_layouts(inference))
     return inference
 
 
@@ -308,10 +308,11 @@ def infer_layout(module: ir.Module, **keywords: Unpack[SolveKeywords]) -> None:
         if not result.solved.in_jax_order:
             from smalto.pipeline.relayouts import relayouts
 
-            found = relayouts(module)
+            layouts = _solved_layouts(result)
+            found = relayouts(layouts)
             if _SAY_SMALTO_ONLY.get():
-                _say_smalto_only(module, found)
-            say_slow_layouts(module, found)
+                _say_smalto_only(layouts, found)
+            say_slow_layouts(layouts, found)
         # Freed here, while the collector is paused: they hold no cycles, so
         # reference counting frees them all; left alive, they would be
         # traversed by the collection that resuming it sets off.
@@ -338,7 +339,16 @@ def saying_smalto_only() -> Iterator[None]:
         _SAY_SMALTO_ONLY.reset(token)
 
 
-def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
+def _solved_layouts(inference: Inference) -> SolvedLayouts:
+    """The layouts of an answer, as the solver holds them: what is said of an answer JAX's
+    own pass has not found is read off them, not off the module through the bindings."""
+    from smalto.pipeline.relayouts import SolvedLayouts
+
+    solution = inference.solved.state.solution()
+    return SolvedLayouts(inference.program, inference.system, solution)
+
+
+def _say_smalto_only(layouts: AnswerLayouts, found: list[Relayout]) -> None:
     named = "; ".join(str(r) for r in found[:4]) + (
         f"; and {len(found) - 4} more" if len(found) > 4 else ""
     )
@@ -348,7 +358,7 @@ def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
     # the kernel stores or loads; the warning stands at the first such line and names it.)
     from smalto.pipeline.relayouts import transfer_layouts
 
-    laid = [] if found else sorted(transfer_layouts(module), key=lambda t: "store" not in t.op)
+    laid = [] if found else sorted(transfer_layouts(layouts), key=lambda t: "store" not in t.op)
     laid = [t for t in laid if t.position is not None]
     if laid:
         named = "; ".join(f"`{t.op}` at {t.position}: {t.target}" for t in laid[:4])
@@ -360,21 +370,21 @@ def _say_smalto_only(module: ir.Module, found: list[Relayout]) -> None:
         tuple(found),
     )
     where = next((r.position for r in [*found, *laid] if r.position is not None), None)
-    _warn_at(message, where, module)
+    _warn_at(message, where, layouts.program.module)
 
 
-def say_slow_layouts(module: ir.Module, found: list[Relayout] | None = None) -> None:
-    """Where the layouts written on ``module`` (an answer JAX's own pass has not found) cost
-    speed, a ``SlowLayoutsWarning`` says so, once, at the line of the first place
-    (``found``: its relayouts, where read already)."""
-    from smalto.pipeline.speed import speed_costs
+def say_slow_layouts(layouts: AnswerLayouts, found: list[Relayout] | None = None) -> None:
+    """Where the answer's layouts (one JAX's own pass has not found) cost speed, a
+    ``SlowLayoutsWarning`` says so, once, at the line of the first place (``found``: its
+    relayouts, where read already)."""
+    from smalto.pipeline.speed import answer_speed_costs
 
-    report = speed_costs(module, found)
+    report = answer_speed_costs(layouts, found)
     if not report.costs:
         return
     message = SlowLayoutsWarning(report.message(), report)
     where = next((c.position for c in report.costs if c.position is not None), None)
-    _warn_at(message, where, module)
+    _warn_at(message, where, layouts.program.module)
 
 
 def _warn_at(message: Warning, where: FilePosition | None, module: ir.Module) -> None:

@@ -38,7 +38,7 @@ from smalto.jax.meaning import Meaning, TraceFailed, meaning_of
 from smalto.jax.other_functions import OtherFunctions
 from smalto.jax.portable import portable_edit
 from smalto.jax.staged_epilogue import STAGE, offered_staging, staged_epilogues
-from smalto.pipeline.relayouts import Relayout, relayouts, transfer_layouts
+from smalto.pipeline.relayouts import Relayout, relayouts, transfer_layouts, written_layouts
 from smalto.source.files import reading_as_edited
 from smalto.source.fix_edits import (
     MACHINE_APPLICABLE,
@@ -525,8 +525,10 @@ class _RelayoutsSeen(Observer):
 
     def after(self, call: InferenceCall, error: BaseException | None) -> None:
         if error is None and call.inferred_by == "smalto":
-            self.relayouts += relayouts(call.module)
-            self.transfers += transfer_layouts(call.module)
+            with call.module.context:
+                layouts = written_layouts(call.module)
+                self.relayouts += relayouts(layouts)
+                self.transfers += transfer_layouts(layouts)
 
 
 def choose(

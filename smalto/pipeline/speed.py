@@ -1,5 +1,5 @@
-"""Where an annotated module's layouts cost speed: what smalto says of an answer JAX's own
-pass has not found.
+"""Where an answer's layouts cost speed: what smalto says of an answer JAX's own pass has
+not found.
 
 Where JAX's answer lowers, smalto's is that answer, so there is nothing to say.
 Where it does not (smalto's complete or widened search found the layouts), the
@@ -19,46 +19,61 @@ transposed view: ``ref.T``, ``transpose_ref``), where one moves a narrow value:
 each element of a vector must sit next to the one before it in memory, so that
 transfer moves one element at a time, and the values computed together with it
 share its layout.
+
+Read off the answer's layouts (``pipeline.relayouts.AnswerLayouts``): as the solver
+holds them, where ``smalto.infer`` says it (no walk over the module through the
+bindings), or as written on an annotated module (``speed_costs``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
-from smalto.hw.encode import decode_layout
 from smalto.hw.names import register_layout_name
-from smalto.pipeline.relayouts import Relayout, relayouts
-from smalto.program.type_facts import element_bitwidth, facts_by_text
+from smalto.pipeline.relayouts import (
+    OPERAND,
+    RESULT,
+    AnswerLayouts,
+    NoteRecord,
+    Relayout,
+    relayouts,
+    written_layouts,
+)
+from smalto.program.type_facts import facts_by_text
+from smalto.program.view import Kind, Op, Value
 from smalto.source.locations import FilePosition, file_position
 
-_TRANSFERS = frozenset({"mosaic_gpu.vector_load", "mosaic_gpu.vector_store"})
+_STORE = "mosaic_gpu.vector_store"
+_TRANSFERS = frozenset({"mosaic_gpu.vector_load", _STORE})
 # Narrower than a bank word, a vector costs an access per element or two.
 _WORD_BITS = fa.SMEM_BANK_BYTES * 8
 _RELAYOUT = "a relayout of its operand"
 
 
-@dataclass(frozen=True)
-class SpeedCost:
+class SpeedCost(NoteRecord):
     """One place where the answer's layouts cost speed."""
 
-    op: str
-    position: FilePosition | None
-    what: str  # the cost, in words
+    __slots__ = ("op", "position", "what")
+
+    def __init__(self, op: str, position: FilePosition | None, what: str) -> None:
+        self.op = op
+        self.position = position
+        self.what = what  # the cost, in words
 
     def __str__(self) -> str:
         where = f" at {self.position}" if self.position is not None else ""
         return f"`{self.op}`{where}: {self.what}"
 
 
-@dataclass(frozen=True)
-class SpeedReport:
+class SpeedReport(NoteRecord):
     """What an answer's layouts cost, and why, where known."""
 
-    costs: tuple[SpeedCost, ...]
-    cause: SpeedCost | None  # the transfer through a strided view that forces narrow vectors
+    __slots__ = ("costs", "cause")
+
+    def __init__(self, costs: tuple[SpeedCost, ...], cause: SpeedCost | None) -> None:
+        self.costs = costs
+        self.cause = cause  # the transfer through a strided view that forces narrow vectors
 
     def message(self) -> str:
         shown = "; ".join(str(c) for c in self.costs[:6])
@@ -75,23 +90,32 @@ class SpeedReport:
         )
 
 
-def speed_costs(module: ir.Module, found: list[Relayout] | None = None) -> SpeedReport:
-    """Where ``module``'s layouts (written) cost speed, in program order, and the cause;
+def speed_costs(module: ir.Module) -> SpeedReport:
+    """Where the layouts written on ``module`` cost speed, in program order, and the cause.
+    Must run inside the module's context."""
+    return answer_speed_costs(written_layouts(module))
+
+
+def answer_speed_costs(layouts: AnswerLayouts, found: list[Relayout] | None = None) -> SpeedReport:
+    """Where the answer ``layouts`` gives costs speed, in program order, and the cause;
     ``found``: its relayouts, where the caller has read them already."""
+    program = layouts.program
     costs: list[SpeedCost] = []
     causes: list[SpeedCost] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        name = op.name
-        if name in _TRANSFERS:
-            narrow = _narrow_transfer(op)
-            if narrow is not None:
-                costs.append(narrow)
-            stride = _strided_minor(op)
-            if stride is not None and _moved_vector_length(op) == 1:
+    usual: dict[object, int | None] = {}  # the vector length JAX gives a strided value, by type
+    for op_id in program.layout_ops:
+        op = program.ops[op_id]
+        if op.name in _TRANSFERS:
+            moved = layouts.first_vector(op_id, OPERAND if op.name == _STORE else RESULT)
+            layout = None if moved is None or moved[1] is None else moved[1].layout
+            narrow_transfer = _narrow_transfer(layouts, op, layout)
+            if narrow_transfer is not None:
+                costs.append(narrow_transfer)
+            stride = _strided_minor(layouts, op)
+            if stride is not None and _vector_length(layout) == 1:
                 causes.append(
                     SpeedCost(
-                        name,
+                        op.name,
                         file_position(op.location),
                         f"it moves a value through a ref whose minor dim has stride {stride} "
                         "(a transposed view), where a vector's elements must be adjacent: "
@@ -99,12 +123,8 @@ def speed_costs(module: ir.Module, found: list[Relayout] | None = None) -> Speed
                         "layout",
                     )
                 )
-        if "out_layouts" in op.attributes:
-            costs.extend(_narrow_strided_results(op))
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    for relayout in relayouts(module) if found is None else found:
+        costs.extend(_narrow_strided_results(layouts, op, usual))
+    for relayout in relayouts(layouts) if found is None else found:
         costs.append(
             SpeedCost(
                 relayout.op,
@@ -122,50 +142,40 @@ def _line(cost: SpeedCost) -> tuple[str, int, int]:
     return ("", 0, 0) if p is None else (p.file, p.line, p.column)
 
 
-def _narrow_strided_results(op: ir.Operation) -> list[SpeedCost]:
+def _narrow_strided_results(
+    layouts: AnswerLayouts, op: Op, usual: dict[object, int | None]
+) -> list[SpeedCost]:
     """The strided results of ``op`` in vectors shorter than JAX gives such a value."""
     found = []
-    stated = list(ir.ArrayAttr(op.attributes["out_layouts"]))
-    vectors = [r for r in op.results if isinstance(r.type, ir.VectorType)]
-    for value, attr in zip(vectors, stated, strict=False):
-        try:
-            layout = decode_layout(attr)
-        except NotImplementedError:
+    values = layouts.program.values
+    for index, vid in enumerate(op.results):
+        value = values[vid]
+        if value.kind is not Kind.VECTOR:
             continue
-        if not isinstance(layout, fa.WGStridedFragLayout):
+        stated = layouts.layout(op.id, RESULT, index)
+        if stated is None or not stated.is_strided:
             continue
-        usual = fa.WGStridedFragLayout.from_shaped_type(value.type)
-        if usual is None or layout.vec_size >= usual.vec_size:
+        layout = stated.layout
+        assert isinstance(layout, fa.WGStridedFragLayout)
+        if value.info not in usual:
+            made = fa.WGStridedFragLayout.from_shaped_type(value.type)
+            usual[value.info] = None if made is None else made.vec_size
+        widest = usual[value.info]
+        if widest is None or layout.vec_size >= widest:
             continue
-        vty = ir.VectorType(value.type)
         found.append(
             SpeedCost(
                 op.name,
                 file_position(op.location),
-                f"its {_shape(vty)} result is strided with vectors of {layout.vec_size}, "
-                f"where vectors of {usual.vec_size} fit such a value",
+                f"its {_shape(value)} result is strided with vectors of {layout.vec_size}, "
+                f"where vectors of {widest} fit such a value",
             )
         )
     return found
 
 
-def _moved_layout(op: ir.Operation) -> fa.FragmentedLayout | None:
-    """The register layout a transfer moves its value in, as written."""
-    attribute = "in_layouts" if op.name == "mosaic_gpu.vector_store" else "out_layouts"
-    if attribute not in op.attributes:
-        return None
-    stated = list(ir.ArrayAttr(op.attributes[attribute]))
-    if not stated:
-        return None
-    try:
-        return decode_layout(stated[0])
-    except NotImplementedError:
-        return None
-
-
-def _moved_vector_length(op: ir.Operation) -> int | None:
-    """The elements a vector of the transfer's register layout holds."""
-    layout = _moved_layout(op)
+def _vector_length(layout: fa.FragmentedLayout | None) -> int | None:
+    """The elements a vector of a transfer's register layout holds."""
     if isinstance(layout, fa.WGStridedFragLayout):
         return layout.vec_size
     if isinstance(layout, fa.TiledLayout):
@@ -173,15 +183,16 @@ def _moved_vector_length(op: ir.Operation) -> int | None:
     return None
 
 
-def _narrow_transfer(op: ir.Operation) -> SpeedCost | None:
+def _narrow_transfer(
+    layouts: AnswerLayouts, op: Op, layout: fa.FragmentedLayout | None
+) -> SpeedCost | None:
     """A register transfer of one element a vector, narrower than a bank word (a tiled
     layout; a strided one is said where its value is made)."""
-    layout = _moved_layout(op)
     if not isinstance(layout, fa.TiledLayout) or layout.vector_length != 1:
         return None
-    value = op.operands[0] if op.name == "mosaic_gpu.vector_store" else op.results[0]
-    vty = ir.VectorType(value.type)
-    bits = element_bitwidth(vty.element_type)
+    ids = op.operands if op.name == _STORE else op.results
+    value = layouts.program.values[ids[0]]
+    bits = value.bitwidth
     if bits is None or layout.vector_length * bits >= _WORD_BITS:
         return None
     name = register_layout_name(layout) or "its layout"
@@ -189,7 +200,7 @@ def _narrow_transfer(op: ir.Operation) -> SpeedCost | None:
     return SpeedCost(
         op.name,
         file_position(op.location),
-        f"it moves {_shape(vty)} in {name}, vectors of {layout.vector_length} ({size} each): "
+        f"it moves {_shape(value)} in {name}, vectors of {layout.vector_length} ({size} each): "
         f"narrower than a {fa.SMEM_BANK_BYTES}-byte bank word",
     )
 
@@ -198,16 +209,28 @@ def _bytes(bits: int) -> str:
     return f"{bits} bits" if bits % 8 else f"{bits // 8} byte{'s' if bits > 8 else ''}"
 
 
-def _strided_minor(op: ir.Operation) -> int | None:
+def _strided_minor(layouts: AnswerLayouts, op: Op) -> int | None:
     """The stride of the minor dim of the ref ``op`` moves through, where it is not 1."""
-    ref = op.operands[1] if op.name == "mosaic_gpu.vector_store" else op.operands[0]
-    if not isinstance(ref.type, ir.MemRefType):
-        return None
-    strides = facts_by_text(ref.type)[3]
+    ref = layouts.program.values[op.operands[1] if op.name == _STORE else op.operands[0]]
+    strides = _strides(ref)
     if not strides or strides[-1] == 1:
         return None
     return strides[-1]
 
 
-def _shape(vty: ir.VectorType) -> str:
-    return "x".join(map(str, vty.shape)) + f"x{vty.element_type}"
+def _strides(value: Value) -> tuple[int, ...] | None:
+    """A memref's strides (the view reads them of every ref it registers; one it read late
+    as a scalar, here); None for any other value."""
+    if value.info is not None:
+        return value.strides
+    ty = value.type
+    return facts_by_text(ty)[3] if isinstance(ty, ir.MemRefType) else None
+
+
+def _shape(value: Value) -> str:
+    """A vector's type, as the bindings print its shape and element (``128x128xbf16``)."""
+    element = ir.VectorType(value.type).element_type
+    return "x".join(map(str, value.shape)) + f"x{element}"
+
+
+__all__ = ["SpeedCost", "SpeedReport", "answer_speed_costs", "speed_costs"]
