@@ -198,3 +198,43 @@ def test_the_smalto_only_warning_stands_at_the_value_and_names_its_layout() -> N
     )
     assert (warning.filename, warning.lineno) == (str(path), store)
     assert f"`mosaic_gpu.vector_store` at {path}:{store}:8: WGMMA_COL" in str(warning.message)
+
+
+def test_a_load_cast_already_to_its_layout_is_not_cast_again() -> None:
+    """Found by the Pallas-form fuzzer (``tests/fuzz/pallas_families.py``): on
+    ``x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)``, where smalto's answer
+    gives the load WGMMA, the portable edit wrote the cast a second time,
+    ``plgpu.layout_cast(plgpu.layout_cast(x_gmem[...], ...WGMMA), ...WGMMA)``. A load
+    cast to another layout is still cast (its own layout then differs from the cast's)."""
+    from smalto.jax.portable import portable_edit
+    from smalto.pipeline.relayouts import Relayout
+    from smalto.source.locations import FilePosition
+
+    text = NORMS.read_text()
+    lines = _lines(text, "rms_norm")
+    line = next(n for n in lines if "x_gmem[...]" in text.splitlines()[n - 1])
+    column = text.splitlines()[line - 1].index("x_gmem[...]") + 1
+
+    def load_in(layout: str) -> Relayout:
+        where = FilePosition(str(NORMS), line, column)
+        return Relayout("mosaic_gpu.vector_load", where, layout, layout, f"plgpu.Layout.{layout}")
+
+    def made(layout: str) -> str:
+        edit = portable_edit(
+            text,
+            str(NORMS),
+            [],
+            lambda _: True,
+            lambda _: True,
+            "rms_norm",
+            transfers=[load_in(layout)],
+            runs_equal=lambda _: True,
+        )
+        assert edit is not None
+        return edit.text.splitlines()[line - 1].strip()
+
+    assert made("WGMMA") == "x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)"
+    assert made("WGMMA_TRANSPOSED") == (
+        "x = plgpu.layout_cast(plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA_TRANSPOSED), "
+        "plgpu.Layout.WGMMA)"
+    )
