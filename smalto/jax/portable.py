@@ -205,8 +205,8 @@ class _Text:
         kernel's words) as written."""
         for node in ast.walk(self.tree):
             if (
-                _called_name(node) == "layout_cast"
-                and isinstance(node, ast.Call)
+                isinstance(node, ast.Call)
+                and _called_name(node) == "layout_cast"
                 and len(node.args) == 2
                 and node.args[0] is value
             ):
