@@ -86,7 +86,7 @@ class Applied:
 
 
 # The proofs an edit's meaning has before the run (``Applied.proven_by``).
-TRACE = "JAX's trace of the edited function equals the original's, layouts set aside"
+TRACE = "JAX's trace of the edited function equals its trace before the edit, layouts set aside"
 CONSTRUCTION = (
     "its construction: the same value stored whole and copied whole to the same place, "
     "no name changing binding"
