@@ -48,9 +48,12 @@ bench: venv
 # A long fuzz run, fresh seeds: 10 000 random modules against the checker and JAX's pass
 # (new failures are saved under tests/fuzz/regressions/, see tests/fuzz/run.py); 1 000
 # modules of each rescue family (tests/fuzz/run_rescues.py); 200 deep and wide modules
-# through the commands (tests/cli/test_deep_and_wide.py, a random sample per depth).
+# through the commands (tests/cli/test_deep_and_wide.py, a random sample per depth); 40
+# Pallas scripts of each Pallas-form family through `smalto fix` and JAX's Mosaic GPU
+# interpreter (tests/fuzz/run_pallas.py; seconds each, failures under .cache/fuzz-pallas/).
 .PHONY: fuzz
 fuzz: venv
 	cd tests && ../$(BIN)/python -m fuzz.run --examples 10000
 	cd tests && ../$(BIN)/python -m fuzz.run_rescues --examples 1000
+	cd tests && ../$(BIN)/python -m fuzz.run_pallas --examples 40
 	SMALTO_FUZZ_EXAMPLES=20 SMALTO_FUZZ_SEED=$$(date +%s) $(BIN)/pytest -q tests/cli/test_deep_and_wide.py

@@ -86,7 +86,7 @@ class Applied:
 
 
 # The proofs an edit's meaning has before the run (``Applied.proven_by``).
-TRACE = "JAX's trace of the edited function equals the original's, layouts set aside"
+TRACE = "JAX's trace of the edited function equals its trace before the edit, layouts set aside"
 CONSTRUCTION = (
     "its construction: the same value stored whole and copied whole to the same place, "
     "no name changing binding"
@@ -181,7 +181,7 @@ def fix_script(
 
     seen = {original}
     current = original
-    meanings = Meanings(load, args, rerun_original)
+    meanings = Meanings(load, args, rerun_original, text=original)
     lowered: Callable[..., Any] | None = None
     by_smalto: dict[str, tuple[bool, BaseException | None]] = {}
     for round_number in range(MAX_ROUNDS + 1):
@@ -215,7 +215,7 @@ def fix_script(
                 script,
                 allow_unoptimized,
                 outcome,
-                meanings.keeps,
+                meanings.keeps_from(current),
                 others=(others, namespace),
                 staged_lowers=_staged_lowers(load, script, function, args, arch, by_smalto),
                 unsteady=meanings.unsteady,
@@ -227,7 +227,7 @@ def fix_script(
             # and verified by JAX's own pass, it is judged apart. A text already seen was
             # proven to keep the meaning when it was made.)
             plain = apply_parts(current, [p for e in chosen if e.kind != STAGE for p in e.parts])
-            if edited in seen or (plain not in seen and not meanings.keeps(plain)):
+            if edited in seen or (plain not in seen and not meanings.keeps_from(current)(plain)):
                 break
             for edit in chosen:
                 outcome.applied.append(_applied(edit, current, script, path))
@@ -383,8 +383,11 @@ class Meanings:
         load: Loader,
         args: tuple[Any, ...],
         rerun: Callable[[], Callable[..., Any]] | None = None,
+        *,
+        text: str | None = None,
     ):
         self.load, self.args, self.rerun = load, args, rerun
+        self.text = text  # the script as written, where known
         self._original: Callable[..., Any] | None = None
         self._meanings: dict[str, Meaning | None] = {}
         self._wanted: Meaning | None = None
@@ -408,6 +411,21 @@ class Meanings:
             except TraceFailed:
                 return False  # nothing to compare with: nothing is proven
         return self._meaning(edited) == self._wanted
+
+    def keeps_from(self, base: str) -> Callable[[str], bool]:
+        """The check of an edit of the script ``base``: JAX's trace of the edited script
+        against ``base``'s. A text the fixing made (the script as staged, say) computes
+        what the original does, each of its edits proven when it was made; an edit of it
+        keeps that where its trace is the text's own. (Against the original's trace, an
+        edit of a staged text could never be proven: the staging changes the ops.)"""
+        if base == self.text:
+            return self.keeps
+
+        def keeps(edited: str) -> bool:
+            wanted = self._meaning(base)
+            return wanted is not None and self._meaning(edited) == wanted
+
+        return keeps
 
     def unsteady(self) -> bool:
         """Whether JAX's trace of the function as written differs between two runs of the
@@ -481,7 +499,7 @@ def _make_portable(
         outcome.text,
         str(script),
         found.relayouts,
-        meanings.keeps,
+        meanings.keeps_from(outcome.text),
         jax_lowers,
         fn.__name__,
         transfers=found.transfers,

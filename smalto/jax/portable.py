@@ -191,12 +191,27 @@ class _Text:
                 continue
             written = self.segment(value)
             own = in_kernel_words(lines, layout, value.lineno)
+            if self._cast_already(value, own):
+                continue  # (``plgpu.layout_cast(x_ref[...], L)``: cast to L again is noise)
             part = Part(self.span(value), written, f"{self.module}.layout_cast({written}, {own})")
             if not any(overlaps(part, other) for other in parts):
                 parts.append(part)
                 said.append(f"`{written}` at {where.file}:{value.lineno} to {transfer.target}")
         words = "cast " + ", ".join(said) + " (the layouts smalto's answer gives them)"
         return parts, words
+
+    def _cast_already(self, value: ast.expr, layout: str) -> bool:
+        """Whether ``value`` is the operand of a ``layout_cast`` to ``layout`` (in the
+        kernel's words) as written."""
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and _called_name(node) == "layout_cast"
+                and len(node.args) == 2
+                and node.args[0] is value
+            ):
+                return self.segment(node.args[1]) == layout
+        return False
 
     def _transferred(self, store: bool, line: int, column: int) -> ast.expr | None:
         """The value stored by the assignment at ``line``, or the load at ``line`` that

@@ -147,10 +147,19 @@ def _called(node: ast.expr) -> str:
 
 
 def _axis(call: ast.Call) -> int | None:
+    """The one axis ``call`` reduces over: ``axis=a``, ``axis=(a,)``, or the second
+    argument of a function (``jnp.max(x, -1)``)."""
     for keyword in call.keywords:
         if keyword.arg == "axis":
-            return _int(keyword.value)
-    return _int(call.args[1]) if len(call.args) > 1 else None
+            return _one_int(keyword.value)
+    return _one_int(call.args[1]) if len(call.args) > 1 else None
+
+
+def _one_int(node: ast.expr) -> int | None:
+    """An integer, or a tuple of one (``(-1,)``: one axis, as JAX reads it)."""
+    if isinstance(node, ast.Tuple) and len(node.elts) == 1:
+        return _int(node.elts[0])
+    return _int(node)
 
 
 def _int(node: ast.expr) -> int | None:
@@ -226,9 +235,12 @@ def _kept_by_reshape(node: ast.Call) -> tuple[ast.Call, str, str] | None:
         if len(node.args) == 1 and isinstance(node.args[0], ast.Tuple)
         else node.args
     )
+    assert isinstance(node.func.value, ast.Call)
     if len(sizes) == 2 and isinstance(sizes[1], ast.Constant) and sizes[1].value == 1:
-        assert isinstance(node.func.value, ast.Call)
         return node.func.value, ".reshape(m, 1)", "[:, None]"
+    # (A column statistic as a row: ``jnp.max(x, axis=0).reshape(1, n)`` is ``[None, :]``.)
+    if len(sizes) == 2 and isinstance(sizes[0], ast.Constant) and sizes[0].value == 1:
+        return node.func.value, ".reshape(1, n)", "[None, :]"
     return None
 
 

@@ -198,3 +198,95 @@ def test_the_smalto_only_warning_stands_at_the_value_and_names_its_layout() -> N
     )
     assert (warning.filename, warning.lineno) == (str(path), store)
     assert f"`mosaic_gpu.vector_store` at {path}:{store}:8: WGMMA_COL" in str(warning.message)
+
+
+def test_a_load_cast_already_to_its_layout_is_not_cast_again() -> None:
+    """Found by the Pallas-form fuzzer (``tests/fuzz/pallas_families.py``): on
+    ``x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)``, where smalto's answer
+    gives the load WGMMA, the portable edit wrote the cast a second time,
+    ``plgpu.layout_cast(plgpu.layout_cast(x_gmem[...], ...WGMMA), ...WGMMA)``. A load
+    cast to another layout is still cast (its own layout then differs from the cast's)."""
+    from smalto.jax.portable import portable_edit
+    from smalto.pipeline.relayouts import Relayout
+    from smalto.source.locations import FilePosition
+
+    text = NORMS.read_text()
+    lines = _lines(text, "rms_norm")
+    line = next(n for n in lines if "x_gmem[...]" in text.splitlines()[n - 1])
+    column = text.splitlines()[line - 1].index("x_gmem[...]") + 1
+
+    def load_in(layout: str) -> Relayout:
+        where = FilePosition(str(NORMS), line, column)
+        return Relayout("mosaic_gpu.vector_load", where, layout, layout, f"plgpu.Layout.{layout}")
+
+    def made(layout: str) -> str:
+        edit = portable_edit(
+            text,
+            str(NORMS),
+            [],
+            lambda _: True,
+            lambda _: True,
+            "rms_norm",
+            transfers=[load_in(layout)],
+            runs_equal=lambda _: True,
+        )
+        assert edit is not None
+        return edit.text.splitlines()[line - 1].strip()
+
+    assert made("WGMMA") == "x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)"
+    assert made("WGMMA_TRANSPOSED") == (
+        "x = plgpu.layout_cast(plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA_TRANSPOSED), "
+        "plgpu.Layout.WGMMA)"
+    )
+
+
+COLUMN_SOFTMAX = """import jax
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+WARPGROUP = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+
+
+def softmax(x):
+    def body(x_gmem, o_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        rows, cols = x.shape
+        m = jnp.max(x, {axis}).reshape({kept})
+        e = jnp.exp(x - m)
+        o_gmem[...] = e / jnp.sum(e, axis=({axis},)).reshape({kept})
+
+    return plgpu.kernel(
+        body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), compiler_params=WARPGROUP
+    )(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("axis", "kept", "expansion"), [(-1, "rows, 1", "[:, None]"), (0, "1, cols", "[None, :]")]
+)
+def test_an_axis_as_a_tuple_or_an_argument_and_a_row_by_reshape_are_followed(
+    tmp_path: Path, axis: int, kept: str, expansion: str
+) -> None:
+    """Found by the Pallas-form fuzzer (family keepdims, seeds 2004 and 2008): a softmax
+    whose axis is the second argument (``jnp.max(x, -1)``) or a tuple of one
+    (``axis=(-1,)``), or whose column statistics are rows by ``.reshape(1, cols)``, had
+    no edit (``smalto fix`` refused). Each is written as an (N,) value and put back where
+    it meets the tile; JAX's own pass lowers the edit and both kernels run bit-equal."""
+    text = COLUMN_SOFTMAX.format(axis=axis, kept=kept)
+    script = tmp_path / "softmax.py"
+    script.write_text(text)
+    edit = keepdims_edit(text, str(script), _lines(text, "softmax"))
+    assert edit is not None
+    assert [p.replacement for p in edit.parts] == [
+        f"jnp.max(x, {axis})",
+        f"jnp.exp(x - m{expansion})",
+        f"e / jnp.sum(e, axis=({axis},)){expansion}",
+    ]
+    edited = tmp_path / "edited.py"
+    edited.write_text(apply_parts(text, edit.parts))
+    original, fixed = (runpy.run_path(str(p))["softmax"] for p in (script, edited))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fixed, TILE, arch=(9, 0), by="jax")
+    ran = run_both(original, fixed, (TILE,))
+    assert ran.proven, ran.why_not

@@ -270,3 +270,32 @@ def test_the_api_labels_an_edit_with_the_same_trace_check() -> None:
     checked = _checked([layout, axis], fn, ROWS, str(path))
     assert checked[0] == layout  # a layout retargeted: as it was
     assert checked[1].applicability == MAYBE_INCORRECT and checked[1].changes_meaning
+
+
+def test_an_edit_of_a_staged_text_is_judged_against_that_text() -> None:
+    """Found by the Pallas-form fuzzer (``tests/fuzz/pallas_families.py``, family staged,
+    seed 2004: an f8 store staged, an f16 store beside it needing a cast): an edit made
+    after the staged epilogue was judged against the original's trace, which the staging
+    changes (``run_scoped``, the copy), so no such edit could ever be proven and the fix
+    needed smalto. It is judged against the text it edits, itself proven when made: the
+    same trace passes, another computation does not, and an edit of the script as written
+    is still judged against the original."""
+    from smalto.jax.fixing import Meanings
+
+    original = "def kernel(x):\n    return x + 1.0\n"
+    staged = "def kernel(x):\n    y = jnp.sort(x)\n    return y + 1.0\n"  # (other ops)
+    recast = "def kernel(x):\n    return jnp.sort(x) + 1.0\n"  # (the staged text's trace)
+    changed = "def kernel(x):\n    return jnp.sort(x) + 2.0\n"
+
+    def load(text: str, why: str) -> object:
+        namespace: dict[str, object] = {"jnp": jnp}
+        exec(text, namespace)
+        return namespace["kernel"]
+
+    meanings = Meanings(load, (jax.ShapeDtypeStruct((8,), jnp.float32),), text=original)
+    meanings.original_function(load(original, ""))
+    assert not meanings.keeps(recast)  # (the original's trace: the staging differs)
+    assert meanings.keeps_from(staged)(recast)
+    assert not meanings.keeps_from(staged)(changed)
+    assert meanings.keeps_from(original)("def kernel(x):\n    y = x\n    return y + 1.0\n")
+    assert not meanings.keeps_from(original)(changed)
