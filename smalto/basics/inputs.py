@@ -3,9 +3,9 @@
 Every refusal is an ``MlirInputError`` with a one-line message (the command
 line exits 2): a file (or stdin) that cannot be read, is not UTF-8 or is larger
 than ``MAX_INPUT_BYTES``, an empty one, text nested deeper than smalto takes
-(``smalto.basics.nesting``), text that does not parse or verify, and a module that
-is no Mosaic GPU kernel (a StableHLO module, say), named by what it holds, since
-inferring nothing and echoing it back would look like success.
+(``smalto.basics.nesting``, said by ``parse_module``), text that does not parse or
+verify, and a module that is no Mosaic GPU kernel (a StableHLO module, say), named by
+what it holds, since inferring nothing and echoing it back would look like success.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from jax._src.lib.mlir import ir
 
 from smalto.basics.file_names import is_printable, printable
 from smalto.basics.mlir import MlirInputError, parse_module
-from smalto.basics.nesting import text_too_deep
 
 STDIN = "-"
 # The most a command reads of one input: far above any kernel's module, and a bound on
@@ -56,9 +55,6 @@ def read_input(name: str, *, kernel: bool = True) -> Input:
             f"{source_name} is empty: expected a Mosaic GPU module (the .mlir files "
             "`smalto capture` writes)"
         )
-    too_deep = text_too_deep(text, source_name)
-    if too_deep is not None:  # refused before MLIR's parser recurses off its stack
-        raise MlirInputError(too_deep)
     try:
         module = parse_module(text, source_name=source_name, path=name if from_file else None)
     except MlirInputError:

@@ -14,6 +14,8 @@ from jax._src.interpreters import mlir as jax_mlir
 from jax._src.lib import mosaic_gpu_dialect
 from jax._src.lib.mlir import ir
 
+from smalto.basics.nesting import bracket_depth, parse_with_room, text_too_deep
+
 __all__ = [
     "MlirInputError",
     "clone_module",
@@ -94,14 +96,25 @@ def parse_module(
     instead of ``text`` (which should be its contents), so that the ops it
     gives no ``loc(...)`` are located in it (``kernel.mlir:12:5``) rather than
     in ``-``, as ``mlir-opt`` does. Raises ``MlirInputError`` with a one-line
-    message if the text does not parse or the module does not verify.
+    message if the text does not parse or the module does not verify, or nests deeper
+    than smalto takes (``smalto.basics.nesting``: refused before MLIR's parser recurses
+    into it).
     """
+    depth = bracket_depth(text)
+    too_deep = text_too_deep(text, source_name, depth)
+    if too_deep is not None:
+        raise MlirInputError(too_deep)
     if context is None:
         context = make_context()
-    try:
+    parsing_in = context
+
+    def parse() -> ir.Module:
         if path is not None:
-            return ir.Module.parseFile(path, context=context)
-        return ir.Module.parse(text, context=context)
+            return ir.Module.parseFile(path, context=parsing_in)
+        return ir.Module.parse(text, context=parsing_in)
+
+    try:
+        return parse_with_room(parse, depth)
     except ir.MLIRError as error:
         raise MlirInputError(_summarize(error, source_name)) from None
 

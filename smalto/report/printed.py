@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import operation_text
+from smalto.basics.nesting import bracket_depth, parse_with_room
 from smalto.program.view import Program, ops_in_order
 from smalto.source.locations import file_position, location_name, location_text
 
@@ -102,8 +103,10 @@ def printed_module(
     text = operation_text(operation, generic=generic)
     printed = PrintedModule(text, [None] * len(program.ops))
     try:
-        copy = ir.Module.parse(text, context=operation.context)
-    except ir.MLIRError:
+        copy = parse_with_room(
+            lambda: ir.Module.parse(text, context=operation.context), bracket_depth(text)
+        )
+    except (ir.MLIRError, ValueError):
         return printed  # the printed form does not parse back: no positions, no names
     copy_ops = ops_in_order(copy.operation)
     if len(copy_ops) != len(program.ops):

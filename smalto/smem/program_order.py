@@ -55,6 +55,29 @@ class ProgramOrder:
         self.allocating: list[tuple[ir.Operation, int]] = []
 
     def visit(self, op: ir.Operation, parent: int) -> None:
+        """Numbers ``op`` and the ops nested in it, in program order (pre-order), under
+        ``parent``. Walks with a stack of its own, not by recursion: a module nests as deep
+        as ``smalto.basics.nesting`` lets it, deeper than Python's recursion limit."""
+        # Entries: an op to number, under its parent; or, after its subtree, the index
+        # whose end to close.
+        pending: list[tuple[ir.Operation, int] | int] = [(op, parent)]
+        while pending:
+            entry = pending.pop()
+            if isinstance(entry, int):
+                self.ends[entry] = len(self.names) - 1
+                continue
+            current, above = entry
+            i = self._number(current, above)
+            pending.append(i)
+            inner = [
+                nested.operation
+                for region in current.regions
+                for block in region.blocks
+                for nested in block.operations
+            ]
+            pending.extend((nested, i) for nested in reversed(inner))
+
+    def _number(self, op: ir.Operation, parent: int) -> int:
         i = len(self.names)
         self.index[op] = i
         self.operations.append(op)
@@ -67,11 +90,7 @@ class ProgramOrder:
             op.name in ("vector.multi_reduction", "vector.reduction") and "offset" in op.attributes
         ):
             self.allocating.append((op, i))
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    self.visit(inner.operation, i)
-        self.ends[i] = len(self.names) - 1
+        return i
 
     def uses(self, op: ir.Operation, i: int) -> tuple[int, int]:
         """The first and the last op, in program order, that use the slice ``op`` or a view

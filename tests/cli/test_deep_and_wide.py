@@ -3,14 +3,16 @@ every command answers, or says in one line why not (exit status 2, naming the de
 where the module nests deeper than smalto takes), never with a traceback; and every
 answer passes the checker.
 
-CI runs a small derandomized sample (a module 512 regions deep costs seconds): one module
-a depth; ``make fuzz`` sets ``SMALTO_FUZZ_EXAMPLES`` for more and ``SMALTO_FUZZ_SEED`` for
-fresh ones.
+CI runs a small derandomized sample (a module 1 024 regions deep costs seconds): one
+module a depth, every command on the shallow ones, infer and check at the limit;
+``make fuzz`` sets ``SMALTO_FUZZ_EXAMPLES`` for more (and every command on random depths
+up to the limit) and ``SMALTO_FUZZ_SEED`` for fresh ones.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import smalto
-from smalto.basics.mlir import MlirInputError
+from smalto.basics.mlir import MlirInputError, parse_module
 from smalto.basics.nesting import MAX_REGION_DEPTH, bracket_depth
 from smalto.check import check
 
@@ -95,9 +97,9 @@ def test_deep_modules(depth: int, tmp_path_factory: pytest.TempPathFactory) -> N
     @SETTINGS
     @given(deep_modules(st.just(depth)))
     def judged(module: ShapedModule) -> None:
-        # Every command on the shallow ones and at the limit (where a walk that
-        # recursed would be deepest); infer and check elsewhere.
-        commands = depth <= 40 or depth == MAX_REGION_DEPTH
+        # Every command on the shallow ones; infer and check at the limit (every command
+        # there costs a minute: ``make fuzz`` runs them on random depths up to it).
+        commands = depth <= 40
         _judge(module, tmp_path_factory.mktemp("deep"), commands)
 
     judged()
@@ -110,6 +112,68 @@ def test_wide_modules(length: int, tmp_path_factory: pytest.TempPathFactory) -> 
     @given(wide_modules(st.just(length)))
     def judged(module: ShapedModule) -> None:
         _judge(module, tmp_path_factory.mktemp("wide"), commands=length <= 300)
+
+    judged()
+
+
+def test_random_depths_through_every_command(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``make fuzz`` only (``SMALTO_FUZZ_EXAMPLES``): random depths up to the limit, every
+    command (a walk that recursed would run past Python's limit at a few hundred)."""
+    if EXAMPLES == 0:
+        pytest.skip("every command on modules hundreds deep takes minutes: make fuzz")
+
+    @_seeded
+    @SETTINGS
+    @given(deep_modules(st.integers(41, MAX_REGION_DEPTH)))
+    def judged(module: ShapedModule) -> None:
+        _judge(module, tmp_path_factory.mktemp("deep"), commands=True)
+
+    judged()
+
+
+# What a thread gets where the stack's limit is unlimited (glibc's default): MLIR's parser
+# takes about 500 regions on it, the printer about 2 300.
+_SMALL_THREAD_STACK = 2 << 20
+
+
+def test_the_library_takes_the_limit_from_a_thread_with_a_small_stack() -> None:
+    """``parse_module``, ``infer_layout``, the checker and printing, from a thread with a 2 MiB
+    stack, on a module as deep as smalto takes (the parse runs on a stack of its own); one
+    level deeper, ``infer_layout`` refuses it in one line."""
+
+    @SETTINGS
+    @given(deep_modules(st.just(MAX_REGION_DEPTH)), deep_modules(st.just(MAX_REGION_DEPTH + 1)))
+    def judged(module: ShapedModule, deeper: ShapedModule) -> None:
+        outcome: list[object] = []
+
+        def work() -> None:
+            parsed = parse_module(module.text)
+            try:
+                smalto.infer_layout(parsed, arch=module.arch)
+                outcome.append((check(parsed, module.arch), len(str(parsed))))
+            except smalto.InferenceError as failed:  # no layouts: said, not crashed
+                outcome.append(failed)
+            too_deep = parse_module(deeper.text)
+            try:
+                smalto.infer_layout(too_deep, arch=deeper.arch)
+            except MlirInputError as refused:
+                outcome.append(str(refused))
+
+        before = threading.stack_size(_SMALL_THREAD_STACK)
+        try:
+            worker = threading.Thread(target=work)
+            worker.start()
+        finally:
+            threading.stack_size(before)
+        worker.join()
+        assert len(outcome) == 2, outcome
+        answer, refusal = outcome
+        if isinstance(answer, tuple):
+            problems, printed = answer
+            assert problems == [] and printed > 0, problems
+        assert isinstance(refusal, str), refusal
+        assert refusal.startswith(f"the module nests regions {MAX_REGION_DEPTH + 1} deep")
+        assert "\n" not in refusal
 
     judged()
 
