@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/smalto infer examples/hopper_matmul.mlir
 
+# On every core this process may use (pytest-xdist; tests/conftest.py counts them, a
+# cgroup's quota and the memory included); work-stealing keeps each worker on a run of
+# whole files and hands the last ones to whichever is idle. docs/testing.md says more.
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # ruff (lint and format), mypy over the package ([tool.mypy] in pyproject.toml), then the
 # import contracts of pyproject.toml (the layers, no circles; see docs/architecture.md), which

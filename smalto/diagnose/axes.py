@@ -15,6 +15,7 @@ over the other axis in the author's spelling (``m = s.max(axis=1)``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
@@ -24,13 +25,9 @@ from smalto.program.view import Op, Program
 from smalto.rules.attributes import ints
 from smalto.source.files import Sources
 from smalto.source.locations import file_position, location_name, op_text
-from smalto.source.pallas_edits import (
-    StatementEdit,
-    expansion_at,
-    expression_at,
-    with_axis,
-    with_expansion,
-)
+
+if TYPE_CHECKING:
+    from smalto.source.pallas_edits import StatementEdit
 
 REDUCTION = "vector.multi_reduction"
 _BROADCAST = "mosaic_gpu.broadcast_in_dim"
@@ -131,6 +128,9 @@ def _expansion_statement(op: Op, sources: Sources) -> StatementEdit | None:
     lines = sources.lines(position.file)
     if lines is None:
         return None
+    # (The Pallas source edits are loaded only where a user's line was read.)
+    from smalto.source.pallas_edits import with_expansion
+
     return with_expansion(lines, position.line, position.column)
 
 
@@ -243,13 +243,21 @@ def _line(location: ir.Location, sources: Sources) -> tuple[str, int] | None:
 def _words(op: Op, sources: Sources) -> str | None:
     """The author's expression that makes the op's value (``s.max(axis=0)``)."""
     found = _line(op.location, sources)
-    return None if found is None else expression_at(*found, location_name(op.location))
+    if found is None:
+        return None
+    from smalto.source.pallas_edits import expression_at
+
+    return expression_at(*found, location_name(op.location))
 
 
 def _expansion(op: ir.Operation, sources: Sources) -> str | None:
     """The author's expression that lays the values down (``m[:, None]``)."""
     found = _line(op.location, sources)
-    return None if found is None else expansion_at(*found)
+    if found is None:
+        return None
+    from smalto.source.pallas_edits import expansion_at
+
+    return expansion_at(*found)
 
 
 def _axis_statement(op: Op, axis: int, sources: Sources) -> tuple[StatementEdit | None, str | None]:
@@ -259,6 +267,8 @@ def _axis_statement(op: Op, axis: int, sources: Sources) -> tuple[StatementEdit 
     lines = sources.lines(position.file)
     if lines is None:
         return None, None
+    from smalto.source.pallas_edits import with_axis
+
     found = with_axis(lines, position.line, position.column, axis, location_name(op.location))
     return found, position.file if found is not None else None
 

@@ -5,26 +5,44 @@ satisfiable; it is shrunk from the propagation's explanation of the conflict
 when there is one, else from the requirements connected to the values
 involved, by dropping chunks and then single requirements while the rest
 stays unsatisfiable (the widest search decides: a core is what no layout the
-lowering accepts satisfies). Shrinking stops at a deadline; the core is then
+lowering accepts satisfies). Shrinking stops where its fuel runs out (``CORE_WORK``:
+the questions asked and the search attempts they made, counted, never a clock, so
+that the core is the same on a busy machine as on an idle one); the core is then
 small but not known minimal.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from smalto.constraints.language import Element, System, element_variables, fixed_layout
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
 from smalto.solve.complete import DomainsMade
-from smalto.solve.decision import Exhausted, Solved
+from smalto.solve.decision import Decision, Exhausted, Solved
 from smalto.solve.for_diagnosis import for_diagnosis
 from smalto.solve.options import SolveOptions
 
-# Upper bound on time spent shrinking a core; past it the core is smaller but
-# not guaranteed minimal.
-_CORE_SECONDS = 3.0
+# The work a core's shrinking may do: each question counts one, and each attempt its
+# search made one more (a question's own search is bounded apart, ``CORE_FUEL``). Past
+# it the core is smaller but not known minimal. Every core of the corpus's refusals and
+# of ``tests/unsat`` takes under 2 000 (the most: 35 questions, 1 803 attempts, 0.26 s);
+# this bound, ten times that, stops a search at that pace after about 3 seconds, where
+# the wall-clock deadline it replaces stopped one on an idle machine.
+CORE_WORK = 20_000
+
+
+@dataclass
+class CoreFuel:
+    """The work a core's shrinking did (``spent``) and may do (``limit``)."""
+
+    limit: int
+    spent: int = 0
+
+    @property
+    def out(self) -> bool:
+        return self.spent >= self.limit
 
 
 def _satisfiable(
@@ -33,14 +51,26 @@ def _satisfiable(
     program: Program,
     options: SolveOptions,
     made: DomainsMade | None = None,
+    fuel: CoreFuel | None = None,
 ) -> bool | None:
     """Whether ``elements`` hold together (None where the search ran out of fuel);
-    ``made``: the domains of the searches before, shared (``DomainsMade``)."""
+    ``made``: the domains of the searches before, shared (``DomainsMade``); ``fuel``:
+    where the question and its search's attempts are counted."""
     # The widest search: a core is what no layout the lowering accepts satisfies.
     decision = for_diagnosis(options).widest(subsystem(system, elements), program, made)
+    if fuel is not None:
+        fuel.spent += 1 + _attempts(decision)
     if isinstance(decision, Exhausted):
         return None
     return isinstance(decision, Solved)
+
+
+def _attempts(decision: Decision) -> int:
+    """The attempts the search that made ``decision`` spent."""
+    if isinstance(decision, Exhausted):
+        return decision.spent
+    state = decision.state if isinstance(decision, Solved) else decision.proof
+    return state.fuel.spent
 
 
 def core_satisfiable(
@@ -53,9 +83,10 @@ def core_satisfiable(
 def minimal_core(
     elements: list[Element],
     is_unsat: Callable[[list[Element]], bool],
-    deadline: float,
+    fuel: CoreFuel,
 ) -> tuple[list[Element], bool]:
-    """Drops chunks, then single elements, while the rest stays unsatisfiable.
+    """Drops chunks, then single elements, while the rest stays unsatisfiable
+    (``is_unsat`` spends ``fuel``).
 
     Returns the core and whether it is minimal (every single element was tried).
     """
@@ -64,7 +95,7 @@ def minimal_core(
     while True:
         i = 0
         while i < len(core):
-            if time.monotonic() > deadline:
+            if fuel.out:
                 return core, False
             trial = core[:i] + core[i + chunk :]
             if trial and is_unsat(trial):
@@ -125,15 +156,24 @@ def find_core(
     # Each question is about a few of the same requirements: their values' domains are
     # made once for all of them.
     made: DomainsMade = {}
+    fuel = CoreFuel(CORE_WORK)
+    # The cuts found to hold together, by their requirements (each one object): a cut of
+    # one of them holds too (fewer requirements), and is not asked again.
+    held: list[frozenset[int]] = []
 
     def unsat(subset: list[Element]) -> bool:
-        return _satisfiable(system, subset, program, options, made) is False
+        cut = frozenset(map(id, subset))
+        if any(cut <= before for before in held):
+            return False
+        answer = _satisfiable(system, subset, program, options, made, fuel)
+        if answer is True:
+            held.append(cut)
+        return answer is False
 
-    deadline = time.monotonic() + _CORE_SECONDS
     if explanation and unsat(explanation):
-        return minimal_core(explanation, unsat, deadline)
+        return minimal_core(explanation, unsat, fuel)
     if seeds:
         relevant = _relevant(system, elements, seeds)
         if relevant and unsat(relevant):
             elements = relevant
-    return minimal_core(elements, unsat, deadline)
+    return minimal_core(elements, unsat, fuel)

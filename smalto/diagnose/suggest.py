@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
@@ -36,14 +37,10 @@ from smalto.program.view import Op, Program
 from smalto.rewrite.transfers import describe_ops
 from smalto.solve.options import SolveOptions
 from smalto.source.files import Sources
-from smalto.source.fix_edits import in_kernel_words
 from smalto.source.locations import FilePosition, file_position, location_text, op_text
-from smalto.source.pallas_edits import (
-    SourceChange,
-    StatementEdit,
-    cast_where_defined,
-    stated_layout,
-)
+
+if TYPE_CHECKING:
+    from smalto.source.pallas_edits import SourceChange, StatementEdit
 
 VERIFIED = "smalto infers the kernel with this change and its checker accepts the layouts"
 LOWERED = (
@@ -276,6 +273,10 @@ class EditWords:
         lines = self.sources.lines(position.file)
         if lines is None:
             return None
+        # (The source edits are loaded only where a user's line was read.)
+        from smalto.source.fix_edits import in_kernel_words
+        from smalto.source.pallas_edits import cast_where_defined, stated_layout
+
         layout = pallas_layout(edit.new) if isinstance(edit.new, Reg) else None
         if layout is not None:  # in the kernel's own names (an alias of a layout, a size)
             layout = in_kernel_words(lines, layout, position.line, position.column)
@@ -306,6 +307,8 @@ class EditWords:
             if line is None or line.strip() != made.before:
                 return ()
             indent = line[: len(line) - len(line.lstrip())]
+            from smalto.source.pallas_edits import SourceChange
+
             changes.append(SourceChange(position.file, position.line, line, indent + made.after))
         return tuple(changes)
 

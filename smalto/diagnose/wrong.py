@@ -13,6 +13,8 @@ changes of a reduction's axis or of its broadcast into choices for the author
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from smalto.basics.codes import CODES
 from smalto.constraints.conflict_report import failure_code
 from smalto.constraints.language import Element, GmemTransfer, System, element_variables
@@ -30,7 +32,9 @@ from smalto.pipeline.describe import Namer
 from smalto.program.view import Program
 from smalto.solve.options import SolveOptions
 from smalto.source.locations import file_position, op_location_text
-from smalto.source.pallas_edits import SourceChange, StatementEdit
+
+if TYPE_CHECKING:
+    from smalto.source.pallas_edits import SourceChange, StatementEdit
 
 # Ops that state a layout or transforms the author chose (``plgpu.layout_cast``,
 # ``layout=``, a ``plgpu.inline_mgpu``'s layouts, an SMEM ref's ``transforms=``): what

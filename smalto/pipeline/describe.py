@@ -43,7 +43,6 @@ from smalto.program.view import Program
 from smalto.rules.attributes import strict_cast
 from smalto.source.files import Sources
 from smalto.source.locations import file_position, location_name, op_text
-from smalto.source.pallas_edits import source_name
 
 
 class Namer:
@@ -152,6 +151,9 @@ class Namer:
         line = self.sources.line(position.file, position.line)
         if line is None:
             return None
+        # (The Pallas source reader is loaded only where a user's line was read.)
+        from smalto.source.pallas_edits import source_name
+
         return source_name(
             line,
             position.column,

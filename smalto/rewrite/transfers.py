@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
@@ -37,7 +38,9 @@ from smalto.solve.options import SolveOptions
 from smalto.solve.search import widest
 from smalto.source.files import Sources
 from smalto.source.locations import FilePosition, place
-from smalto.source.pallas_edits import LineEdit, unoptimized_transfer
+
+if TYPE_CHECKING:
+    from smalto.source.pallas_edits import LineEdit
 
 # The ops whose transfers Pallas asks to be optimized (they carry the flag).
 TRANSFER_OPS = frozenset(
@@ -225,5 +228,8 @@ def _describe(operation: ir.Operation, sources: Sources) -> UnoptimizedOp:
     if position is not None:
         line = sources.line(position.file, position.line)
         if line is not None:
+            # (The Pallas source edits are loaded only where a user's line was read.)
+            from smalto.source.pallas_edits import unoptimized_transfer
+
             edit = unoptimized_transfer(line, position.column, store=not load)
     return UnoptimizedOp(operation.name, where.text, where.name, memory, position, edit)

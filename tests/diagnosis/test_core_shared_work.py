@@ -63,8 +63,9 @@ def test_each_question_of_the_core_search_is_answered_as_alone(
         program: Program,
         options: SolveOptions,
         made: DomainsMade | None = None,
+        fuel: core.CoreFuel | None = None,
     ) -> bool | None:
-        answer = real(system, elements, program, options, made)
+        answer = real(system, elements, program, options, made, fuel)
         asked.append((list(elements), answer, len(made or {})))
         return answer
 
