@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import utils as mgpu_utils
 
 from smalto.basics import percontext
+from smalto.basics.records import value_class
 from smalto.check.names import describe, describe_apart
 from smalto.check.semantics import Layout, tile_of
 from smalto.check.smem import UNTRANSFORMED, Transforms
@@ -32,7 +32,7 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 FOR_BOUNDS = 3  # scf.for: lower bound, upper bound, step come first
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class Violation:
     """One requirement an annotated op does not meet."""
 
@@ -59,7 +59,7 @@ NOT_ANNOTATED = -1
 
 # Compared and hashed by identity (three instances): the checker keys dictionaries by
 # family for every annotated op, and a dataclass's own hash is a Python call.
-@dataclass(frozen=True, slots=True, eq=False)
+@value_class(frozen=True, slots=True, eq=False)
 class Family:
     suffix: str  # attribute name after ``in_``/``out_``
     what: str  # how messages call the values

@@ -9,7 +9,7 @@ layout its value cannot take reports that one requirement alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from smalto.basics.codes import (
@@ -24,6 +24,7 @@ from smalto.basics.codes import (
     UNCOALESCED_GMEM,
     code_line,
 )
+from smalto.basics.records import value_class
 from smalto.constraints.language import (
     Broadcast,
     Divides,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from smalto.source.fix_edits import DiagnosedEdit
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Requirement:
     """One requirement in a conflict: which op imposed it, where, and what it says."""
 
@@ -70,7 +71,7 @@ CHOICES = (
 )
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class ConflictReport:
     """The facts behind an ``InferenceError``, for tools: one problem of the kernel, and in
     ``others`` the problems independent of it (each with its own values and fix)."""
@@ -211,7 +212,7 @@ def deciding_row(elements: list[Element], op_names: Mapping[int, str]) -> CodeRo
     return next(row for row in CODE_ROWS if row.holds(facts))
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class ConflictFacts:
     """What ``CODE_ROWS`` ask of a conflict, found once."""
 
@@ -259,7 +260,7 @@ class ConflictFacts:
         return any(isinstance(e, kinds) for e in self.elements)
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class CodeRow:
     """One row of ``CODE_ROWS``: where ``holds``, the conflict's code is ``code``, for
     ``reason``."""

@@ -14,11 +14,11 @@ over the other axis in the author's spelling (``m = s.max(axis=1)``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import Element
 from smalto.diagnose.edits import AXIS, BROADCAST, Edit
 from smalto.program.view import Op, Program
@@ -40,7 +40,7 @@ _ALONG = {0: "along rows", 1: "along columns"}
 _SUFFIX = {0: "ROW", 1: "COL"}
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class AxisClue:
     """A reduction whose result is broadcast back along the axis it reduced."""
 

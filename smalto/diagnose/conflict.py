@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from smalto.basics.records import value_class
 from smalto.constraints.conflict_report import ConflictReport, Requirement
 from smalto.constraints.language import (
     Constraint,
@@ -434,7 +435,7 @@ def _involved(
     return names, list(dict.fromkeys(lines))
 
 
-@dataclasses.dataclass
+@value_class()
 class _Suggested:
     """What ``suggest`` made of the core, or the hint alone where it failed."""
 

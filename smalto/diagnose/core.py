@@ -14,8 +14,8 @@ small but not known minimal.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import Element, System, element_variables, fixed_layout
 from smalto.diagnose.subsystem import subsystem
 from smalto.program.view import Program
@@ -33,7 +33,7 @@ from smalto.solve.options import SolveOptions
 CORE_WORK = 20_000
 
 
-@dataclass
+@value_class()
 class CoreFuel:
     """The work a core's shrinking did (``spent``) and may do (``limit``)."""
 

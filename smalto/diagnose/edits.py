@@ -13,11 +13,12 @@ which are their pre-order positions: the same in a clone of the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 from jax._src.lib import mosaic_gpu_dialect as mgpu
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.hw.encode import AttributeCache
 from smalto.hw.values import Const, Reg, Smem, Tmem
 from smalto.program.view import ops_in_order
@@ -32,7 +33,7 @@ AXIS = "axis"
 BROADCAST = "broadcast"
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Edit:
     """One change an author makes in one place of the kernel's source."""
 

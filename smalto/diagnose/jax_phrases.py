@@ -21,11 +21,11 @@ transforms fit no transfer, an unaligned TMA index) it is JAX's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import cast
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import (
     Constraint,
     Divides,
@@ -59,7 +59,7 @@ OUT_OF_FUEL = (
 _MAX_ROUNDS = 200
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Phrase:
     """JAX's message for a failure, and the op it blames (``None``: it blames none)."""
 

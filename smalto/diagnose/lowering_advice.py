@@ -24,10 +24,9 @@ reason of the lowering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.check.transfers import gmem_transfer_problem
 from smalto.constraints.language import Constraint, GmemTransfer
 from smalto.hw import layouts as hl
@@ -63,7 +62,7 @@ def none_keeps_it_fast(tried: int) -> str:
     )
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Advice:
     """What the lowering says of a conflict, and what else to write."""
 

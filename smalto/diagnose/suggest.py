@@ -11,12 +11,13 @@ that exist...), so that every conflict ends with something to do.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.constraints.conflict_report import ConflictReport
 from smalto.constraints.language import Element, Role, Site, System
 from smalto.diagnose.candidates import (
@@ -56,7 +57,7 @@ NEEDS_SMALTO = (
 )
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class SuggestedEdit:
     """A verified edit, as data: what to change where, and the words for it.
 
@@ -98,7 +99,7 @@ class SuggestedEdit:
     changes_meaning: bool = False
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Suggestion:
     text: str
     edits: list[SuggestedEdit]

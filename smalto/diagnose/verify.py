@@ -35,11 +35,12 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from jax._src.lib.mlir import ir
 
 from smalto.basics.mlir import clone_module
+from smalto.basics.records import value_class
 from smalto.check import check
 from smalto.constraints.language import Fixed, Role, Site, System
 from smalto.diagnose.edits import ADD_CAST, DROP, RETARGET, UNOPTIMIZE, Edit, apply, ops_in_order
@@ -84,7 +85,7 @@ def lowering_fixes(on: bool = True) -> Iterator[None]:
         _LOWER_FIXES.reset(token)
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Budget:
     """How much a diagnosis may spend on trying edits."""
 
@@ -97,7 +98,7 @@ class Budget:
     lower: bool = field(default_factory=lower_fixes)
 
 
-@dataclass
+@value_class()
 class Trial:
     """What trying the candidates found: the verified edits, best first, and how far it got."""
 
@@ -115,7 +116,7 @@ class Trial:
     needs_smalto: set[Edit] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Verdict:
     """An edit made on a copy: whether the copy inferred and checked, and JAX's lowering's
     word on it (None where it was not asked or cannot run on the module)."""
@@ -205,7 +206,7 @@ def module_of(program: Program) -> ir.Operation:
     return parent
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Decided:
     """An edited system the pass decided, and what solved it: the copy's own inference
     where the copy derives that very system (``works_on_copy``)."""

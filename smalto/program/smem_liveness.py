@@ -67,6 +67,8 @@ from dataclasses import dataclass
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
+
 _EVERYWHERE_END = 1 << 62
 _BARRIER_BYTES = 8
 _WARPGROUP_SHIFT = 7  # log2 of the 128 threads of a warpgroup
@@ -173,7 +175,7 @@ EVERYWHERE = Interval(0, _EVERYWHERE_END)
 _WRITING = frozenset({Access.WRITE, Access.KILL, Access.TRACKED_WRITE, Access.TRACKED_KILL})
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Allocation:
     """One buffer of SMEM: a slice's bytes, its type and Pallas' ``alias_id`` (the same
     scratch sliced at several places is one allocation)."""
@@ -190,7 +192,7 @@ class Allocation:
 UNKNOWN = Allocation(EVERYWHERE, "?", None)
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Event:
     access: Access
     allocation: Allocation
@@ -200,7 +202,7 @@ class Event:
         return self.allocation.interval
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Span:
     """An asynchronous access whose end is proven: made at node ``issue``, over at node
     ``end`` (the wait); ``read``: an MMA reading its operand, else a TMA load writing."""
@@ -844,7 +846,7 @@ _ACCESS_KINDS = _by_name(
 )
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Clobber:
     """An op (``node``) that writes bytes of ``writer`` that ``holder`` still needs."""
 

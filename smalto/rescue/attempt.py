@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.pipeline.steps import Failure, Inference, Unsatisfiable
 from smalto.solve.options import SolveOptions
 from smalto.source.locations import FilePosition
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from smalto.rewrite.transfers import Plan
 
 
-@dataclass
+@value_class()
 class Attempt:
     """A module that has no layouts as written, and what the pass found on it.
 
@@ -49,7 +50,7 @@ class Attempt:
         return self._in_the_way
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class Rescued:
     """A rescue that worked on a copy of the module.
 

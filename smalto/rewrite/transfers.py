@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import Element, GmemTransfer, SmemTransfer, System
 from smalto.hw.transfers import Transfer
 from smalto.program.view import Program, ops_in_order
@@ -50,7 +51,7 @@ TRANSFER_OPS = frozenset(
 EXACT_SETS = 64
 
 
-@dataclass(frozen=True)
+@value_class(frozen=True)
 class UnoptimizedOp:
     """One transfer smalto made unoptimized, for the user to see."""
 

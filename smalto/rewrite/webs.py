@@ -30,10 +30,11 @@ them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import value_class
 from smalto.program.view import Kind, Program, ops_in_order
 from smalto.rewrite import ops as names
 
@@ -99,7 +100,7 @@ def expansion_kept(
     return tuple(kept) if len(kept) == len(source) else None
 
 
-@dataclass
+@value_class()
 class Web:
     """Values of one shape computed as one, with what defines and uses them."""
 

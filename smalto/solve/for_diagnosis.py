@@ -10,8 +10,9 @@ search, not these).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from smalto.basics.records import value_class
 from smalto.constraints.language import System
 from smalto.program.view import Program
 from smalto.solve.complete import DomainsMade
@@ -29,7 +30,7 @@ CORE_FUEL = 5_000
 RELAXED_FUEL = 2_000
 
 
-@dataclass(frozen=True, slots=True)
+@value_class(frozen=True, slots=True)
 class DiagnosisSearches:
     """The searches of a diagnosis, under ``options`` (the caller's), each with its fuel."""
 
