@@ -23,6 +23,7 @@ from typing import cast
 
 from jax._src.lib.mlir import ir
 
+from smalto.basics.records import record
 from smalto.constraints.language import System
 from smalto.hw.encode import AttributeCache, decode_layout
 from smalto.hw.names import pallas_layout, register_layout_name
@@ -128,58 +129,15 @@ def _decoded(operation: ir.Operation, name: str) -> list[Reg | None]:
     return found
 
 
-class NoteRecord:
-    """The base of the records of what is said of an answer (a relayout, a speed cost): a
-    slotted record compared and hashed by its fields (its class's ``__slots__``, in
-    order), never changed once made; a subclass writes its ``__init__``.
-
-    Not a dataclass: defining one builds its methods with ``exec``, 1-2 ms a class
-    in a fresh process, paid by the first kernel whose answer is said (issue #52's
-    first call).
-    """
-
-    __slots__ = ()
-
-    def _names(self) -> tuple[str, ...]:
-        names: tuple[str, ...] = self.__slots__
-        return names
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._names())
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, NoteRecord)
-            and type(other) is type(self)
-            and self._values() == other._values()
-        )
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._names())
-        return f"{type(self).__name__}({shown})"
-
-
-class Relayout(NoteRecord):
+@record
+class Relayout:
     """A vector converted between its producer and a consumer."""
 
-    __slots__ = ("op", "position", "source", "target", "pallas")
-
-    def __init__(
-        self,
-        op: str,
-        position: FilePosition | None,
-        source: str,
-        target: str,
-        pallas: str | None = None,
-    ) -> None:
-        self.op = op  # the consumer
-        self.position = position  # the consumer's line, where located
-        self.source = source  # the producer's layout, by name (else as its attribute says it)
-        self.target = target  # the consumer's
-        self.pallas = pallas  # the consumer's, as Pallas writes it (``plgpu.Layout.X``)
+    op: str  # the consumer
+    position: FilePosition | None  # the consumer's line, where located
+    source: str  # the producer's layout, by name (else as its attribute says it)
+    target: str  # the consumer's
+    pallas: str | None = None  # the consumer's, as Pallas writes it (``plgpu.Layout.X``)
 
     def __str__(self) -> str:
         where = f" at {self.position}" if self.position is not None else ""
@@ -259,7 +217,6 @@ __all__ = [
     "OPERAND",
     "RESULT",
     "AnswerLayouts",
-    "NoteRecord",
     "Relayout",
     "SolvedLayouts",
     "WrittenLayouts",

@@ -30,12 +30,12 @@ from __future__ import annotations
 from jax._src.lib.mlir import ir
 from jax.experimental.mosaic.gpu import fragmented_array as fa
 
+from smalto.basics.records import record
 from smalto.hw.names import register_layout_name
 from smalto.pipeline.relayouts import (
     OPERAND,
     RESULT,
     AnswerLayouts,
-    NoteRecord,
     Relayout,
     relayouts,
     written_layouts,
@@ -51,29 +51,25 @@ _WORD_BITS = fa.SMEM_BANK_BYTES * 8
 _RELAYOUT = "a relayout of its operand"
 
 
-class SpeedCost(NoteRecord):
+@record
+class SpeedCost:
     """One place where the answer's layouts cost speed."""
 
-    __slots__ = ("op", "position", "what")
-
-    def __init__(self, op: str, position: FilePosition | None, what: str) -> None:
-        self.op = op
-        self.position = position
-        self.what = what  # the cost, in words
+    op: str
+    position: FilePosition | None
+    what: str  # the cost, in words
 
     def __str__(self) -> str:
         where = f" at {self.position}" if self.position is not None else ""
         return f"`{self.op}`{where}: {self.what}"
 
 
-class SpeedReport(NoteRecord):
+@record
+class SpeedReport:
     """What an answer's layouts cost, and why, where known."""
 
-    __slots__ = ("costs", "cause")
-
-    def __init__(self, costs: tuple[SpeedCost, ...], cause: SpeedCost | None) -> None:
-        self.costs = costs
-        self.cause = cause  # the transfer through a strided view that forces narrow vectors
+    costs: tuple[SpeedCost, ...]
+    cause: SpeedCost | None  # the transfer through a strided view that forces narrow vectors
 
     def message(self) -> str:
         shown = "; ".join(str(c) for c in self.costs[:6])
