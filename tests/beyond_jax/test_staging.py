@@ -291,7 +291,7 @@ def test_staging_that_needs_more_smem_than_a_block_has_is_refused_with_the_bytes
     module = parse(captured.text)
     with pytest.raises(smalto.InferenceError) as error:
         smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
-    (note,) = error.value.__notes__
+    (note,) = error.value.notes
     assert f"needs {needed} bytes of SMEM per block, over the {SMEM_PER_BLOCK}" in note
     assert str(module) == str(parse(captured.text))
     # With both options, the transfer staging cannot serve is made unoptimized instead.
@@ -351,7 +351,7 @@ def test_jax_test_kernels_compile_staged_or_say_why_not(entry: reference.CorpusE
     if entry.key in NOT_STAGED:
         with pytest.raises(smalto.InferenceError) as refused:
             smalto.infer_layout(parse(text), arch=entry.arch, stage_through_smem=True)
-        (note,) = refused.value.__notes__
+        (note,) = refused.value.notes
         assert "staging" in note and "no layouts either" in note
         module = parse(text)
         with warnings.catch_warnings(record=True) as caught:
