@@ -295,9 +295,7 @@ def _copied_while_unwinding() -> bool:
     return False
 
 
-def _restored(
-    reason: str, phrase: str | None, notes: tuple[str, ...] = ()
-) -> InferenceError:
+def _restored(reason: str, phrase: str | None, notes: tuple[str, ...] = ()) -> InferenceError:
     """An unpickled ``InferenceError``: its words (the conflict's objects do not travel)."""
     error = InferenceError(reason, phrase=phrase)
     for note in notes:

@@ -3,6 +3,7 @@ what it says, how to turn it off, and that a failure leaves the module as it cam
 
 from __future__ import annotations
 
+import pickle
 import re
 import warnings
 from pathlib import Path
@@ -127,6 +128,9 @@ def test_a_failure_leaves_the_module_as_it_came_and_names_the_module_as_written(
     assert "unit-dim rewrite" in note
     assert str(failed.value) == f"{without.value}\n{note}"
     assert not getattr(failed.value, "__notes__", ())
+    # (And in a copy made elsewhere: a pickled error says it, once.)
+    copied = pickle.loads(pickle.dumps(failed.value))
+    assert str(copied) == str(failed.value) and copied.notes == (note,)
     # Its traceback still ends at the user's line, as without the rewrite.
     assert failed.value.__traceback__ is not None
     last = failed.value.__traceback__
