@@ -13,8 +13,8 @@ once, where they meet the full tile; this module writes the same in the source:
 - the statistic computed on as it is (with numbers, with other statistics of the
   same axis, through elementwise functions: ``rsqrt(var + eps)``);
 - at each place where it meets the tile (an arithmetic operator, a comparison,
-  ``jnp.maximum``...), the unit dim put back right there (``mu[..., None]``), so
-  that the broadcast is JAX's usual one.
+  ``jnp.maximum``..., or ``jnp.broadcast_to(mu, x.shape)``), the unit dim put back
+  right there (``mu[..., None]``), so that the broadcast is JAX's usual one.
 
 Why it computes the same: an elementwise function of a broadcast value is the
 broadcast of the function of the value, element for element; the edit only
@@ -388,6 +388,8 @@ class _Function:
             return self._combined(node, [node.left, node.comparators[0]])
         if isinstance(node, ast.Call) and _called(node) in _ELEMENTWISE and not node.keywords:
             return self._combined(node, list(node.args))
+        if isinstance(node, ast.Call) and _called(node) == "broadcast_to" and node.args:
+            return self._broadcast_to(node)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -429,6 +431,19 @@ class _Function:
                 text = f"{text}{expand}" if simple else f"({text}){expand}"
             texts.append((operand, text))
         return (_TILE if meets else _Stat(expand)), self._spliced(node, texts)
+
+    def _broadcast_to(self, node: ast.Call) -> tuple[_Kind, str]:
+        """``jnp.broadcast_to(s, x.shape)``: where the statistic meets the tile, so its unit
+        dim is put back in the argument (``s[..., None]``), the broadcast left to
+        ``broadcast_to`` as written. Never the (N,) value alone: ``broadcast_to`` lines
+        it up with the last dim, which, on a square tile, is the wrong axis, silently."""
+        operand, *rest = node.args
+        self._uses_no_statistic(ast.Tuple(elts=[*rest, *node.keywords], ctx=ast.Load()))
+        kind, text = self._expression(operand)
+        if isinstance(kind, _Stat):
+            simple = isinstance(operand, ast.Name | ast.Call | ast.Subscript | ast.Attribute)
+            text = f"{text}{kind.expand}" if simple else f"({text}){kind.expand}"
+        return _TILE, self._spliced(node, [(operand, text)])
 
     def _without_unit_dim(self, node: ast.expr, reduction: ast.Call) -> str:
         if node is not reduction:  # ``R(...)[:, None]``, ``R(...).reshape(m, 1)``

@@ -43,6 +43,10 @@ EDITED = {
     "softmax": ["jnp.max(x, axis=1)", "jnp.exp(x - m[:, None])", "e / jnp.sum(e, axis=1)[:, None]"],
     "centered_by_reshape": ["jnp.sum(x, axis=1) * (1.0 / x.shape[1])", "x - mu[:, None]"],
     "max_shifted_by_none": ["jnp.max(x, axis=-1)", "jnp.maximum(x - ((m - 1.0)[:, None]), 0.0)"],
+    "rms_norm_by_broadcast_to": [
+        "jnp.mean(x * x, axis=-1)",
+        "jnp.broadcast_to(jax.lax.rsqrt(ms + 1e-6)[..., None], x.shape)",
+    ],
 }
 
 
@@ -71,7 +75,12 @@ def test_a_statistic_stored_as_it_is_leaves_no_edit_and_names_its_cause() -> Non
 # (function, whether JAX's own pass rejects it as written: a softmax's keepdims it takes)
 @pytest.mark.parametrize(
     ("function", "rejected"),
-    [("rms_norm", True), ("softmax", False), ("centered_by_reshape", True)],
+    [
+        ("rms_norm", True),
+        ("softmax", False),
+        ("centered_by_reshape", True),
+        ("rms_norm_by_broadcast_to", True),
+    ],
 )
 def test_the_edited_kernel_lowers_with_jax_and_runs_bit_equal(
     tmp_path: Path, function: str, rejected: bool
