@@ -337,3 +337,50 @@ def test_an_axis_as_a_tuple_or_an_argument_and_a_row_by_reshape_are_followed(
         smalto.jax.lower(fixed, TILE, arch=(9, 0), by="jax")
     ran = run_both(original, fixed, (TILE,))
     assert ran.proven, ran.why_not
+
+
+BROADCAST_SHIFT = """import jax
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+WARPGROUP = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+
+
+def shifted(x):
+    def body(x_gmem, o_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        s = jnp.max(jnp.abs(x), axis={axis}, keepdims=True)
+        o_gmem[...] = x - jnp.broadcast_to(s * 0.5, x.shape)
+
+    return plgpu.kernel(
+        body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), compiler_params=WARPGROUP
+    )(x)
+"""
+
+
+@pytest.mark.parametrize(("axis", "expansion"), [(-1, "[..., None]"), (0, "[None]")])
+def test_a_row_or_column_statistic_through_broadcast_to_is_followed(
+    tmp_path: Path, axis: int, expansion: str
+) -> None:
+    """Found by the Pallas-form fuzzer (family keepdims, ``x - jnp.broadcast_to(s,
+    x.shape)``): ``smalto fix`` refused it. A row or a column statistic, on a tile that
+    is not square: its unit dim put back in ``broadcast_to``'s argument; JAX's own pass
+    lowers the edit and both kernels run bit-equal."""
+    text = BROADCAST_SHIFT.format(axis=axis)
+    script = tmp_path / "shifted.py"
+    script.write_text(text)
+    edit = keepdims_edit(text, str(script), _lines(text, "shifted"))
+    assert edit is not None
+    assert [p.replacement for p in edit.parts] == [
+        f"jnp.max(jnp.abs(x), axis={axis})",
+        f"x - jnp.broadcast_to((s * 0.5){expansion}, x.shape)",
+    ]
+    edited = tmp_path / "edited.py"
+    edited.write_text(apply_parts(text, edit.parts))
+    original, fixed = (runpy.run_path(str(p))["shifted"] for p in (script, edited))
+    tile = jax.ShapeDtypeStruct((64, 128), "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fixed, tile, arch=(9, 0), by="jax")
+    ran = run_both(original, fixed, (tile,))
+    assert ran.proven, ran.why_not
