@@ -438,7 +438,14 @@ class _Function:
         ``broadcast_to`` as written. Never the (N,) value alone: ``broadcast_to`` lines
         it up with the last dim, which, on a square tile, is the wrong axis, silently."""
         operand, *rest = node.args
-        self._uses_no_statistic(ast.Tuple(elts=[*rest, *node.keywords], ctx=ast.Load()))
+        shape = [*rest, *(keyword.value for keyword in node.keywords)]
+        self._uses_no_statistic(ast.Tuple(elts=shape, ctx=ast.Load()))
+        if any(
+            isinstance(inner, ast.expr) and _producer(inner) is not None
+            for argument in shape
+            for inner in ast.walk(argument)
+        ):
+            raise _Unfollowed  # a statistic made in the shape: its unit dim is its meaning
         kind, text = self._expression(operand)
         if isinstance(kind, _Stat):
             simple = isinstance(operand, ast.Name | ast.Call | ast.Subscript | ast.Attribute)
