@@ -19,7 +19,7 @@ import smalto
 import smalto.jax
 from smalto.jax.interpreted import run_both
 from smalto.source.fix_edits import apply_parts
-from smalto.source.keepdims import keepdims_causes, keepdims_edit
+from smalto.source.keepdims import keepdims_causes, keepdims_edit, keepdims_not_followed
 
 REPO = Path(__file__).resolve().parents[2]
 NORMS = REPO / "tests" / "fix_kernels" / "keepdims_norms.py"
@@ -214,6 +214,13 @@ def test_a_keepdims_kernel_not_made_portable_names_the_reduction(tmp_path: Path)
     assert "compiles only with smalto" in ran.err
     assert "the unit dims of `jnp.mean(x, axis=-1, keepdims=True)` at " in ran.err
     assert "(keepdims=True) are what JAX's own pass cannot lay out" in ran.err
+    # And why no edit writes them so: the line where the statistic is not followed.
+    text = script.read_text()
+    store = next(
+        n for n in _lines(text, "stored_mean") if "mu_gmem[...] = mu" in text.splitlines()[n - 1]
+    )
+    (stopped,) = [line for line in ran.err.splitlines() if "does not follow" in line]
+    assert stopped.endswith(f"a statistic at {script}:{store}: `mu_gmem[...] = mu`")
 
 
 def test_the_quickstart_add_is_made_portable_by_a_cast_at_the_store(tmp_path: Path) -> None:
@@ -384,3 +391,24 @@ def test_a_row_or_column_statistic_through_broadcast_to_is_followed(
         smalto.jax.lower(fixed, tile, arch=(9, 0), by="jax")
     ran = run_both(original, fixed, (tile,))
     assert ran.proven, ran.why_not
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["s.shape", "jnp.sum(x, axis=-1, keepdims=True).shape", "shape=(s.shape[0], x.shape[1])"],
+)
+def test_a_broadcast_to_whose_shape_is_a_statistics_is_refused_at_its_line(shape: str) -> None:
+    """Where ``broadcast_to``'s shape is read from a statistic kept with its unit dim (the
+    edit would change that shape), no edit, and the refusal names the line and why."""
+    text = BROADCAST_SHIFT.format(axis=-1).replace(
+        "x - jnp.broadcast_to(s * 0.5, x.shape)", f"x - jnp.broadcast_to(s * 0.5, {shape})"
+    )
+    lines = _lines(text, "shifted")
+    assert keepdims_edit(text, "shifted.py", lines) is None
+    stopped = keepdims_not_followed(text, lines)
+    assert stopped is not None
+    assert stopped.text == f"o_gmem[...] = x - jnp.broadcast_to(s * 0.5, {shape})"
+    assert text.splitlines()[stopped.line - 1].strip() == stopped.text
+    assert "`broadcast_to`'s shape is read from a statistic" in stopped.why
+    # (With the tile's shape, followed: nothing stops it.)
+    assert keepdims_not_followed(BROADCAST_SHIFT.format(axis=-1), lines) is None
