@@ -68,6 +68,9 @@ class InferenceError(ValueError):
         code: str | None = None,
     ) -> None:
         self._phrase = phrase
+        # What smalto says beyond the diagnosis (a rescue tried in vain), on the message's
+        # last lines: see ``say_also``.
+        self._notes: tuple[str, ...] = ()
         # The kind of failure (``smalto.basics.codes``) where no conflict report says it: a
         # refusal a rule makes outright (a gather the hardware cannot do).
         self.code = code
@@ -124,8 +127,26 @@ class InferenceError(ValueError):
     def _message(self, reason: str) -> str:
         opening = self._opening()
         if opening is not None:
-            return f"{opening}\n{reason}" if reason else opening
-        return f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
+            said = f"{opening}\n{reason}" if reason else opening
+        else:
+            said = f"{FAILURE_PREFIX}: {reason}" if reason else FAILURE_PREFIX
+        return "\n".join((said, *self._notes))
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What smalto says beyond the diagnosis (``say_also``), each also on the
+        message's last lines."""
+        return self._notes
+
+    def say_also(self, note: str) -> None:
+        """Says ``note`` on the message's last lines, after the diagnosis (a rescue smalto
+        tried in vain). In the message itself, not an exception note (``add_note``): every
+        door shows the message (the Pallas route's error quotes it, a tool prints it), few
+        show an inner exception's notes."""
+        self._notes = (*self._notes, note)
+        if self._phrase_made and self._diagnose is None:
+            # (A message still to be made says it when made.)
+            _ARGS.__set__(self, (f"{_ARGS.__get__(self)[0]}\n{note}",))
 
     def _resolve(self) -> None:
         diagnose, self._diagnose = self._diagnose, None
@@ -178,7 +199,11 @@ class InferenceError(ValueError):
 
     def __reduce__(self) -> tuple[object, ...]:
         self._resolve()
-        return (_restored, (self._reason, self.phrase), self.__dict__ | {"_conflict": None})
+        return (
+            _restored,
+            (self._reason, self.phrase, self._notes),
+            self.__dict__ | {"_conflict": None},
+        )
 
     def defer(self, more: Callable[[], None]) -> None:
         """Says more when the error is first read: ``more`` restates it (``restate``), as
@@ -270,9 +295,12 @@ def _copied_while_unwinding() -> bool:
     return False
 
 
-def _restored(reason: str, phrase: str | None) -> InferenceError:
+def _restored(reason: str, phrase: str | None, notes: tuple[str, ...] = ()) -> InferenceError:
     """An unpickled ``InferenceError``: its words (the conflict's objects do not travel)."""
-    return InferenceError(reason, phrase=phrase)
+    error = InferenceError(reason, phrase=phrase)
+    for note in notes:
+        error.say_also(note)
+    return error
 
 
 class UnitDimRewriteWarning(UserWarning):

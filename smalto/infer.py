@@ -109,7 +109,7 @@ def solve_with(
             return rescued
     error = diagnosed(failure, options)
     for note in notes:
-        error.add_note(note)
+        error.say_also(note)
     # The traceback keeps this frame: were it to hold the error or the failure, a cycle
     # would keep the program, the system and the solver alive until the collector ran
     # (a traversal of them all, in whatever the caller does next), not freed with the

@@ -197,6 +197,11 @@ def _why_smalto_only(outcome: FixOutcome) -> None:
             "these statistics without them): computed as (N,) values and broadcast where "
             "they meet the tile (`mu[..., None]`), the kernel may compile without smalto"
         )
+    if outcome.keepdims_not_followed:
+        note(
+            "smalto fix did not write them so: it does not follow a statistic at "
+            f"{outcome.keepdims_not_followed}"
+        )
     for why in dict.fromkeys(outcome.unproven):
         note(f"an edit JAX's own pass lowers was not made: {why}")
 

@@ -93,6 +93,8 @@ def as_json(outcome: FixOutcome | None, target: str, status: int, written: bool)
             # Where the kernel compiles only with smalto: the statistics kept with a unit
             # dim that JAX's lowering cannot compute on.
             "keepdims": list(outcome.keepdims),
+            # Where the edit of those statistics stops following one (why none was made).
+            "keepdims_not_followed": outcome.keepdims_not_followed or None,
         },
         indent=2,
     )

@@ -270,10 +270,10 @@ def _failed(
     conflict = getattr(error, "conflict", None)
     phrase = getattr(error, "phrase", None)
     if args.verbose and conflict is not None and phrase:
-        # Also what each value was forced to, and where each is defined.
+        # Also what each value was forced to, and where each is defined; then what the
+        # message says beyond the diagnosis (a rescue tried in vain).
         message = f"{phrase}\n{conflict.message(verbose=True)}"
-    # (The unit-dim rewrite, tried and failed, says so in a note.)
-    message += "".join(f"\n{added}" for added in getattr(error, "__notes__", ()))
+        message += "".join(f"\n{added}" for added in getattr(error, "notes", ()))
     if to.many:
         message = f"{source.name}: {message}"
     if args.json:

@@ -49,7 +49,7 @@ from smalto.source.fix_edits import (
     overlaps,
     source_edit,
 )
-from smalto.source.keepdims import keepdims_causes
+from smalto.source.keepdims import keepdims_causes, keepdims_not_followed
 from smalto.source.lines import python_lines
 from smalto.source.scripts import ScriptError, check_arguments, one_line, run_script
 
@@ -133,6 +133,9 @@ class FixOutcome:
     # The reductions kept with a unit dim in the function, where it compiles only with
     # smalto: what JAX's lowering cannot compute on.
     keepdims: list[str] = field(default_factory=list)
+    # Where the keepdims edit stops following a statistic (``path:line: `code`: why``),
+    # where a statistic kept with a unit dim is not followed.
+    keepdims_not_followed: str = ""
 
 
 def fix_script(
@@ -511,6 +514,11 @@ def _make_portable(
             f"`{c.text}` at {outcome.path}:{c.line}:{c.column} ({c.form})"
             for c in keepdims_causes(outcome.text, lines)
         ]
+        stopped = keepdims_not_followed(outcome.text, lines) if outcome.keepdims else None
+        if stopped is not None:
+            outcome.keepdims_not_followed = f"{outcome.path}:{stopped.line}: `{stopped.text}`" + (
+                f": {stopped.why}" if stopped.why else ""
+            )
         return
     applied = _applied(made.edit, outcome.text, script, outcome.path)
     outcome.applied.append(replace(applied, why=PORTABLE, by_running=made.by_running))

@@ -39,7 +39,7 @@ def failure_json(
     # Every independent problem (the first one's fields are also the document's own).
     problems = getattr(conflict, "problems", None) or ([conflict] if conflict else [])
     document["problems"] = [_problem(problem, sources) for problem in problems]
-    notes = [str(note) for note in getattr(error, "__notes__", ())]
+    notes = [str(note) for note in getattr(error, "notes", ())]
     missing = sources.missing_note()
     if missing is not None:
         notes.append(missing)

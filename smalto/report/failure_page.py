@@ -86,7 +86,9 @@ def write_failure_report(
     beyond = [
         line for line in message.splitlines()[1:] if conflict is not None and line not in said
     ]
-    beyond += [str(note) for note in getattr(error, "__notes__", ())]
+    if conflict is None:
+        # (With no diagnosis to tell apart, what smalto said beyond it, its notes.)
+        beyond += [str(note) for note in getattr(error, "notes", ())]
     out += [f'<p class="note">{html.escape(line)}</p>' for line in beyond if line.strip()]
     out.append("</section>")
     if conflict is not None:

@@ -13,8 +13,8 @@ once, where they meet the full tile; this module writes the same in the source:
 - the statistic computed on as it is (with numbers, with other statistics of the
   same axis, through elementwise functions: ``rsqrt(var + eps)``);
 - at each place where it meets the tile (an arithmetic operator, a comparison,
-  ``jnp.maximum``...), the unit dim put back right there (``mu[..., None]``), so
-  that the broadcast is JAX's usual one.
+  ``jnp.maximum``..., or ``jnp.broadcast_to(mu, x.shape)``), the unit dim put back
+  right there (``mu[..., None]``), so that the broadcast is JAX's usual one.
 
 Why it computes the same: an elementwise function of a broadcast value is the
 broadcast of the function of the value, element for element; the edit only
@@ -75,7 +75,21 @@ class KeepdimsEdit:
 
 
 class _Unfollowed(Exception):
-    """A use of a statistic this module cannot follow."""
+    """A use of a statistic this module cannot follow: where (the node, or the statement
+    it is in) and, where it says more than the line does, why."""
+
+    def __init__(self, why: str = "", node: ast.AST | None = None) -> None:
+        super().__init__(why)
+        self.why, self.node = why, node
+
+
+@dataclass(frozen=True)
+class NotFollowed:
+    """Where the edit stops following a statistic: the line, its text, and why."""
+
+    line: int
+    text: str  # the line's code, stripped
+    why: str  # empty where the line says it
 
 
 @dataclass(frozen=True)
@@ -127,6 +141,29 @@ def keepdims_edit(text: str, file: str, lines: range | None = None) -> KeepdimsE
     if not parts:
         return None
     return KeepdimsEdit(tuple(parts), tuple(causes))
+
+
+def keepdims_not_followed(text: str, lines: range | None = None) -> NotFollowed | None:
+    """Where ``keepdims_edit`` stops following a statistic (within ``lines``): the first
+    use it cannot follow, so that a refusal names its line. None where it follows all."""
+    tree = _parse(text)
+    if tree is None:
+        return None
+    source = _Source(text)
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if lines is not None and function.lineno not in lines:
+            continue
+        try:
+            _Function(source, "", function).walk()
+        except _Unfollowed as unfollowed:
+            node = unfollowed.node
+            if not isinstance(node, ast.expr | ast.stmt):
+                continue
+            line = source.lines[node.lineno - 1].strip() if node.lineno <= len(source.lines) else ""
+            return NotFollowed(node.lineno, line, unfollowed.why)
+    return None
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -322,14 +359,19 @@ class _Function:
 
     def walk(self) -> None:
         for statement in self._statements(self.function.body):
-            self._statement(statement)
+            try:
+                self._statement(statement)
+            except _Unfollowed as unfollowed:
+                if unfollowed.node is None:
+                    unfollowed.node = statement
+                raise
 
     def _statements(self, body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
         for statement in body:
             if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
                 if any(isinstance(self.kinds.get(name), _Stat) for name in used):
-                    raise _Unfollowed  # a statistic captured by a nested function
+                    raise _Unfollowed("a statistic captured by a nested function", statement)
                 continue  # (walked as a function of its own)
             yield statement
 
@@ -388,6 +430,8 @@ class _Function:
             return self._combined(node, [node.left, node.comparators[0]])
         if isinstance(node, ast.Call) and _called(node) in _ELEMENTWISE and not node.keywords:
             return self._combined(node, list(node.args))
+        if isinstance(node, ast.Call) and _called(node) == "broadcast_to" and node.args:
+            return self._broadcast_to(node)
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -430,6 +474,35 @@ class _Function:
             texts.append((operand, text))
         return (_TILE if meets else _Stat(expand)), self._spliced(node, texts)
 
+    def _broadcast_to(self, node: ast.Call) -> tuple[_Kind, str]:
+        """``jnp.broadcast_to(s, x.shape)``: where the statistic meets the tile, so its unit
+        dim is put back in the argument (``s[..., None]``), the broadcast left to
+        ``broadcast_to`` as written. Never the (N,) value alone: ``broadcast_to`` lines
+        it up with the last dim, which, on a square tile, is the wrong axis, silently."""
+        operand, *rest = node.args
+        shape = [*rest, *(keyword.value for keyword in node.keywords)]
+        try:
+            self._uses_no_statistic(ast.Tuple(elts=shape, ctx=ast.Load()))
+        except _Unfollowed:
+            made = True
+        else:
+            made = any(
+                isinstance(inner, ast.expr) and _producer(inner) is not None
+                for argument in shape
+                for inner in ast.walk(argument)
+            )
+        if made:
+            # (Its unit dim is part of the shape it names: without it, another shape.)
+            raise _Unfollowed(
+                "`broadcast_to`'s shape is read from a statistic kept with its unit dim",
+                node,
+            )
+        kind, text = self._expression(operand)
+        if isinstance(kind, _Stat):
+            simple = isinstance(operand, ast.Name | ast.Call | ast.Subscript | ast.Attribute)
+            text = f"{text}{kind.expand}" if simple else f"({text}){kind.expand}"
+        return _TILE, self._spliced(node, [(operand, text)])
+
     def _without_unit_dim(self, node: ast.expr, reduction: ast.Call) -> str:
         if node is not reduction:  # ``R(...)[:, None]``, ``R(...).reshape(m, 1)``
             return self.source.segment(reduction)
@@ -466,4 +539,11 @@ class _Function:
         return "".join(out)
 
 
-__all__ = ["Cause", "KeepdimsEdit", "keepdims_causes", "keepdims_edit"]
+__all__ = [
+    "Cause",
+    "KeepdimsEdit",
+    "NotFollowed",
+    "keepdims_causes",
+    "keepdims_edit",
+    "keepdims_not_followed",
+]

@@ -3,6 +3,7 @@ what it says, how to turn it off, and that a failure leaves the module as it cam
 
 from __future__ import annotations
 
+import pickle
 import re
 import warnings
 from pathlib import Path
@@ -107,7 +108,7 @@ def test_rewrite_false_turns_it_off() -> None:
         with pytest.raises(smalto.InferenceError) as failed:
             _infer(module, rewrite=False)
     assert str(failed.value).startswith(smalto.FAILURE_PREFIX)
-    assert not getattr(failed.value, "__notes__", [])
+    assert not failed.value.notes
     assert _text(module) == before
 
 
@@ -121,10 +122,15 @@ def test_a_failure_leaves_the_module_as_it_came_and_names_the_module_as_written(
         with pytest.raises(smalto.InferenceError) as failed:
             _infer(module)
     assert _text(module) == before
-    # The error about the module as written (the same words), with a note.
-    assert str(failed.value) == str(without.value)
-    (note,) = failed.value.__notes__
+    # The error about the module as written (the same words), then the note, in the
+    # message itself (where every door shows it), once.
+    (note,) = failed.value.notes
     assert "unit-dim rewrite" in note
+    assert str(failed.value) == f"{without.value}\n{note}"
+    assert not getattr(failed.value, "__notes__", ())
+    # (And in a copy made elsewhere: a pickled error says it, once.)
+    copied = pickle.loads(pickle.dumps(failed.value))
+    assert str(copied) == str(failed.value) and copied.notes == (note,)
     # Its traceback still ends at the user's line, as without the rewrite.
     assert failed.value.__traceback__ is not None
     last = failed.value.__traceback__

@@ -363,7 +363,7 @@ def test_a_kernel_whose_only_smem_is_mma_operands_stages_within_what_a_block_may
     without_proven_ends(monkeypatch)
     with pytest.raises(smalto.InferenceError) as refused:
         smalto.infer_layout(parse(text), arch=BLACKWELL, stage_through_smem=True)
-    assert "295936" in "\n".join(refused.value.__notes__)
+    assert "295936" in "\n".join(refused.value.notes)
 
 
 def test_a_wgmma_kernels_buffer_over_its_operands_with_the_wait_dropped_is_caught() -> None:

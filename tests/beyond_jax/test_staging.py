@@ -13,6 +13,8 @@ the module as it came.
 from __future__ import annotations
 
 import functools
+import html
+import json
 import re
 import warnings
 from collections.abc import Callable
@@ -291,7 +293,7 @@ def test_staging_that_needs_more_smem_than_a_block_has_is_refused_with_the_bytes
     module = parse(captured.text)
     with pytest.raises(smalto.InferenceError) as error:
         smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
-    (note,) = error.value.__notes__
+    (note,) = error.value.notes
     assert f"needs {needed} bytes of SMEM per block, over the {SMEM_PER_BLOCK}" in note
     assert str(module) == str(parse(captured.text))
     # With both options, the transfer staging cannot serve is made unoptimized instead.
@@ -304,6 +306,46 @@ def test_staging_that_needs_more_smem_than_a_block_has_is_refused_with_the_bytes
     fn, args = _big_table(40)
     _, caught = _lower(fn, *args, arch=BLACKWELL, stage_through_smem=True)
     assert len(_of(caught, smalto.StagedThroughSmemWarning)) == 1
+
+
+def test_what_staging_tried_in_vain_is_said_once_at_every_door(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The note of a rescue tried in vain is in the message itself: the Pallas route's
+    error quotes the message, not an inner exception's notes (``add_note``)."""
+    without_proven_ends(monkeypatch)
+    fn, args = _big_table(180)
+    # The route: ``smalto.jax.lower``'s error, and the error JAX's lowering raised.
+    with pytest.raises(smalto.jax.KernelLoweringError) as refused:
+        _lower(fn, *args, arch=BLACKWELL, stage_through_smem=True)
+    routed = str(refused.value)
+    tried = "smalto did not stage the 1 transfer(s) with no optimized plan through SMEM"
+    assert routed.count(tried) == 1
+    assert routed.count(f"bytes of SMEM per block, over the {SMEM_PER_BLOCK}") == 1
+    raised = refused.value.__cause__
+    assert raised is not None and tried in str(raised)
+    # ``infer_layout`` itself: in the message, once, and said nowhere else.
+    (captured,) = smalto.jax.capture(fn, *args)
+    with pytest.raises(smalto.InferenceError) as direct:
+        smalto.infer_layout(parse(captured.text), arch=BLACKWELL, stage_through_smem=True)
+    (note,) = direct.value.notes
+    assert note.startswith(tried) and str(direct.value).count(note) == 1
+    assert str(direct.value).endswith(note)
+    assert not getattr(direct.value, "__notes__", ())
+    # The CLI: plain, verbose, JSON and the report page, once each.
+    source = tmp_path / "table.mlir"
+    source.write_text(captured.text)
+    first = note.splitlines()[0]
+    for flags in ((), ("--verbose",)):
+        ran = run("infer", "--arch", "10.0", "--stage-through-smem", *flags, str(source))
+        assert ran.status == 1 and ran.err.count(first) == 1, ran.err
+    ran = run("infer", "--arch", "10.0", "--stage-through-smem", "--json", str(source))
+    assert ran.status == 1
+    (document,) = [json.loads(line) for line in ran.out.splitlines() if line.strip()]
+    assert document["notes"] == [note] and document["message"].count(first) == 1
+    page = tmp_path / "refused.html"
+    run("infer", "--arch", "10.0", "--stage-through-smem", str(source), "--report", str(page))
+    assert page.read_text().count(html.escape(first)) == 1
 
 
 # --- modules: SMEM stores with no conflict-free plan, JAX's own test kernels ----------------
@@ -351,7 +393,7 @@ def test_jax_test_kernels_compile_staged_or_say_why_not(entry: reference.CorpusE
     if entry.key in NOT_STAGED:
         with pytest.raises(smalto.InferenceError) as refused:
             smalto.infer_layout(parse(text), arch=entry.arch, stage_through_smem=True)
-        (note,) = refused.value.__notes__
+        (note,) = refused.value.notes
         assert "staging" in note and "no layouts either" in note
         module = parse(text)
         with warnings.catch_warnings(record=True) as caught:

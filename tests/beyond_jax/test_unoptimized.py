@@ -269,7 +269,7 @@ def test_where_no_transfer_stands_in_the_way_the_module_is_left_as_it_came() -> 
     with pytest.raises(smalto.InferenceError) as failed:
         smalto.infer_layout(module, allow_unoptimized=True)
     assert str(module) == str(parse(text))
-    notes = "\n".join(getattr(failed.value, "__notes__", ()))
+    notes = "\n".join(failed.value.notes)
     assert "not a transfer plan" in notes
 
 

@@ -19,7 +19,7 @@ import smalto
 import smalto.jax
 from smalto.jax.interpreted import run_both
 from smalto.source.fix_edits import apply_parts
-from smalto.source.keepdims import keepdims_causes, keepdims_edit
+from smalto.source.keepdims import keepdims_causes, keepdims_edit, keepdims_not_followed
 
 REPO = Path(__file__).resolve().parents[2]
 NORMS = REPO / "tests" / "fix_kernels" / "keepdims_norms.py"
@@ -43,6 +43,10 @@ EDITED = {
     "softmax": ["jnp.max(x, axis=1)", "jnp.exp(x - m[:, None])", "e / jnp.sum(e, axis=1)[:, None]"],
     "centered_by_reshape": ["jnp.sum(x, axis=1) * (1.0 / x.shape[1])", "x - mu[:, None]"],
     "max_shifted_by_none": ["jnp.max(x, axis=-1)", "jnp.maximum(x - ((m - 1.0)[:, None]), 0.0)"],
+    "rms_norm_by_broadcast_to": [
+        "jnp.mean(x * x, axis=-1)",
+        "jnp.broadcast_to(jax.lax.rsqrt(ms + 1e-6)[..., None], x.shape)",
+    ],
 }
 
 
@@ -71,7 +75,11 @@ def test_a_statistic_stored_as_it_is_leaves_no_edit_and_names_its_cause() -> Non
 # (function, whether JAX's own pass rejects it as written: a softmax's keepdims it takes)
 @pytest.mark.parametrize(
     ("function", "rejected"),
-    [("rms_norm", True), ("softmax", False), ("centered_by_reshape", True)],
+    [
+        ("rms_norm", True),
+        ("softmax", False),
+        ("centered_by_reshape", True),
+    ],
 )
 def test_the_edited_kernel_lowers_with_jax_and_runs_bit_equal(
     tmp_path: Path, function: str, rejected: bool
@@ -138,6 +146,45 @@ def test_smalto_fix_makes_jax_39966_portable_proven_by_running(tmp_path: Path) -
         smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
 
 
+def test_smalto_fix_follows_a_statistic_through_broadcast_to(tmp_path: Path) -> None:
+    """``jnp.broadcast_to(rsqrt(ms + eps), x.shape)``, as Pallas users write the scale: the
+    unit dim put back in its argument, JAX's own pass lowers the file written, and both
+    kernels run bit-equal in JAX's interpreter. (Where ``smalto fix`` refused it, the
+    statistic not followed through ``broadcast_to``.)"""
+    script = tmp_path / "norms.py"
+    script.write_text(NORMS.read_text())
+    ran = run("fix", f"{script}:rms_norm_by_broadcast_to", "--arg", "f32[128,128]", "--json")
+    assert ran.status == 0, ran.err
+    fixed = script.read_text()
+    assert "ms = jnp.mean(x * x, axis=-1)\n" in fixed
+    assert "scale = jnp.broadcast_to(jax.lax.rsqrt(ms + 1e-6)[..., None], x.shape)" in fixed
+    made = json.loads(ran.out)
+    assert made["run"]["ran"] and made["run"]["bit_equal"] and not made["refuted"]
+    assert made["needs_smalto"] is False and made["unproven"] == []
+    fn = runpy.run_path(str(script))["rms_norm_by_broadcast_to"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+
+
+def test_the_broadcast_to_edit_keeps_its_unit_dim(tmp_path: Path) -> None:
+    """Why the unit dim goes back in ``broadcast_to``'s argument: the (N,) value alone is
+    lined up with the last dim, on a square tile the wrong axis, and it runs, and differs."""
+    text = NORMS.read_text()
+    edit = keepdims_edit(text, str(NORMS), _lines(text, "rms_norm_by_broadcast_to"))
+    assert edit is not None
+    wrong = apply_parts(text, edit.parts).replace("1e-6)[..., None], x.shape", "1e-6), x.shape")
+    assert wrong != apply_parts(text, edit.parts)
+    edited_file = tmp_path / "wrong.py"
+    edited_file.write_text(wrong)
+    ran = run_both(
+        runpy.run_path(str(NORMS))["rms_norm_by_broadcast_to"],
+        runpy.run_path(str(edited_file))["rms_norm_by_broadcast_to"],
+        (TILE,),
+    )
+    assert ran.refutes and "differs" in ran.why_not
+
+
 @pytest.mark.slow  # JAX's own pass searches ~30 s of CPU before it gives up on it
 def test_smalto_fix_makes_jax_39966_layer_norm_portable(tmp_path: Path) -> None:
     """jax#39966's layer norm, loaded straight from GMEM: the statistics written as (N,)
@@ -167,6 +214,13 @@ def test_a_keepdims_kernel_not_made_portable_names_the_reduction(tmp_path: Path)
     assert "compiles only with smalto" in ran.err
     assert "the unit dims of `jnp.mean(x, axis=-1, keepdims=True)` at " in ran.err
     assert "(keepdims=True) are what JAX's own pass cannot lay out" in ran.err
+    # And why no edit writes them so: the line where the statistic is not followed.
+    text = script.read_text()
+    store = next(
+        n for n in _lines(text, "stored_mean") if "mu_gmem[...] = mu" in text.splitlines()[n - 1]
+    )
+    (stopped,) = [line for line in ran.err.splitlines() if "does not follow" in line]
+    assert stopped.endswith(f"a statistic at {script}:{store}: `mu_gmem[...] = mu`")
 
 
 def test_the_quickstart_add_is_made_portable_by_a_cast_at_the_store(tmp_path: Path) -> None:
@@ -290,3 +344,71 @@ def test_an_axis_as_a_tuple_or_an_argument_and_a_row_by_reshape_are_followed(
         smalto.jax.lower(fixed, TILE, arch=(9, 0), by="jax")
     ran = run_both(original, fixed, (TILE,))
     assert ran.proven, ran.why_not
+
+
+BROADCAST_SHIFT = """import jax
+import jax.numpy as jnp
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+WARPGROUP = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+
+
+def shifted(x):
+    def body(x_gmem, o_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        s = jnp.max(jnp.abs(x), axis={axis}, keepdims=True)
+        o_gmem[...] = x - jnp.broadcast_to(s * 0.5, x.shape)
+
+    return plgpu.kernel(
+        body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), compiler_params=WARPGROUP
+    )(x)
+"""
+
+
+@pytest.mark.parametrize(("axis", "expansion"), [(-1, "[..., None]"), (0, "[None]")])
+def test_a_row_or_column_statistic_through_broadcast_to_is_followed(
+    tmp_path: Path, axis: int, expansion: str
+) -> None:
+    """Found by the Pallas-form fuzzer (family keepdims, ``x - jnp.broadcast_to(s,
+    x.shape)``): ``smalto fix`` refused it. A row or a column statistic, on a tile that
+    is not square: its unit dim put back in ``broadcast_to``'s argument; JAX's own pass
+    lowers the edit and both kernels run bit-equal."""
+    text = BROADCAST_SHIFT.format(axis=axis)
+    script = tmp_path / "shifted.py"
+    script.write_text(text)
+    edit = keepdims_edit(text, str(script), _lines(text, "shifted"))
+    assert edit is not None
+    assert [p.replacement for p in edit.parts] == [
+        f"jnp.max(jnp.abs(x), axis={axis})",
+        f"x - jnp.broadcast_to((s * 0.5){expansion}, x.shape)",
+    ]
+    edited = tmp_path / "edited.py"
+    edited.write_text(apply_parts(text, edit.parts))
+    original, fixed = (runpy.run_path(str(p))["shifted"] for p in (script, edited))
+    tile = jax.ShapeDtypeStruct((64, 128), "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fixed, tile, arch=(9, 0), by="jax")
+    ran = run_both(original, fixed, (tile,))
+    assert ran.proven, ran.why_not
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["s.shape", "jnp.sum(x, axis=-1, keepdims=True).shape", "shape=(s.shape[0], x.shape[1])"],
+)
+def test_a_broadcast_to_whose_shape_is_a_statistics_is_refused_at_its_line(shape: str) -> None:
+    """Where ``broadcast_to``'s shape is read from a statistic kept with its unit dim (the
+    edit would change that shape), no edit, and the refusal names the line and why."""
+    text = BROADCAST_SHIFT.format(axis=-1).replace(
+        "x - jnp.broadcast_to(s * 0.5, x.shape)", f"x - jnp.broadcast_to(s * 0.5, {shape})"
+    )
+    lines = _lines(text, "shifted")
+    assert keepdims_edit(text, "shifted.py", lines) is None
+    stopped = keepdims_not_followed(text, lines)
+    assert stopped is not None
+    assert stopped.text == f"o_gmem[...] = x - jnp.broadcast_to(s * 0.5, {shape})"
+    assert text.splitlines()[stopped.line - 1].strip() == stopped.text
+    assert "`broadcast_to`'s shape is read from a statistic" in stopped.why
+    # (With the tile's shape, followed: nothing stops it.)
+    assert keepdims_not_followed(BROADCAST_SHIFT.format(axis=-1), lines) is None

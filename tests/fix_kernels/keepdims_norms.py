@@ -79,6 +79,18 @@ def max_shifted_by_none(x):
     return _kernel(body, x)
 
 
+def rms_norm_by_broadcast_to(x):
+    """The scale broadcast to the tile by ``jnp.broadcast_to`` before it meets it."""
+
+    def body(x_gmem, o_gmem):
+        x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)
+        ms = jnp.mean(x * x, axis=-1, keepdims=True)
+        scale = jnp.broadcast_to(jax.lax.rsqrt(ms + 1e-6), x.shape)
+        o_gmem[...] = x * scale
+
+    return _kernel(body, x)
+
+
 def stored_statistics(x):
     """The (N, 1) statistic is stored too: no edit follows it (the output's shape)."""
 

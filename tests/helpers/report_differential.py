@@ -182,7 +182,7 @@ def staged_outcome(entry: reference.CorpusEntry) -> tuple[str, int, int]:
         try:
             smalto.infer_layout(module, arch=entry.arch, stage_through_smem=True)
         except smalto.InferenceError as error:
-            notes = [n for n in getattr(error, "__notes__", ()) if "stag" in n]
+            notes = [n for n in error.notes if "stag" in n]
             why = notes[0] if notes else str(error).splitlines()[-1]
             return f"refused: {_first_line(why)}", 0, 0
     staged = [

@@ -205,7 +205,7 @@ def test_staging_over_the_limit_names_what_takes_the_smem(monkeypatch: pytest.Mo
     module = parse(captured.text)
     with pytest.raises(smalto.InferenceError) as error:
         smalto.infer_layout(module, arch=BLACKWELL, stage_through_smem=True)
-    (note,) = error.value.__notes__
+    (note,) = error.value.notes
     assert "over the 232448 a block may have; the kernel's SMEM (" in note
     table = next(line for line in note.splitlines() if "2x180x256xbf16" in line)
     assert table.split()[:4] == ["184320", "bytes", "scratch:", "2x180x256xbf16"]
