@@ -191,10 +191,12 @@ def recording(
     *,
     use_smalto: bool | None = None,
     options: Mapping[str, object] | None = None,
+    predicted: bool | None = None,
 ) -> Iterator[Recorder]:
     """Records every inference call the calling thread makes inside the block, on its
-    route with ``arch`` forced, the pass chosen (``use_smalto``) and ``options`` added,
-    where given (``recorder.route``).
+    route with ``arch`` forced, the pass chosen (``use_smalto``), ``options`` added and
+    JAX's pass skipped where smalto proves it fails (``predicted``), where given
+    (``recorder.route``).
 
     The recorder's route is one no other call has, so JAX's caches hand the block
     nothing lowered before (its inference would go unseen): every kernel is lowered
@@ -203,7 +205,13 @@ def recording(
     """
     recorder = Recorder()
     try:
-        with routed(use_smalto=use_smalto, options=options, arch=arch, observer=recorder) as route:
+        with routed(
+            use_smalto=use_smalto,
+            options=options,
+            arch=arch,
+            observer=recorder,
+            predicted=predicted,
+        ) as route:
             recorder.route = route
             yield recorder
     finally:

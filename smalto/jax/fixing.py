@@ -664,12 +664,14 @@ def lower_with(
     fn: Callable[..., Any], args: tuple[Any, ...], arch: tuple[int, int] | None, by: Pass
 ) -> tuple[bool, BaseException | None]:
     """Whether ``fn(*args)`` lowers with ``by``'s pass; else the inference error (the
-    diagnosis), or what the lowering raised."""
+    diagnosis), or what the lowering raised. JAX's pass is not asked about a kernel
+    smalto's solver proves has no layouts that lower (its search would spend minutes
+    to fail: ``smalto.jax.prediction``); a kernel JAX's pass lowers is lowered by it."""
     try:
         with warnings.catch_warnings():
             # (What that warning says, fixing says in its own words: the portable edit.)
             warnings.simplefilter("ignore", SmaltoOnlyWarning)
-            lower(fn, *args, arch=arch, by=by)
+            lower(fn, *args, arch=arch, by=by, predicted=by == "jax")
     except KernelLoweringError as failed:
         if failed.stage == "inference" and failed.kernels and failed.kernels[-1].error:
             return False, failed.kernels[-1].error

@@ -87,6 +87,9 @@ class Route:
     options: tuple[tuple[str, object], ...] = ()
     arch: tuple[int, int] | None = None
     watchers: int | None = None
+    # On JAX's pass: smalto's solver first, and JAX's pass not run (``PredictedFailure``)
+    # where it proves the module has no layouts that lower (``smalto.jax.prediction``).
+    predicted: bool = False
 
     @property
     def by(self) -> Pass:
@@ -240,6 +243,8 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
                 else:
                     smalto.infer_layout(module, fuel=fuel, arch=call.arch, **options)
         else:
+            if route.predicted:
+                _refuse_if_predicted(module, call.arch, fuel)
             original = jax_infer_layout()
             if fuel is None:
                 original(module, arch=call.arch)
@@ -251,6 +256,15 @@ def dispatch(module: ir.Module, *, fuel: int | None = None, arch: tuple[int, int
         raise
     for observer in observers:
         observer.after(call, None)
+
+
+def _refuse_if_predicted(module: ir.Module, arch: tuple[int, int], fuel: int | None) -> None:
+    """Raises ``PredictedFailure`` where smalto's solver proves JAX's pass cannot lay
+    ``module`` out in a way that lowers (its search would spend its fuel for nothing)."""
+    from smalto.jax.prediction import PREDICTED, PredictedFailure, jax_finds_none
+
+    if jax_finds_none(module, arch, fuel):
+        raise PredictedFailure(f"JAX's layout inference {PREDICTED}")
 
 
 def _import_the_pass() -> None:
@@ -328,6 +342,7 @@ def _route_from(
     options: Mapping[str, object] | None,
     arch: tuple[int, int] | None,
     watchers: int | None,
+    predicted: bool | None = None,
 ) -> Route:
     merged = dict(outer.options)
     if options:
@@ -338,6 +353,7 @@ def _route_from(
         options=tuple(sorted(merged.items())),
         arch=outer.arch if arch is None else (int(arch[0]), int(arch[1])),
         watchers=outer.watchers if watchers is None else watchers,
+        predicted=outer.predicted if predicted is None else predicted,
     )
 
 
@@ -348,17 +364,25 @@ def routed(
     options: Mapping[str, object] | None = None,
     arch: tuple[int, int] | None = None,
     observer: Observer | None = None,
+    predicted: bool | None = None,
 ) -> Iterator[Route]:
     """Sets the calling thread's route inside the block: the one in force, with the pass
-    (``use_smalto``), ``options`` added, ``arch`` forced and ``observer`` watching too,
-    where given. Other threads' routes are untouched; the thread's own is back on exit."""
+    (``use_smalto``), ``options`` added, ``arch`` forced, ``observer`` watching too and
+    JAX's pass asked only where smalto's solver does not prove it fails (``predicted``,
+    ``Route.predicted``), where given. Other threads' routes are untouched; the thread's
+    own is back on exit."""
     outer = current_route()
     watchers = None
     if observer is not None:
         watchers = _STATE.watch((*_STATE.observers(outer), observer))
     try:
         route = _route_from(
-            outer, use_smalto=use_smalto, options=options, arch=arch, watchers=watchers
+            outer,
+            use_smalto=use_smalto,
+            options=options,
+            arch=arch,
+            watchers=watchers,
+            predicted=predicted,
         )
         _STATE.acquire()
         try:

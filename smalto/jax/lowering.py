@@ -66,6 +66,7 @@ def lower(
     *args: Any,
     arch: tuple[int, int] | None = None,
     by: Pass = "smalto",
+    predicted: bool = False,
     **options: object,
 ) -> Lowering:
     """Lowers ``fn(*args)`` for CUDA with ``by`` as the layout-inference pass.
@@ -78,12 +79,17 @@ def lower(
     only ones that run layout inference) and at least one must be built.
     ``options``: keywords of ``smalto.infer_layout`` for every call smalto
     makes (``rewrite=False``), added to those in force (``enabled``,
-    ``install``), which are back after.
+    ``install``), which are back after. ``predicted`` (with ``by="jax"``):
+    JAX's pass is not run on a kernel smalto's solver proves has no layouts
+    that lower (``smalto.jax.prediction``); that kernel's inference fails with
+    ``PredictedFailure`` at once, where JAX's search could spend minutes.
 
     Returns the lowering; raises ``KernelLoweringError`` naming the stage that
     failed.
     """
-    with recording(arch, use_smalto=by == "smalto", options=options) as recorder:
+    with recording(
+        arch, use_smalto=by == "smalto", options=options, predicted=predicted
+    ) as recorder:
         target = recorder.route.arch or _own_arch()
         try:
             lowered = lower_for_cuda(fn, args)
