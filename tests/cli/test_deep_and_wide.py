@@ -4,7 +4,8 @@ where the module nests deeper than smalto takes), never with a traceback; and ev
 answer passes the checker.
 
 CI runs a small derandomized sample (a module 1 024 regions deep costs seconds): one
-module a depth, every command on the shallow ones, infer and check at the limit;
+module a depth, every command (infer, check, --report, explain, --summary, smem, draw) on
+the shallow ones and at the limit;
 ``make fuzz`` sets ``SMALTO_FUZZ_EXAMPLES`` for more (and every command on random depths
 up to the limit) and ``SMALTO_FUZZ_SEED`` for fresh ones.
 """
@@ -84,6 +85,20 @@ def _judge(module: ShapedModule, folder: Path, commands: bool) -> None:
     explained = run("explain", path, "--arch", _arch(module))
     _one_line(explained.err)
     assert explained.status == ran.status, explained.err
+    summary = run("infer", path, "--arch", _arch(module), "--summary")
+    _one_line(summary.err)
+    assert summary.status == ran.status, summary.err
+    smem = run("smem", path, "--arch", _arch(module))
+    _one_line(smem.err)
+    assert smem.status in (0, 1), smem.err
+    assert "SMEM" in smem.out, smem.out
+    if ran.status == 0:
+        # The value deepest in the printed module (the summary's last row), drawn.
+        deepest = summary.out.rstrip().splitlines()[-1].split()[1]
+        drawn = run("draw", path, deepest, "--arch", _arch(module), "-o", folder / "value.svg")
+        _one_line(drawn.err)
+        assert drawn.status == 0, drawn.err
+        assert (folder / "value.svg").read_text().lstrip().startswith("<")
 
 
 # Depths a few, and at and about the limit, and far past it (MLIR's parser would overflow
@@ -97,9 +112,9 @@ def test_deep_modules(depth: int, tmp_path_factory: pytest.TempPathFactory) -> N
     @SETTINGS
     @given(deep_modules(st.just(depth)))
     def judged(module: ShapedModule) -> None:
-        # Every command on the shallow ones; infer and check at the limit (every command
-        # there costs a minute: ``make fuzz`` runs them on random depths up to it).
-        commands = depth <= 40
+        # Every command on the shallow ones and at the limit (``make fuzz`` runs them on
+        # random depths up to it).
+        commands = depth <= MAX_REGION_DEPTH
         _judge(module, tmp_path_factory.mktemp("deep"), commands)
 
     judged()
