@@ -204,6 +204,45 @@ def test_bracket_depth_ignores_strings_and_comments() -> None:
     assert bracket_depth("") == 0
 
 
+def test_bracket_depth_counts_angle_brackets_not_arrows_or_comparisons() -> None:
+    """Types and attributes nest in ``<...>``, which MLIR's parser recurses into as into
+    regions; the ``>`` of an arrow and the ``>=`` of an integer set close nothing."""
+    assert bracket_depth("tuple<tuple<vector<4xf32>>>") == 3
+    assert bracket_depth("memref<4xf32, #gpu.address_space<workgroup>>") == 2
+    assert bracket_depth("affine_map<(d0, d1) -> (d1 floordiv 8, d0)>") == 2
+    assert bracket_depth("affine_set<(d0) : (d0 - 10 >= 0, 4 - d0 >= 0)>") == 2
+    assert bracket_depth("(vector<4xf32>) -> vector<4xf32>") == 2
+    assert bracket_depth('"tuple<tuple<" // <<<<\n<{a = 1}>') == 2
+    assert bracket_depth("tuple<" * 30_000) == 30_000
+
+
+def _nested_type_module(depth: int) -> str:
+    """A kernel whose argument's type nests ``depth`` tuples around a vector (in the
+    brackets of the signature: ``depth`` + 2 deep)."""
+    nested = "tuple<" * depth + "vector<128xf32>" + ">" * depth
+    return f"func.func @kernel(%arg0: {nested}) {{\n  func.return\n}}\n"
+
+
+@pytest.mark.parametrize("command", ("infer", "check", "explain"))
+def test_types_nested_past_the_limit_are_refused_in_one_line(command: str, tmp_path: Path) -> None:
+    """Types nested 30 000 deep (MLIR's parser overflows an 8 MiB stack at about 26 000,
+    a 2 MiB one at 6 000-12 000) are refused before they are parsed, in one line."""
+    path = tmp_path / "kernel.mlir"
+    path.write_text(_nested_type_module(30_000))
+    ran = run(command, path, "--arch", "9.0")
+    _one_line(ran.err)
+    assert ran.status == 2, ran.err
+    assert "nests brackets 30002 deep" in ran.err, ran.err
+    assert f"at most {MAX_REGION_DEPTH} regions deep" in ran.err
+
+
+def test_types_nested_within_the_limit_are_read() -> None:
+    """Nested types under the bound parse (on a thread with room for them): the text check
+    refuses only what the parser could not take."""
+    parsed = parse_module(_nested_type_module(1_500))
+    assert str(parsed).count("tuple<") == 1_500
+
+
 def test_the_library_refuses_a_parsed_module_deeper_than_the_limit() -> None:
     """A module parsed by the caller (MLIR's parser takes 600 regions) reaches the pass and
     the checker: each refuses it in one line naming the depth, and leaves it as it came."""
