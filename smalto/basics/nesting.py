@@ -8,13 +8,13 @@ thread's, and by default every thread's), 506 on 2 MiB, 250 on 1 MiB; the printe
 1 150 regions a MiB; cloning about 3 200 a MiB; the verifier, MLIR's walk and freeing a
 module over 4 000 a MiB. Angle brackets (types and attributes nested in types and
 attributes: ``tuple<tuple<...>>``) cost the parser less, 175 to 350 bytes each (a 2 MiB
-stack takes 6 000 ``tuple<``, not 12 000), but recurse all the same, so they count as
-brackets. So smalto parses deeply nested text on a thread of its own with
-a stack far larger than the parse needs (``parse_with_room``), and takes modules nested
-at most ``MAX_REGION_DEPTH`` regions deep, half what the parser takes on the default
-stack, and under what the printer takes on a 1 MiB one. Its own walks use stacks of their
-own, not recursion. Any module deeper is said so, in one line naming the depth: its text
-before it is parsed (``text_too_deep``), a parsed module as it is read
+stack takes 6 000 ``tuple<``, not 12 000; the printer about 1 900 a MiB), but recurse
+all the same, so they count as brackets. So smalto parses deeply nested text on a thread
+of its own with a stack far larger than the parse needs (``parse_with_room``), and takes
+modules nested at most ``MAX_REGION_DEPTH`` regions deep, half what the parser takes on
+the default stack, and under what the printer takes on a 1 MiB one. Its own walks use
+stacks of their own, not recursion. Any module deeper is said so, in one line naming the
+depth: its text before it is parsed (``text_too_deep``), a parsed module as it is read
 (``smalto.program.reader``).
 """
 
