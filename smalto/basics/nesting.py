@@ -6,12 +6,15 @@ bindings, x86-64, generic-form ``scf.for`` nests; pretty ``scf.for`` costs the p
 about as much a bracket): the parser takes 2 047 regions on an 8 MiB stack (the main
 thread's, and by default every thread's), 506 on 2 MiB, 250 on 1 MiB; the printer about
 1 150 regions a MiB; cloning about 3 200 a MiB; the verifier, MLIR's walk and freeing a
-module over 4 000 a MiB. So smalto parses deeply nested text on a thread of its own with
-a stack far larger than the parse needs (``parse_with_room``), and takes modules nested
-at most ``MAX_REGION_DEPTH`` regions deep, half what the parser takes on the default
-stack, and under what the printer takes on a 1 MiB one. Its own walks use stacks of their
-own, not recursion. Any module deeper is said so, in one line naming the depth: its text
-before it is parsed (``text_too_deep``), a parsed module as it is read
+module over 4 000 a MiB. Angle brackets (types and attributes nested in types and
+attributes: ``tuple<tuple<...>>``) cost the parser less, 175 to 350 bytes each (a 2 MiB
+stack takes 6 000 ``tuple<``, not 12 000; the printer about 1 900 a MiB), but recurse
+all the same, so they count as brackets. So smalto parses deeply nested text on a thread
+of its own with a stack far larger than the parse needs (``parse_with_room``), and takes
+modules nested at most ``MAX_REGION_DEPTH`` regions deep, half what the parser takes on
+the default stack, and under what the printer takes on a 1 MiB one. Its own walks use
+stacks of their own, not recursion. Any module deeper is said so, in one line naming the
+depth: its text before it is parsed (``text_too_deep``), a parsed module as it is read
 (``smalto.program.reader``).
 """
 
@@ -27,15 +30,22 @@ from itertools import accumulate
 # recursion limit) on kernels a few hundred ``fori_loop``s deep, before this.
 MAX_REGION_DEPTH = 1024
 # Brackets a region's text nests in, at most: a region in generic form is ``({...})``,
-# and the attributes of an op inside it nest a few more (``<{value = dense<[...]>}>``).
+# and the attributes and types of an op inside it nest a few more
+# (``<{value = dense<[...]>}>``, ``memref<..., #gpu.address_space<workgroup>>``).
 _BRACKETS_PER_REGION = 2
 _ATTRIBUTE_BRACKETS = 32
 MAX_BRACKET_DEPTH = MAX_REGION_DEPTH * _BRACKETS_PER_REGION + _ATTRIBUTE_BRACKETS
 
 # Strings and comments, whose brackets nest nothing (escapes skipped whole).
 _QUOTED = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*')
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"()[]{}")
-_STEP = {ord(c): (1 if c in "([{" else -1) for c in "()[]{}"}
+# Angle brackets nest types and attributes (``tuple<tuple<...>>``, ``#a<b<...>>``), which
+# the parser recurses into as it does into regions: they count, but for the arrows of
+# function types and affine maps (``(d0) -> (d0)``) and the comparisons of integer sets
+# (``d0 - 4 >= 0``), which are no brackets.
+_NOT_ANGLE_BRACKETS = ("->", ">=", "<=")
+_OPENING, _CLOSING = "([{<", ")]}>"
+_NOT_BRACKETS = bytes(c for c in range(256) if chr(c) not in _OPENING + _CLOSING)
+_STEP = {ord(c): (1 if c in _OPENING else -1) for c in _OPENING + _CLOSING}
 
 
 # Text nested deeper than this (in brackets) is parsed on a thread of its own, with a
@@ -92,14 +102,24 @@ def too_deep_message(subject: str, depth: int, what: str = "regions") -> str:
 
 
 def bracket_depth(text: str) -> int:
-    """How deep the brackets of MLIR text nest (``(``, ``[``, ``{``), strings and comments
-    aside; unclosed ones count."""
+    """How deep the brackets of MLIR text nest (``(``, ``[``, ``{``, ``<``), strings,
+    comments, arrows and comparisons aside; unclosed ones count."""
     if "//" in text or '\\"' in text:  # comments, or escaped quotes: the slow way
         text = _QUOTED.sub("", text)
     elif '"' in text:  # outside strings: every other piece between quotes
         text = "".join(text.split('"')[::2])
+    text = _without_angle_lookalikes(text)
     brackets = text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _without_angle_lookalikes(text: str) -> str:
+    """The text without its ``->``, ``>=`` and ``<=``, whose ``<`` and ``>`` close or open
+    nothing."""
+    for lookalike in _NOT_ANGLE_BRACKETS:
+        if lookalike in text:
+            text = text.replace(lookalike, "")
+    return text
 
 
 def text_too_deep(text: str, subject: str, depth: int | None = None) -> str | None:
@@ -119,14 +139,15 @@ def _line_reaching(text: str, depth: int) -> int:
     """The line where the brackets first nest ``depth`` deep (the slow way: only for the
     message about a module refused)."""
     stripped = _QUOTED.sub(lambda m: "\n" * m.group().count("\n"), text)
+    stripped = _without_angle_lookalikes(stripped)
     level, line = 0, 1
     for char in stripped:
         if char == "\n":
             line += 1
-        elif char in "([{":
+        elif char in _OPENING:
             level += 1
             if level >= depth:
                 return line
-        elif char in ")]}":
+        elif char in _CLOSING:
             level -= 1
     return 0

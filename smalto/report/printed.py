@@ -247,6 +247,9 @@ class Places:
         if printed is None:
             printed = printed_module(self._top_operation(), self.program)
         self.printed = printed
+        # Each op's text, made once: an explanation names the ops of its chain, and the
+        # chains of a loop nest pass the same ops for every value carried through it.
+        self._op_texts: dict[int, str] = {}
 
     def name(self, vid: int) -> str:
         """The value's SSA name as the printed module has it (``%12``, ``%95#0``, ``%arg3``)."""
@@ -306,6 +309,13 @@ class Places:
         return str(file_position(self.program.ops[producer.op].location) or "") or None
 
     def op_text(self, op_id: int) -> str:
+        """```scf.for` at line 12``, ```arith.addf` (`add`) at kernel.py:9``."""
+        text = self._op_texts.get(op_id)
+        if text is None:
+            text = self._op_texts[op_id] = self._describe_op(op_id)
+        return text
+
+    def _describe_op(self, op_id: int) -> str:
         op = self.program.ops[op_id]
         # The name JAX gave the location (the primitive) when it says more than the op's.
         name = location_name(op.location)

@@ -132,6 +132,7 @@ class Explainer(Places):
         self.notes: list[str] = []
         # The ways to required layouts through equal ones (``_ways_to_required``), once.
         self._ways: dict[int, tuple[int, int, int, int]] | None = None
+        self._vias_of_slot: dict[int, tuple[str, ...]] = {}
 
     def _value_at(self, site: Site) -> int:
         return value_at(self.program, site)
@@ -202,9 +203,13 @@ class Explainer(Places):
         # the end of the chain but what that step makes of it.
         change: tuple[str, str, int] | None = None  # noun, op, index of the step
         first_relation = ""
+        vias_seen = set(vias)  # (a set: a nest's chain passes hundreds of loops)
         while True:
             seen.add(slot)
-            vias.extend(v for v in self._slot_vias(slot) if v not in vias)
+            for via in self._slot_vias(slot):
+                if via not in vias_seen:
+                    vias_seen.add(via)
+                    vias.append(via)
             reason = self.state.reason.get(slot)
             if reason is None:
                 steps.append("nothing required or chose it: free")
@@ -290,11 +295,16 @@ class Explainer(Places):
         source = place if ends else f"a value that {relation} {place}"
         return _Ending("fixed", f"because it {lead} the {noun} ({where}) of {source}")
 
-    def _slot_vias(self, slot: int) -> list[str]:
-        out = []
-        for var in self.members.get(slot, ()):
-            out.extend(self.vias(var))
-        return out
+    def _slot_vias(self, slot: int) -> tuple[str, ...]:
+        """The loops and branches the variables of a slot are carried through, made once
+        a slot: the chains of the values of a loop nest pass through the same slots."""
+        vias = self._vias_of_slot.get(slot)
+        if vias is None:
+            out: list[str] = []
+            for var in self.members.get(slot, ()):
+                out.extend(self.vias(var))
+            vias = self._vias_of_slot[slot] = tuple(out)
+        return vias
 
     def _fixed_place(self, fixed: Fixed) -> str:
         site = next(

@@ -4,7 +4,8 @@ where the module nests deeper than smalto takes), never with a traceback; and ev
 answer passes the checker.
 
 CI runs a small derandomized sample (a module 1 024 regions deep costs seconds): one
-module a depth, every command on the shallow ones, infer and check at the limit;
+module a depth, every command (infer, check, --report, explain, --summary, smem, draw) on
+the shallow ones and at the limit;
 ``make fuzz`` sets ``SMALTO_FUZZ_EXAMPLES`` for more (and every command on random depths
 up to the limit) and ``SMALTO_FUZZ_SEED`` for fresh ones.
 """
@@ -84,6 +85,20 @@ def _judge(module: ShapedModule, folder: Path, commands: bool) -> None:
     explained = run("explain", path, "--arch", _arch(module))
     _one_line(explained.err)
     assert explained.status == ran.status, explained.err
+    summary = run("infer", path, "--arch", _arch(module), "--summary")
+    _one_line(summary.err)
+    assert summary.status == ran.status, summary.err
+    smem = run("smem", path, "--arch", _arch(module))
+    _one_line(smem.err)
+    assert smem.status in (0, 1), smem.err
+    assert "SMEM" in smem.out, smem.out
+    if ran.status == 0:
+        # The value deepest in the printed module (the summary's last row), drawn.
+        deepest = summary.out.rstrip().splitlines()[-1].split()[1]
+        drawn = run("draw", path, deepest, "--arch", _arch(module), "-o", folder / "value.svg")
+        _one_line(drawn.err)
+        assert drawn.status == 0, drawn.err
+        assert (folder / "value.svg").read_text().lstrip().startswith("<")
 
 
 # Depths a few, and at and about the limit, and far past it (MLIR's parser would overflow
@@ -97,9 +112,9 @@ def test_deep_modules(depth: int, tmp_path_factory: pytest.TempPathFactory) -> N
     @SETTINGS
     @given(deep_modules(st.just(depth)))
     def judged(module: ShapedModule) -> None:
-        # Every command on the shallow ones; infer and check at the limit (every command
-        # there costs a minute: ``make fuzz`` runs them on random depths up to it).
-        commands = depth <= 40
+        # Every command on the shallow ones and at the limit (``make fuzz`` runs them on
+        # random depths up to it).
+        commands = depth <= MAX_REGION_DEPTH
         _judge(module, tmp_path_factory.mktemp("deep"), commands)
 
     judged()
@@ -187,6 +202,45 @@ def test_bracket_depth_ignores_strings_and_comments() -> None:
     assert bracket_depth("// }}}}\n({ })") == 2
     assert bracket_depth("(" * 5000) == 5000
     assert bracket_depth("") == 0
+
+
+def test_bracket_depth_counts_angle_brackets_not_arrows_or_comparisons() -> None:
+    """Types and attributes nest in ``<...>``, which MLIR's parser recurses into as into
+    regions; the ``>`` of an arrow and the ``>=`` of an integer set close nothing."""
+    assert bracket_depth("tuple<tuple<vector<4xf32>>>") == 3
+    assert bracket_depth("memref<4xf32, #gpu.address_space<workgroup>>") == 2
+    assert bracket_depth("affine_map<(d0, d1) -> (d1 floordiv 8, d0)>") == 2
+    assert bracket_depth("affine_set<(d0) : (d0 - 10 >= 0, 4 - d0 >= 0)>") == 2
+    assert bracket_depth("(vector<4xf32>) -> vector<4xf32>") == 2
+    assert bracket_depth('"tuple<tuple<" // <<<<\n<{a = 1}>') == 2
+    assert bracket_depth("tuple<" * 30_000) == 30_000
+
+
+def _nested_type_module(depth: int) -> str:
+    """A kernel whose argument's type nests ``depth`` tuples around a vector (in the
+    brackets of the signature: ``depth`` + 2 deep)."""
+    nested = "tuple<" * depth + "vector<128xf32>" + ">" * depth
+    return f"func.func @kernel(%arg0: {nested}) {{\n  func.return\n}}\n"
+
+
+@pytest.mark.parametrize("command", ("infer", "check", "explain"))
+def test_types_nested_past_the_limit_are_refused_in_one_line(command: str, tmp_path: Path) -> None:
+    """Types nested 30 000 deep (MLIR's parser overflows an 8 MiB stack at about 26 000,
+    a 2 MiB one at 6 000-12 000) are refused before they are parsed, in one line."""
+    path = tmp_path / "kernel.mlir"
+    path.write_text(_nested_type_module(30_000))
+    ran = run(command, path, "--arch", "9.0")
+    _one_line(ran.err)
+    assert ran.status == 2, ran.err
+    assert "nests brackets 30002 deep" in ran.err, ran.err
+    assert f"at most {MAX_REGION_DEPTH} regions deep" in ran.err
+
+
+def test_types_nested_within_the_limit_are_read() -> None:
+    """Nested types under the bound parse (on a thread with room for them): the text check
+    refuses only what the parser could not take."""
+    parsed = parse_module(_nested_type_module(1_500))
+    assert str(parsed).count("tuple<") == 1_500
 
 
 def test_the_library_refuses_a_parsed_module_deeper_than_the_limit() -> None:
