@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from cli_run import run
+from cli_run import Ran, run
 
 import smalto
 import smalto.jax
@@ -121,15 +121,30 @@ def test_running_tells_a_kernel_that_computes_otherwise(tmp_path: Path) -> None:
     assert ran.refutes and "differs" in ran.why_not
 
 
+def _fixed(tmp_path: Path, kernel: str) -> tuple[Path, Ran]:
+    """``smalto fix --json`` on a copy of the norms script's ``kernel`` (f32[128,128]),
+    which must succeed: the copy and the run."""
+    script = tmp_path / "norms.py"
+    script.write_text(NORMS.read_text())
+    ran = run("fix", f"{script}:{kernel}", "--arg", "f32[128,128]", "--json")
+    assert ran.status == 0, ran.err
+    return script, ran
+
+
+def _lowers_by_jax_alone(script: Path, kernel: str) -> None:
+    """JAX's own pass and lowering take ``kernel`` of the file ``smalto fix`` wrote."""
+    fn = runpy.run_path(str(script))[kernel]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+
+
 def test_smalto_fix_makes_jax_39966_portable_proven_by_running(tmp_path: Path) -> None:
     """jax#39966's line, ``x - jnp.mean(x, axis=-1, keepdims=True)``, loaded straight from
     GMEM: the mean written as an (N,) value and the load cast to smalto's layout; the
     edit changes the ops, so its proof is its run in JAX's interpreter (said in
     ``--json``), made once, and JAX's own pass lowers the file written."""
-    script = tmp_path / "norms.py"
-    script.write_text(NORMS.read_text())
-    ran = run("fix", f"{script}:centered", "--arg", "f32[128,128]", "--json")
-    assert ran.status == 0, ran.err
+    script, ran = _fixed(tmp_path, "centered")
     fixed = script.read_text()
     assert "o_gmem[...] = x - jnp.mean(x, axis=-1)[..., None]" in fixed
     assert "x = plgpu.layout_cast(x_gmem[...], plgpu.Layout.WGMMA)" in fixed
@@ -140,10 +155,7 @@ def test_smalto_fix_makes_jax_39966_portable_proven_by_running(tmp_path: Path) -
     assert made["run"]["ran"] and made["run"]["bit_equal"] and not made["refuted"]
     assert made["needs_smalto"] is False and made["unproven"] == []
     assert ran.err.count("proven by running: both kernels run") == 1
-    fn = runpy.run_path(str(script))["centered"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+    _lowers_by_jax_alone(script, "centered")
 
 
 def test_smalto_fix_follows_a_statistic_through_broadcast_to(tmp_path: Path) -> None:
@@ -151,20 +163,14 @@ def test_smalto_fix_follows_a_statistic_through_broadcast_to(tmp_path: Path) -> 
     unit dim put back in its argument, JAX's own pass lowers the file written, and both
     kernels run bit-equal in JAX's interpreter. (Where ``smalto fix`` refused it, the
     statistic not followed through ``broadcast_to``.)"""
-    script = tmp_path / "norms.py"
-    script.write_text(NORMS.read_text())
-    ran = run("fix", f"{script}:rms_norm_by_broadcast_to", "--arg", "f32[128,128]", "--json")
-    assert ran.status == 0, ran.err
+    script, ran = _fixed(tmp_path, "rms_norm_by_broadcast_to")
     fixed = script.read_text()
     assert "ms = jnp.mean(x * x, axis=-1)\n" in fixed
     assert "scale = jnp.broadcast_to(jax.lax.rsqrt(ms + 1e-6)[..., None], x.shape)" in fixed
     made = json.loads(ran.out)
     assert made["run"]["ran"] and made["run"]["bit_equal"] and not made["refuted"]
     assert made["needs_smalto"] is False and made["unproven"] == []
-    fn = runpy.run_path(str(script))["rms_norm_by_broadcast_to"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        smalto.jax.lower(fn, TILE, arch=(9, 0), by="jax")
+    _lowers_by_jax_alone(script, "rms_norm_by_broadcast_to")
 
 
 def test_the_broadcast_to_edit_keeps_its_unit_dim(tmp_path: Path) -> None:
