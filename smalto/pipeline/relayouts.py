@@ -13,8 +13,8 @@ which ``smalto.infer`` reads as it returns the answer, with no walk over the mod
 through the bindings (issue #52: the first call); and ``WrittenLayouts``, the
 ``in_layouts``/``out_layouts`` written on a module's ops, for a module annotated
 already. Both are read over the program view's ops, so that they say the same of the
-same layouts. (They, and the records' base, live here rather than in modules of their
-own: the first kernel whose answer is said pays for each module it loads.)
+same layouts. (They live here rather than in modules of their own: the first kernel
+whose answer is said pays for each module it loads.)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import cast
 from jax._src.lib.mlir import ir
 
 from smalto.basics.records import record
-from smalto.constraints.language import System
+from smalto.constraints.language import Role, System
 from smalto.hw.encode import AttributeCache, decode_layout
 from smalto.hw.names import pallas_layout, register_layout_name
 from smalto.hw.values import Const, Reg
@@ -32,8 +32,8 @@ from smalto.program.reader import read_program
 from smalto.program.view import Kind, Program
 from smalto.source.locations import FilePosition, file_position
 
-# The role of a site: an operand, or a result (as the system's sites say it).
-OPERAND, RESULT = 0, 1
+# The role of a site: an operand, or a result (the system's sites' own roles).
+OPERAND, RESULT = Role.OPERAND, Role.RESULT
 _ATTRIBUTES = ("in_layouts", "out_layouts")
 
 
