@@ -105,17 +105,24 @@ def test_the_edited_kernel_lowers_with_jax_and_runs_bit_equal(
 
 def test_running_tells_a_kernel_that_computes_otherwise(tmp_path: Path) -> None:
     """The proof can fail: a broadcast along the wrong axis runs, and differs."""
-    text = NORMS.read_text()
-    edit = keepdims_edit(text, str(NORMS), _lines(text, "rms_norm"))
-    assert edit is not None
-    wrong = apply_parts(text, edit.parts).replace(
-        "rsqrt(ms + 1e-6)[..., None]", "rsqrt(ms + 1e-6)[None, :]"
+    _assert_running_refutes(
+        tmp_path, "rms_norm", "rsqrt(ms + 1e-6)[..., None]", "rsqrt(ms + 1e-6)[None, :]"
     )
+
+
+def _assert_running_refutes(tmp_path: Path, kernel: str, edited: str, wrong: str) -> None:
+    """The norms script's ``kernel`` with its keepdims edit, then ``edited`` in it made
+    ``wrong`` (which must change it): it runs in JAX's interpreter, and differs."""
+    text = NORMS.read_text()
+    edit = keepdims_edit(text, str(NORMS), _lines(text, kernel))
+    assert edit is not None
+    right = apply_parts(text, edit.parts)
+    assert edited in right
     edited_file = tmp_path / "wrong.py"
-    edited_file.write_text(wrong)
+    edited_file.write_text(right.replace(edited, wrong))
     ran = run_both(
-        runpy.run_path(str(NORMS))["rms_norm"],
-        runpy.run_path(str(edited_file))["rms_norm"],
+        runpy.run_path(str(NORMS))[kernel],
+        runpy.run_path(str(edited_file))[kernel],
         (TILE,),
     )
     assert ran.refutes and "differs" in ran.why_not
@@ -176,19 +183,9 @@ def test_smalto_fix_follows_a_statistic_through_broadcast_to(tmp_path: Path) -> 
 def test_the_broadcast_to_edit_keeps_its_unit_dim(tmp_path: Path) -> None:
     """Why the unit dim goes back in ``broadcast_to``'s argument: the (N,) value alone is
     lined up with the last dim, on a square tile the wrong axis, and it runs, and differs."""
-    text = NORMS.read_text()
-    edit = keepdims_edit(text, str(NORMS), _lines(text, "rms_norm_by_broadcast_to"))
-    assert edit is not None
-    wrong = apply_parts(text, edit.parts).replace("1e-6)[..., None], x.shape", "1e-6), x.shape")
-    assert wrong != apply_parts(text, edit.parts)
-    edited_file = tmp_path / "wrong.py"
-    edited_file.write_text(wrong)
-    ran = run_both(
-        runpy.run_path(str(NORMS))["rms_norm_by_broadcast_to"],
-        runpy.run_path(str(edited_file))["rms_norm_by_broadcast_to"],
-        (TILE,),
+    _assert_running_refutes(
+        tmp_path, "rms_norm_by_broadcast_to", "1e-6)[..., None], x.shape", "1e-6), x.shape"
     )
-    assert ran.refutes and "differs" in ran.why_not
 
 
 @pytest.mark.slow  # JAX's own pass searches ~30 s of CPU before it gives up on it
